@@ -1,0 +1,53 @@
+// A transformer model definition, parsed from models/*.json.
+//
+// Keys follow a Hugging Face config.json where one exists, so a real config can
+// be dropped in; keys of such configs that do not affect performance (token
+// ids, initializer ranges, ...) are accepted and ignored, anything else unknown
+// is an error. Sizes are element counts; no units.
+#ifndef STACKSIM_SIM_CONFIG_MODEL_H_
+#define STACKSIM_SIM_CONFIG_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "sim/util/json_reader.h"
+
+namespace stacksim::config {
+
+enum class Activation { kGelu, kRelu, kSquaredRelu, kSwiglu, kGeglu };
+enum class NormKind { kLayerNorm, kRmsNorm };
+
+struct ModelConfig {
+  std::string name;
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_kv_heads = 0;      // == num_attention_heads for MHA; fewer for GQA
+  int64_t head_dim = 0;          // hidden_size / heads unless the config says otherwise
+  int64_t intermediate_size = 0; // FFN width (per gated half for gated MLPs)
+  int64_t vocab_size = 0;
+  Activation activation = Activation::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;   // QKV/proj biases
+  bool mlp_bias = false;
+  bool learned_position_embeddings = false;  // GPT-2/3 style absolute positions
+  int64_t max_position_embeddings = 0;       // 0 when the config does not say
+
+  bool gated_mlp() const { return activation == Activation::kSwiglu || activation == Activation::kGeglu; }
+  // Parameters, counted exactly from the shapes (embeddings included once if tied).
+  int64_t ParameterCount() const;
+  // Parameters of one transformer layer.
+  int64_t LayerParameterCount() const;
+  int64_t EmbeddingParameterCount() const;  // token (+ position) embeddings
+};
+
+// Parses a model object. `file` and `path` name it in errors.
+ModelConfig ParseModel(const JsonNode& node);
+ModelConfig LoadModelFile(const std::string& path);
+
+const char* ActivationName(Activation a);
+
+}  // namespace stacksim::config
+
+#endif  // STACKSIM_SIM_CONFIG_MODEL_H_

@@ -1,0 +1,57 @@
+// A parallel plan: how one training job is split over GPUs and scheduled.
+//
+// Megatron-LM's vocabulary: tensor (tp), pipeline (pp, with vp virtual stages
+// per rank for the interleaved schedule), data (dp) parallelism; micro-batch
+// and global batch in sequences; recomputation and data-parallel sharding.
+// cp and ep are parsed so later work can add them; values other than 1 are
+// rejected today with a clear error.
+#ifndef STACKSIM_SIM_CONFIG_PLAN_H_
+#define STACKSIM_SIM_CONFIG_PLAN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "sim/config/profile.h"
+#include "sim/util/json_reader.h"
+#include "sim/util/units.h"
+
+namespace stacksim::config {
+
+enum class Recompute { kNone, kSelective, kFull };
+enum class Sharding { kNone, kZero1, kZero2, kZero3 };
+enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved };
+
+const char* RecomputeName(Recompute r);
+const char* ShardingName(Sharding s);
+const char* ScheduleName(PipelineScheduleKind s);
+
+struct PlanConfig {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int cp = 1;
+  int ep = 1;
+  int vp = 1;                       // virtual stages per pipeline rank (interleaved)
+  bool sequence_parallel = false;
+  int64_t micro_batch = 1;          // sequences per micro-batch
+  int64_t global_batch = 1;         // sequences per optimizer step
+  Recompute recompute = Recompute::kNone;
+  Sharding sharding = Sharding::kNone;
+  PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
+  Precision precision = Precision::kBf16;
+  bool overlap_grad_reduce = true;  // DP gradient reduction overlapped with backward
+  bool overlap_param_gather = true; // ZeRO-3/FSDP: prefetch next layer's weights
+  Bytes grad_bucket{40e6 * 4};      // Megatron default bucket: 40M elements of fp32
+  bool cuda_graphs = false;
+
+  int gpus() const { return tp * pp * dp * cp; }
+  int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
+};
+
+// Parses a plan object. Fields absent from the object keep the values in
+// `defaults` (the scenario decides what a missing field means).
+PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults);
+
+}  // namespace stacksim::config
+
+#endif  // STACKSIM_SIM_CONFIG_PLAN_H_

@@ -1,0 +1,63 @@
+// A GPU system and the cluster built from it, parsed from topologies/*.json.
+//
+// The node: GPU type (names a profile), GPUs per node, the scale-up domain
+// (NVLink/NVSwitch or PCIe) and its per-GPU bandwidth, the NICs. The cluster:
+// scale-out fat tree (levels, rail-optimized or not, oversubscription, hop
+// latency) and how many nodes it may hold. Bandwidths are per direction.
+#ifndef STACKSIM_SIM_CONFIG_TOPOLOGY_H_
+#define STACKSIM_SIM_CONFIG_TOPOLOGY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/util/json_reader.h"
+#include "sim/util/units.h"
+
+namespace stacksim::config {
+
+enum class ScaleUpKind { kNvSwitch, kNvLinkMesh, kPcie };
+
+struct ScaleUp {
+  ScaleUpKind kind = ScaleUpKind::kNvSwitch;
+  int domain_gpus = 0;            // GPUs that share the NVLink domain (8; 72 for NVL72)
+  Bandwidth per_gpu_bandwidth;    // per GPU, per direction (NVLink4: 450 GB/s)
+  Time latency;                   // one hop through the domain
+};
+
+struct Nics {
+  int per_node = 0;               // scale-out NICs for compute traffic
+  Bandwidth bandwidth;            // per NIC, per direction (NDR: 400 Gb/s = 50 GB/s)
+  Time latency;                   // NIC-to-NIC through one switch
+};
+
+struct FatTreeLevel {
+  std::string name;               // "leaf", "spine", "core"
+  int nodes_below = 0;            // nodes reachable under one switch group of this level
+  double oversubscription = 1.0;  // downlink : uplink bandwidth ratio at this level (>= 1)
+  Time hop_latency;               // added per traversal of this level
+};
+
+struct Fabric {
+  bool rail_optimized = true;     // GPU i of every node sits on rail (leaf) i
+  std::vector<FatTreeLevel> levels;  // leaf first
+};
+
+struct TopologyConfig {
+  std::string name;
+  std::string gpu;                // profile name, e.g. "h100-sxm-80gb"
+  int gpus_per_node = 0;
+  ScaleUp scale_up;
+  Bandwidth pcie_bandwidth;       // host link per GPU, per direction
+  Nics nics;
+  Fabric fabric;
+  int max_nodes = 0;              // largest cluster this fabric describes (0: unbounded)
+  double gpu_hour_usd = 0;        // price, for cost objectives (0: not given)
+};
+
+TopologyConfig ParseTopology(const JsonNode& node);
+TopologyConfig LoadTopologyFile(const std::string& path);
+
+}  // namespace stacksim::config
+
+#endif  // STACKSIM_SIM_CONFIG_TOPOLOGY_H_

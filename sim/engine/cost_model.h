@@ -1,0 +1,35 @@
+// How long a compute task takes on one GPU.
+//
+// The engine asks; implementations answer from a hardware profile
+// (cost/profile_cost_model.h) or from fixed numbers in tests
+// (FixedCostModel below).
+#ifndef STACKSIM_SIM_ENGINE_COST_MODEL_H_
+#define STACKSIM_SIM_ENGINE_COST_MODEL_H_
+
+#include "sim/trace/trace.h"
+#include "sim/util/units.h"
+
+namespace stacksim::engine {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual Time ComputeTime(const trace::ComputeOp& op) const = 0;
+};
+
+// Test double: every compute task takes flops / rate (+ a fixed time).
+class FixedCostModel : public CostModel {
+ public:
+  explicit FixedCostModel(FlopRate rate, Time per_task = Time::Zero()) : rate_(rate), per_task_(per_task) {}
+  Time ComputeTime(const trace::ComputeOp& op) const override {
+    return ::stacksim::ComputeTime(op.flops, rate_) + per_task_;
+  }
+
+ private:
+  FlopRate rate_;
+  Time per_task_;
+};
+
+}  // namespace stacksim::engine
+
+#endif  // STACKSIM_SIM_ENGINE_COST_MODEL_H_

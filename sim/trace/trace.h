@@ -1,0 +1,155 @@
+// The execution trace: the contract between what produces work (the workload
+// generator, trace importers) and what replays it (the engine).
+//
+// A trace is a DAG of tasks on per-rank streams. A stream runs its tasks one at
+// a time in the order they were added (like a CUDA stream); a task also waits
+// for its explicit dependencies, which may be on other streams or ranks.
+// Collective tasks that share an `instance` run together: each starts when all
+// of the instance's tasks are ready and all finish together.
+//
+// Ranks in a trace are *simulated* ranks. A trace may stand for a larger job:
+// a communication group records its full size and placement, and the simulated
+// ranks that belong to it; the rest behave like them (symmetry).
+//
+// The trace owns all its tasks, groups and strings. Task ids are dense indices.
+#ifndef STACKSIM_SIM_TRACE_TRACE_H_
+#define STACKSIM_SIM_TRACE_TRACE_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/config/profile.h"
+#include "sim/util/units.h"
+
+namespace stacksim::trace {
+
+using TaskId = int32_t;
+using RankId = int32_t;
+using StreamId = int16_t;
+using GroupId = int32_t;
+using LabelId = int16_t;
+inline constexpr GroupId kNoGroup = -1;
+
+enum class TaskKind : uint8_t {
+  kCompute,     // a kernel (or a few fused ones) on a GPU
+  kCollective,  // a collective over a communication group
+  kTransfer,    // point-to-point send from this rank to another
+  kDelay,       // a fixed duration (host work, an imported kernel of known length)
+};
+
+// How the cost model prices a compute task.
+enum class OpClass : uint8_t {
+  kGemm,        // m x n x k matrix product, `batch` of them
+  kAttention,   // fused attention: batch x heads, seq_q x seq_kv, head_dim
+  kMemoryBound, // elementwise, norms, reductions, optimizer: bytes moved
+};
+
+enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
+const char* CollectiveName(CollectiveKind k);
+
+struct ComputeOp {
+  OpClass op_class = OpClass::kMemoryBound;
+  config::Precision precision = config::Precision::kBf16;
+  Flops flops;       // useful floating-point work
+  Bytes bytes;       // device-memory traffic (each input read once, each output written once)
+  // Shape, meaning by op_class. kGemm: m, n, k, batch. kAttention: m = seq_q,
+  // n = seq_kv, k = head_dim, batch = sequences x heads; causal halves the work.
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool causal = false;
+  bool backward = false;  // attention backward runs at its own efficiency
+  int16_t kernels = 1;    // kernel launches this task stands for
+};
+
+struct CommOp {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  // Per-rank buffer: the full tensor for all-reduce and broadcast, the gathered
+  // output for all-gather, the unreduced input for reduce-scatter, the send
+  // buffer for all-to-all.
+  Bytes bytes;
+  GroupId group = kNoGroup;
+  int32_t instance = -1;  // tasks of one collective call share it (-1: this rank alone)
+};
+
+struct TransferOp {
+  RankId dst = 0;
+  Bytes bytes;
+  GroupId group = kNoGroup;  // the (src, dst) pair's placement
+};
+
+// A communication group and where its members sit.
+struct CommGroup {
+  std::string name;          // "tp", "dp", "pp 0-1", ...
+  int size = 1;              // ranks in the group, whole job
+  int ranks_per_node = 1;    // members sharing one node (its NVLink domain)
+  int nodes = 1;             // nodes the group spans
+  std::vector<RankId> simulated;  // simulated ranks that are members
+};
+
+struct Task {
+  TaskKind kind = TaskKind::kCompute;
+  RankId rank = 0;
+  StreamId stream = 0;
+  LabelId label = 0;         // breakdown category, from the trace's label table
+  int32_t name = 0;          // index in the trace's name table
+  int32_t layer = -1;        // for display only (-1: none)
+  int32_t micro_batch = -1;  // for display only
+  int32_t dep_begin = 0;     // range in Trace::deps_
+  int32_t dep_count = 0;
+  ComputeOp compute;
+  CommOp comm;
+  TransferOp transfer;
+  Time duration;             // kDelay only
+};
+
+class Trace {
+ public:
+  // Tables of names; each call with a new string adds an entry.
+  int32_t InternName(const std::string& name);
+  LabelId InternLabel(const std::string& label);
+  StreamId InternStream(const std::string& stream);
+  GroupId AddGroup(CommGroup group);
+
+  void SetRankCount(int ranks) { ranks_ = ranks; }
+  int rank_count() const { return ranks_; }
+
+  // Adds a task; its dependencies are the listed tasks (already added).
+  TaskId Add(const Task& task, std::initializer_list<TaskId> deps = {});
+  TaskId Add(const Task& task, const std::vector<TaskId>& deps);
+  void AddDependency(TaskId task, TaskId dep);  // REQUIRES: task is the last one added
+
+  const std::vector<Task>& tasks() const { return tasks_; }
+  const Task& task(TaskId id) const { return tasks_[id]; }
+  const TaskId* deps_begin(TaskId id) const { return deps_.data() + tasks_[id].dep_begin; }
+  const TaskId* deps_end(TaskId id) const { return deps_begin(id) + tasks_[id].dep_count; }
+  const CommGroup& group(GroupId g) const { return groups_[g]; }
+  const std::vector<CommGroup>& groups() const { return groups_; }
+  const std::string& name(int32_t id) const { return names_[id]; }
+  const std::string& label(LabelId id) const { return labels_[id]; }
+  const std::string& stream_name(StreamId id) const { return streams_[id]; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  const std::vector<std::string>& streams() const { return streams_; }
+  size_t size() const { return tasks_.size(); }
+
+  // Checks internal consistency (ranks, streams, deps pointing backwards,
+  // groups, collective instances); returns "" when valid, else the problem.
+  std::string Check() const;
+
+ private:
+  int ranks_ = 1;
+  std::vector<Task> tasks_;
+  std::vector<TaskId> deps_;
+  std::vector<CommGroup> groups_;
+  std::vector<std::string> names_;
+  std::vector<std::string> labels_;
+  std::vector<std::string> streams_;
+  std::unordered_map<std::string, int32_t> name_index_;
+  std::unordered_map<std::string, LabelId> label_index_;
+  std::unordered_map<std::string, StreamId> stream_index_;
+};
+
+}  // namespace stacksim::trace
+
+#endif  // STACKSIM_SIM_TRACE_TRACE_H_
