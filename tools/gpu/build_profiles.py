@@ -1,0 +1,818 @@
+#!/usr/bin/env python3
+"""Write the hardware profiles profiles/*.json from their cited sources.
+
+Every number in a profile is {"value": ..., "source": "..."} (docs/formats.md).
+The figures below are copied from shared/reference/hardware.md and
+hardware.json (which name the original datasheets and measurements) or come
+from our own H200 measurements through tools/gpu/fit_profile_h200.py. Where a
+GPU has no published figure, the value is derived from a named measurement on
+the closest GPU, and the derivation is written out here and in the source
+string. Nothing is fitted to end-to-end training results.
+
+Standard library only.
+
+usage: build_profiles.py [--out DIR] [--check]
+  --check  regenerate in memory and fail (exit 1) if a file on disk differs
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fit_profile_h200 as h200fit  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+GEN = "tools/gpu/build_profiles.py"
+HW = "shared/reference/hardware.md"
+HWJ = "shared/reference/hardware.json"
+FIT = "tools/gpu/fit_profile_h200.py on profiles/measured/h200-sxm-141gb-2026-11-29/"
+
+# ---------------------------------------------------------------------------
+# Cited figures
+# ---------------------------------------------------------------------------
+
+# nccl-tests all_reduce busbw (GB/s) at 1 KiB .. 8 GiB, powers of two, in-place.
+SIZES = [1 << i for i in range(10, 34)]
+AZURE_AR = {
+    # Azure/AI-benchmarking-guide; hardware.md §3a, hardware.json collectives_measured
+    "h100": [0.07, 0.14, 0.27, 0.53, 0.95, 1.71, 2.72, 5.4, 10.86, 21.35, 43.7, 81.93, 128.73,
+             172.13, 234.45, 295.53, 361.78, 400.61, 423.38, 438.46, 466.35, 472.36, 475.54, 478.87],
+    "h200": [0.06, 0.12, 0.23, 0.47, 0.93, 1.84, 3.72, 7.39, 14.75, 29.38, 52.96, 88.78, 138.44,
+             181.94, 240.41, 300.91, 368.11, 412.45, 432.24, 442.72, 467.58, 472.57, 477.41, 479.98],
+    "a100": [0.04, 0.08, 0.17, 0.33, 0.67, 1.37, 2.7, 5.15, 10.11, 19.24, 36.22, 53.54, 71.43,
+             89.99, 109.22, 132.77, 166.63, 174.18, 213.87, 221.58, 228.1, 230.22, 230.48, 231.58],
+    "gb200x4": [0.1, 0.19, 0.38, 0.76, 1.46, 2.88, 5.71, 11.29, 22.41, 44.07, 80.48, 110.43, 146.27,
+                253.46, 331.09, 422.62, 550.73, 574.19, 593.53, 618.74, 646.87, 666.63, 673.06, 679.61],
+}
+AZURE_SRC = {
+    "h100": "Azure/AI-benchmarking-guide 'Azure Results/ND_H100_v5_results.md': 8x H100 SXM (NVLink4/NVSwitch), "
+            "NCCL 2.18.5, all_reduce in-place, labelled NVLS; all 24 points, sizes read as powers of two "
+            f"({HW} §3a, {HWJ} azure-ndh100v5-allreduce-1node)",
+    "h200": "Azure/AI-benchmarking-guide Azure_Results/ND_H200_v5_results.md: 8x H200 (NVLink4/NVSwitch), "
+            "NCCL 2.20.5, all_reduce in-place, labelled NVLS; all 24 points, sizes read as powers of two "
+            f"({HW} §3a, {HWJ} azure-ndh200v5-allreduce-1node)",
+    "a100": "Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md: 8x A100-SXM4-80GB "
+            "(NVLink3/NVSwitch), NCCL 2.18.5, all_reduce in-place (labelled NVLS, but A100 has no NVLink "
+            f"SHARP: ring/tree); all 24 points, sizes read as powers of two ({HW} §3a, {HWJ} "
+            "azure-nda100v4-allreduce-1node)",
+    "gb200x4": "Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md: one host = 4 GB200 GPUs of "
+               "an NVL72 tray (NVLink5), NCCL 2.25.1, Ring, all_reduce in-place (4-GPU scope: "
+               f"Azure/AI-benchmarking-guide#7); all 24 points ({HW} §3a, {HWJ} azure-ndgb200v6-allreduce-1host)",
+}
+HOPPER_RING_PEAK = 370.0  # nccl-tests#212 (sjeaugey): ring / non-allreduce busbw ~370 GB/s on 8x H100;
+                          # nccl#1455: ring 365-370 for 2-8 GPUs at 2-4 GB. hardware.md §3b
+H800_AR_PEAK = 215.0      # nccl#1374: 8x H800 (400 GB/s NVLink) all_reduce busbw 215 GB/s. hardware.md §3b
+GB200_MNNVL_AR = 811.0    # lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test: 2 trays = 8 GB200, all_reduce
+                          # busbw 811 GB/s. hardware.md §3b
+
+# nccl-tests#123 (hardware.md §3c): DGX A100, NCCL_ALGO=Ring, 1 channel, 8-128 B all_reduce (us)
+# against GPU count; a ring all_reduce takes 2(n-1) steps.
+RING_LATENCY_A100 = {2: 10.0, 3: 13.76, 4: 16.88, 5: 20.8, 6: 25.2, 7: 29.5, 8: 33.7}
+# nccl#652 (hardware.md §3c): 32 nodes x 8 A100, 4x HDR per node, 4-128 B all_reduce 62-71 us.
+MULTINODE_A100 = {"nodes": 32, "ppn": 8, "lo_us": 62.0, "hi_us": 71.0}
+# NCCL src/graph/tuning.cc (NVIDIA/nccl, commit b6475625) per-step hwLat for Ring LL128:
+# NVLink 1.9 us, PCI 2.5 us; NET Ring LL 2.7 / LL128 4.0 us.
+NCCL_HWLAT_LL128 = {"nvlink": 1.9, "pci": 2.5}
+
+# stas00/ml-engineering compute/accelerator/README.md, MAMF table (hardware.md §4a): (TFLOP/s, peak)
+MAMF = {
+    "a100_sxm_bf16": (271.2, 312.0), "a100_pcie_bf16": (252.9, 312.0),
+    "h100_sxm_bf16": (794.5, 989.0), "h100_sxm_fp8": (1402.6, 1979.0),
+    "b200_bf16": (1745.0, 2250.0), "b200_fp8": (3432.5, 4500.0),
+    "gb200_bf16": (1822.0, 2500.0), "gb200_fp8": (3615.6, 5000.0),
+}
+MAMF_SRC = f"{HW} §4a (stas00/ml-engineering compute/accelerator/README.md, Maximum Achievable Matmul FLOPS table)"
+
+# Azure STREAM copy (TB/s) and datasheet peak (TB/s), hardware.md §4d
+STREAM = {"a100": (1.61, 2.039), "h100": (2.90, 3.35), "h200": (4.01, 4.8)}
+STREAM_SRC = f"{HW} §4d (Azure/AI-benchmarking-guide HBM Bandwidth, STREAM copy)"
+
+# Host-to-device bandwidth (GB/s), hardware.md §4d
+NVBW = {"a100": 26.28, "h100": 51.0, "h200": 52.0, "gb200": 201.0}
+NVBW_SRC = f"{HW} §4d (Azure/AI-benchmarking-guide nvbandwidth host-to-device)"
+VOLTAGEPARK_H2D = 54.8  # hardware.md §4d: Voltage Park H100, host-to-device over PCIe Gen5 x16
+
+# Azure FlashAttention-2 benchmark (hardware.md §4c): the guide runs flash-attention's
+# benchmarks/benchmark_flash_attention.py at b=2, s=8192 and reports the "fwd + bwd" TFLOP/s
+# (Benchmarks/NVIDIA/FlashAttention.py in Azure/AI-benchmarking-guide).
+AZURE_FA2_A100 = 179.5  # A100-SXM4-80GB, head_dim 64
+
+NIC_NDR = (47.0, 50.0)  # nccl-tests#290 (AddyLaddy): expect 46-48 GB/s per 400 Gb/s NDR NIC (mid 47)
+NIC_HDR = (96.0, 100.0)  # nccl-tests#119: 3 nodes x 8 A100, 4x HDR: peak ~96 of 100 GB/s (avg 84.8 over sizes)
+
+TILE_HOPPER_SRC = ("modelling choice: 128x256 output tile (M x N) of the cuBLAS/CUTLASS bf16 tensor-op kernels "
+                   "(CUTLASS include/cutlass/gemm/device/default_gemm_configuration.h: ThreadblockShape "
+                   "GemmShape<128, 256, 64> for tensor ops); wave quantization as in NVIDIA's Matrix "
+                   "Multiplication Background User's Guide (DU-09799-001) §3.2, " + HW + " §4b")
+TILE_AMPERE_SRC = ("modelling choice: 256x128 output tile, the A100 example of NVIDIA's Matrix Multiplication "
+                   "Background User's Guide (DU-09799-001) §3 (1792x1792 output in 256x128 tiles = 98 tiles on "
+                   f"108 SMs, {HW} §4b); CUTLASS's SM80 default is the transposed 128x256 "
+                   "(default_gemm_configuration.h)")
+
+GIB_NOTE = ("read as GiB: NVIDIA sizes HBM in binary units (our H200, sold as 141 GB, shows 143,771 MiB = "
+            "140.4 GiB in nvidia-smi, profiles/measured/h200-sxm-141gb-2026-11-29/log.txt)")
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+def v(value, source):
+    return {"value": value, "source": source}
+
+
+def r3(x):
+    return round(x, 3)
+
+
+def size_label(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def g(x, digits):
+    s = f"{x:.{digits}g}"
+    return s if "e" not in s else f"{x:.{digits}f}"
+
+
+def curve(values, gpus, source, measured=False):
+    """busbw points; measured values as published, derived ones to 4 significant digits."""
+    assert len(values) == len(SIZES) and all(x > 0 for x in values)
+    digits = 6 if measured else 4
+    return {"gpus": gpus, "source": source,
+            "busbw": [[size_label(n), f"{g(b, digits)} GB/s"] for n, b in zip(SIZES, values)]}
+
+
+def scaled(values, factor):
+    return [x * factor for x in values]
+
+
+def capped(values, cap):
+    return [min(x, cap) for x in values]
+
+
+def fit_line(points):
+    xs = [2 * (n - 1) for n in points]
+    ys = list(points.values())
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return slope, my - slope * mx
+
+
+# ---------------------------------------------------------------------------
+# Derived quantities (each printed by --explain)
+# ---------------------------------------------------------------------------
+
+class Derived:
+    def __init__(self, fit):
+        self.fit = fit
+        ge = {d: b["efficiency"] for d, b in fit["gemm"].items()}
+        self.h200_gemm = ge
+        self.r_fp16 = ge["fp16"] / ge["bf16"]
+        self.r_tf32 = ge["tf32"] / ge["bf16"]
+        self.r_fp8 = ge["fp8_e4m3"] / ge["bf16"]
+        ae = {p: a["efficiency"] for p, a in fit["attention"].items()}
+        self.h200_attn = ae
+        self.r_attn_fwd = ae["fwd"] / ge["bf16"]
+        self.r_attn_bwd = ae["bwd"] / ge["bf16"]
+        self.r_bwd_fwd = ae["bwd"] / ae["fwd"]
+
+        self.mamf = {k: t / p for k, (t, p) in MAMF.items()}
+        self.pcie_power = self.mamf["a100_pcie_bf16"] / self.mamf["a100_sxm_bf16"]
+
+        # A100 FA2: Azure reports fwd+bwd = 3.5 F / (F/f + 2.5 F/b) as a fraction of peak c;
+        # with b = r f (r = H200 measured bwd/fwd): f = c (1 + 2.5 / r) / 3.5.
+        c = AZURE_FA2_A100 / 312.0
+        self.a100_fa2_combined = c
+        self.a100_attn_fwd = c * (1 + 2.5 / self.r_bwd_fwd) / 3.5
+        self.a100_attn_bwd = self.a100_attn_fwd * self.r_bwd_fwd
+
+        self.ring_slope, self.ring_base = fit_line(RING_LATENCY_A100)
+        # NCCL's tree latency model (tuning.cc): base + 2 ((ppn-1) intra + log2(nodes) inter).
+        m = MULTINODE_A100
+        log2n = m["nodes"].bit_length() - 1
+
+        def inter(t):
+            return ((t - self.ring_base) / 2 - (m["ppn"] - 1) * self.ring_slope) / log2n
+        self.inter_lat = inter((m["lo_us"] + m["hi_us"]) / 2)
+        self.inter_lat_range = (inter(m["lo_us"]), inter(m["hi_us"]))
+        self.pcie_lat = self.ring_slope * NCCL_HWLAT_LL128["pci"] / NCCL_HWLAT_LL128["nvlink"]
+
+    def explain(self):
+        print("H200 measured ratios:")
+        print(f"  fp16/bf16 {self.r_fp16:.4f}  tf32/bf16 {self.r_tf32:.4f}  fp8/bf16 {self.r_fp8:.4f}")
+        print(f"  attention fwd/gemm {self.r_attn_fwd:.4f}  bwd/gemm {self.r_attn_bwd:.4f}  "
+              f"bwd/fwd {self.r_bwd_fwd:.4f}")
+        print("MAMF efficiencies: " + ", ".join(f"{k} {x:.4f}" for k, x in self.mamf.items()))
+        print(f"A100 PCIe / SXM MAMF ratio {self.pcie_power:.4f}")
+        print(f"A100 FA2 fwd+bwd {self.a100_fa2_combined:.4f} -> fwd {self.a100_attn_fwd:.4f} "
+              f"bwd {self.a100_attn_bwd:.4f}")
+        print(f"A100 ring latency fit: {self.ring_base:.2f} us + {self.ring_slope:.3f} us/step")
+        print(f"inter-node per-step latency {self.inter_lat:.2f} us (range {self.inter_lat_range[0]:.2f}"
+              f"-{self.inter_lat_range[1]:.2f})")
+        print(f"PCIe per-step latency {self.pcie_lat:.2f} us")
+
+
+# ---------------------------------------------------------------------------
+# Building blocks shared by several profiles
+# ---------------------------------------------------------------------------
+
+def tflops(x):
+    return f"{x:g} TFLOP/s"
+
+
+def peak_flops(fp32, tf32, bf16, fp8):
+    out = {"fp32": v(tflops(fp32[0]), fp32[1]), "tf32": v(tflops(tf32[0]), tf32[1]),
+           "bf16": v(tflops(bf16[0]), bf16[1]), "fp16": v(tflops(bf16[0]), bf16[1])}
+    out["fp8"] = None if fp8 is None else v(tflops(fp8[0]), fp8[1])
+    return out
+
+
+def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
+    """bf16 figure, fp16 = bf16, tf32 and (if no published figure) fp8 derived from H200 ratios."""
+    out = {
+        "bf16": v(r3(bf16), bf16_src),
+        "fp16": v(r3(bf16), "= bf16 figure (same tensor-core rate; " + bf16_src + ")"),
+        "tf32": v(r3(bf16 * d.r_tf32),
+                  f"derived: bf16 {bf16:.3f} x H200 measured tf32/bf16 efficiency ratio {d.r_tf32:.4f} "
+                  f"(0.808/0.809, {FIT}gemm.csv); no published TF32 matmul figure"),
+    }
+    if has_fp8:
+        if fp8 is None:
+            out["fp8"] = v(r3(bf16 * d.r_fp8),
+                           f"derived: bf16 {bf16:.3f} x H200 measured fp8/bf16 efficiency ratio {d.r_fp8:.4f} "
+                           f"(0.739/0.809, {FIT}gemm.csv); no published FP8 matmul figure")
+        else:
+            out["fp8"] = v(r3(fp8), fp8_src)
+    return out
+
+
+def attention_from_gemm(d, bf16, what):
+    return {
+        "fwd_efficiency": v(r3(bf16 * d.r_attn_fwd),
+                            f"derived: {what} bf16 GEMM efficiency {bf16:.3f} x H200 measured ratio of fused "
+                            f"attention fwd to bf16 GEMM efficiency {d.r_attn_fwd:.4f} (0.610/0.809: SDPA flash, "
+                            f"b=2 h=16 s=8192 d=128 causal, {FIT}attention.csv, gemm.csv)"),
+        "bwd_efficiency": v(r3(bf16 * d.r_attn_bwd),
+                            f"derived: {what} bf16 GEMM efficiency {bf16:.3f} x H200 measured ratio of fused "
+                            f"attention bwd to bf16 GEMM efficiency {d.r_attn_bwd:.4f} (0.526/0.809, same case, "
+                            f"{FIT}attention.csv)"),
+    }
+
+
+def launch(d, what):
+    return v(f"{d.fit['launch_us']:.2f} us",
+             f"measured on H200 (driver {d.fit['driver']}, CUDA {d.fit['env']['cuda_runtime']}, "
+             f"{d.fit['env']['date_utc'][:10]}; empty kernel, plain CUDA, host issue time per launch, median; {FIT}"
+             f"launch_cuda.csv), applied to {what}: host-side cost of the CUDA driver, same driver stack "
+             f"assumed [U]; {HW} §4d has only weak figures (4-6 us on an RTX 5070 Ti, CUDA 13)")
+
+
+def intra_latency(d, what):
+    return v(f"{d.ring_slope:.2f} us",
+             f"derived: slope of NCCL 1-channel ring all_reduce time against its 2(n-1) steps, DGX A100, "
+             f"2-8 GPUs, 8-128 B (nccl-tests#123, {HW} §3c): {d.ring_slope:.2f} us/step (+{d.ring_base:.1f} us "
+             f"base); applied to {what}: NCCL's own model uses one NVLink per-step latency for all "
+             f"generations (src/graph/tuning.cc hwLat NVLink Ring LL128 1.9 us)")
+
+
+def pcie_latency(d):
+    return v(f"{d.pcie_lat:.2f} us",
+             f"derived: A100 NVLink per-step ring latency {d.ring_slope:.2f} us (nccl-tests#123 fit, {HW} §3c) x "
+             f"NCCL's PCI/NVLink per-step latency ratio 2.5/1.9 (src/graph/tuning.cc hwLat Ring LL128) [U]")
+
+
+def inter_node(d, nic, nic_src):
+    return {
+        "nic_efficiency": v(r3(nic), nic_src),
+        "latency": v(f"{d.inter_lat:.1f} us",
+                     f"derived: 32 nodes x 8 A100 (4x HDR) small-message all_reduce 62-71 us (nccl#652, {HW} §3c) "
+                     f"put into NCCL's tree latency model (tuning.cc: base + 2((ppn-1) intra + log2(nodes) inter)) "
+                     f"with the nccl-tests#123 ring fit (base {d.ring_base:.1f} us, intra {d.ring_slope:.2f} us/step): "
+                     f"inter = {d.inter_lat_range[0]:.1f}-{d.inter_lat_range[1]:.1f} us per step, midpoint used; "
+                     f"cf. tuning.cc hwLat NET Ring LL 2.7 / LL128 4.0 us"),
+    }
+
+
+def nic_ndr(what):
+    return (NIC_NDR[0] / NIC_NDR[1],
+            f"nccl-tests#290 (AddyLaddy): expect 46-48 GB/s per 400 Gb/s (50 GB/s) NDR NIC, midpoint 47/50 "
+            f"({HW} §3b){what}")
+
+
+def header(name, gpu, kind, provenance):
+    return {"schema": "stacksim.profile/1", "name": name, "gpu": gpu, "kind": kind, "provenance": provenance}
+
+
+DATASHEET_PROV = ("datasheet figures and public micro-benchmarks from shared/reference/hardware.md and hardware.json, "
+                  "each citing its original source; values without a published figure are derived from the closest "
+                  f"measured GPU as their source strings say; generated by {GEN}")
+
+
+# ---------------------------------------------------------------------------
+# Collective blocks
+# ---------------------------------------------------------------------------
+
+def hopper_intra(d, which, what, measured_here):
+    """8-GPU NVLink4 system: measured NVLS all_reduce curve; ring = same shape, plateau 370 GB/s."""
+    ar = AZURE_AR[which]
+    f = HOPPER_RING_PEAK / ar[-1]
+    label = "8x H100" if which == "h100" else "8x H200"
+    ar_src = ("published measurement: " + AZURE_SRC[which]) if measured_here else (AZURE_SRC[which] + f"; applied to {what} [U]")
+    return {
+        "reference_link_bandwidth": v("450 GB/s",
+                                      f"NVLink4 900 GB/s bidirectional per GPU / 2 (18 links; {HW} §1) on the "
+                                      f"measured {label} system"),
+        "latency": intra_latency(d, what),
+        "all_reduce": curve(ar, 8, ar_src, measured=True),
+        "ring": curve(scaled(ar, f), 8,
+                      f"derived: the {label} all_reduce curve above scaled by {HOPPER_RING_PEAK:g}/{ar[-1]} = {f:.4f}, "
+                      f"so its shape is kept and its 8 GiB plateau becomes the Hopper ring / non-allreduce busbw "
+                      f"of ~370 GB/s (nccl-tests#212, nccl#1455, {HW} §3b); NVLS speeds up all_reduce only"),
+    }
+
+
+def a100_intra(d, what):
+    return {
+        "reference_link_bandwidth": v("300 GB/s",
+                                      f"NVLink3 600 GB/s bidirectional per GPU / 2 (12 links; NVIDIA HGX A100 blog, "
+                                      f"{HW} §1) on the measured 8x A100 system"),
+        "latency": intra_latency(d, what),
+        "all_reduce": curve(AZURE_AR["a100"], 8, "published measurement: " + AZURE_SRC["a100"]
+                            + ("" if what == "A100 80GB" else f"; applied to {what} (same HGX A100 NVLink3 system)"),
+                            measured=True),
+        "ring": curve(AZURE_AR["a100"], 8,
+                      "= the all_reduce curve: A100 has no NVLink SHARP, so its all_reduce is the ring/tree "
+                      "curve; " + AZURE_SRC["a100"], measured=True),
+    }
+
+
+def blackwell_intra(d, what):
+    gb = AZURE_AR["gb200x4"]
+    f = GB200_MNNVL_AR / gb[-1]
+    return {
+        "reference_link_bandwidth": v("900 GB/s",
+                                      f"NVLink5 1,800 GB/s bidirectional per GPU / 2 (18 links; {HW} §1) on the "
+                                      f"measured GB200 systems"),
+        "latency": intra_latency(d, what),
+        "all_reduce": curve(scaled(gb, f), 8,
+                            f"derived: shape of the 4-GPU GB200 ring all_reduce curve ({AZURE_SRC['gb200x4']}) "
+                            f"scaled by {GB200_MNNVL_AR:g}/{gb[-1]} = {f:.4f} so that its plateau is the 8-GPU GB200 "
+                            f"MNNVL all_reduce busbw of 811 GB/s (lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test, "
+                            f"{HW} §3b); no 8-GPU curve is published" + ("" if what == "GB200" else
+                                                                         f"; applied to {what} (same NVLink5 "
+                                                                         f"bandwidth per GPU)")),
+        "ring": curve(gb, 4, "published measurement, ring on 4 GPUs: " + AZURE_SRC["gb200x4"]
+                      + "; ring busbw barely depends on GPU count (365-370 GB/s for 2-8 H100, nccl#1455)"
+                      + ("" if what == "GB200" else f"; applied to {what} (same NVLink5 bandwidth per GPU)"),
+                      measured=True),
+    }
+
+
+def pcie_intra(d, link_gbps, plateau, plateau_src, link_src, what):
+    a = AZURE_AR["a100"]
+    vals = capped(a, plateau)
+    src = (f"derived for PCIe peer traffic (no NVLink between the 8 GPUs): busbw = min(8x A100 all_reduce "
+           f"busbw at the same size, {plateau:g} GB/s); the cap is {plateau_src}; below the cap the NVSwitch A100 "
+           f"curve ({AZURE_SRC['a100']}) stands in for the latency-bound part, which is optimistic for PCIe [U]")
+    return {
+        "reference_link_bandwidth": v(f"{link_gbps:g} GB/s", link_src),
+        "latency": pcie_latency(d),
+        "all_reduce": curve(vals, 8, src + "; no NVLink SHARP over PCIe, so all_reduce = ring"),
+        "ring": curve(vals, 8, src),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Profiles
+# ---------------------------------------------------------------------------
+
+def a100(d, mem_gb):
+    name = f"a100-sxm-{mem_gb}gb"
+    what = f"A100 {mem_gb}GB"
+    bf16 = d.mamf["a100_sxm_bf16"]
+    bw = 1555 if mem_gb == 40 else 2039
+    p = header(name, f"NVIDIA A100 SXM4 {mem_gb}GB", "datasheet", DATASHEET_PROV)
+    p["sm_count"] = v(108, f"{HW} §1 [S] (fudzilla, glennklockwood.com citing the NVIDIA A100 datasheet)")
+    p["hbm_capacity"] = v(f"{mem_gb} GiB", f"NVIDIA A100 datasheet '{mem_gb} GB' ({HW} §1); {GIB_NOTE}")
+    p["hbm_bandwidth"] = v(f"{bw} GB/s", f"{HW} §1 [S] (thundercompute.com, glennklockwood.com: "
+                           f"{'1.555' if mem_gb == 40 else '2.039'} TB/s)")
+    copy = STREAM["a100"][0] / STREAM["a100"][1]
+    p["copy_efficiency"] = v(r3(copy), (f"{STREAM_SRC}: A100-80GB copy 1.61 TB/s / 2.039 TB/s peak" if mem_gb == 80 else
+                                        f"derived: A100-80GB STREAM copy fraction {copy:.3f} (1.61/2.039 TB/s, "
+                                        f"{STREAM_SRC}) applied to the 40GB part's 1,555 GB/s HBM2 [U]"))
+    ds = f"{HW} §1 (glennklockwood.com citing the NVIDIA A100 datasheet)"
+    p["peak_flops"] = peak_flops((19.5, ds), (156, ds + ", dense (312 with sparsity)"),
+                                 (312, ds + ", dense (624 with sparsity)"), None)
+    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"{MAMF_SRC}: A100 SXM 271.2 / 312 TFLOP/s, torch 2.6.0+cu126"
+                                            + ("" if mem_gb == 80 else "; the table does not say 40 or 80 GB: same GA100 compute"),
+                                            has_fp8=False),
+                 "tile": v([256, 128], TILE_AMPERE_SRC)}
+    c = d.a100_fa2_combined
+    p["attention"] = {
+        "fwd_efficiency": v(r3(d.a100_attn_fwd),
+                            f"derived: Azure FlashAttention-2 on A100-80GB, b=2 s=8192 head_dim 64, fwd+bwd "
+                            f"179.5 TFLOP/s = {c:.3f} of 312 ({HW} §4c; the guide reports flash-attention's "
+                            f"benchmark 'fwd + bwd' figure), split with the H200 measured bwd/fwd ratio "
+                            f"{d.r_bwd_fwd:.4f} ({FIT}attention.csv): fwd = {c:.3f} (1 + 2.5/{d.r_bwd_fwd:.3f})/3.5; "
+                            f"inside FlashAttention-2's 50-73% of A100 peak (arXiv:2307.08691)"),
+        "bwd_efficiency": v(r3(d.a100_attn_bwd),
+                            f"derived: A100 fwd {d.a100_attn_fwd:.3f} x H200 measured bwd/fwd {d.r_bwd_fwd:.4f} "
+                            f"(see fwd); inside FlashAttention-2's 50-73% (arXiv:2307.08691)"),
+    }
+    p["kernel_launch"] = launch(d, what)
+    p["host_bandwidth"] = v(f"{NVBW['a100']:g} GB/s", f"{NVBW_SRC}: A100 (PCIe Gen4 x16)"
+                            + ("" if mem_gb == 80 else "; measured on A100-80GB, applied to the 40GB part (same host link)"))
+    p["collectives"] = {
+        "intra_node": a100_intra(d, what),
+        "inter_node": inter_node(d, NIC_HDR[0] / NIC_HDR[1],
+                                 f"nccl-tests#119: 3 nodes x 8 A100-SXM4-40GB with 4x HDR 200 Gb/s per node reach "
+                                 f"a peak busbw of ~96 of 100 GB/s ({HW} §3b); the 84.8 'avg' there averages all "
+                                 f"message sizes, and 128 MB was the largest, so 0.96 is the plateau seen"),
+    }
+    return p
+
+
+def h100_sxm(d, mem_gb):
+    name = f"h100-sxm-{mem_gb}gb"
+    what = f"H100 SXM {mem_gb}GB"
+    bf16 = d.mamf["h100_sxm_bf16"]
+    fp8 = d.mamf["h100_sxm_fp8"]
+    pre = "" if mem_gb == 80 else "[U] assumed equal to H100 SXM 80GB (same GH100 SXM5 part): "
+    p = header(name, f"NVIDIA H100 SXM5 {mem_gb}GB", "datasheet", DATASHEET_PROV)
+    tab = f"{HW} §1 (archive-lib.hpctech.co.jp reproducing NVIDIA's H100 SXM/PCIe table)"
+    gk = f"{HW} §1 (glennklockwood.com/garden/processors/h100)"
+    p["sm_count"] = v(132, pre + tab)
+    if mem_gb == 80:
+        p["hbm_capacity"] = v("80 GiB", f"NVIDIA H100 SXM '80 GB' HBM3, {tab}; {GIB_NOTE}")
+        p["hbm_bandwidth"] = v("3350 GB/s", tab)
+    else:
+        p["hbm_capacity"] = v("96 GiB", "[U] not in shared/reference/hardware.md; the TechPowerUp GPU database lists "
+                              "an 'H100 SXM5 96 GB' (techpowerup.com/gpu-specs/h100-sxm5-96-gb.c3974, page not read); "
+                              + GIB_NOTE)
+        p["hbm_bandwidth"] = v("3350 GB/s", "[U] assumed equal to H100 SXM 80GB " + tab + "; a sixth HBM3 stack "
+                               "could give more; one third-party spec dump also lists lower clocks for this part "
+                               "(FP32 62.1 vs 66.9 TFLOP/s), not used")
+    copy = STREAM["h100"][0] / STREAM["h100"][1]
+    p["copy_efficiency"] = v(r3(copy), f"{STREAM_SRC}: H100 copy 2.90 TB/s / 3.35 TB/s (Voltage Park d2d 2,903 GB/s, "
+                                       f"86.7%, agrees)" + ("" if mem_gb == 80 else f"; applied to {what} [U]"))
+    p["peak_flops"] = peak_flops((67, pre + tab),
+                                 (494.7, pre + gk + ", dense"),
+                                 (989.4, pre + gk + ", dense (1,979 with sparsity)"),
+                                 (1978.9, pre + gk + ", dense"))
+    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"{MAMF_SRC}: H100 SXM 794.5 / 989 TFLOP/s, shape 2048x2048x13312, "
+                                            f"torch 2.7.0+cu126" + ("" if mem_gb == 80 else f"; applied to {what} [U]"),
+                                            fp8, f"{MAMF_SRC}: H100 SXM FP8 1,402.6 / 1,979 TFLOP/s"
+                                            + ("" if mem_gb == 80 else f"; applied to {what} [U]")),
+                 "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["attention"] = attention_from_gemm(d, bf16, "H100 SXM")
+    p["attention"]["fwd_efficiency"]["source"] += (
+        "; chosen over FlashAttention-2's 0.33 on H100 (Azure 327.9 TFLOP/s fwd+bwd, b=2 s=8192 d=128, "
+        f"{HW} §4c; FA3 paper: FA2 reaches 35%) because Hopper profiles model the current fused-attention kernels "
+        "that our H200 run used; FA3 reaches 616-648 TFLOP/s fwd at d=128, 16k (README charts, [S])")
+    p["kernel_launch"] = launch(d, what)
+    p["host_bandwidth"] = v(f"{NVBW['h100']:g} GB/s", f"{NVBW_SRC}: H100 (PCIe Gen5 x16; Voltage Park 54.8 GB/s)"
+                            + ("" if mem_gb == 80 else f"; applied to {what} [U]"))
+    p["collectives"] = {
+        "intra_node": hopper_intra(d, "h100", what, mem_gb == 80),
+        "inter_node": inter_node(d, *nic_ndr("; DGX/HGX H100: 8x ConnectX-7 400 Gb/s")),
+    }
+    return p
+
+
+def h800(d):
+    what = "H800 SXM"
+    bf16 = d.mamf["h100_sxm_bf16"]
+    fp8 = d.mamf["h100_sxm_fp8"]
+    p = header("h800-sxm-80gb", "NVIDIA H800 SXM5 80GB", "datasheet", DATASHEET_PROV)
+    same = "[U] assumed equal to H100 SXM (same GH100 silicon, NVLink and FP64 cut; aiwiki.ai, " + HW + " §1)"
+    p["sm_count"] = v(132, same)
+    p["hbm_capacity"] = v("80 GiB", f"[U] {HW} §1 ('80 GB HBM3'); {GIB_NOTE}")
+    p["hbm_bandwidth"] = v("3350 GB/s", f"{HW} §1 [S] (deepseek-ai/FlashMLA#75: 'H800 SXM5 ... 3.35 TB/s')")
+    copy = STREAM["h100"][0] / STREAM["h100"][1]
+    p["copy_efficiency"] = v(r3(copy), f"derived: H100 STREAM copy fraction {copy:.3f} (2.90/3.35 TB/s, {STREAM_SRC}) "
+                                       f"applied to H800 (same HBM3 at 3.35 TB/s) [U]")
+    flashmla = f"{HW} §1 [S] (deepseek-ai/FlashMLA#75: maintainer '989 TFLOPS for dense'; 989.4 as for H100 SXM)"
+    p["peak_flops"] = peak_flops((67, same), (494.7, same), (989.4, flashmla), (1978.9, same))
+    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"{same}: {MAMF_SRC} H100 SXM 794.5 / 989",
+                                            fp8, f"{same}: {MAMF_SRC} H100 SXM FP8 1,402.6 / 1,979 (cf. DeepGEMM, not "
+                                                 f"cuBLAS, 1,470 TFLOP/s on H800, deepseek-ai/DeepGEMM#73)"),
+                 "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["attention"] = attention_from_gemm(d, bf16, "H800 (= H100 SXM MAMF)")
+    p["kernel_launch"] = launch(d, what)
+    p["host_bandwidth"] = v(f"{NVBW['h100']:g} GB/s", f"derived: {NVBW_SRC} H100 51 GB/s applied to H800 (PCIe Gen5 x16 "
+                                                      f"[U])")
+    ar = AZURE_AR["h100"]
+    fa = H800_AR_PEAK / ar[-1]
+    ar800 = scaled(ar, fa)
+    fr = HOPPER_RING_PEAK / ar[-1]
+    p["collectives"] = {
+        "intra_node": {
+            "reference_link_bandwidth": v("200 GB/s", f"NVLink 400 GB/s bidirectional per GPU / 2 ({HW} §1 [S]: "
+                                          f"tumgag/philisun blogs; a user in nccl#1374: 'unidirectional peak BW "
+                                          f"200GB/s')"),
+            "latency": intra_latency(d, what),
+            "all_reduce": curve(ar800, 8,
+                                f"derived: shape of the 8x H100 NVLS all_reduce curve ({AZURE_SRC['h100']}) scaled by "
+                                f"{H800_AR_PEAK:g}/{ar[-1]} = {fa:.4f} so that its plateau is the measured 8x H800 "
+                                f"all_reduce busbw of 215 GB/s (nccl#1374, {HW} §3b); cf. 478.87 x 200/450 = 212.8"),
+            "ring": curve(scaled(ar800, fr), 8,
+                          f"derived: the H800 all_reduce curve above x {HOPPER_RING_PEAK:g}/{ar[-1]} = {fr:.4f}, the "
+                          f"H100 ratio of ring busbw (~370, nccl-tests#212, nccl#1455) to NVLS all_reduce busbw"),
+        },
+        "inter_node": inter_node(d, *nic_ndr("; NICs of H800 systems [U]")),
+    }
+    return p
+
+
+def long_case(f, pss):
+    """Efficiency at s=16384 of the selected attention case, for comparison in the source text."""
+    rows = [r for r in f["attention_rows"] if r["pass"] == pss and int(r["seq"]) == 16384
+            and int(r["head_dim"]) == 128 and int(r["causal"]) == 1 and int(r["heads"]) == 16]
+    return float(rows[0]["tflops_median"]) / h200fit.PEAK_TFLOPS["bf16"]
+
+
+def h200(d):
+    f = d.fit
+    e = f["env"]
+    what = "H200"
+    prov = (f"measured on one {e['gpu_name']} ({f['sm_count']} SMs), driver {f['driver']}, CUDA {e['cuda_runtime']}, "
+            f"PyTorch {e['torch']}, NCCL {e['nccl']}, {e['date_utc'][:10]}: profiles/measured/h200-sxm-141gb-2026-11-29/"
+            f"env.json, copy.csv, gemm.csv, attention.csv, launch_cuda.csv, reduced by tools/gpu/fit_profile_h200.py "
+            f"(fit_report.md there); datasheet peaks and, since one GPU cannot run a collective, published "
+            f"collective curves as their sources say; generated by {GEN}")
+    p = header("h200-sxm-141gb", "NVIDIA H200 SXM 141GB", "measured", prov)
+    meas = f"measured ({e['gpu_name']}, driver {f['driver']}, {e['date_utc'][:10]}): "
+    p["sm_count"] = v(f["sm_count"], meas + f"{FIT}env.json sm_count (torch.cuda.get_device_properties)")
+    tm = f["total_memory_bytes"]
+    p["hbm_capacity"] = v(f"{tm} B", meas + f"{FIT}env.json total_memory_bytes = {tm / 2**30:.2f} GiB usable "
+                                     f"by CUDA (datasheet 141 GB, NVIDIA MLPerf H200 system description, {HW} §1)")
+    p["hbm_bandwidth"] = v("4800 GB/s", f"{HW} §1 [S] (aiwiki.ai/wiki/nvidia_h200, lzwjava.github.io)")
+    c = f["copy"]
+    rows = ", ".join(f"{int(r['bytes']) >> 30} GiB {float(r['gbps_median']):.1f} GB/s" for r in c["rows"])
+    p["copy_efficiency"] = v(r3(c["efficiency"]),
+                             meas + f"{FIT}copy.csv, d2d copy_ bytes read+written, mean of the medians at {rows} "
+                             f"= {c['gbps']:.1f} GB/s / 4,800 GB/s datasheet (Azure STREAM copy on H200: 0.84, "
+                             f"{HW} §4d)")
+    same = f"[U] {HW} §1: H200 FP32/TF32 assumed equal to H100 SXM (same GH100 die; glennklockwood.com)"
+    ds = f"{HW} §1 (H100 SXM dense figure, glennklockwood.com; H200 [S] 989.5 / 1,979 in tritonbench#78)"
+    p["peak_flops"] = peak_flops((67, same), (494.7, same), (989.4, ds), (1978.9, ds))
+    ge = {}
+    names = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp8_e4m3": "fp8"}
+    for dt, key in names.items():
+        b = f["gemm"][dt]
+        r = b["row"]
+        ge[key] = v(r3(b["efficiency"]),
+                    meas + f"{FIT}gemm.csv, best median of {b['n_large']} {dt} GEMMs with >= 2*4096^3 FLOP: "
+                    f"{b['tflops']:.1f} TFLOP/s ({r['label']} {r['m']}x{r['n']}x{r['k']}) / {b['peak']} dense peak")
+    ge["bf16"]["source"] += f" (MAMF table: 'H200 same as H100', 80.3%, {HW} §4a)"
+    ge["fp8"]["source"] += f" (MAMF table: H200 FP8 73.4%, {HW} §4a)"
+    p["gemm"] = {"max_efficiency": ge, "tile": v([128, 256], TILE_HOPPER_SRC)}
+    at = {}
+    for pss in ("fwd", "bwd"):
+        a = f["attention"][pss]
+        at[f"{pss}_efficiency"] = v(r3(a["efficiency"]),
+                                    meas + f"{FIT}attention.csv, PyTorch SDPA flash backend {pss}, b=2 h=16 s=8192 "
+                                    f"head_dim 128 causal (the Azure FA2 benchmark's shape, {HW} §4c): "
+                                    f"{a['tflops']:.1f} TFLOP/s / 989.4 (s=16384, b=1 gives {long_case(f, pss):.3f})")
+    at["fwd_efficiency"]["source"] += "; FlashAttention-2 on H200 reaches 0.33 fwd+bwd (Azure 329.3 TFLOP/s, §4c)"
+    p["attention"] = at
+    lr = f["launch"]["host_issue_us_per_launch"]
+    p["kernel_launch"] = v(f"{f['launch_us']:.2f} us",
+                           meas + f"{FIT}launch_cuda.csv host_issue_us_per_launch median (min {float(lr['min_us']):.2f}, "
+                           f"max {float(lr['max_us']):.2f}): "
+                           f"host time per cudaLaunchKernel of an empty kernel, back to back (tools/gpu/launch_overhead.cu)")
+    h = f["h2d"]
+    p["host_bandwidth"] = v(f"{h['gbps']:.2f} GB/s",
+                            meas + f"{FIT}copy.csv h2d_pinned at 1 GiB (d2h {h['d2h_gbps']:.2f} GB/s); "
+                            f"Azure nvbandwidth 52 GB/s ({HW} §4d)")
+    intra = hopper_intra(d, "h200", what, True)
+    intra["reference_link_bandwidth"]["source"] = (f"NVLink4 900 GB/s bidirectional per GPU / 2 (18 links; NVIDIA MLPerf "
+                                                   f"H200 system description, {HW} §1) on the measured 8x H200 system")
+    intra["all_reduce"]["source"] = ("published, not ours (one GPU cannot run a collective): " + AZURE_SRC["h200"])
+    p["collectives"] = {
+        "intra_node": intra,
+        "inter_node": inter_node(d, *nic_ndr("; HGX H200: same 8x ConnectX-7 400 Gb/s as DGX H100 (§2)")),
+    }
+    return p
+
+
+def blackwell(d, gb200):
+    what = "GB200" if gb200 else "B200"
+    key = "gb200" if gb200 else "b200"
+    bf16 = d.mamf[f"{key}_bf16"]
+    fp8 = d.mamf[f"{key}_fp8"]
+    name = "gb200" if gb200 else "b200"
+    gpu = "NVIDIA GB200 (Blackwell GPU of a GB200 NVL72)" if gb200 else "NVIDIA B200 (HGX/DGX B200)"
+    p = header(name, gpu, "datasheet", DATASHEET_PROV)
+    tab = f"{HW} §1 (zdszero.github.io reproducing NVIDIA's GB200 NVL72 / HGX B200 table)"
+    cnc = f"{HW} §1 [S] (chipsandcheese.com: 2 dies x 74 enabled SMs)"
+    p["sm_count"] = v(148, cnc if not gb200 else f"[U] assumed equal to B200: {cnc}; GB200 SM count unverified")
+    if gb200:
+        p["hbm_capacity"] = v("186 GiB", f"{tab}: '186 GB' HBM3e (Azure reports 'GB200 185GB'); {GIB_NOTE}")
+        p["hbm_bandwidth"] = v("8000 GB/s", tab)
+    else:
+        p["hbm_capacity"] = v("180 GiB", f"{tab}: '180 GB' HBM3e (DGX B200: 1,440 GB / 8; 192 GB physical); {GIB_NOTE}")
+        p["hbm_bandwidth"] = v("7700 GB/s", tab + " (8 TB/s in launch material)")
+    copy = STREAM["h200"][0] / STREAM["h200"][1]
+    p["copy_efficiency"] = v(r3(copy), f"derived: H200 STREAM copy fraction {copy:.3f} (4.01/4.8 TB/s, {STREAM_SRC}), "
+                                       f"the closest measured HBM3e GPU, applied to {what} [U] (ours on H200: 0.865)")
+    if gb200:
+        pf = peak_flops((80, tab), (1250, tab + ", 2.5 PF sparse / 2 [D]"), (2500, tab + ", 5 PF sparse / 2 [D]"),
+                        (5000, tab + ", 10 PF sparse / 2 [D]"))
+    else:
+        pf = peak_flops((75, tab), (1100, tab + ", 2.2 PF sparse / 2 [D]; verda.com dense 1.1 PF"),
+                        (2250, tab + ", 4.5 PF sparse / 2 [D]; verda.com dense 2.25 PF"),
+                        (4500, tab + ", 9 PF sparse / 2 [D]; verda.com dense 4.5 PF"))
+    p["peak_flops"] = pf
+    if gb200:
+        bsrc = f"{MAMF_SRC}: GB200 1,822 / 2,500 TFLOP/s, shape 4096x9728x2048"
+        fsrc = f"{MAMF_SRC}: GB200 FP8 3,615.6 / 5,000 TFLOP/s (Azure cuBLASLt 16384^3 FP8: 58%, §4b)"
+    else:
+        bsrc = f"{MAMF_SRC}: B200 SXM 1,745 / 2,250 TFLOP/s, shape 1792x16128x3072"
+        fsrc = f"{MAMF_SRC}: B200 SXM FP8 3,432.5 / 4,500 TFLOP/s"
+    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, bsrc, fp8, fsrc), "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["attention"] = attention_from_gemm(d, bf16, what)
+    p["attention"]["fwd_efficiency"]["source"] += (
+        "; assumes Blackwell-native attention kernels (cuDNN / FlashAttention-4: a flash-attention PR #2605 "
+        "benchmark shows 1,381 TFLOP/s fwd at d=128 causal b=8 s=4096 on a Blackwell GPU, 55% of 2.5 PF); "
+        "FlashAttention-2 reaches only 373.9 TFLOP/s fwd+bwd on GB200 (Azure, §4c)")
+    p["kernel_launch"] = launch(d, what + (" (Grace Arm host)" if gb200 else ""))
+    if gb200:
+        p["host_bandwidth"] = v(f"{NVBW['gb200']:g} GB/s", f"{NVBW_SRC}: GB200 host-to-device over NVLink-C2C to Grace")
+    else:
+        p["host_bandwidth"] = v(f"{NVBW['h200']:g} GB/s",
+                                f"derived: {NVBW_SRC} H200 52 GB/s (PCIe Gen5 x16) applied to B200: NVIDIA's table gives "
+                                f"Gen5 128 GB/s and DGX B200's host CPUs are Gen5 ({HW} §1, conflict with Gen6 noted) [U]")
+    p["collectives"] = {
+        "intra_node": blackwell_intra(d, what),
+        "inter_node": inter_node(d, *nic_ndr("; " + ("GB200 NVL72: NDR 400 Gb/s IB compute fabric (§2)" if gb200 else
+                                                     "DGX B200: 8x ConnectX-7 400 Gb/s (§2)"))),
+    }
+    return p
+
+
+def l40s(d):
+    what = "L40S"
+    bf16 = d.mamf["a100_pcie_bf16"]
+    p = header("l40s", "NVIDIA L40S (PCIe, 48 GB GDDR6)", "datasheet", DATASHEET_PROV)
+    ds = f"{HW} §1 (mullet.se reproducing the NVIDIA L40/L40S datasheet table)"
+    p["sm_count"] = v(142, f"{HW} §1 [S] (TechPowerUp-style spec dump, m.reach.dog)")
+    p["hbm_capacity"] = v("48 GiB", f"{ds}: 48 GB GDDR6 with ECC (not HBM); {GIB_NOTE}; ECC may reserve part [U]")
+    p["hbm_bandwidth"] = v("864 GB/s", ds)
+    copy = STREAM["a100"][0] / STREAM["a100"][1]
+    p["copy_efficiency"] = v(r3(copy), f"derived: A100-80GB STREAM copy fraction {copy:.3f} (1.61/2.039 TB/s, {STREAM_SRC}), "
+                                       f"the lowest published fraction, applied to L40S's GDDR6 [U]: no GDDR6 figure published")
+    p["peak_flops"] = peak_flops((91.6, ds), (183, ds + ", dense (366 with sparsity)"),
+                                 (362, ds + ", dense (733 with sparsity; 362.05 in hardware.json)"),
+                                 (733, ds + ", dense (1,466 with sparsity)"))
+    srcb = (f"derived: {MAMF_SRC} A100 PCIe 252.9 / 312 TFLOP/s, the closest published figure (PCIe card, same "
+            f"mma.sync class of tensor cores, power-limited), applied to L40S [U]: no L40S MAMF published")
+    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, srcb),
+                 "tile": v([128, 128], "modelling choice [U]: 128x128 output tile for Ada (SM89), which has less shared "
+                           "memory per SM than A100, so the 128x256x64 3-stage CUTLASS SM80 default "
+                           "(default_gemm_configuration.h) does not fit; NVIDIA Matrix Multiplication Background "
+                           f"User's Guide §3 for the quantization model ({HW} §4b)")}
+    ra_f = d.a100_attn_fwd / d.mamf["a100_sxm_bf16"]
+    ra_b = d.a100_attn_bwd / d.mamf["a100_sxm_bf16"]
+    p["attention"] = {
+        "fwd_efficiency": v(r3(bf16 * ra_f), f"derived: L40S bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
+                                             f"FlashAttention-2 fwd to bf16 GEMM efficiency {ra_f:.4f} "
+                                             f"({d.a100_attn_fwd:.3f}/{d.mamf['a100_sxm_bf16']:.3f}, see a100-sxm-80gb) [U]"),
+        "bwd_efficiency": v(r3(bf16 * ra_b), f"derived: L40S bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
+                                             f"FlashAttention-2 bwd to bf16 GEMM efficiency {ra_b:.4f} [U]"),
+    }
+    p["kernel_launch"] = launch(d, what)
+    p["host_bandwidth"] = v(f"{NVBW['a100']:g} GB/s", f"derived: {NVBW_SRC} A100 26.28 GB/s over PCIe Gen4 x16, "
+                                                      f"applied to L40S (PCIe Gen4 x16, {ds})")
+    p["collectives"] = {
+        "intra_node": pcie_intra(d, 32, NVBW["a100"],
+                                 f"the measured PCIe Gen4 x16 host-to-device rate of A100 ({NVBW_SRC}, 26.28 of 32 GB/s)",
+                                 f"PCIe Gen4 x16 per direction: 64 GB/s bidirectional / 2 ({ds}); L40S has no NVLink "
+                                 f"({HW} §1, itcreations.com)", what),
+        "inter_node": inter_node(d, *nic_ndr("; applied to L40S servers assuming 400 Gb/s NICs [U]")),
+    }
+    return p
+
+
+def h100_pcie(d):
+    what = "H100 PCIe"
+    ratio = d.pcie_power
+    bf16 = d.mamf["h100_sxm_bf16"] * ratio
+    fp8 = d.mamf["h100_sxm_fp8"] * ratio
+    p = header("h100-pcie", "NVIDIA H100 PCIe 80GB", "datasheet", DATASHEET_PROV)
+    tab = f"{HW} §1 (archive-lib.hpctech.co.jp reproducing NVIDIA's H100 SXM/PCIe table)"
+    p["sm_count"] = v(114, tab)
+    p["hbm_capacity"] = v("80 GiB", f"{tab}: '80 GB' HBM2e; {GIB_NOTE}")
+    p["hbm_bandwidth"] = v("2000 GB/s", tab + " (product brief: '>2,000 GBps')")
+    copy = STREAM["h100"][0] / STREAM["h100"][1]
+    p["copy_efficiency"] = v(r3(copy), f"derived: H100 SXM STREAM copy fraction {copy:.3f} (2.90/3.35 TB/s, {STREAM_SRC}) "
+                                       f"applied to H100 PCIe (same GH100 memory controllers, HBM2e) [U]")
+    p["peak_flops"] = peak_flops((51, tab), (378, tab + ", 756 sparse / 2 [D]"), (756.5, tab + ", 1,513 sparse / 2 [D]"),
+                                 (1513, tab + ", 3,026 sparse / 2 [D]"))
+    why = (f"x the A100 PCIe/SXM MAMF ratio {ratio:.4f} (252.9/271.2, {MAMF_SRC}): the PCIe card's power limit "
+           f"(350 W vs 700 W) applied as measured on A100 [U]")
+    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"derived: H100 SXM MAMF efficiency {d.mamf['h100_sxm_bf16']:.3f} "
+                                            f"(794.5/989) {why}",
+                                            fp8, f"derived: H100 SXM FP8 MAMF efficiency {d.mamf['h100_sxm_fp8']:.3f} "
+                                                 f"(1,402.6/1,979) {why}"),
+                 "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["attention"] = attention_from_gemm(d, bf16, "H100 PCIe (derived)")
+    p["kernel_launch"] = launch(d, what)
+    p["host_bandwidth"] = v(f"{VOLTAGEPARK_H2D:g} GB/s", f"{HW} §4d: Voltage Park H100 host-to-device 54.8 GB/s over "
+                                                         f"PCIe Gen5 x16 (aigatech/vpbenchmarking), the H100 PCIe's host link")
+    p["collectives"] = {
+        "intra_node": pcie_intra(d, 64, VOLTAGEPARK_H2D,
+                                 f"the measured PCIe Gen5 x16 H100 host-to-device rate (Voltage Park 54.8 of 64 GB/s, "
+                                 f"{HW} §4d); NVLink bridges join only pairs (2x H100 PCIe + bridge: all_reduce 116 GB/s, "
+                                 f"nccl#1161), not modelled here",
+                                 f"PCIe Gen5 x16 per direction: 128 GB/s bidirectional / 2 ({tab})", what),
+        "inter_node": inter_node(d, *nic_ndr("; applied to H100 PCIe servers assuming 400 Gb/s NICs [U]")),
+    }
+    return p
+
+
+def all_profiles(fit):
+    d = Derived(fit)
+    return d, [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), h200(d),
+               blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
+
+
+# ---------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------
+
+REQUIRED = ["schema", "name", "gpu", "kind", "provenance", "sm_count", "hbm_capacity", "hbm_bandwidth",
+            "copy_efficiency", "peak_flops", "gemm", "attention", "kernel_launch", "host_bandwidth", "collectives"]
+
+
+def check_profile(p, where):
+    """Every number is {value, source} with a source; curves carry gpus and a source."""
+    errors = [f"{where}: missing {k}" for k in REQUIRED if k not in p]
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if "value" in node:
+                if set(node) != {"value", "source"} or not str(node["source"]).strip():
+                    errors.append(f"{where}: {path} must be {{value, source}} with a non-empty source")
+            elif "busbw" in node:
+                if set(node) != {"gpus", "source", "busbw"} or not isinstance(node["gpus"], int) \
+                        or not node["source"].strip() or not node["busbw"]:
+                    errors.append(f"{where}: {path} curve needs gpus, source, busbw")
+            else:
+                for k, x in node.items():
+                    walk(x, f"{path}.{k}" if path else k)
+        elif isinstance(node, (int, float, list)) and not isinstance(node, bool):
+            errors.append(f"{where}: {path} is a bare value without a source")
+
+    walk(p, "")
+    return errors
+
+
+def render(node, indent=0):
+    """JSON with two-space indent; lists of scalars (tiles, curve points) on one line."""
+    pad, inner = "  " * indent, "  " * (indent + 1)
+    if isinstance(node, dict):
+        items = [f"{inner}{json.dumps(k)}: {render(x, indent + 1)}" for k, x in node.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(node, list):
+        if all(not isinstance(x, (dict, list)) for x in node):
+            return "[" + ", ".join(json.dumps(x, ensure_ascii=False) for x in node) + "]"
+        return "[\n" + ",\n".join(inner + render(x, indent + 1) for x in node) + "\n" + pad + "]"
+    return json.dumps(node, ensure_ascii=False)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(REPO, "profiles"))
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--explain", action="store_true", help="print the derived ratios and fits")
+    a = ap.parse_args(argv)
+    d, profiles = all_profiles(h200fit.fit())
+    if a.explain:
+        d.explain()
+    errors, stale = [], []
+    for p in profiles:
+        path = os.path.join(a.out, p["name"] + ".json")
+        errors += check_profile(p, path)
+        text = render(p) + "\n"
+        if a.check:
+            if not os.path.exists(path) or open(path).read() != text:
+                stale.append(path)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+            print(f"wrote {path}")
+    for e in errors:
+        print(e, file=sys.stderr)
+    for s in stale:
+        print(f"out of date: {s} (rerun {GEN})", file=sys.stderr)
+    return 1 if errors or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

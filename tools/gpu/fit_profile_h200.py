@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Derive the measured values of profiles/h200-sxm-141gb.json from our H200 runs.
+
+Reads the CSV files of profiles/measured/h200-sxm-141gb-2026-11-29/ (written by
+tools/gpu/measure_torch.py and tools/gpu/launch_overhead.cu, see the README
+there), prints every value the profile takes from them with the rows it came
+from, and writes fit_report.md beside the CSVs: how GEMM throughput varies
+with the transformer shapes we measured, for the cost model.
+
+Standard library only, so it runs anywhere the repository is checked out.
+
+usage: fit_profile_h200.py [--dir DIR] [--report PATH | --no-report] [--json]
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_DIR = os.path.join(REPO, "profiles", "measured", "h200-sxm-141gb-2026-11-29")
+REL_DIR = "profiles/measured/h200-sxm-141gb-2026-11-29"
+
+# Dense datasheet peaks (TFLOP/s) the efficiencies are taken against. H200 uses
+# the GH100 compute of the H100 SXM: hardware.md §1 gives 989.4 / 494.7 /
+# 1,978.9 for H100 SXM (glennklockwood.com, reproducing NVIDIA's table) and
+# 989.5 / 1,979 for H200 (tritonbench#78); H200 TF32 is [U] there.
+PEAK_TFLOPS = {"bf16": 989.4, "fp16": 989.4, "tf32": 494.7, "fp8_e4m3": 1978.9}
+HBM_PEAK_GBPS = 4800.0  # hardware.md §1: H200 4,800 GB/s [S] (aiwiki.ai, lzwjava.github.io)
+
+# A GEMM counts as "large" when it does at least the work of a 4096^3 GEMM:
+# below that, launch, wave and tile effects rather than the tensor cores set
+# the rate (the square sweep reaches its plateau at 4096).
+LARGE_FLOPS = 2.0 * 4096 ** 3
+
+# The attention case whose efficiency the profile uses: long sequence,
+# head_dim 128, causal, full MHA, the shape of the Azure FlashAttention-2
+# benchmark (b=2, s=8192; hardware.md §4c).
+ATTN_CASE = {"batch": 2, "heads": 16, "kv_heads": 16, "seq": 8192, "head_dim": 128, "causal": 1}
+
+# Copy rows used for copy_efficiency: 1 GiB and 4 GiB, far beyond the 60 MB L2.
+COPY_BYTES = (1 << 30, 1 << 32)
+H2D_BYTES = 1 << 30
+
+# Output tile and SM count for the wave-quantization column of the report: the
+# profile's gemm.tile for Hopper (a modelling choice) and our H200's SMs.
+TILE = (128, 256)
+SMS = 132
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def gemm_flops(r):
+    return 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"])
+
+
+def fit(directory=DEFAULT_DIR):
+    """Every measured value of the H200 profile, with the rows behind it."""
+    with open(os.path.join(directory, "env.json")) as fh:
+        env = json.load(fh)
+    out = {"env": env, "dir": directory}
+
+    # nvidia-smi line: "driver, sm clock, mem clock, power limit, name"
+    out["driver"] = env["nvidia_smi"].split(",")[0].strip()
+    out["sm_count"] = int(env["sm_count"])
+    out["total_memory_bytes"] = int(env["total_memory_bytes"])
+
+    copy = read_csv(os.path.join(directory, "copy.csv"))
+    d2d = [r for r in copy if r["kind"] == "d2d" and int(r["bytes"]) in COPY_BYTES]
+    if len(d2d) != len(COPY_BYTES):
+        raise SystemExit("copy.csv: expected d2d rows at 1 GiB and 4 GiB")
+    gbps = statistics.mean(float(r["gbps_median"]) for r in d2d)
+    out["copy"] = {"rows": d2d, "gbps": gbps, "efficiency": gbps / HBM_PEAK_GBPS}
+
+    h2d = [r for r in copy if r["kind"] == "h2d_pinned" and int(r["bytes"]) == H2D_BYTES]
+    d2h = [r for r in copy if r["kind"] == "d2h_pinned" and int(r["bytes"]) == H2D_BYTES]
+    out["h2d"] = {"row": h2d[0], "gbps": float(h2d[0]["gbps_median"]),
+                  "d2h_gbps": float(d2h[0]["gbps_median"]) if d2h else None}
+
+    gemm = read_csv(os.path.join(directory, "gemm.csv"))
+    out["gemm_rows"] = gemm
+    best = {}
+    for dtype, peak in PEAK_TFLOPS.items():
+        large = [r for r in gemm if r["dtype"] == dtype and gemm_flops(r) >= LARGE_FLOPS]
+        top = max(large, key=lambda r: float(r["tflops_median"]))
+        t = float(top["tflops_median"])
+        best[dtype] = {"row": top, "tflops": t, "peak": peak, "efficiency": t / peak,
+                       "n_large": len(large)}
+    out["gemm"] = best
+
+    attn = read_csv(os.path.join(directory, "attention.csv"))
+    out["attention_rows"] = attn
+    sel = {}
+    for p in ("fwd", "bwd"):
+        rows = [r for r in attn if r["pass"] == p and
+                all(int(r[k]) == v for k, v in ATTN_CASE.items())]
+        if len(rows) != 1:
+            raise SystemExit(f"attention.csv: expected one {p} row for {ATTN_CASE}")
+        t = float(rows[0]["tflops_median"])
+        sel[p] = {"row": rows[0], "tflops": t, "efficiency": t / PEAK_TFLOPS["bf16"]}
+    out["attention"] = sel
+
+    launch = {r["metric"]: r for r in read_csv(os.path.join(directory, "launch_cuda.csv"))}
+    out["launch_us"] = float(launch["host_issue_us_per_launch"]["median_us"])
+    out["launch"] = launch
+
+    out["memops_rows"] = read_csv(os.path.join(directory, "memops.csv"))
+    return out
+
+
+def print_values(f):
+    e = f["env"]
+    print(f"GPU {e['gpu_name']}, driver {f['driver']}, CUDA {e['cuda_runtime']}, "
+          f"torch {e['torch']}, {e['date_utc']}")
+    print(f"sm_count            {f['sm_count']}  (env.json sm_count)")
+    tm = f["total_memory_bytes"]
+    print(f"hbm_capacity        {tm} B = {tm / 1e9:.2f} GB = {tm / 2**30:.2f} GiB  "
+          f"(env.json total_memory_bytes)")
+    c = f["copy"]
+    rows = ", ".join(f"{int(r['bytes']) >> 30} GiB {float(r['gbps_median']):.1f} GB/s" for r in c["rows"])
+    print(f"copy_efficiency     {c['efficiency']:.4f}  = mean d2d ({rows}) = {c['gbps']:.1f} GB/s "
+          f"/ {HBM_PEAK_GBPS:.0f} GB/s  (copy.csv, bytes read+written)")
+    for dtype, b in f["gemm"].items():
+        r = b["row"]
+        print(f"gemm {dtype:9s}      {b['efficiency']:.4f}  = {b['tflops']:.1f} / {b['peak']} TFLOP/s, "
+              f"best of {b['n_large']} large shapes: {r['label']} {r['m']}x{r['n']}x{r['k']}  (gemm.csv)")
+    for p, a in f["attention"].items():
+        r = a["row"]
+        print(f"attention {p}       {a['efficiency']:.4f}  = {a['tflops']:.1f} / {PEAK_TFLOPS['bf16']} TFLOP/s, "
+              f"b={r['batch']} h={r['heads']} s={r['seq']} d={r['head_dim']} causal  (attention.csv)")
+    print(f"kernel_launch       {f['launch_us']:.4f} us  (launch_cuda.csv host_issue_us_per_launch median)")
+    h = f["h2d"]
+    print(f"host_bandwidth      {h['gbps']:.2f} GB/s  (copy.csv h2d_pinned 1 GiB; d2h {h['d2h_gbps']:.2f})")
+    bf = f["gemm"]["bf16"]["efficiency"]
+    print("ratios used to derive other profiles (tools/gpu/build_profiles.py):")
+    for dtype in ("fp16", "tf32", "fp8_e4m3"):
+        print(f"  gemm {dtype}/bf16 efficiency   {f['gemm'][dtype]['efficiency'] / bf:.4f}")
+    for p in ("fwd", "bwd"):
+        print(f"  attention {p} / gemm bf16     {f['attention'][p]['efficiency'] / bf:.4f}")
+    print(f"  attention bwd / fwd           "
+          f"{f['attention']['bwd']['efficiency'] / f['attention']['fwd']['efficiency']:.4f}")
+
+
+def wave_efficiency(m, n):
+    tiles = math.ceil(m / TILE[0]) * math.ceil(n / TILE[1])
+    waves = math.ceil(tiles / SMS)
+    return tiles, tiles / (waves * SMS)
+
+
+def report(f):
+    """fit_report.md: efficiency per measured shape, for the cost model."""
+    e = f["env"]
+    gemm = f["gemm_rows"]
+    L = []
+    L.append("# H200 fit report (generated)")
+    L.append("")
+    L.append(f"Generated by `tools/gpu/fit_profile_h200.py` from the CSV files in this folder "
+             f"({e['gpu_name']}, driver {f['driver']}, CUDA {e['cuda_runtime']}, PyTorch {e['torch']}, "
+             f"{e['date_utc'][:10]}). Do not edit by hand; rerun the script.")
+    L.append("")
+    L.append("Efficiency is measured TFLOP/s (median) over the dense datasheet peak: "
+             + ", ".join(f"{d} {p}" for d, p in PEAK_TFLOPS.items()) + " TFLOP/s. "
+             "`max_eff` is the profile's `gemm.max_efficiency` (best over shapes with at least the "
+             f"work of a 4096^3 GEMM); `rel` = efficiency / max_eff, i.e. what the cost model must "
+             "explain beyond the single maximum. `wave_eff` = tiles / (waves x SMs) for a "
+             f"{TILE[0]}x{TILE[1]} output tile on {SMS} SMs (M rows, N columns; the profile's tile).")
+    L.append("")
+
+    L.append("## Values the profile takes from these files")
+    L.append("")
+    L.append("| field | value | from |")
+    L.append("|---|---|---|")
+    for dtype, b in f["gemm"].items():
+        r = b["row"]
+        L.append(f"| gemm.max_efficiency.{dtype} | {b['efficiency']:.3f} | {b['tflops']:.1f} TFLOP/s, "
+                 f"`{r['label']}` {r['m']}x{r['n']}x{r['k']} |")
+    for p, a in f["attention"].items():
+        L.append(f"| attention.{p}_efficiency | {a['efficiency']:.3f} | {a['tflops']:.1f} TFLOP/s, "
+                 f"b=2 h=16 s=8192 d=128 causal |")
+    c = f["copy"]
+    L.append(f"| copy_efficiency | {c['efficiency']:.3f} | d2d {c['gbps']:.0f} GB/s (mean of 1 and 4 GiB) |")
+    L.append(f"| kernel_launch | {f['launch_us']:.2f} us | launch_cuda.csv host issue |")
+    L.append(f"| host_bandwidth | {f['h2d']['gbps']:.1f} GB/s | h2d pinned 1 GiB |")
+    L.append("")
+
+    L.append("## GEMM efficiency by size (square and odd M)")
+    L.append("")
+    dtypes = list(PEAK_TFLOPS)
+    L.append("| M x N x K | " + " | ".join(dtypes) + " |")
+    L.append("|---|" + "---|" * len(dtypes) + "")
+    sizes = []
+    for r in gemm:
+        if r["label"] in ("square", "odd"):
+            key = (int(r["m"]), int(r["n"]), int(r["k"]))
+            if key not in sizes:
+                sizes.append(key)
+    sizes.sort(key=lambda s: (s[1] != s[0], s[0]))
+    for s in sizes:
+        cells = []
+        for d in dtypes:
+            rr = [r for r in gemm if r["dtype"] == d and (int(r["m"]), int(r["n"]), int(r["k"])) == s
+                  and r["label"] in ("square", "odd")]
+            cells.append(f"{float(rr[0]['tflops_median']) / PEAK_TFLOPS[d]:.3f}" if rr else "")
+        L.append(f"| {s[0]}x{s[1]}x{s[2]} | " + " | ".join(cells) + " |")
+    L.append("")
+
+    L.append("## Transformer GEMMs (bf16, every measured shape)")
+    L.append("")
+    L.append("Labels are model/tp/op/pass: fwd (M = tokens, N = out features, K = in features), "
+             "dgrad (tokens x in), wgrad (out x in, K = tokens); fwd appears at 2048 and 8192 tokens.")
+    L.append("")
+    maxe = f["gemm"]["bf16"]["efficiency"]
+    rows = [r for r in gemm if r["dtype"] == "bf16" and "/" in r["label"]]
+    L.append("| label | M | N | K | TFLOP/s | eff | rel | tiles | wave_eff |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    rels, waves = [], []
+    for r in rows:
+        t = float(r["tflops_median"])
+        eff = t / PEAK_TFLOPS["bf16"]
+        tiles, we = wave_efficiency(int(r["m"]), int(r["n"]))
+        rels.append(eff / maxe)
+        waves.append(we)
+        L.append(f"| {r['label']} | {r['m']} | {r['n']} | {r['k']} | {t:.1f} | {eff:.3f} | "
+                 f"{eff / maxe:.3f} | {tiles} | {we:.3f} |")
+    L.append("")
+
+    L.append("### Summary by model and pass (bf16)")
+    L.append("")
+    L.append("| group | shapes | median eff | min eff | max eff | median rel |")
+    L.append("|---|---|---|---|---|---|")
+    groups = {}
+    for r in rows:
+        model = r["label"].split("/")[0]
+        p = r["label"].split("/")[-1]
+        groups.setdefault(f"{model} {p}", []).append(float(r["tflops_median"]) / PEAK_TFLOPS["bf16"])
+    for g, v in groups.items():
+        L.append(f"| {g} | {len(v)} | {statistics.median(v):.3f} | {min(v):.3f} | {max(v):.3f} | "
+                 f"{statistics.median(v) / maxe:.3f} |")
+    L.append("")
+    L.append(f"Across all {len(rels)} bf16 transformer shapes: median rel {statistics.median(rels):.3f}, "
+             f"min {min(rels):.3f}, max {max(rels):.3f}; "
+             f"{sum(1 for x in rels if x >= 0.9)} of {len(rels)} are within 10% of max_eff. "
+             f"Correlation of rel with wave_eff: {correlation(rels, waves):.2f}.")
+    L.append("")
+
+    L.append("By reduction depth K and by work (bf16 transformer shapes):")
+    L.append("")
+    L.append("| bucket | shapes | median rel | min rel | median wave_eff |")
+    L.append("|---|---|---|---|---|")
+    buckets = [("K < 1024", lambda r: int(r["k"]) < 1024),
+               ("1024 <= K < 4096", lambda r: 1024 <= int(r["k"]) < 4096),
+               ("K >= 4096", lambda r: int(r["k"]) >= 4096),
+               ("work < 2*4096^3 FLOP", lambda r: gemm_flops(r) < LARGE_FLOPS),
+               ("work >= 2*4096^3 FLOP", lambda r: gemm_flops(r) >= LARGE_FLOPS)]
+    for name, pred in buckets:
+        sel = [(rel, we) for rel, we, r in zip(rels, waves, rows) if pred(r)]
+        if sel:
+            L.append(f"| {name} | {len(sel)} | {statistics.median(x for x, _ in sel):.3f} | "
+                     f"{min(x for x, _ in sel):.3f} | {statistics.median(w for _, w in sel):.3f} |")
+    L.append("")
+    L.append("Lowest ten (bf16):")
+    L.append("")
+    L.append("| label | M | N | K | eff | rel | wave_eff |")
+    L.append("|---|---|---|---|---|---|---|")
+    ranked = sorted(zip(rels, waves, rows), key=lambda t: t[0])[:10]
+    for rel, we, r in ranked:
+        L.append(f"| {r['label']} | {r['m']} | {r['n']} | {r['k']} | {rel * maxe:.3f} | {rel:.3f} | {we:.3f} |")
+    L.append("")
+
+    L.append("### Other precisions on the same shapes (tp1 and tp8)")
+    L.append("")
+    L.append("| dtype | shapes | median eff | min eff | max eff | max_eff | median rel |")
+    L.append("|---|---|---|---|---|---|---|")
+    for d in dtypes:
+        v = [float(r["tflops_median"]) / PEAK_TFLOPS[d] for r in gemm if r["dtype"] == d and "/" in r["label"]
+             and ("/tp1/" in r["label"] or "/tp8/" in r["label"])]
+        me = f["gemm"][d]["efficiency"]
+        L.append(f"| {d} | {len(v)} | {statistics.median(v):.3f} | {min(v):.3f} | {max(v):.3f} | "
+                 f"{me:.3f} | {statistics.median(v) / me:.3f} |")
+    L.append("")
+
+    L.append("## Fused attention (PyTorch SDPA, flash backend), fraction of bf16 peak")
+    L.append("")
+    L.append("| pass | batch | heads | kv_heads | seq | head_dim | causal | TFLOP/s | eff |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    for r in f["attention_rows"]:
+        t = float(r["tflops_median"])
+        L.append(f"| {r['pass']} | {r['batch']} | {r['heads']} | {r['kv_heads']} | {r['seq']} | "
+                 f"{r['head_dim']} | {r['causal']} | {t:.1f} | {t / PEAK_TFLOPS['bf16']:.3f} |")
+    L.append("")
+    L.append("FLOPs as in FlashAttention's benchmarks: forward 4·b·h·s²·d (halved when causal), "
+             "backward 2.5x forward; backward time = (fwd+bwd) - fwd.")
+    L.append("")
+
+    L.append("## Memory-bound operations, fraction of the 4,800 GB/s datasheet HBM bandwidth")
+    L.append("")
+    L.append("Largest size of each op (bytes moved = inputs read once + outputs written once); "
+             "the copy_efficiency of the profile comes from copy.csv instead.")
+    L.append("")
+    L.append("| op | rows x cols | GB/s | fraction |")
+    L.append("|---|---|---|---|")
+    biggest = {}
+    for r in f["memops_rows"]:
+        if r["op"] not in biggest or int(r["bytes_moved"]) > int(biggest[r["op"]]["bytes_moved"]):
+            biggest[r["op"]] = r
+    for op, r in biggest.items():
+        g = float(r["gbps_median"])
+        L.append(f"| {op} | {r['rows']}x{r['cols']} | {g:.0f} | {g / HBM_PEAK_GBPS:.3f} |")
+    L.append("")
+    return "\n".join(L)
+
+
+def correlation(x, y):
+    mx, my = statistics.mean(x), statistics.mean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", default=DEFAULT_DIR, help="measurement folder")
+    ap.add_argument("--report", default=None, help="where to write fit_report.md (default: in --dir)")
+    ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the derived values as JSON instead")
+    a = ap.parse_args(argv)
+    f = fit(a.dir)
+    if a.json:
+        slim = {"sm_count": f["sm_count"], "total_memory_bytes": f["total_memory_bytes"],
+                "copy_efficiency": f["copy"]["efficiency"], "host_gbps": f["h2d"]["gbps"],
+                "launch_us": f["launch_us"],
+                "gemm_efficiency": {d: b["efficiency"] for d, b in f["gemm"].items()},
+                "attention_efficiency": {p: v["efficiency"] for p, v in f["attention"].items()}}
+        json.dump(slim, sys.stdout, indent=1)
+        print()
+    else:
+        print_values(f)
+    if not a.no_report:
+        path = a.report or os.path.join(a.dir, "fit_report.md")
+        with open(path, "w") as out:
+            out.write(report(f))
+        print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
