@@ -1,0 +1,315 @@
+#include "sim/net/analytic_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "sim/util/error.h"
+
+namespace stacksim::net {
+
+using config::ScaleUpKind;
+using engine::CommCost;
+using trace::CollectiveKind;
+
+// NCCL's tree all-reduce runs at 90% of the ring's bus bandwidth and moves
+// 2S per rank (algbw = busbw / 2): src/graph/tuning.cc, ncclTopoTuneModel
+// ("if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)" and
+// "ratio = (a != NCCL_ALGO_RING) ? .5 : nRanks/nsteps"). The maxTreeBw caps
+// there (80-130 GB/s) date from PCIe-era nodes and are not modelled.
+constexpr double kTreeBandwidthShare = 0.9;
+
+// Below this ratio of peaks an all-reduce curve is treated as a ring
+// all-reduce (no NVLink SHARP): measurement noise between two ring curves is
+// a few percent, while NVLS is ~30% above ring on H100 (480 vs 370 GB/s).
+constexpr double kNvlsPeakRatio = 1.05;
+
+struct AnalyticNetwork::Phase {
+  double latency = 0;   // seconds
+  double transfer = 0;  // seconds
+  uint8_t links = engine::kNoLinks;
+  std::string algorithm;
+  double total() const { return latency + transfer; }
+};
+
+namespace {
+
+CommCost ToCost(double latency_s, double transfer_s, uint8_t links, std::string algorithm) {
+  return {Time::FromSeconds(latency_s), Time::FromSeconds(transfer_s), links, std::move(algorithm)};
+}
+
+// nccl-tests bus-bandwidth factor: busbw = algbw * factor, so that busbw is
+// comparable with link bandwidth (nccl-tests doc/PERFORMANCE.md).
+double BusFactor(CollectiveKind kind, int p) {
+  double pd = p;
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return 2.0 * (pd - 1) / pd;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll: return (pd - 1) / pd;
+    case CollectiveKind::kBroadcast: return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+double NvlsShare(int gpus, int measured_gpus) {
+  // NVLS busbw minus ring busbw (GB/s) on 8x H100 by GPU count, nccl#1455.
+  auto gain = [](int n) -> double {
+    if (n <= 4) return 0;
+    if (n >= 8) return 110;  // 480 - 370
+    return 20.0 * n - 50;    // 50, 70, 90 at 5, 6, 7 GPUs
+  };
+  if (measured_gpus <= 0) measured_gpus = 8;
+  if (gpus >= measured_gpus) return 1.0;
+  double ref = gain(measured_gpus);
+  if (ref <= 0) return 1.0;  // curve measured where NVLS gains nothing: use it as is
+  return std::clamp(gain(gpus) / ref, 0.0, 1.0);
+}
+
+AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
+                                 const config::ProfileConfig& profile)
+    : scale_up_kind_(topology.scale_up.kind),
+      all_reduce_curve_(profile.intra_all_reduce),
+      ring_curve_(profile.intra_ring),
+      intra_latency_(profile.intra_latency.value.seconds()),
+      inter_latency_(profile.inter_latency.value.seconds()),
+      rail_optimized_(topology.fabric.rail_optimized),
+      levels_(topology.fabric.levels) {
+  // PCIe systems have no NVLink: peers talk over PCIe through the host
+  // bridge, and NCCL uses a ring.
+  link_ = topology.scale_up.per_gpu_bandwidth.value;
+  if (scale_up_kind_ == ScaleUpKind::kPcie && topology.pcie_bandwidth.value > 0) {
+    link_ = topology.pcie_bandwidth.value;
+  }
+  if (!(link_ > 0)) {
+    throw InputError("", "node.scale_up.bandwidth_per_gpu",
+                     "topology '" + topology.name + "' needs a positive per-GPU scale-up bandwidth");
+  }
+  if (topology.gpus_per_node <= 0) {
+    throw InputError("", "node.gpus_per_node",
+                     "topology '" + topology.name + "' needs a positive GPU count per node");
+  }
+  reference_link_ = profile.intra_reference_link.value.value;
+  if (!(reference_link_ > 0)) reference_link_ = link_;  // curves taken as measured on this system
+  // Empty curves stand in for each other.
+  if (all_reduce_curve_.points.empty()) all_reduce_curve_ = ring_curve_;
+  if (ring_curve_.points.empty()) ring_curve_ = all_reduce_curve_;
+  ring_ = MeasuredBusBandwidth(ring_curve_.points);
+  // An all-reduce curve well above the ring one was measured with NVLink
+  // SHARP. NVLS lives in the NVSwitch, so elsewhere (NVLink mesh, PCIe) NCCL
+  // falls back to the ring; on NVSwitch its gain over ring depends on the
+  // GPU count (NvlsShare). A curve without NVLS is a ring all-reduce: as is.
+  bool nvls_curve = PeakBusBandwidth(all_reduce_curve_).value >
+                    kNvlsPeakRatio * PeakBusBandwidth(ring_curve_).value;
+  all_reduce_ = nvls_curve ? ring_ : MeasuredBusBandwidth(all_reduce_curve_.points);
+  if (scale_up_kind_ == ScaleUpKind::kPcie) all_reduce_ = ring_;
+  if (nvls_curve && scale_up_kind_ == ScaleUpKind::kNvSwitch) {
+    int measured = all_reduce_curve_.gpus > 0 ? all_reduce_curve_.gpus : 8;
+    for (int gpus = 0; gpus <= measured; ++gpus) {
+      nvls_.emplace_back(BlendCurves(ring_curve_, all_reduce_curve_, NvlsShare(gpus, measured)));
+    }
+  }
+
+  double nic_efficiency = profile.nic_efficiency.value;
+  if (topology.nics.per_node > 0 && !(nic_efficiency > 0 && nic_efficiency <= 1)) {
+    throw InputError("", "collectives.inter_node.nic_efficiency",
+                     "profile '" + profile.name + "' needs a NIC efficiency in (0, 1]");
+  }
+  // Each GPU drives its own share of the node's NICs (rail-optimized nodes
+  // have one NIC per GPU).
+  scale_out_ = Bandwidth{topology.nics.per_node * topology.nics.bandwidth.value /
+                         topology.gpus_per_node * nic_efficiency};
+}
+
+double AnalyticNetwork::Oversubscription(int nodes) const {
+  // The group's nodes are assumed packed under as few switches as possible.
+  // Traffic that must climb above level i shares that level's uplinks, so
+  // each level the group outgrows divides the bandwidth by its taper; tapers
+  // compound (a 2:1 leaf under a 2:1 spine leaves 1/4 at the core). This is
+  // the loaded-fabric view: in a full job every leaf's uplinks carry the
+  // rings of many groups at once.
+  double factor = 1.0;
+  for (const auto& level : levels_) {
+    if (nodes > level.nodes_below) factor *= std::max(1.0, level.oversubscription);
+  }
+  return factor;
+}
+
+Time AnalyticNetwork::InterNodeStepLatency(int nodes) const {
+  // Highest level the traffic climbs to: the first whose switch group holds
+  // all the group's nodes (on a rail-optimized fabric same-rail traffic of
+  // up to nodes_below nodes stays one leaf away, DGX SuperPOD RA). Without
+  // rail optimization every inter-node step is charged as crossing the
+  // spine: simple and conservative, as which nodes share a top-of-rack
+  // switch is not modelled.
+  double hops = 0;
+  if (!levels_.empty() && nodes > 1) {
+    int top = static_cast<int>(levels_.size()) - 1;
+    for (int i = 0; i < static_cast<int>(levels_.size()); ++i) {
+      if (nodes <= levels_[i].nodes_below) { top = i; break; }
+    }
+    if (!rail_optimized_) top = std::max(top, std::min(1, static_cast<int>(levels_.size()) - 1));
+    // Each level up to the top is traversed twice: once up, once down.
+    for (int i = 0; i <= top; ++i) hops += 2 * levels_[i].hop_latency.seconds();
+  }
+  return Time::FromSeconds(inter_latency_ + hops);
+}
+
+double AnalyticNetwork::IntraRingPeak() const {
+  double peak = ring_.peak().value;
+  if (!(peak > 0)) return link_;  // no curve: the link at full rate
+  return peak * (link_ / reference_link_);
+}
+
+const MeasuredBusBandwidth& AnalyticNetwork::IntraCurve(CollectiveKind kind, int p) const {
+  if (kind != CollectiveKind::kAllReduce) return ring_;
+  if (nvls_.empty()) return all_reduce_;
+  return nvls_[std::min<size_t>(p, nvls_.size() - 1)];
+}
+
+// Inside one node: the measured curve, split into a bandwidth part and a
+// fixed part. The curves are nccl-tests measurements, so at small sizes their
+// busbw already includes latency; adding a separate alpha would count it
+// twice. So (MeasuredBusBandwidth):
+//   factor * S / busbw_ref(S) = factor * S / peak_ref + factor * overhead(S)
+//   transfer = factor * S / (peak_ref * link / reference_link)
+//   latency  = max(factor * overhead(S), intra_latency)
+// The transfer is the bytes at the curve's best efficiency on this system's
+// links, so the effective busbw never exceeds link * the curve's own peak
+// efficiency. The latency is what the reference system lost at this size to
+// per-step and protocol overhead, which does not scale with link bandwidth
+// (a 1 kB all-reduce is not twice as fast on a link twice as wide). On the
+// reference system the sum reproduces the measured points; intra_latency is
+// only a floor, for curves (such as flat ones) that carry no latency.
+// The curves are measured at 8 GPUs; ring busbw is flat in the GPU count
+// (nccl#1455), so the same curve prices 2-8 GPUs through the factor.
+AnalyticNetwork::Phase AnalyticNetwork::IntraNode(CollectiveKind kind, double bytes, int p) const {
+  Phase out;
+  out.links = engine::kScaleUpLink;
+  double factor = BusFactor(kind, p);
+  out.algorithm = kind == CollectiveKind::kAllToAll ? "pairwise" : "ring";
+  if (kind == CollectiveKind::kAllReduce && !nvls_.empty() &&
+      NvlsShare(p, static_cast<int>(nvls_.size()) - 1) > 0 &&
+      InterpolateBusBandwidth(all_reduce_curve_, Bytes{bytes}) >
+          InterpolateBusBandwidth(ring_curve_, Bytes{bytes})) {
+    out.algorithm = "nvls";
+  }
+  const MeasuredBusBandwidth& curve = IntraCurve(kind, p);
+  if (curve.empty()) {  // no measurements at all: the raw link, latency only as the floor
+    out.transfer = factor * bytes / link_;
+    out.latency = intra_latency_;
+    return out;
+  }
+  out.transfer = factor * bytes / (curve.peak().value * (link_ / reference_link_));
+  out.latency = std::max(factor * curve.OverheadPerFactor(Bytes{bytes}), intra_latency_);
+  return out;
+}
+
+// Across nodes, NCCL's ring runs through all p ranks, g per node; each of the
+// g channels leaves the node on a different GPU's NIC, so every NIC carries
+// one ring's inter-node hop. A ring all-reduce therefore moves
+// 2(p-1)/p * S / g bytes through each NIC, i.e. busbw = g * B (NCCL
+// tuning.cc: busBw = nChannels * speedInter). The NVLink hops of the same
+// rings run concurrently (the ring is pipelined chunk by chunk), so they only
+// matter if they are the slower link: each GPU forwards (g-1) of the g rings
+// over NVLink, bounding busbw by intra_peak * g / (g-1).
+// Measured: 4 nodes x 8 H100 with 8x NDR: all-reduce busbw 330.9, all-gather
+// 323.5 (aigatech/vpbenchmarking); ~380 without SHARP (nccl#1649); g * B =
+// 8 * 50 * 0.94 = 376. A sequential reduce-scatter / inter all-reduce /
+// all-gather would predict ~220, and a pipelined 2-D hierarchy with
+// 2(n-1)/n inter traffic ~490, so the flat ring is the better model.
+// Latency, NCCL tuning.cc: ring (nsteps - nInterSteps) * intraLat +
+// nInterSteps * interLat with nsteps = 2(p-1), nInterSteps = 2(n-1) for
+// all-reduce and p-1, n-1 for all-gather / reduce-scatter; tree
+// 2 * ((p/n - 1) * intraLat + log2i(n) * interLat).
+AnalyticNetwork::Phase AnalyticNetwork::InterNode(CollectiveKind kind, double bytes, int p, int g,
+                                                  int n) const {
+  Phase out;
+  out.links = engine::kScaleOutLink | (g > 1 ? engine::kScaleUpLink : 0);
+  double b = scale_out_.value / Oversubscription(n);
+  double alpha = InterNodeStepLatency(n).seconds();
+  double a = intra_latency_;
+  double up = IntraRingPeak();
+  double ring_bw = g * b;
+  if (g > 1) ring_bw = std::min(ring_bw, up * g / (g - 1));
+  double pd = p;
+
+  switch (kind) {
+    case CollectiveKind::kAllReduce: {
+      Phase ring = out, tree = out;
+      ring.algorithm = "ring";
+      ring.transfer = 2.0 * (pd - 1) / pd * bytes / ring_bw;
+      ring.latency = 2.0 * (p - n) * a + 2.0 * (n - 1) * alpha;
+      // Double binary tree: intra-node chain, then log2(n) levels up and down.
+      tree.algorithm = "tree";
+      tree.transfer = 2.0 * bytes / (kTreeBandwidthShare * ring_bw);
+      tree.latency = 2.0 * ((g - 1) * a + std::floor(std::log2(static_cast<double>(n))) * alpha);
+      return tree.total() < ring.total() ? tree : ring;  // as NCCL: the faster at this size
+    }
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      out.algorithm = "ring";
+      out.transfer = (pd - 1) / pd * bytes / ring_bw;
+      out.latency = (p - n) * a + (n - 1) * alpha;
+      return out;
+    case CollectiveKind::kBroadcast:
+      // Pipelined ring: every rank receives S and forwards it; the chain
+      // fills in p-1 hops, n-1 of them between nodes.
+      out.algorithm = "ring";
+      out.transfer = bytes / ring_bw;
+      out.latency = (p - n) * a + (n - 1) * alpha;
+      return out;
+    case CollectiveKind::kAllToAll: {
+      // Pairwise exchange (Thakur, Rabenseifner & Gropp 2005): S/p to each
+      // peer; (n-1)/n of the buffer leaves the node, through this GPU's own
+      // NIC (NCCL alltoall cannot aggregate NICs, nccl-tests#267), while the
+      // (g-1)/p that stays goes over NVLink at the same time.
+      out.algorithm = "pairwise";
+      double inter = (n - 1.0) / n * bytes / b;
+      double intra = (g - 1.0) / pd * bytes / up;
+      out.transfer = std::max(inter, intra);
+      out.latency = (g - 1) * a + (p - g) * alpha;  // one step per peer
+      return out;
+    }
+  }
+  return out;
+}
+
+CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommGroup& group) const {
+  int p = group.size;
+  if (p <= 1 || op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
+  int n = std::max(1, group.nodes);
+  int g = std::max(1, group.ranks_per_node);
+  Phase phase;
+  if (n == 1) {
+    phase = IntraNode(op.kind, op.bytes.value, p);
+  } else {
+    if (!(scale_out_.value > 0)) {
+      throw InputError("", "node.nics",
+                       "group '" + group.name + "' spans " + std::to_string(n) +
+                           " nodes but the topology has no scale-out NICs");
+    }
+    phase = InterNode(op.kind, op.bytes.value, p, g, n);
+  }
+  return ToCost(phase.latency, phase.transfer, phase.links, std::move(phase.algorithm));
+}
+
+CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const {
+  if (op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
+  if (pair.nodes <= 1) {
+    // Same node: one NVLink (or PCIe) peer copy at the ring's best efficiency.
+    return ToCost(intra_latency_, op.bytes.value / IntraRingPeak(), engine::kScaleUpLink, "p2p");
+  }
+  if (!(scale_out_.value > 0)) {
+    throw InputError("", "node.nics",
+                     "transfer '" + pair.name + "' crosses nodes but the topology has no scale-out NICs");
+  }
+  int n = std::max(2, pair.nodes);
+  double b = scale_out_.value / Oversubscription(n);
+  return ToCost(InterNodeStepLatency(n).seconds(), op.bytes.value / b, engine::kScaleOutLink, "p2p");
+}
+
+}  // namespace stacksim::net
