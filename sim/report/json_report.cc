@@ -1,0 +1,142 @@
+#include "sim/report/json_report.h"
+
+#include <string>
+
+namespace stacksim::report {
+namespace {
+
+using nlohmann::json;
+
+// Seconds as the double nearest the exact value (1.2, not the
+// 1.2000000000000002 that multiplying by 1e-9 gives).
+double Seconds(Time t) { return static_cast<double>(t.ns()) / 1e9; }
+
+json MemoryJson(const simulate::StageMemory& m) {
+  return {
+      {"stage", m.stage},
+      {"weights_bytes", m.weights.value},
+      {"gradients_bytes", m.gradients.value},
+      {"optimizer_bytes", m.optimizer.value},
+      {"activations_bytes", m.activations.value},
+      {"other_bytes", m.other.value},
+      {"total_bytes", m.total().value},
+  };
+}
+
+json PlanJson(const config::PlanConfig& p) {
+  return {
+      {"tp", p.tp},
+      {"pp", p.pp},
+      {"dp", p.dp},
+      {"cp", p.cp},
+      {"ep", p.ep},
+      {"vp", p.vp},
+      {"sequence_parallel", p.sequence_parallel},
+      {"micro_batch", p.micro_batch},
+      {"global_batch", p.global_batch},
+      {"micro_batches", p.micro_batches()},
+      {"recompute", config::RecomputeName(p.recompute)},
+      {"sharding", config::ShardingName(p.sharding)},
+      {"schedule", config::ScheduleName(p.schedule)},
+      {"precision", config::PrecisionName(p.precision)},
+      {"overlap_grad_reduce", p.overlap_grad_reduce},
+      {"overlap_param_gather", p.overlap_param_gather},
+      {"grad_bucket_bytes", p.grad_bucket.value},
+      {"cuda_graphs", p.cuda_graphs},
+      {"attention", p.attention == config::AttentionImpl::kFlash ? "flash" : "unfused"},
+      {"grad_reduce_precision", config::PrecisionName(p.grad_reduce_precision)},
+  };
+}
+
+json ModelJson(const config::ModelConfig& m) {
+  return {
+      {"name", m.name},
+      {"parameters", m.ParameterCount()},
+      {"num_layers", m.num_layers},
+      {"hidden_size", m.hidden_size},
+      {"num_attention_heads", m.num_attention_heads},
+      {"num_kv_heads", m.num_kv_heads},
+      {"head_dim", m.head_dim},
+      {"intermediate_size", m.intermediate_size},
+      {"vocab_size", m.vocab_size},
+      {"activation", config::ActivationName(m.activation)},
+      {"norm", config::NormName(m.norm)},
+  };
+}
+
+}  // namespace
+
+json BreakdownJson(const simulate::Breakdown& b) {
+  return {
+      {"gemm_s", Seconds(b.gemm)},
+      {"attention_s", Seconds(b.attention)},
+      {"memory_bound_s", Seconds(b.memory_bound)},
+      {"optimizer_s", Seconds(b.optimizer)},
+      {"tp_exposed_s", Seconds(b.tp_exposed)},
+      {"dp_exposed_s", Seconds(b.dp_exposed)},
+      {"pp_exposed_s", Seconds(b.pp_exposed)},
+      {"bubble_s", Seconds(b.bubble)},
+      {"other_s", Seconds(b.other)},
+      // Subtotals, not parts: compute = gemm + attention + memory-bound +
+      // optimizer; exposed communication = tp + dp + pp.
+      {"compute_s", Seconds(b.compute())},
+      {"exposed_comm_s", Seconds(b.tp_exposed + b.dp_exposed + b.pp_exposed)},
+  };
+}
+
+json JsonReport(const simulate::SimulationResult& r) {
+  const config::ScenarioConfig& s = r.scenario;
+  json peak = json::array();
+  json memory = json::array();
+  for (const simulate::StageMemory& m : r.memory) {
+    peak.push_back(m.total().value);
+    memory.push_back(MemoryJson(m));
+  }
+  json per_stage = json::array();
+  for (size_t i = 0; i < r.per_stage.size(); ++i) {
+    json b = BreakdownJson(r.per_stage[i]);
+    b["stage"] = static_cast<int>(i);
+    per_stage.push_back(std::move(b));
+  }
+  return {
+      {"scenario", s.name},
+      {"iteration_s", Seconds(r.iteration)},
+      {"tokens_per_s", r.tokens_per_s},
+      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+      {"tokens_per_step", s.tokens_per_step()},
+      {"mfu", r.mfu},
+      {"hfu", r.hfu},
+      {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+      {"model_flops_per_step", r.model_flops.value},
+      {"hardware_flops_per_step", r.hardware_flops.value},
+      {"memory_peak_bytes", std::move(peak)},
+      {"memory", std::move(memory)},
+      {"capacity_bytes", r.capacity.value},
+      {"out_of_memory", r.out_of_memory},
+      {"breakdown", BreakdownJson(r.breakdown)},
+      {"breakdown_stage", r.breakdown_stage},
+      {"per_stage_breakdown", std::move(per_stage)},
+      {"network_model", r.network_model},
+      {"profile",
+       {{"name", s.profile.name},
+        {"gpu", s.profile.gpu},
+        {"kind", config::ProfileKindName(s.profile.kind)},
+        {"provenance", s.profile.provenance}}},
+      {"plan", PlanJson(s.plan)},
+      {"model", ModelJson(s.model)},
+      {"seq_len", s.seq_len},
+      {"gpus", s.gpus},
+      {"topology",
+       {{"name", s.topology.name},
+        {"gpu", s.topology.gpu},
+        {"gpus_per_node", s.topology.gpus_per_node},
+        {"nodes", s.topology.gpus_per_node > 0 ? s.nodes() : 0}}},
+      {"notes", r.notes},
+      {"algorithms", r.algorithms},
+      {"simulated_ranks", r.simulated_ranks},
+      {"tasks", r.tasks},
+      {"wall_s", r.wall_seconds},
+  };
+}
+
+}  // namespace stacksim::report

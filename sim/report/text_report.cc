@@ -1,0 +1,197 @@
+#include "sim/report/text_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace stacksim::report {
+namespace {
+
+constexpr int kBarWidth = 30;       // '#' characters for 100% of the step
+constexpr size_t kAllStagesUpTo = 8;  // memory table rows before eliding stages
+constexpr size_t kMaxAlgorithms = 8;  // collective choices listed before "... more"
+
+double GiB(Bytes b) { return b.value / kGiB; }
+
+// Decimals for seconds so that the step shows at least four significant
+// digits: a 12 s step and a 40 ms one both read well. Every time in the report
+// uses the step's decimals, so the breakdown column lines up.
+int SecondsDecimals(Time step) {
+  double s = step.seconds();
+  if (!(s > 0) || s >= 1) return 3;
+  return std::min(9, 3 + static_cast<int>(std::ceil(-std::log10(s))));
+}
+
+std::string Seconds(Time t, int decimals) { return fmt::format("{:.{}f}", t.seconds(), decimals); }
+
+// 1234567.8 -> "1,234,568".
+std::string Grouped(double v) {
+  if (!std::isfinite(v)) return fmt::format("{}", v);
+  std::string digits = fmt::format("{:.0f}", std::fabs(v));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string Percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+std::string ProfileOrigin(const config::ProfileConfig& p) {
+  switch (p.kind) {
+    case config::ProfileKind::kDatasheet:
+      return "numbers are datasheet-derived";
+    case config::ProfileKind::kMeasured:
+      return "measured on " + (p.provenance.empty() ? p.gpu : p.provenance);
+    case config::ProfileKind::kProjected:
+      return p.provenance.empty() ? "projected" : "projected (" + p.provenance + ")";
+  }
+  return "";
+}
+
+void AppendHeader(const simulate::SimulationResult& r, std::string& out) {
+  const config::ScenarioConfig& s = r.scenario;
+  const config::PlanConfig& p = s.plan;
+  out += fmt::format("stacksim: {}\n", s.name.empty() ? s.file : s.name);
+  out += fmt::format("model     {}, {:.1f}B params, {} layers, hidden {}, seq {}\n", s.model.name,
+                     static_cast<double>(s.model.ParameterCount()) / 1e9, s.model.num_layers,
+                     s.model.hidden_size, s.seq_len);
+  std::string gpu = s.profile.gpu.empty() ? s.topology.gpu : s.profile.gpu;
+  int nodes = s.topology.gpus_per_node > 0 ? s.nodes() : 0;
+  out += fmt::format("cluster   {} x {} on {}, {} node{}\n", s.gpus, gpu, s.topology.name, nodes,
+                     nodes == 1 ? "" : "s");
+  out += fmt::format(
+      "plan      TP {} PP {} DP {} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
+      "SP {}, recompute {}, sharding {}, {}, {}{}\n",
+      p.tp, p.pp, p.dp, p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
+      p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
+      config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
+      config::PrecisionName(p.precision),
+      p.attention == config::AttentionImpl::kUnfused ? ", unfused attention" : "");
+  out += fmt::format("network   {}\n", r.network_model);
+  out += fmt::format("profile   {}{}\n", s.profile.name.empty() ? "" : s.profile.name + ": ",
+                     ProfileOrigin(s.profile));
+}
+
+void AppendHeadline(const simulate::SimulationResult& r, std::string& out) {
+  out += fmt::format("step time           {} s\n", Seconds(r.iteration, SecondsDecimals(r.iteration)));
+  out += fmt::format("throughput          {} tokens/s, {} per GPU\n", Grouped(r.tokens_per_s),
+                     Grouped(r.tokens_per_s_per_gpu));
+  out += fmt::format("MFU / HFU           {} / {}\n", Percent(r.mfu), Percent(r.hfu));
+  out += fmt::format("model TFLOP/s/GPU   {:.1f}\n", r.model_tflops_per_gpu);
+}
+
+// Which stages the memory table shows: all when few; else the first three, the
+// fullest and the last two, in order.
+std::vector<size_t> StagesShown(const std::vector<simulate::StageMemory>& memory) {
+  std::vector<size_t> shown;
+  size_t n = memory.size();
+  if (n <= kAllStagesUpTo) {
+    for (size_t i = 0; i < n; ++i) shown.push_back(i);
+    return shown;
+  }
+  size_t fullest = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (memory[i].total() > memory[fullest].total()) fullest = i;
+  }
+  std::set<size_t> set = {0, 1, 2, fullest, n - 2, n - 1};
+  return {set.begin(), set.end()};
+}
+
+void AppendMemory(const simulate::SimulationResult& r, std::string& out) {
+  out += "\nmemory per GPU (GiB)\n";
+  out += fmt::format("{:>5} {:>8} {:>7} {:>9} {:>11} {:>6} {:>7} {:>8} {:>8}\n", "stage", "weights",
+                     "grads", "optimizer", "activations", "other", "total", "capacity", "headroom");
+  size_t previous = 0;
+  bool first = true;
+  for (size_t i : StagesShown(r.memory)) {
+    if (!first && i > previous + 1) out += fmt::format("{:>5}\n", "...");
+    first = false;
+    previous = i;
+    const simulate::StageMemory& m = r.memory[i];
+    Bytes total = m.total();
+    out += fmt::format("{:>5} {:>8.1f} {:>7.1f} {:>9.1f} {:>11.1f} {:>6.1f} {:>7.1f} {:>8.1f} {:>8.1f}{}\n",
+                       m.stage, GiB(m.weights), GiB(m.gradients), GiB(m.optimizer), GiB(m.activations),
+                       GiB(m.other), GiB(total), GiB(r.capacity), GiB(r.capacity - total),
+                       total > r.capacity ? "  over" : "");
+  }
+  if (!r.out_of_memory) return;
+  std::vector<std::string> over;
+  for (const simulate::StageMemory& m : r.memory) {
+    if (m.total() > r.capacity) over.push_back(fmt::format("stage {} needs {:.1f}", m.stage, GiB(m.total())));
+  }
+  if (over.empty()) {
+    out += fmt::format("OUT OF MEMORY: the plan does not fit in {:.1f} GiB per GPU\n", GiB(r.capacity));
+  } else if (over.size() <= 3) {
+    out += fmt::format("OUT OF MEMORY: {} GiB of {:.1f} GiB per GPU\n", fmt::join(over, ", "),
+                       GiB(r.capacity));
+  } else {
+    out += fmt::format("OUT OF MEMORY: {} of {} stages exceed {:.1f} GiB per GPU ({} GiB, ...)\n",
+                       over.size(), r.memory.size(), GiB(r.capacity), over.front());
+  }
+}
+
+void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
+  const simulate::Breakdown& b = r.breakdown;
+  struct Part {
+    const char* name;
+    Time time;
+  };
+  const Part parts[] = {
+      {"GEMM", b.gemm},
+      {"attention", b.attention},
+      {"memory-bound ops", b.memory_bound},
+      {"optimizer", b.optimizer},
+      {"exposed TP comm", b.tp_exposed},
+      {"exposed DP comm", b.dp_exposed},
+      {"pipeline send/recv", b.pp_exposed},
+      {"pipeline bubble", b.bubble},
+      {"other", b.other},
+  };
+  // Percent of the step; the parts add up to it (fall back to their sum if
+  // the step is somehow zero).
+  Time step = r.iteration;
+  if (step <= Time::Zero()) {
+    for (const Part& p : parts) step += p.time;
+  }
+  int decimals = SecondsDecimals(step);
+  out += fmt::format("\ntime breakdown (stage {}, slowest rank)\n", r.breakdown_stage);
+  for (const Part& p : parts) {
+    double fraction = step > Time::Zero() ? p.time.seconds() / step.seconds() : 0.0;
+    int hashes = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * kBarWidth));
+    out += fmt::format("  {:<20} {:>9} s {:>6}{}{}\n", p.name, Seconds(p.time, decimals), Percent(fraction),
+                       hashes > 0 ? "  " : "", std::string(hashes, '#'));
+  }
+}
+
+}  // namespace
+
+std::string TextReport(const simulate::SimulationResult& r) {
+  std::string out;
+  AppendHeader(r, out);
+  out += "\n";
+  if (!r.out_of_memory) AppendHeadline(r, out);
+  AppendMemory(r, out);
+  if (!r.out_of_memory) AppendBreakdown(r, out);
+  if (!r.algorithms.empty()) {
+    out += "\ncollectives\n";
+    size_t listed = std::min(r.algorithms.size(), kMaxAlgorithms);
+    for (size_t i = 0; i < listed; ++i) out += fmt::format("  {}\n", r.algorithms[i]);
+    if (listed < r.algorithms.size()) out += fmt::format("  ... and {} more\n", r.algorithms.size() - listed);
+  }
+  if (!r.notes.empty()) out += "\n";
+  for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  out += fmt::format("\nsimulated {} rank{}, {} tasks in {:.2f} s\n", r.simulated_ranks,
+                     r.simulated_ranks == 1 ? "" : "s", Grouped(static_cast<double>(r.tasks)),
+                     r.wall_seconds);
+  return out;
+}
+
+}  // namespace stacksim::report
