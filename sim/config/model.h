@@ -16,6 +16,9 @@ namespace stacksim::config {
 
 enum class Activation { kGelu, kRelu, kSquaredRelu, kSwiglu, kGeglu };
 enum class NormKind { kLayerNorm, kRmsNorm };
+// How positions enter the model. Only kLearned has parameters (a table of
+// max_position_embeddings x hidden); RoPE and ALiBi cost a few element-wise ops.
+enum class PositionEmbedding { kRope, kLearned, kAlibi, kNone };
 
 struct ModelConfig {
   std::string name;
@@ -33,20 +36,33 @@ struct ModelConfig {
   bool mlp_bias = false;
   bool learned_position_embeddings = false;  // GPT-2/3 style absolute positions
   int64_t max_position_embeddings = 0;       // 0 when the config does not say
+  // Added with the parsers (all backward compatible):
+  PositionEmbedding position_embedding = PositionEmbedding::kRope;  // kLearned iff learned_position_embeddings
+  bool norm_bias = true;         // LayerNorm with a bias (false for MPT's bias-free LayerNorm); false for RMSNorm
+  std::string source;            // where the shapes come from (the file's "source")
+  std::string notes;
+  bool dropout = false;          // trained with dropout (hidden_dropout/attention_dropout > 0)
 
   bool gated_mlp() const { return activation == Activation::kSwiglu || activation == Activation::kGeglu; }
-  // Parameters, counted exactly from the shapes (embeddings included once if tied).
+  // Parameters, counted exactly from the shapes (embeddings included once if tied):
+  // layers x LayerParameterCount + embeddings + final norm + untied LM head.
   int64_t ParameterCount() const;
   // Parameters of one transformer layer.
   int64_t LayerParameterCount() const;
   int64_t EmbeddingParameterCount() const;  // token (+ position) embeddings
+  int64_t OutputHeadParameterCount() const; // untied LM head (vocab x hidden); 0 when tied
+  int64_t NormParameterCount() const;       // one norm: 2*hidden (LayerNorm with bias) or hidden
 };
 
 // Parses a model object. `file` and `path` name it in errors.
 ModelConfig ParseModel(const JsonNode& node);
 ModelConfig LoadModelFile(const std::string& path);
+// The model in the file format (every key explicit); ParseModel reads it back.
+nlohmann::json ModelToJson(const ModelConfig& m);
 
 const char* ActivationName(Activation a);
+const char* NormName(NormKind n);                     // "layernorm", "rmsnorm"
+const char* PositionEmbeddingName(PositionEmbedding p);  // "rope", "learned", "alibi", "none"
 
 }  // namespace stacksim::config
 

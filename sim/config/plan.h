@@ -20,6 +20,9 @@ namespace stacksim::config {
 enum class Recompute { kNone, kSelective, kFull };
 enum class Sharding { kNone, kZero1, kZero2, kZero3 };
 enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved };
+// Fused flash attention (Dao et al.), or the unfused QK^T / softmax / PV of
+// Megatron-LM before 2023.
+enum class AttentionImpl { kFlash, kUnfused };
 
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
@@ -43,14 +46,25 @@ struct PlanConfig {
   bool overlap_param_gather = true; // ZeRO-3/FSDP: prefetch next layer's weights
   Bytes grad_bucket{40e6 * 4};      // Megatron default bucket: 40M elements of fp32
   bool cuda_graphs = false;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  // Precision of data-parallel gradient reduction (Megatron keeps fp32 main grads).
+  Precision grad_reduce_precision = Precision::kFp32;
 
   int gpus() const { return tp * pp * dp * cp; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
 };
 
 // Parses a plan object. Fields absent from the object keep the values in
-// `defaults` (the scenario decides what a missing field means).
+// `defaults` (the scenario decides what a missing field means). An absent
+// schedule is interleaved when vp > 1, else 1f1b. Errors (InputError naming the
+// key): cp or ep other than 1 and fp8 ("not modelled yet"), a global_batch
+// key (it lives in the scenario's training object), interleaved with vp 1,
+// vp > 1 without interleaving. sequence_parallel with tp 1 is switched off, as
+// Megatron-LM does. Rules that need the model or cluster are ValidatePlan's.
 PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults);
+// Every plan key, explicit (global_batch is not a plan key: it belongs to the
+// scenario's training object). ParsePlan reads it back.
+nlohmann::json PlanToJson(const PlanConfig& p);
 
 }  // namespace stacksim::config
 

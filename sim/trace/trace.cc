@@ -76,28 +76,31 @@ std::string Trace::Check() const {
   std::map<int32_t, std::pair<int, int>> instances;  // instance -> (count, group)
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = tasks_[i];
-    std::string where = "task " + std::to_string(i) + " (" + names_.at(t.name) + ")";
-    if (t.rank < 0 || t.rank >= ranks_) return where + ": rank out of range";
-    if (t.stream < 0 || t.stream >= static_cast<int>(streams_.size())) return where + ": unknown stream";
-    if (t.label < 0 || t.label >= static_cast<int>(labels_.size())) return where + ": unknown label";
+    auto where = [&] {
+      std::string n = t.name >= 0 && t.name < static_cast<int32_t>(names_.size()) ? names_[t.name] : "?";
+      return "task " + std::to_string(i) + " (" + n + ")";
+    };
+    if (t.rank < 0 || t.rank >= ranks_) return where() + ": rank out of range";
+    if (t.stream < 0 || t.stream >= static_cast<int>(streams_.size())) return where() + ": unknown stream";
+    if (t.label < 0 || t.label >= static_cast<int>(labels_.size())) return where() + ": unknown label";
     for (int32_t d = 0; d < t.dep_count; ++d) {
       TaskId dep = deps_[t.dep_begin + d];
-      if (dep < 0 || dep >= static_cast<TaskId>(i)) return where + ": dependency does not point backwards";
+      if (dep < 0 || dep >= static_cast<TaskId>(i)) return where() + ": dependency does not point backwards";
     }
     if (t.kind == TaskKind::kCollective) {
-      if (t.comm.group < 0 || t.comm.group >= static_cast<GroupId>(groups_.size())) return where + ": bad group";
+      if (t.comm.group < 0 || t.comm.group >= static_cast<GroupId>(groups_.size())) return where() + ": bad group";
       if (t.comm.instance >= 0) {
         auto& inst = instances[t.comm.instance];
-        if (inst.first > 0 && inst.second != t.comm.group) return where + ": instance spans two groups";
+        if (inst.first > 0 && inst.second != t.comm.group) return where() + ": instance spans two groups";
         inst.first++;
         inst.second = t.comm.group;
       }
     }
     if (t.kind == TaskKind::kTransfer) {
-      if (t.transfer.dst < 0 || t.transfer.dst >= ranks_) return where + ": transfer destination out of range";
-      if (t.transfer.group < 0 || t.transfer.group >= static_cast<GroupId>(groups_.size())) return where + ": bad group";
+      if (t.transfer.dst < 0 || t.transfer.dst >= ranks_) return where() + ": transfer destination out of range";
+      if (t.transfer.group < 0 || t.transfer.group >= static_cast<GroupId>(groups_.size())) return where() + ": bad group";
     }
-    if (t.kind == TaskKind::kDelay && t.duration < Time::Zero()) return where + ": negative duration";
+    if (t.kind == TaskKind::kDelay && t.duration < Time::Zero()) return where() + ": negative duration";
   }
   for (const auto& [inst, cg] : instances) {
     const CommGroup& g = groups_[cg.second];

@@ -1,0 +1,83 @@
+#include "sim/cost/profile_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace stacksim::cost {
+namespace {
+
+// Per-node cost of a kernel inside a replayed CUDA graph, as measured on an
+// H200 (profiles/measured/h200-sxm-141gb-2026-11-29/launch_cuda.csv:
+// graph_us_per_kernel = 0.50 us).
+constexpr double kGraphKernelUs = 0.5;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+ProfileCostModel::ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs)
+    : profile_(profile),
+      memory_bw_(profile.hbm_bandwidth.value * profile.copy_efficiency.value),
+      launch_(cuda_graphs ? Time::Us(kGraphKernelUs) : profile.kernel_launch.value) {}
+
+double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                        config::Precision p) const {
+  const auto& eff = profile_.gemm.max_efficiency[static_cast<int>(p)];
+  if (!eff) {
+    throw std::invalid_argument(std::string("profile ") + profile_.name + " has no GEMM efficiency for " +
+                                config::PrecisionName(p));
+  }
+  // Tile and wave quantization: the GPU computes whole tiles in whole waves.
+  const int64_t tm = profile_.gemm.tile.value.first;
+  const int64_t tn = profile_.gemm.tile.value.second;
+  const int64_t sms = profile_.sm_count.value;
+  const int64_t tiles = CeilDiv(m, tm) * CeilDiv(n, tn) * batch;
+  const int64_t waves = CeilDiv(tiles, sms);
+  double useful = static_cast<double>(m) * n * batch;
+  double computed = static_cast<double>(waves) * sms * tm * tn;
+  double quantization = useful / computed;
+  // When one wave leaves most SMs idle, cuBLAS splits the K dimension across
+  // CTAs (split-K / stream-K), recovering occupancy at the cost of a reduction;
+  // never count worse than a fully split reduction would do.
+  if (waves == 1 && tiles < sms) {
+    int64_t splits = std::max<int64_t>(1, std::min<int64_t>(sms / tiles, k / 256));
+    quantization = std::min(1.0, useful * splits / computed);
+  }
+  return eff->value * quantization;
+}
+
+Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
+  const double bytes_time = op.bytes.value / memory_bw_.value;
+  switch (op.op_class) {
+    case trace::OpClass::kGemm: {
+      auto peak = profile_.Peak(op.precision);
+      if (!peak) {
+        throw std::invalid_argument(std::string("profile ") + profile_.name + " has no peak for " +
+                                    config::PrecisionName(op.precision));
+      }
+      double eff = GemmEfficiency(op.m, op.n, op.k, op.batch, op.precision);
+      double flop_time = op.flops.value / (peak->value * eff);
+      return Time::FromSeconds(std::max(flop_time, bytes_time));
+    }
+    case trace::OpClass::kAttention: {
+      // Attention kernels run their matrix products in 16-bit.
+      auto peak = profile_.Peak(config::Precision::kBf16);
+      double eff = op.backward ? profile_.attention_bwd_efficiency.value : profile_.attention_fwd_efficiency.value;
+      double flop_time = op.flops.value / (peak->value * eff);
+      return Time::FromSeconds(std::max(flop_time, bytes_time));
+    }
+    case trace::OpClass::kMemoryBound:
+      return Time::FromSeconds(bytes_time);
+  }
+  return Time::Zero();
+}
+
+Time ProfileCostModel::ComputeTime(const trace::ComputeOp& op) const {
+  Time kernel = KernelTime(op);
+  Time issue = launch_ * static_cast<double>(op.kernels);
+  return std::max(kernel, issue);
+}
+
+}  // namespace stacksim::cost

@@ -1,0 +1,44 @@
+// Compute cost from a hardware profile.
+//
+// GEMM: FLOPs over the precision's dense peak times the profile's large-GEMM
+// efficiency, further reduced by tile and wave quantization (a GEMM runs in
+// whole waves of (rows x cols) output tiles over the SMs; NVIDIA, "Matrix
+// Multiplication Background User's Guide", DU-09799-001, ch. 3), and never
+// faster than its operands can be streamed from HBM (roofline).
+// Fused attention: FLOPs over peak times the profile's forward or backward
+// attention efficiency, with the same memory floor.
+// Memory-bound ops: bytes over the achievable copy bandwidth.
+// Every task also costs at least its kernels' launch time: with eager launches
+// a GPU cannot run kernels faster than the host issues them.
+#ifndef STACKSIM_SIM_COST_PROFILE_COST_MODEL_H_
+#define STACKSIM_SIM_COST_PROFILE_COST_MODEL_H_
+
+#include "sim/config/profile.h"
+#include "sim/engine/cost_model.h"
+
+namespace stacksim::cost {
+
+class ProfileCostModel : public engine::CostModel {
+ public:
+  // cuda_graphs: kernels launched from captured graphs (launch cost per kernel
+  // drops to the graph's per-node cost).
+  ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs);
+
+  Time ComputeTime(const trace::ComputeOp& op) const override;
+
+  // Fraction of dense peak a GEMM of this shape reaches (for tests and reports).
+  // REQUIRES: the profile has a peak and GEMM efficiency for `p`.
+  double GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t batch, config::Precision p) const;
+  Bandwidth memory_bandwidth() const { return memory_bw_; }
+
+ private:
+  Time KernelTime(const trace::ComputeOp& op) const;
+
+  const config::ProfileConfig profile_;
+  Bandwidth memory_bw_;
+  Time launch_;
+};
+
+}  // namespace stacksim::cost
+
+#endif  // STACKSIM_SIM_COST_PROFILE_COST_MODEL_H_

@@ -1,0 +1,118 @@
+#include "sim/memory/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/training_step.h"
+
+namespace stacksim::memory {
+namespace {
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recompute) {
+  const double e = s.element_bytes();
+  const double T = D(s.tokens());
+  const double Tn = s.sequence_parallel ? T / s.tp : T;  // norm/dropout region
+  const double h = D(s.hidden);
+  const double q = D(s.heads / s.tp) * D(s.head_dim);
+  const double kv = D(std::max<int64_t>(1, s.kv_heads / s.tp)) * D(s.head_dim);
+  const double f = D(s.ffn / s.tp);
+  const double mask = s.dropout ? 1.0 : 0.0;  // one byte per element
+  if (recompute == config::Recompute::kFull) return Bytes{e * Tn * h};
+
+  // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input,
+  // Q and K, V, the projection's input (the attention output) and the
+  // residual dropout mask.
+  double attn = e * Tn * h + e * Tn * h + e * T * (q + kv) + e * T * kv + e * T * q + mask * Tn * h;
+  const double scores = D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq) * D(s.seq);
+  if (s.flash_attention) {
+    attn += 4.0 * D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq);  // fp32 log-sum-exp per row
+  } else if (recompute != config::Recompute::kSelective) {
+    attn += e * scores + mask * scores + e * scores;  // softmax output, dropout mask, dropout output: 5as^2b/t
+  }
+  // MLP block: norm input, FC1 input, activation input (both halves when
+  // gated), FC2 input, dropout mask.
+  double mlp = e * Tn * h + e * Tn * h + e * T * f * (s.gated ? 2 : 1) + e * T * f + mask * Tn * h;
+  return Bytes{attn + mlp};
+}
+
+Bytes RuntimeOverhead() {
+  // CUDA context and kernels (~0.5 GiB), NCCL channel buffers for a few
+  // communicators (~1 GiB), cuBLAS/cuDNN workspaces (~0.5 GiB). An allowance
+  // chosen from those typical sizes, not measured; shown as "other".
+  return Bytes{2.0 * kGiB};
+}
+
+std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
+  const auto& plan = s.plan;
+  const int p = plan.pp;
+  const int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
+  const int m = static_cast<int>(plan.micro_batches());
+  const auto shape = workload::LayerShape::From(s.model, plan, s.seq_len);
+  const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.num_layers), p, v);
+  const auto schedule = workload::BuildSchedule(plan.schedule, p, v, m);
+  const double e = shape.element_bytes();
+  const double dp = plan.dp;
+  const double layer_params = D(s.model.LayerParameterCount()) / plan.tp;
+
+  std::vector<StageFootprint> out;
+  for (int st = 0; st < p; ++st) {
+    StageFootprint f;
+    f.stage = st;
+    const double P = D(workload::StageParameters(s, st));
+    const double master = plan.precision == config::Precision::kFp32 ? 0.0 : 4.0;  // fp32 training needs no copy
+    switch (plan.sharding) {
+      case config::Sharding::kNone:
+        f.weights = Bytes{e * P};
+        f.gradients = Bytes{4.0 * P};
+        f.optimizer = Bytes{(master + 8.0) * P};
+        break;
+      case config::Sharding::kZero1:
+        f.weights = Bytes{e * P};
+        f.gradients = Bytes{4.0 * P};
+        f.optimizer = Bytes{(master + 8.0) * P / dp};
+        break;
+      case config::Sharding::kZero2:
+        f.weights = Bytes{e * P};
+        // Sharded gradients, plus one layer's full gradient before its reduce-scatter.
+        f.gradients = Bytes{4.0 * P / dp + 4.0 * layer_params};
+        f.optimizer = Bytes{(master + 8.0) * P / dp};
+        break;
+      case config::Sharding::kZero3:
+        // Sharded weights plus the gathered layer in use and the one prefetched.
+        f.weights = Bytes{e * P / dp + 2.0 * e * layer_params};
+        f.gradients = Bytes{4.0 * P / dp + 4.0 * layer_params};
+        f.optimizer = Bytes{(master + 8.0) * P / dp};
+        break;
+    }
+    // Activations: the peak number of chunk forwards awaiting their backward,
+    // each holding its chunk's layers.
+    int peak_chunks = workload::PeakInFlightChunks(schedule[st]);
+    double stage_layers = 0;
+    for (int c = 0; c < v; ++c) stage_layers += layers[c * p + st];
+    const double per_chunk_layers = stage_layers / v;
+    double act = peak_chunks * per_chunk_layers * LayerActivations(shape, plan.recompute).value;
+    if (plan.recompute == config::Recompute::kFull) {
+      // The layer being recomputed holds its full activations during its backward.
+      act += LayerActivations(shape, config::Recompute::kNone).value;
+    }
+    const double T = D(shape.tokens());
+    const double Tn = shape.sequence_parallel ? T / plan.tp : T;
+    if (st == 0) act += peak_chunks / static_cast<double>(v) * (e * Tn * D(s.model.hidden_size));  // embedding output
+    if (st == p - 1) {
+      // Logits (16-bit) and the fp32 softmax kept for the loss backward, one micro-batch.
+      act += T * D(s.model.vocab_size / plan.tp) * (e + 4.0);
+    }
+    f.activations = Bytes{act};
+    f.in_flight_micro_batches = (peak_chunks + v - 1) / v;
+    f.other = RuntimeOverhead();
+    out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace stacksim::memory

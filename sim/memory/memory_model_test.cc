@@ -1,0 +1,77 @@
+#include "sim/memory/memory_model.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/fixtures.h"
+
+namespace stacksim::memory {
+namespace {
+
+workload::LayerShape Gpt(int tp, bool sp, int64_t b, int64_t s, int64_t h, int64_t a) {
+  auto model = testing::GptModel(1, static_cast<int>(h), static_cast<int>(a), 1024);
+  config::PlanConfig plan;
+  plan.tp = tp;
+  plan.micro_batch = b;
+  plan.sequence_parallel = sp;
+  plan.attention = config::AttentionImpl::kUnfused;
+  plan.precision = config::Precision::kFp16;
+  return workload::LayerShape::From(model, plan, s);
+}
+
+// Korthikanti et al. 2022, Table 2: activation bytes per layer.
+TEST(MemoryModel, TensorParallelActivationsMatchKorthikanti) {
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  double expected = s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
+  EXPECT_NEAR(LayerActivations(Gpt(8, false, 1, 2048, 12288, 96), config::Recompute::kNone).value, expected,
+              expected * 1e-12);
+}
+
+TEST(MemoryModel, SequenceParallelActivationsMatchKorthikanti) {
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+  double expected = s * b * h / t * (34 + 5 * a * s / h);
+  EXPECT_NEAR(LayerActivations(Gpt(8, true, 4, 2048, 6144, 64), config::Recompute::kNone).value, expected,
+              expected * 1e-12);
+}
+
+TEST(MemoryModel, SelectiveRecomputeDropsTheAttentionScores) {
+  const double s = 2048, b = 1, h = 12288, t = 8;
+  EXPECT_NEAR(LayerActivations(Gpt(8, true, 1, 2048, 12288, 96), config::Recompute::kSelective).value,
+              34 * s * b * h / t, 1.0);
+}
+
+TEST(MemoryModel, FullRecomputeKeepsTheLayerInput) {
+  EXPECT_DOUBLE_EQ(LayerActivations(Gpt(8, false, 1, 2048, 12288, 96), config::Recompute::kFull).value,
+                   2.0 * 2048 * 12288);
+}
+
+TEST(MemoryModel, OptimizerStateShardsWithZero) {
+  auto model = testing::GptModel(8, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.global_batch = 8;
+  auto s = testing::Scenario(model, 8, 1024, plan);
+  auto none = EstimateMemory(s)[0];
+  s.plan.sharding = config::Sharding::kZero1;
+  auto z1 = EstimateMemory(s)[0];
+  EXPECT_NEAR(z1.optimizer.value * 8, none.optimizer.value, 1.0);
+  EXPECT_DOUBLE_EQ(z1.weights.value, none.weights.value);
+  // Mixed-precision Adam: 2 (weights) + 4 (fp32 grads) + 12 (master, m, v) bytes per parameter.
+  double params = none.weights.value / 2;
+  EXPECT_NEAR(none.optimizer.value, 12 * params, 1.0);
+  EXPECT_NEAR(none.gradients.value, 4 * params, 1.0);
+}
+
+TEST(MemoryModel, OneFOneBFirstStageHoldsPMicroBatches) {
+  auto model = testing::GptModel(8, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.pp = 4;
+  plan.global_batch = 16;
+  auto s = testing::Scenario(model, 4, 1024, plan);
+  auto mem = EstimateMemory(s);
+  EXPECT_EQ(mem[0].in_flight_micro_batches, 4);
+  EXPECT_EQ(mem[3].in_flight_micro_batches, 1);
+  EXPECT_GT(mem[0].activations.value, mem[1].activations.value);
+}
+
+}  // namespace
+}  // namespace stacksim::memory

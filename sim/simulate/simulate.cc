@@ -1,0 +1,201 @@
+#include "sim/simulate/simulate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "sim/cost/profile_cost_model.h"
+#include "sim/memory/memory_model.h"
+#include "sim/net/analytic_network.h"
+#include "sim/workload/layer_ops.h"
+#include "sim/workload/training_step.h"
+
+namespace stacksim::simulate {
+namespace {
+
+using trace::TaskId;
+
+Time Overlap(Time a0, Time a1, Time b0, Time b1) {
+  Time lo = std::max(a0, b0), hi = std::min(a1, b1);
+  return hi > lo ? hi - lo : Time::Zero();
+}
+
+// Which breakdown bucket a label's busy time goes to.
+Time* Bucket(Breakdown& b, const std::string& label) {
+  if (label == workload::kLabelGemm) return &b.gemm;
+  if (label == workload::kLabelAttention) return &b.attention;
+  if (label == workload::kLabelMemory) return &b.memory_bound;
+  if (label == workload::kLabelOptimizer) return &b.optimizer;
+  if (label == workload::kLabelTp) return &b.tp_exposed;
+  if (label == workload::kLabelDp) return &b.dp_exposed;
+  if (label == workload::kLabelPp) return &b.pp_exposed;
+  return &b.other;
+}
+
+// Attributes every instant of one rank's step to one bucket. Busy time on the
+// compute stream goes to the running task's label. An idle gap before a task
+// goes to what the task was waiting for: the part of the gap during which
+// that dependency was itself running is exposed communication of its kind (a
+// pipeline transfer: send/recv); the rest of a wait on another stage is
+// pipeline bubble, and anything else is "other".
+Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int rank, trace::StreamId compute,
+                    Time makespan) {
+  Breakdown b;
+  Time prev_end = Time::Zero();
+  std::vector<TaskId> side;  // this rank's tasks on other streams
+  for (size_t i = 0; i < t.size(); ++i) {
+    const trace::Task& task = t.task(static_cast<TaskId>(i));
+    if (task.rank != rank) continue;
+    if (task.stream != compute) {
+      side.push_back(static_cast<TaskId>(i));
+      continue;
+    }
+    const auto& tm = r.timings[i];
+    if (tm.start > prev_end) {
+      Time gap = tm.start - prev_end;
+      TaskId blocker = -1;
+      Time latest = prev_end;
+      for (const TaskId* d = t.deps_begin(static_cast<TaskId>(i)); d != t.deps_end(static_cast<TaskId>(i)); ++d) {
+        if (r.timings[*d].end > latest) {
+          latest = r.timings[*d].end;
+          blocker = *d;
+        }
+      }
+      if (blocker < 0) {
+        b.other += gap;
+      } else {
+        const trace::Task& bt = t.task(blocker);
+        const auto& btm = r.timings[blocker];
+        Time exposed = Overlap(prev_end, tm.start, btm.start, btm.end);
+        Time* bucket = Bucket(b, t.label(bt.label));
+        bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed;
+        if (comm) {
+          *bucket += exposed;
+          Time rest = gap - exposed;
+          // Waiting for a pipeline neighbour beyond the transfer itself is bubble.
+          (bucket == &b.pp_exposed ? b.bubble : b.other) += rest;
+        } else {
+          b.other += gap;
+        }
+      }
+    }
+    *Bucket(b, t.label(task.label)) += tm.end - tm.start;
+    prev_end = std::max(prev_end, tm.end);
+  }
+  // After its last kernel the rank waits for its own communication (data-
+  // parallel reduction, parameter gathers) or for the other stages.
+  if (makespan > prev_end) {
+    Time tail = makespan - prev_end;
+    Time comm_end = prev_end;
+    for (TaskId id : side) comm_end = std::max(comm_end, r.timings[id].end);
+    Time exposed = std::min(tail, comm_end - prev_end);
+    b.dp_exposed += exposed;
+    b.bubble += tail - exposed;
+  }
+  return b;
+}
+
+double NonEmbeddingFlopParams(const config::ModelConfig& m) {
+  // Parameters that take part in matrix products per token: every layer plus
+  // the output head (the input embedding is a lookup, positions an add).
+  return static_cast<double>(m.num_layers) * static_cast<double>(m.LayerParameterCount()) +
+         static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+}
+
+}  // namespace
+
+Time Breakdown::total() const {
+  return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + bubble + other;
+}
+
+SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options& options) {
+  auto wall0 = std::chrono::steady_clock::now();
+  config::ValidatePlan(scenario, scenario.file);
+  SimulationResult res;
+  res.scenario = scenario;
+  const auto& plan = scenario.plan;
+  const auto& profile = scenario.profile;
+
+  auto peak = profile.Peak(plan.precision == config::Precision::kFp32 ? config::Precision::kTf32 : plan.precision);
+  if (!peak || !profile.gemm.max_efficiency[static_cast<int>(
+                   plan.precision == config::Precision::kFp32 ? config::Precision::kTf32 : plan.precision)]) {
+    throw InputError(scenario.file, "plan.precision",
+                     std::string("profile '") + profile.name + "' has no " + config::PrecisionName(plan.precision) +
+                         " GEMM rate");
+  }
+
+  // Memory first: a plan that does not fit is reported, not simulated.
+  res.capacity = profile.hbm_capacity.value;
+  for (const auto& f : memory::EstimateMemory(scenario)) {
+    StageMemory sm;
+    sm.stage = f.stage;
+    sm.weights = f.weights;
+    sm.gradients = f.gradients;
+    sm.optimizer = f.optimizer;
+    sm.activations = f.activations;
+    sm.other = f.other;
+    if (sm.total() > res.capacity) res.out_of_memory = true;
+    res.memory.push_back(sm);
+  }
+  const double gpus = scenario.gpus;
+  const double tokens = static_cast<double>(scenario.tokens_per_step());
+  // Model FLOPs per step: 6N per token for the matrix products plus
+  // 12 * layers * hidden * seq for attention (Chowdhery et al. 2022, PaLM, App. B).
+  res.model_flops = Flops{tokens * (6.0 * NonEmbeddingFlopParams(scenario.model) +
+                                    12.0 * scenario.model.num_layers * scenario.model.num_attention_heads *
+                                        scenario.model.head_dim * scenario.seq_len)};
+  if (res.out_of_memory && !options.simulate_if_out_of_memory) {
+    res.notes.push_back("the plan does not fit in GPU memory; not simulated");
+    res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return res;
+  }
+
+  auto trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(scenario));
+  cost::ProfileCostModel cost(profile, plan.cuda_graphs);
+  net::AnalyticNetwork network(scenario.topology, profile);
+  res.network_model = network.name();
+  engine::Engine engine(cost, network);
+  auto replay = std::make_shared<engine::ReplayResult>(engine.Replay(*trace));
+
+  res.iteration = replay->makespan;
+  res.tasks = trace->size();
+  res.simulated_ranks = trace->rank_count();
+  res.algorithms = replay->algorithms;
+  const double seconds = res.iteration.seconds();
+  res.tokens_per_s = tokens / seconds;
+  res.tokens_per_s_per_gpu = res.tokens_per_s / gpus;
+
+  // Hardware FLOPs: everything the simulated ranks computed (recomputation
+  // included), times the ranks each stands for.
+  double hw = 0;
+  for (const auto& task : trace->tasks()) {
+    if (task.kind == trace::TaskKind::kCompute) hw += task.compute.flops.value;
+  }
+  res.hardware_flops = Flops{hw * plan.tp * plan.dp * plan.cp};
+  res.model_tflops_per_gpu = res.model_flops.value / seconds / gpus / 1e12;
+  res.mfu = res.model_flops.value / seconds / gpus / peak->value;
+  res.hfu = res.hardware_flops.value / seconds / gpus / peak->value;
+
+  trace::StreamId compute = 0;
+  for (size_t i = 0; i < trace->streams().size(); ++i) {
+    if (trace->streams()[i] == "compute") compute = static_cast<trace::StreamId>(i);
+  }
+  Time busiest = Time::Zero();
+  for (int r = 0; r < trace->rank_count(); ++r) {
+    Breakdown b = Attribute(*trace, *replay, r, compute, replay->makespan);
+    if (b.compute() > busiest) {
+      busiest = b.compute();
+      res.breakdown = b;
+      res.breakdown_stage = r;
+    }
+    res.per_stage.push_back(b);
+  }
+  if (options.keep_trace) {
+    res.trace = trace;
+    res.replay = replay;
+  }
+  res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+}  // namespace stacksim::simulate

@@ -1,0 +1,407 @@
+#include "sim/validate/validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/memory/memory_model.h"
+#include "sim/simulate/simulate.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::validate {
+namespace {
+
+using config::Precision;
+
+bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// Frameworks that predate fused flash attention in Megatron-LM (it arrived in
+// 2023): they ran the unfused QK^T / softmax / PV path.
+bool UnfusedAttention(const std::string& framework) {
+  return Contains(framework, "(2021)") || Contains(framework, "(2022)") || Contains(framework, "DeepSpeed") ||
+         Contains(framework, "example");
+}
+
+// Megatron-Core and NeMo recipes turn on sequence parallelism with TP and use
+// the distributed optimizer.
+bool ModernMegatron(const std::string& framework) {
+  return Contains(framework, "Megatron-Core") || Contains(framework, "NeMo");
+}
+
+std::string TopologyFor(const std::string& gpu) {
+  if (gpu == "a100-sxm-80gb") return "dgx-a100";
+  if (gpu == "a100-sxm-40gb") return "dgx-a100-40gb";
+  if (gpu == "h100-sxm-80gb" || gpu == "h100-sxm-96gb") return "dgx-h100";
+  if (gpu == "h800-sxm-80gb") return "h800-node";
+  return "";
+}
+
+std::string PlanLine(const config::ScenarioConfig& s) {
+  const auto& p = s.plan;
+  return fmt::format("tp{} pp{} dp{} vp{} mb{} gb{} sp={} recompute={} sharding={} {} {}", p.tp, p.pp, p.dp,
+                     p.vp, p.micro_batch, p.global_batch, p.sequence_parallel ? "on" : "off",
+                     config::RecomputeName(p.recompute), config::ShardingName(p.sharding),
+                     config::PrecisionName(p.precision),
+                     p.attention == config::AttentionImpl::kFlash ? "flash-attn" : "unfused-attn");
+}
+
+bool Fits(const config::ScenarioConfig& s) {
+  for (const auto& f : memory::EstimateMemory(s)) {
+    if (f.total() > s.profile.hbm_capacity.value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path) {
+  JsonNode node(run, file, path);
+  JsonObject obj(node);
+  RunScenario out;
+  config::ScenarioConfig& s = out.scenario;
+  s.file = file;
+  s.name = obj.Required("id").String();
+  std::string framework = obj.Has("framework") ? obj.Required("framework").String() : "";
+  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats", "framework"});
+
+  // Model.
+  JsonObject m(obj.Required("model"));
+  if (auto moe = m.Optional("moe")) {
+    throw InputError(file, path + ".model.moe", "mixture-of-experts models are not modelled yet (expert parallelism)");
+  }
+  std::string attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
+  if (attention == "mla") throw InputError(file, path + ".model.attention", "multi-head latent attention is not modelled yet");
+  config::ModelConfig& model = s.model;
+  model.name = m.Required("name").String();
+  model.num_layers = m.Required("layers").PositiveInt();
+  model.hidden_size = m.Required("hidden").PositiveInt();
+  model.num_attention_heads = m.Required("heads").PositiveInt();
+  auto kv = m.Optional("kv_heads");
+  model.num_kv_heads = kv ? kv->PositiveInt() : model.num_attention_heads;
+  model.head_dim = model.hidden_size / model.num_attention_heads;
+  model.intermediate_size = m.Required("ffn_hidden").PositiveInt();
+  model.vocab_size = m.Required("vocab").PositiveInt();
+  s.seq_len = m.Required("seq_len").PositiveInt();
+  std::string act = m.Required("activation").OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"});
+  model.activation = act == "gelu"           ? config::Activation::kGelu
+                     : act == "swiglu"       ? config::Activation::kSwiglu
+                     : act == "relu"         ? config::Activation::kRelu
+                     : act == "squared-relu" ? config::Activation::kSquaredRelu
+                                             : config::Activation::kGeglu;
+  m.Finish();
+  // Architecture details the schema leaves out follow the model family: GPT
+  // models trained with Megatron-LM use learned positions, biases, dropout 0.1
+  // and tied embeddings; MPT (llm-foundry) uses ALiBi, no biases, no dropout,
+  // tied embeddings; gated-MLP (Llama-style) models use RoPE, RMSNorm, no
+  // biases and untied embeddings.
+  const bool mosaic = Contains(framework, "llm-foundry") || Contains(framework, "Composer");
+  if (model.gated_mlp()) {
+    model.norm = config::NormKind::kRmsNorm;
+    model.norm_bias = false;
+    model.position_embedding = config::PositionEmbedding::kRope;
+    model.tie_word_embeddings = false;
+  } else if (mosaic) {
+    model.norm = config::NormKind::kLayerNorm;
+    model.norm_bias = false;
+    model.position_embedding = config::PositionEmbedding::kAlibi;
+    model.tie_word_embeddings = true;
+  } else {
+    model.norm = config::NormKind::kLayerNorm;
+    model.attention_bias = model.mlp_bias = true;
+    model.position_embedding = config::PositionEmbedding::kLearned;
+    model.learned_position_embeddings = true;
+    model.max_position_embeddings = s.seq_len;
+    model.tie_word_embeddings = true;
+    model.dropout = true;
+  }
+
+  // Hardware: the shipped profile and system of that GPU, with the run's NIC
+  // bandwidth and node size.
+  JsonObject hw(obj.Required("hardware"));
+  std::string gpu = hw.Required("gpu").String();
+  std::string topo = TopologyFor(gpu);
+  if (topo.empty()) throw InputError(file, path + ".hardware.gpu", "no shipped system topology for GPU '" + gpu + "'");
+  s.topology_file = config::ResolveDataFile("topologies", topo, file);
+  s.topology = config::LoadTopologyFile(s.topology_file);
+  s.profile_file = config::ResolveDataFile("profiles", gpu, file);
+  s.profile = config::LoadProfileFile(s.profile_file);
+  s.gpus = static_cast<int>(hw.Required("gpus").PositiveInt());
+  if (auto gpn = hw.Optional("gpus_per_node")) s.topology.gpus_per_node = static_cast<int>(gpn->PositiveInt());
+  if (auto nic = hw.Optional("nic_gbps_per_gpu")) {
+    s.topology.nics.per_node = s.topology.gpus_per_node;
+    s.topology.nics.bandwidth = Bandwidth{nic->PositiveNumber() * 1e9 / 8};
+  }
+  hw.Ignore({"notes"});
+  hw.Finish();
+
+  // Plan.
+  JsonObject p(obj.Required("plan"));
+  config::PlanConfig& plan = s.plan;
+  auto given_int = [&](const char* key, int* dst) {
+    if (auto v = p.Optional(key)) {
+      *dst = static_cast<int>(v->PositiveInt());
+      return true;
+    }
+    return false;
+  };
+  given_int("tp", &plan.tp);
+  given_int("pp", &plan.pp);
+  given_int("dp", &plan.dp);
+  if (!p.Has("tp") || !p.Has("pp") || !p.Has("dp")) {
+    throw InputError(file, path + ".plan", "tp, pp and dp must be given (plan search is not part of validation)");
+  }
+  int cp = 1, ep = 1;
+  given_int("cp", &cp);
+  given_int("ep", &ep);
+  if (cp != 1) throw InputError(file, path + ".plan.cp", "context parallelism is not modelled yet");
+  if (ep != 1) throw InputError(file, path + ".plan.ep", "expert parallelism is not modelled yet");
+  plan.global_batch = p.Required("global_batch").PositiveInt();
+
+  if (auto prec = p.Optional("precision")) {
+    std::string v = prec->OneOf({"fp16", "bf16", "fp8"});
+    if (v == "fp8") throw InputError(file, path + ".plan.precision", "FP8 training is not modelled yet");
+    plan.precision = v == "fp16" ? Precision::kFp16 : Precision::kBf16;
+  } else {
+    plan.precision = Precision::kBf16;
+    out.choices.push_back("precision=bf16");
+  }
+  plan.attention = UnfusedAttention(framework) ? config::AttentionImpl::kUnfused : config::AttentionImpl::kFlash;
+  out.choices.push_back(std::string("attention=") + (UnfusedAttention(framework) ? "unfused (framework predates flash attention)" : "flash"));
+
+  if (auto sp = p.Optional("sequence_parallel")) {
+    plan.sequence_parallel = sp->Bool() && plan.tp > 1;
+  } else {
+    plan.sequence_parallel = ModernMegatron(framework) && plan.tp > 1;
+    out.choices.push_back(std::string("sequence_parallel=") + (plan.sequence_parallel ? "on" : "off"));
+  }
+  if (auto sh = p.Optional("sharding")) {
+    std::string v = sh->OneOf({"none", "zero1", "zero2", "zero3"});
+    plan.sharding = v == "none"    ? config::Sharding::kNone
+                    : v == "zero1" ? config::Sharding::kZero1
+                    : v == "zero2" ? config::Sharding::kZero2
+                                   : config::Sharding::kZero3;
+  } else {
+    plan.sharding = ModernMegatron(framework) && plan.dp > 1 ? config::Sharding::kZero1 : config::Sharding::kNone;
+    out.choices.push_back(std::string("sharding=") + config::ShardingName(plan.sharding));
+  }
+  if (auto sg = p.Optional("shard_group")) {
+    if (sg->PositiveInt() < plan.dp) {
+      out.choices.push_back("shard_group " + std::to_string(sg->PositiveInt()) +
+                            " (hybrid sharding) simulated as sharding over the whole data-parallel group");
+    }
+  }
+  if (auto mb = p.Optional("micro_batch")) {
+    plan.micro_batch = mb->PositiveInt();
+  } else {
+    out.open_fields.push_back("micro_batch");
+  }
+  if (auto vp = p.Optional("vp")) {
+    plan.vp = static_cast<int>(vp->PositiveInt());
+  } else {
+    out.open_fields.push_back("vp");
+  }
+  if (auto rc = p.Optional("recompute")) {
+    std::string v = rc->OneOf({"none", "selective", "full"});
+    plan.recompute = v == "none" ? config::Recompute::kNone
+                     : v == "selective" ? config::Recompute::kSelective
+                                        : config::Recompute::kFull;
+  } else {
+    out.open_fields.push_back("recompute");
+  }
+  p.Finish();
+  obj.Finish();
+  plan.schedule = plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+  return out;
+}
+
+namespace {
+
+// Fills the open plan fields with the fastest valid choice that fits in
+// memory, as a tuned run would: micro-batch sizes and virtual stages are
+// searched by simulation; recomputation is the cheapest mode that fits.
+void FillOpenFields(RunScenario& rs, RunOutcome& outcome, simulate::SimulationResult* best_result) {
+  config::ScenarioConfig base = rs.scenario;
+  auto open = [&](const char* f) {
+    return std::find(rs.open_fields.begin(), rs.open_fields.end(), f) != rs.open_fields.end();
+  };
+  std::vector<int64_t> mbs = {base.plan.micro_batch};
+  if (open("micro_batch")) {
+    mbs.clear();
+    for (int64_t mb : {1, 2, 4, 8}) {
+      if (base.plan.global_batch % (mb * base.plan.dp) == 0) mbs.push_back(mb);
+    }
+    if (mbs.empty()) mbs.push_back(1);
+  }
+  std::vector<int> vps = {base.plan.vp};
+  if (open("vp")) {
+    vps = {1};
+    if (base.plan.pp > 1) {
+      for (int v = 2; v <= 8 && vps.size() < 3; ++v) {
+        if (base.model.num_layers % (base.plan.pp * v) == 0) vps.push_back(v);
+      }
+    }
+  }
+  std::vector<config::Recompute> modes = {base.plan.recompute};
+  if (open("recompute")) modes = {config::Recompute::kNone, config::Recompute::kSelective, config::Recompute::kFull};
+
+  double best = std::numeric_limits<double>::infinity();
+  config::ScenarioConfig chosen = base;
+  bool any = false;
+  for (int64_t mb : mbs) {
+    for (int v : vps) {
+      config::ScenarioConfig c = base;
+      c.plan.micro_batch = mb;
+      c.plan.vp = v;
+      c.plan.schedule = v > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+      try {
+        config::ValidatePlan(c, c.file);
+      } catch (const InputError&) {
+        continue;
+      }
+      // The cheapest recomputation that fits.
+      bool fits = false;
+      for (auto mode : modes) {
+        c.plan.recompute = mode;
+        if (Fits(c)) {
+          fits = true;
+          break;
+        }
+      }
+      if (!fits && (open("micro_batch") || open("vp"))) continue;  // a tuned run would not pick it
+      simulate::Options o;
+      o.simulate_if_out_of_memory = true;
+      auto r = simulate::Simulate(c, o);
+      if (r.iteration.seconds() < best) {
+        best = r.iteration.seconds();
+        chosen = c;
+        *best_result = r;
+        any = true;
+      }
+    }
+  }
+  if (!any) {
+    // Nothing fits by our memory model: simulate the given plan anyway.
+    config::ScenarioConfig c = base;
+    if (open("recompute")) c.plan.recompute = config::Recompute::kFull;
+    if (open("micro_batch")) c.plan.micro_batch = mbs.front();
+    if (open("vp")) c.plan.vp = 1;
+    c.plan.schedule = c.plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+    simulate::Options o;
+    o.simulate_if_out_of_memory = true;
+    *best_result = simulate::Simulate(c, o);
+    chosen = c;
+  }
+  if (open("micro_batch")) outcome.choices.push_back("micro_batch=" + std::to_string(chosen.plan.micro_batch));
+  if (open("vp")) outcome.choices.push_back("vp=" + std::to_string(chosen.plan.vp));
+  if (open("recompute")) outcome.choices.push_back(std::string("recompute=") + config::RecomputeName(chosen.plan.recompute));
+  rs.scenario = chosen;
+}
+
+}  // namespace
+
+ValidationReport RunValidation(const std::string& path, const ValidationOptions& options) {
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  JsonObject top(root);
+  std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.validation.training/1") {
+    throw InputError(path, "schema", "expected 'stacksim.validation.training/1', got '" + schema + "'");
+  }
+  auto runs = top.Required("runs").Elements();
+  top.Finish();
+
+  ValidationReport rep;
+  double sum = 0;
+  for (const JsonNode& run : runs) {
+    RunOutcome o;
+    JsonObject r(run);
+    o.id = r.Required("id").String();
+    if (!options.only_id.empty() && o.id != options.only_id) continue;
+    o.tier = r.Has("tier") ? r.Required("tier").String() : "";
+    o.scored = r.Has("scored") && r.Required("scored").Bool();
+    if (r.Has("hardware")) {
+      const auto& hw = run.json().at("hardware");
+      if (hw.contains("gpu") && hw["gpu"].is_string()) o.gpu = hw["gpu"].get<std::string>();
+      if (hw.contains("gpus") && hw["gpus"].is_number_integer()) o.gpus = hw["gpus"].get<int>();
+    }
+    if (r.Has("measured")) {
+      const auto& ms = run.json().at("measured");
+      if (ms.contains("iteration_s") && ms["iteration_s"].is_number()) o.measured_s = ms["iteration_s"].get<double>();
+    }
+    if (o.scored) ++rep.scored_total;
+    try {
+      if (!o.measured_s) throw InputError(path, run.path() + ".measured.iteration_s", "the run has no measured iteration time");
+      RunScenario rs = ScenarioForRun(run.json(), path, run.path());
+      o.choices = rs.choices;
+      simulate::SimulationResult result;
+      FillOpenFields(rs, o, &result);
+      o.plan = PlanLine(rs.scenario);
+      if (result.out_of_memory) {
+        double worst = 0;
+        for (const auto& m : result.memory) worst = std::max(worst, m.total().value);
+        o.warnings.push_back(fmt::format("memory model: {:.1f} GiB needed > {:.1f} GiB on the GPU", worst / kGiB,
+                                         result.capacity.value / kGiB));
+      }
+      o.predicted_s = result.iteration.seconds();
+      o.error_pct = (*o.predicted_s - *o.measured_s) / *o.measured_s * 100.0;
+      if (o.scored) {
+        sum += std::fabs(o.error_pct);
+        ++rep.scored_predicted;
+      }
+    } catch (const InputError& e) {
+      o.error = e.what();
+    }
+    rep.runs.push_back(o);
+  }
+  rep.mape_pct = rep.scored_predicted > 0 ? sum / rep.scored_predicted : 0;
+  return rep;
+}
+
+nlohmann::json ValidationJson(const ValidationReport& report) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& o : report.runs) {
+    nlohmann::json j;
+    j["id"] = o.id;
+    j["scored"] = o.scored;
+    j["tier"] = o.tier;
+    j["gpu"] = o.gpu;
+    j["gpus"] = o.gpus;
+    j["measured_iteration_s"] = o.measured_s ? nlohmann::json(*o.measured_s) : nlohmann::json(nullptr);
+    if (o.predicted_s) {
+      j["predicted_iteration_s"] = *o.predicted_s;
+      j["error_pct"] = o.error_pct;
+      j["plan"] = o.plan;
+    } else {
+      j["error"] = o.error;
+    }
+    j["choices"] = o.choices;
+    j["warnings"] = o.warnings;
+    runs.push_back(j);
+  }
+  return {{"runs", runs},
+          {"mape_pct", report.mape_pct},
+          {"scored_predicted", report.scored_predicted},
+          {"scored_total", report.scored_total}};
+}
+
+std::string ValidationText(const ValidationReport& report) {
+  std::string out = fmt::format("{:<44} {:>6} {:>9} {:>9} {:>8}\n", "run", "gpus", "measured", "predicted", "error");
+  for (const auto& o : report.runs) {
+    std::string id = o.id.size() > 44 ? o.id.substr(0, 41) + "..." : o.id;
+    if (o.predicted_s) {
+      out += fmt::format("{:<44} {:>6} {:>8.2f}s {:>8.2f}s {:>+7.1f}%{}\n", id, o.gpus, *o.measured_s, *o.predicted_s,
+                         o.error_pct, o.scored ? "" : "  (not scored)");
+    } else {
+      out += fmt::format("{:<44} {:>6} {:>9} {:>9}   -  {}\n", id, o.gpus,
+                         o.measured_s ? fmt::format("{:.2f}s", *o.measured_s) : "-", "-", o.error);
+    }
+  }
+  out += fmt::format("\nmean absolute error over {} of {} scored runs: {:.1f}%\n", report.scored_predicted,
+                     report.scored_total, report.mape_pct);
+  return out;
+}
+
+}  // namespace stacksim::validate

@@ -1,0 +1,66 @@
+// Validation against published training runs: schema
+// stacksim.validation.training/1 (see shared/validation/README.md).
+//
+// Each run becomes a scenario: the run's model shapes, the GPU's shipped
+// profile and system topology (with the run's NIC bandwidth and GPUs per
+// node), and its plan. Null plan fields are filled the way a tuned run of
+// that framework would (the fastest valid choice that fits in memory), and
+// the choices are reported. Runs stacksim cannot model yet are listed with
+// the reason, never dropped.
+#ifndef STACKSIM_SIM_VALIDATE_VALIDATE_H_
+#define STACKSIM_SIM_VALIDATE_VALIDATE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/scenario.h"
+
+namespace stacksim::validate {
+
+struct RunOutcome {
+  std::string id;
+  std::string tier;
+  bool scored = false;
+  std::string gpu;
+  int gpus = 0;
+  std::optional<double> measured_s;
+  std::optional<double> predicted_s;
+  double error_pct = 0;              // (predicted - measured) / measured * 100
+  std::string error;                 // why it could not be predicted ("" if predicted)
+  std::string plan;                  // the plan simulated, one line
+  std::vector<std::string> choices;  // null fields stacksim filled, and how
+  std::vector<std::string> warnings; // e.g. the memory model says it would not fit
+};
+
+struct ValidationReport {
+  std::vector<RunOutcome> runs;
+  double mape_pct = 0;   // mean absolute error over scored, predicted runs
+  int scored_predicted = 0;
+  int scored_total = 0;
+};
+
+struct ValidationOptions {
+  std::string only_id;   // "" = all runs
+};
+
+ValidationReport RunValidation(const std::string& path, const ValidationOptions& options = {});
+
+// Builds the scenario for one run (exposed for tests). Throws InputError for
+// malformed runs and for runs stacksim cannot model yet (the message says why).
+// `fixed` receives plan fields that were null and must be chosen by search.
+struct RunScenario {
+  config::ScenarioConfig scenario;
+  std::vector<std::string> open_fields;  // "vp", "micro_batch"
+  std::vector<std::string> choices;
+};
+RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path);
+
+nlohmann::json ValidationJson(const ValidationReport& report);
+std::string ValidationText(const ValidationReport& report);
+
+}  // namespace stacksim::validate
+
+#endif  // STACKSIM_SIM_VALIDATE_VALIDATE_H_

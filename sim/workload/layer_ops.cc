@@ -1,0 +1,322 @@
+#include "sim/workload/layer_ops.h"
+
+#include <algorithm>
+
+namespace stacksim::workload {
+namespace {
+
+using config::Precision;
+using trace::CollectiveKind;
+using trace::OpClass;
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+// GEMM precision: fp32 training runs its products on TF32 tensor cores.
+Precision GemmPrecision(Precision p) { return p == Precision::kFp32 ? Precision::kTf32 : p; }
+
+Op Gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
+  Op op;
+  op.name = name;
+  op.label = kLabelGemm;
+  op.compute.op_class = OpClass::kGemm;
+  op.compute.precision = GemmPrecision(s.precision);
+  op.compute.m = m;
+  op.compute.n = n;
+  op.compute.k = k;
+  op.compute.batch = batch;
+  op.compute.flops = Flops{2.0 * D(m) * D(n) * D(k) * D(batch)};
+  op.compute.bytes = Bytes{(D(m) * D(k) + D(k) * D(n) + D(m) * D(n)) * D(batch) * s.element_bytes()};
+  return op;
+}
+
+// A memory-bound kernel moving `bytes`, doing `flops_per_byte` light arithmetic.
+Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernels = 1) {
+  Op op;
+  op.name = name;
+  op.label = kLabelMemory;
+  op.compute.op_class = OpClass::kMemoryBound;
+  op.compute.precision = s.precision;
+  op.compute.bytes = Bytes{bytes};
+  // FLOP counts cover matrix products only (the usual MFU/HFU convention).
+  op.compute.flops = Flops{0};
+  op.compute.kernels = static_cast<int16_t>(kernels);
+  return op;
+}
+
+Op Collective(const std::string& name, CollectiveKind kind, double bytes, bool async = false) {
+  Op op;
+  op.is_collective = true;
+  op.name = name;
+  op.label = kLabelTp;
+  op.collective = kind;
+  op.bytes = Bytes{bytes};
+  op.async = async;
+  return op;
+}
+
+// Per-rank head counts: query heads split evenly; KV heads split, or
+// replicated when there are fewer KV heads than TP ranks.
+int64_t QHeads(const LayerShape& s) { return s.heads / s.tp; }
+int64_t KvHeads(const LayerShape& s) { return std::max<int64_t>(1, s.kv_heads / s.tp); }
+int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.head_dim; }
+
+// Tokens the norms, dropouts and residual adds touch on one rank.
+double NormTokens(const LayerShape& s) {
+  return s.sequence_parallel ? D(s.tokens()) / s.tp : D(s.tokens());
+}
+
+// The all-reduce after a row-parallel GEMM (or its reduce-scatter under SP).
+void AddReduce(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
+  if (s.tp == 1) return;
+  double bytes = D(s.tokens()) * D(s.hidden) * s.element_bytes();
+  ops.push_back(Collective(name, s.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                           bytes));
+}
+
+// The all-gather before a column-parallel GEMM under SP.
+void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async = false) {
+  if (s.tp == 1 || !s.sequence_parallel) return;
+  ops.push_back(Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.element_bytes(), async));
+}
+
+double ActBytes(const LayerShape& s, double elements) { return elements * s.element_bytes(); }
+
+// Residual add with bias and dropout: reads x and the residual, writes the sum
+// (and a one-byte dropout mask).
+Op ResidualForward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  return Memory(name, ActBytes(s, 3 * n) + (s.dropout ? n : 0), s);
+}
+
+Op NormForward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  return Memory(name, ActBytes(s, 2 * n), s);
+}
+
+// Norm backward reads x and dy, writes dx, and adds the residual branch's gradient.
+Op NormBackward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  return Memory(name, ActBytes(s, 4 * n), s, 2);
+}
+
+Op ResidualBackward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  return Memory(name, ActBytes(s, 3 * n) + (s.dropout ? n : 0), s);
+}
+
+void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t bh = s.micro_batch * QHeads(s);
+  const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
+  const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
+  if (s.flash_attention) {
+    Op op;
+    op.name = "attention";
+    op.label = kLabelAttention;
+    op.compute.op_class = OpClass::kAttention;
+    op.compute.precision = s.precision;
+    op.compute.m = s.seq;
+    op.compute.n = s.seq;
+    op.compute.k = s.head_dim;
+    op.compute.batch = bh;
+    op.compute.causal = true;
+    // Two products of 2*s*s*d per head; the causal mask skips half (Dao 2023).
+    op.compute.flops = Flops{4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5};
+    op.compute.bytes = Bytes{ActBytes(s, 2 * qo + 2 * kv)};
+    ops.push_back(op);
+    return;
+  }
+  // Unfused (Megatron-LM 2021-22): batched QK^T, fused scale-mask-softmax with
+  // dropout, then probabilities times V; the full s x s square is computed.
+  const double scores = D(bh) * D(s.seq) * D(s.seq);
+  Op qk = Gemm("attention-qk", s.seq, s.seq, s.head_dim, bh, s);
+  qk.label = kLabelAttention;
+  ops.push_back(qk);
+  Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s);
+  softmax.label = kLabelAttention;
+  ops.push_back(softmax);
+  Op pv = Gemm("attention-pv", s.seq, s.head_dim, s.seq, bh, s);
+  pv.label = kLabelAttention;
+  ops.push_back(pv);
+}
+
+void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t bh = s.micro_batch * QHeads(s);
+  const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
+  const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
+  if (s.flash_attention) {
+    Op op;
+    op.name = "attention-bwd";
+    op.label = kLabelAttention;
+    op.compute.op_class = OpClass::kAttention;
+    op.compute.precision = s.precision;
+    op.compute.m = s.seq;
+    op.compute.n = s.seq;
+    op.compute.k = s.head_dim;
+    op.compute.batch = bh;
+    op.compute.causal = true;
+    op.compute.backward = true;
+    // Five products (S recomputed, dP, dV, dQ, dK): 2.5x the forward (Dao 2023).
+    op.compute.flops = Flops{2.5 * 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5};
+    op.compute.bytes = Bytes{ActBytes(s, 4 * qo + 4 * kv)};
+    ops.push_back(op);
+    return;
+  }
+  const double scores = D(bh) * D(s.seq) * D(s.seq);
+  Op pv_dgrad = Gemm("attention-pv-dgrad", s.seq, s.seq, s.head_dim, bh, s);  // dP = dO V^T
+  Op pv_wgrad = Gemm("attention-pv-dv", s.seq, s.head_dim, s.seq, bh, s);     // dV = P^T dO
+  Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s);
+  Op qk_dq = Gemm("attention-qk-dq", s.seq, s.head_dim, s.seq, bh, s);        // dQ = dS K
+  Op qk_dk = Gemm("attention-qk-dk", s.seq, s.head_dim, s.seq, bh, s);        // dK = dS^T Q
+  for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) {
+    op->label = kLabelAttention;
+    ops.push_back(*op);
+  }
+}
+
+// Backward of a GEMM y = x W (x: m x k, W: k x n): dgrad dx = dy W^T and
+// wgrad dW = x^T dy.
+void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
+                  const LayerShape& s, int wait_for = -1) {
+  ops.push_back(Gemm(name + "-dgrad", m, k, n, 1, s));
+  Op w = Gemm(name + "-wgrad", k, n, m, 1, s);
+  w.wait_for = wait_for;
+  ops.push_back(w);
+}
+
+}  // namespace
+
+double LayerShape::element_bytes() const { return config::PrecisionBytes(precision == Precision::kFp8 ? Precision::kBf16 : precision); }
+
+LayerShape LayerShape::From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq) {
+  LayerShape s;
+  s.micro_batch = plan.micro_batch;
+  s.seq = seq;
+  s.hidden = model.hidden_size;
+  s.heads = model.num_attention_heads;
+  s.kv_heads = model.num_kv_heads;
+  s.head_dim = model.head_dim;
+  s.ffn = model.intermediate_size;
+  s.vocab = model.vocab_size;
+  s.gated = model.gated_mlp();
+  s.learned_positions = model.learned_position_embeddings;
+  s.rope = model.position_embedding == config::PositionEmbedding::kRope;
+  s.dropout = model.dropout;
+  s.tp = plan.tp;
+  s.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
+  s.flash_attention = plan.attention == config::AttentionImpl::kFlash;
+  s.precision = plan.precision;
+  return s;
+}
+
+std::vector<Op> LayerForward(const LayerShape& s) {
+  std::vector<Op> ops;
+  const int64_t T = s.tokens();
+  const int64_t f_rank = s.ffn / s.tp;
+  ops.push_back(NormForward("input-norm", s));
+  AddGather(ops, "ag-attn", s);
+  ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
+  if (s.rope) ops.push_back(Memory("rope", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
+  AttentionCoreForward(ops, s);
+  ops.push_back(Gemm("attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, s));
+  AddReduce(ops, "tp-attn", s);
+  ops.push_back(ResidualForward("attn-residual", s));
+  ops.push_back(NormForward("mlp-norm", s));
+  AddGather(ops, "ag-mlp", s);
+  ops.push_back(Gemm("fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, s));
+  ops.push_back(Memory(s.gated ? "swiglu" : "gelu", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f_rank)), s));
+  ops.push_back(Gemm("fc2", T, s.hidden, f_rank, 1, s));
+  AddReduce(ops, "tp-mlp", s);
+  ops.push_back(ResidualForward("mlp-residual", s));
+  return ops;
+}
+
+std::vector<Op> LayerBackward(const LayerShape& s) {
+  std::vector<Op> ops;
+  const int64_t T = s.tokens();
+  const int64_t f_rank = s.ffn / s.tp;
+  ops.push_back(ResidualBackward("mlp-residual-bwd", s));
+  AddGather(ops, "ag-mlp-grad", s);  // row-parallel FC2: gather the output gradient
+  GemmBackward(ops, "fc2", T, s.hidden, f_rank, s);
+  ops.push_back(Memory(s.gated ? "swiglu-bwd" : "gelu-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * D(T) * D(f_rank)), s));
+  // SP: FC1's weight gradient needs the gathered norm output again; Megatron
+  // re-gathers it on the side while the data gradient is computed.
+  AddGather(ops, "ag-mlp-input", s, /*async=*/true);
+  int regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
+  GemmBackward(ops, "fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, s, regather);
+  AddReduce(ops, "tp-mlp-grad", s);
+  ops.push_back(NormBackward("mlp-norm-bwd", s));
+  ops.push_back(ResidualBackward("attn-residual-bwd", s));
+  AddGather(ops, "ag-attn-grad", s);
+  GemmBackward(ops, "attn-proj", T, s.hidden, QHeads(s) * s.head_dim, s);
+  AttentionCoreBackward(ops, s);
+  if (s.rope) ops.push_back(Memory("rope-bwd", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
+  AddGather(ops, "ag-attn-input", s, /*async=*/true);
+  regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
+  GemmBackward(ops, "qkv", T, QkvWidth(s), s.hidden, s, regather);
+  AddReduce(ops, "tp-attn-grad", s);
+  ops.push_back(NormBackward("input-norm-bwd", s));
+  return ops;
+}
+
+std::vector<Op> SelectiveRecompute(const LayerShape& s) {
+  std::vector<Op> ops;
+  if (s.flash_attention) return ops;
+  AttentionCoreForward(ops, s);
+  for (Op& op : ops) op.name = "recompute-" + op.name;
+  return ops;
+}
+
+std::vector<Op> EmbeddingForward(const LayerShape& s) {
+  std::vector<Op> ops;
+  const double n = D(s.tokens()) * D(s.hidden);
+  // Vocabulary-parallel lookup (rows of other ranks are zero), then the sum
+  // over TP ranks; learned positions add a second table.
+  ops.push_back(Memory("embedding", ActBytes(s, (s.learned_positions ? 4.0 : 2.0) * n), s));
+  AddReduce(ops, "tp-embedding", s);
+  if (s.dropout) ops.push_back(Memory("embedding-dropout", ActBytes(s, 2 * NormTokens(s) * D(s.hidden)) + n, s));
+  return ops;
+}
+
+std::vector<Op> EmbeddingBackward(const LayerShape& s) {
+  std::vector<Op> ops;
+  AddGather(ops, "ag-embedding-grad", s);
+  const double n = D(s.tokens()) * D(s.hidden);
+  // Scatter-add of token gradients into the (fp32) embedding gradient rows.
+  ops.push_back(Memory("embedding-bwd", ActBytes(s, n) + 8.0 * n / std::max(1, s.tp), s));
+  return ops;
+}
+
+std::vector<Op> HeadForward(const LayerShape& s) {
+  std::vector<Op> ops;
+  const int64_t T = s.tokens();
+  const int64_t v_rank = s.vocab / s.tp;
+  ops.push_back(NormForward("final-norm", s));
+  AddGather(ops, "ag-head", s);
+  ops.push_back(Gemm("logits", T, v_rank, s.hidden, 1, s));
+  // Vocabulary-parallel cross entropy in fp32: read logits, write fp32
+  // softmax (Megatron keeps it for the backward), three small all-reduces.
+  ops.push_back(Memory("cross-entropy", D(T) * D(v_rank) * (s.element_bytes() + 4.0 + 4.0), s, 4));
+  if (s.tp > 1) ops.push_back(Collective("tp-loss", trace::CollectiveKind::kAllReduce, D(T) * 4.0 * 3));
+  return ops;
+}
+
+std::vector<Op> HeadBackward(const LayerShape& s) {
+  std::vector<Op> ops;
+  const int64_t T = s.tokens();
+  const int64_t v_rank = s.vocab / s.tp;
+  ops.push_back(Memory("cross-entropy-bwd", D(T) * D(v_rank) * (4.0 + s.element_bytes()), s, 2));
+  GemmBackward(ops, "logits", T, v_rank, s.hidden, s);
+  AddReduce(ops, "tp-head-grad", s);
+  ops.push_back(NormBackward("final-norm-bwd", s));
+  return ops;
+}
+
+Flops SumFlops(const std::vector<Op>& ops) {
+  Flops total;
+  for (const Op& op : ops) {
+    if (!op.is_collective) total += op.compute.flops;
+  }
+  return total;
+}
+
+}  // namespace stacksim::workload

@@ -1,0 +1,86 @@
+// The operations of one transformer layer (and of the embedding and output
+// head) for one micro-batch on one tensor-parallel rank, forward and backward.
+//
+// Shapes follow Megatron-LM's tensor parallelism (Shoeybi et al. 2019): QKV
+// and FC1 are column-parallel, the attention output projection and FC2
+// row-parallel; with sequence parallelism (Korthikanti et al. 2022) norms,
+// dropouts and residuals work on 1/t of the tokens and each all-reduce becomes
+// a reduce-scatter plus an all-gather. GEMM FLOPs are 2mnk; memory-bound ops
+// count each input read once and each output written once.
+#ifndef STACKSIM_SIM_WORKLOAD_LAYER_OPS_H_
+#define STACKSIM_SIM_WORKLOAD_LAYER_OPS_H_
+
+#include <string>
+#include <vector>
+
+#include "sim/config/model.h"
+#include "sim/config/plan.h"
+#include "sim/trace/trace.h"
+#include "sim/util/units.h"
+
+namespace stacksim::workload {
+
+// Breakdown labels the workload puts on tasks (see simulate/ for their use).
+inline constexpr const char* kLabelGemm = "gemm";
+inline constexpr const char* kLabelAttention = "attention";
+inline constexpr const char* kLabelMemory = "memory-bound";
+inline constexpr const char* kLabelOptimizer = "optimizer";
+inline constexpr const char* kLabelTp = "tp-comm";
+inline constexpr const char* kLabelDp = "dp-comm";
+inline constexpr const char* kLabelPp = "pp-comm";
+
+struct Op {
+  bool is_collective = false;   // a tensor-parallel collective, else compute
+  std::string name;
+  const char* label = kLabelMemory;
+  trace::ComputeOp compute;     // compute ops
+  trace::CollectiveKind collective = trace::CollectiveKind::kAllReduce;
+  Bytes bytes;                  // collective ops: per-rank buffer
+  // Collectives: runs beside compute (on the TP stream) instead of blocking it.
+  bool async = false;
+  // Index (in the same op list) of an async op this op must wait for; -1: none.
+  int wait_for = -1;
+};
+
+struct LayerShape {
+  int64_t micro_batch = 1;   // sequences
+  int64_t seq = 1;           // tokens per sequence
+  int64_t hidden = 0;
+  int64_t heads = 0;         // per layer, whole model
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t ffn = 0;           // per gated half
+  int64_t vocab = 0;
+  bool gated = false;
+  bool rope = true;
+  bool learned_positions = false;
+  bool dropout = false;
+  int tp = 1;
+  bool sequence_parallel = false;
+  bool flash_attention = true;
+  config::Precision precision = config::Precision::kBf16;
+
+  int64_t tokens() const { return micro_batch * seq; }
+  double element_bytes() const;
+  static LayerShape From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq);
+};
+
+std::vector<Op> LayerForward(const LayerShape& s);
+std::vector<Op> LayerBackward(const LayerShape& s);
+// The part of the forward that selective recomputation re-runs before the
+// backward (core attention; empty for fused flash attention, which recomputes
+// inside its own backward kernel).
+std::vector<Op> SelectiveRecompute(const LayerShape& s);
+
+std::vector<Op> EmbeddingForward(const LayerShape& s);
+std::vector<Op> EmbeddingBackward(const LayerShape& s);
+// Final norm, logits and the vocabulary-parallel cross-entropy loss.
+std::vector<Op> HeadForward(const LayerShape& s);
+std::vector<Op> HeadBackward(const LayerShape& s);
+
+// Useful FLOPs of a list (compute ops only).
+Flops SumFlops(const std::vector<Op>& ops);
+
+}  // namespace stacksim::workload
+
+#endif  // STACKSIM_SIM_WORKLOAD_LAYER_OPS_H_

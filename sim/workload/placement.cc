@@ -1,0 +1,50 @@
+#include "sim/workload/placement.h"
+
+#include <algorithm>
+
+namespace stacksim::workload {
+
+int DomainSize(const config::TopologyConfig& topology) {
+  if (topology.scale_up.kind == config::ScaleUpKind::kPcie) return topology.gpus_per_node;
+  return std::max(topology.scale_up.domain_gpus, topology.gpus_per_node);
+}
+
+trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int count, int domain) {
+  trace::CommGroup g;
+  g.name = name;
+  g.size = count;
+  // Members in the first member's domain; with regular strides every domain
+  // the group touches holds the same number.
+  int64_t first_domain = first / domain;
+  int in_first = 0;
+  for (int i = 0; i < count && i <= domain; ++i) {
+    if ((first + static_cast<int64_t>(i) * stride) / domain == first_domain) ++in_first;
+  }
+  g.ranks_per_node = std::max(1, in_first);
+  g.nodes = (count + g.ranks_per_node - 1) / g.ranks_per_node;
+  return g;
+}
+
+PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology) {
+  int domain = DomainSize(topology);
+  PlanGroups out;
+  out.tp = PlaceGroup("tp", 0, 1, plan.tp, domain);
+  out.dp = PlaceGroup("dp", 0, plan.tp * plan.cp, plan.dp, domain);
+  return out;
+}
+
+trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config::TopologyConfig& topology,
+                                   int stage, int next_stage) {
+  int domain = DomainSize(topology);
+  int64_t stride = static_cast<int64_t>(plan.tp) * plan.cp * plan.dp;
+  int64_t a = stage * stride, b = next_stage * stride;
+  trace::CommGroup g;
+  g.name = "pp " + std::to_string(stage) + "-" + std::to_string(next_stage);
+  g.size = 2;
+  bool same = a / domain == b / domain;
+  g.ranks_per_node = same ? 2 : 1;
+  g.nodes = same ? 1 : 2;
+  return g;
+}
+
+}  // namespace stacksim::workload

@@ -1,0 +1,37 @@
+// Where the ranks of a parallel plan sit, and the shape of each group.
+//
+// Ranks follow Megatron-LM's order, tensor-parallel fastest:
+//   rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)),
+// and fill NVLink domains in rank order. A "domain" is the set of GPUs joined
+// by NVLink/NVSwitch (a node; 72 GPUs in a GB200 NVL72 rack) or, for PCIe
+// systems, one node. Groups report how many members share a domain and how
+// many domains they span: what the network model needs.
+#ifndef STACKSIM_SIM_WORKLOAD_PLACEMENT_H_
+#define STACKSIM_SIM_WORKLOAD_PLACEMENT_H_
+
+#include "sim/config/plan.h"
+#include "sim/config/topology.h"
+#include "sim/trace/trace.h"
+
+namespace stacksim::workload {
+
+// GPUs in one scale-up domain of this topology.
+int DomainSize(const config::TopologyConfig& topology);
+
+// The placement of `count` ranks spaced `stride` apart, starting at `first`.
+// REQUIRES: count >= 1, stride >= 1.
+trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int count, int domain);
+
+struct PlanGroups {
+  trace::CommGroup tp;   // tensor-parallel group of one stage
+  trace::CommGroup dp;   // data-parallel group (replicas of one rank)
+};
+PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology);
+
+// The pair (stage, stage+1) of pipeline neighbours, as a two-member group.
+trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config::TopologyConfig& topology,
+                                   int stage, int next_stage);
+
+}  // namespace stacksim::workload
+
+#endif  // STACKSIM_SIM_WORKLOAD_PLACEMENT_H_

@@ -1,0 +1,480 @@
+#include "sim/workload/training_step.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "sim/workload/layer_ops.h"
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/placement.h"
+
+namespace stacksim::workload {
+namespace {
+
+using config::Sharding;
+using trace::CollectiveKind;
+using trace::TaskId;
+using trace::TaskKind;
+
+// Bytes per parameter the optimizer step moves with mixed-precision Adam:
+// reads fp32 master weight, fp32 main gradient and both fp32 moments (16),
+// writes master and moments (12) and the 16-bit working copy (2), then zeroes
+// the gradient (4), plus one more gradient read for the global norm used in
+// clipping (4). (Megatron-LM's fused Adam; Micikevicius et al. 2018 for the
+// mixed-precision layout.)
+constexpr double kOptimizerBytesPerParam = 38.0;
+
+struct OpList {
+  std::vector<Op> ops;
+  std::vector<int32_t> names;
+};
+
+class StepBuilder {
+ public:
+  explicit StepBuilder(const config::ScenarioConfig& s) : s_(s), plan_(s.plan) {}
+
+  trace::Trace Build();
+
+ private:
+  OpList Intern(std::vector<Op> ops, const std::string& prefix = "");
+  // Emits `list` on `rank`; the first task waits for `first_deps`. Returns the
+  // last task on the compute stream (or the last of `first_deps` if empty).
+  TaskId Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb);
+  TaskId Collective(int rank, trace::StreamId stream, const char* label, const std::string& name,
+                    CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
+                    int instance = -1, int layer = -1, int mb = -1);
+  void EmitForward(int rank, const PipelineStep& st);
+  void EmitBackward(int rank, const PipelineStep& st);
+  void AddGradients(int rank, Bytes bytes, TaskId after, int layer);
+  void FlushGradients(int rank, TaskId after);
+  void EmitStepEnd();
+  bool CanRun(int rank, const PipelineStep& st) const;
+
+  int Virtual(int rank, int chunk) const { return chunk * p_ + rank; }
+  int RankOf(int vs) const { return vs % p_; }
+
+  const config::ScenarioConfig& s_;
+  const config::PlanConfig& plan_;
+  trace::Trace t_;
+  int p_ = 1, v_ = 1, m_ = 1;
+  LayerShape shape_;
+  std::vector<int> layers_;      // per virtual stage
+  std::vector<int> first_layer_; // per virtual stage
+  OpList fwd_, bwd_, recompute_full_, recompute_sel_, emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
+  trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0;
+  trace::LabelId label_compute_ = 0;
+  std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_;
+  trace::GroupId embedding_group_ = trace::kNoGroup;
+  // Cross-stage hand-offs: [micro-batch][virtual stage] -> transfer task.
+  std::vector<std::vector<TaskId>> fwd_out_, bwd_out_;
+  // Per rank: gradient bytes waiting in the current bucket, and DP tasks.
+  std::vector<double> bucket_;
+  std::vector<std::vector<TaskId>> dp_tasks_;
+  std::vector<TaskId> last_compute_;
+  // ZeRO-3: per rank, the last parameter gather and the compute that must
+  // finish before the next gather may start (prefetch depth one layer).
+  std::vector<TaskId> last_gather_;
+  std::vector<TaskId> gather_gate_;
+  // Distributed optimizer with overlapped parameter gather: per rank and chunk,
+  // the gather the chunk's first forward waits for.
+  std::vector<std::vector<TaskId>> chunk_gather_;
+  std::vector<TaskId> embedding_grad_ready_;
+  int32_t n_xfer_fwd_ = 0, n_xfer_bwd_ = 0, n_gather_ = 0, n_reduce_ = 0;
+  Bytes layer_param_bytes_, layer_grad_bytes_;
+  int next_instance_ = 0;
+};
+
+OpList StepBuilder::Intern(std::vector<Op> ops, const std::string& prefix) {
+  OpList list;
+  list.ops = std::move(ops);
+  for (const Op& op : list.ops) list.names.push_back(t_.InternName(prefix + op.name));
+  return list;
+}
+
+TaskId StepBuilder::Collective(int rank, trace::StreamId stream, const char* label, const std::string& name,
+                               CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
+                               int instance, int layer, int mb) {
+  trace::Task task;
+  task.kind = TaskKind::kCollective;
+  task.rank = rank;
+  task.stream = stream;
+  task.label = t_.InternLabel(label);
+  task.name = t_.InternName(name);
+  task.layer = layer;
+  task.micro_batch = mb;
+  task.comm.kind = kind;
+  task.comm.bytes = bytes;
+  task.comm.group = group;
+  task.comm.instance = instance;
+  return t_.Add(task, deps);
+}
+
+TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb) {
+  std::vector<TaskId> ids(list.ops.size(), -1);
+  TaskId prev = -1;
+  std::vector<TaskId> deps;
+  for (size_t i = 0; i < list.ops.size(); ++i) {
+    const Op& op = list.ops[i];
+    deps.clear();
+    if (prev < 0) deps = first_deps;
+    if (op.wait_for >= 0) deps.push_back(ids[op.wait_for]);
+    trace::Task task;
+    task.rank = rank;
+    task.label = t_.InternLabel(op.label);
+    task.name = list.names[i];
+    task.layer = layer;
+    task.micro_batch = mb;
+    if (op.is_collective) {
+      task.kind = TaskKind::kCollective;
+      task.comm.kind = op.collective;
+      task.comm.bytes = op.bytes;
+      task.comm.group = tp_group_[rank];
+      if (op.async) {
+        task.stream = tp_stream_;
+        if (prev >= 0) deps.push_back(prev);
+      } else {
+        task.stream = compute_;
+      }
+    } else {
+      task.kind = TaskKind::kCompute;
+      task.stream = compute_;
+      task.compute = op.compute;
+    }
+    ids[i] = t_.Add(task, deps);
+    if (!op.async) prev = ids[i];
+  }
+  if (prev < 0) return first_deps.empty() ? -1 : first_deps.back();
+  last_compute_[rank] = prev;
+  return prev;
+}
+
+bool StepBuilder::CanRun(int rank, const PipelineStep& st) const {
+  int vs = Virtual(rank, st.chunk);
+  if (st.forward) return vs == 0 || fwd_out_[st.micro_batch][vs - 1] >= 0;
+  return vs == p_ * v_ - 1 || bwd_out_[st.micro_batch][vs + 1] >= 0;
+}
+
+void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
+  const int vs = Virtual(rank, st.chunk);
+  const int mb = st.micro_batch;
+  const bool zero3 = plan_.sharding == Sharding::kZero3;
+  std::vector<TaskId> deps;
+  if (vs > 0) deps.push_back(fwd_out_[mb][vs - 1]);
+  if (!chunk_gather_[rank].empty() && chunk_gather_[rank][st.chunk] >= 0) deps.push_back(chunk_gather_[rank][st.chunk]);
+  TaskId last = -1;
+  if (vs == 0) {
+    last = Emit(rank, emb_f_, deps, -1, mb);
+    deps = {last};
+  }
+  for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
+    if (zero3) {
+      TaskId g = Collective(rank, dp_stream_, kLabelDp, "fsdp-gather", CollectiveKind::kAllGather,
+                            layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
+                            {last_gather_[rank], gather_gate_[rank]}, -1, l, mb);
+      last_gather_[rank] = g;
+      deps.push_back(g);
+      gather_gate_[rank] = last_compute_[rank];
+    }
+    last = Emit(rank, fwd_, deps, l, mb);
+    deps = {last};
+  }
+  if (vs == p_ * v_ - 1) {
+    last = Emit(rank, head_f_, deps, -1, mb);
+  } else {
+    trace::Task x;
+    x.kind = TaskKind::kTransfer;
+    x.rank = rank;
+    x.stream = pp_stream_;
+    x.label = t_.InternLabel(kLabelPp);
+    x.name = n_xfer_fwd_;
+    x.micro_batch = mb;
+    x.transfer.dst = RankOf(vs + 1);
+    // Megatron-LM sends 1/t of the activation per TP rank and all-gathers it
+    // over NVLink on arrival (the scatter/gather optimisation, Narayanan et al.
+    // SC'21 §4.1); with sequence parallelism it is already split.
+    x.transfer.bytes = Bytes{static_cast<double>(shape_.tokens()) * shape_.hidden * shape_.element_bytes() / plan_.tp};
+    x.transfer.group = next_pair_[rank];
+    fwd_out_[mb][vs] = t_.Add(x, {last});
+  }
+}
+
+void StepBuilder::AddGradients(int rank, Bytes bytes, TaskId after, int layer) {
+  bucket_[rank] += bytes.value;
+  if (plan_.overlap_grad_reduce && bucket_[rank] >= plan_.grad_bucket.value) FlushGradients(rank, after);
+}
+
+void StepBuilder::FlushGradients(int rank, TaskId after) {
+  if (bucket_[rank] <= 0) return;
+  CollectiveKind kind =
+      plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+  dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "grad-reduce", kind, Bytes{bucket_[rank]},
+                                       dp_group_[rank], {after}));
+  bucket_[rank] = 0;
+}
+
+void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
+  const int vs = Virtual(rank, st.chunk);
+  const int mb = st.micro_batch;
+  const bool zero3 = plan_.sharding == Sharding::kZero3;
+  const bool reduce_now = !zero3 && mb == m_ - 1 && plan_.dp > 1;
+  std::vector<TaskId> deps;
+  if (vs < p_ * v_ - 1) deps.push_back(bwd_out_[mb][vs + 1]);
+  TaskId last = -1;
+  if (vs == p_ * v_ - 1) {
+    last = Emit(rank, head_b_, deps, -1, mb);
+    deps = {last};
+  }
+  for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
+    if (zero3) {
+      TaskId g = Collective(rank, dp_stream_, kLabelDp, "fsdp-gather", CollectiveKind::kAllGather,
+                            layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
+                            {last_gather_[rank], gather_gate_[rank]}, -1, l, mb);
+      last_gather_[rank] = g;
+      deps.push_back(g);
+      gather_gate_[rank] = last_compute_[rank];
+    }
+    if (plan_.recompute == config::Recompute::kFull) {
+      last = Emit(rank, recompute_full_, deps, l, mb);
+      deps = {last};
+    } else if (plan_.recompute == config::Recompute::kSelective && !recompute_sel_.ops.empty()) {
+      last = Emit(rank, recompute_sel_, deps, l, mb);
+      deps = {last};
+    }
+    last = Emit(rank, bwd_, deps, l, mb);
+    deps = {last};
+    if (zero3 && plan_.dp > 1) {
+      // FSDP reduce-scatters each layer's gradients as soon as they exist.
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
+                                           CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
+                                           dp_group_[rank], {last}, -1, l, mb));
+    } else if (reduce_now) {
+      AddGradients(rank, layer_grad_bytes_, last, l);
+    }
+  }
+  if (vs == 0) {
+    if (plan_.recompute == config::Recompute::kFull) {
+      last = Emit(rank, emb_recompute_, deps, -1, mb);
+      deps = {last};
+    }
+    last = Emit(rank, emb_b_, deps, -1, mb);
+    embedding_grad_ready_[rank] = last;
+  }
+  if (vs == p_ * v_ - 1) embedding_grad_ready_[rank] = last;
+  if (reduce_now) {
+    if (vs == 0 || vs == p_ * v_ - 1) {
+      double emb = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
+      bool has_copy = vs == 0 || !s_.model.tie_word_embeddings || p_ * v_ > 1;
+      if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.grad_reduce_precision)}, last, -1);
+    }
+    if (plan_.overlap_grad_reduce) FlushGradients(rank, last);
+  }
+  if (vs > 0) {
+    trace::Task x;
+    x.kind = TaskKind::kTransfer;
+    x.rank = rank;
+    x.stream = pp_stream_;
+    x.label = t_.InternLabel(kLabelPp);
+    x.name = n_xfer_bwd_;
+    x.micro_batch = mb;
+    x.transfer.dst = RankOf(vs - 1);
+    x.transfer.bytes = Bytes{static_cast<double>(shape_.tokens()) * shape_.hidden * shape_.element_bytes() / plan_.tp};
+    x.transfer.group = prev_pair_[rank];
+    bwd_out_[mb][vs] = t_.Add(x, {last});
+  }
+}
+
+void StepBuilder::EmitStepEnd() {
+  // Tied input and output embeddings on different stages keep two copies whose
+  // gradients are summed across the first and last stage.
+  if (s_.model.tie_word_embeddings && p_ > 1) {
+    double bytes = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp *
+                   config::PrecisionBytes(plan_.grad_reduce_precision);
+    int instance = next_instance_++;
+    for (int r : {0, p_ - 1}) {
+      dp_tasks_[r].push_back(Collective(r, dp_stream_, kLabelDp, "embedding-grad-allreduce",
+                                        CollectiveKind::kAllReduce, Bytes{bytes}, embedding_group_,
+                                        {embedding_grad_ready_[r]}, instance));
+    }
+  }
+  const bool sharded_optimizer = plan_.sharding != Sharding::kNone;
+  for (int r = 0; r < p_; ++r) {
+    if (!plan_.overlap_grad_reduce) FlushGradients(r, last_compute_[r]);
+    double params = static_cast<double>(StageParameters(s_, r)) / (sharded_optimizer ? plan_.dp : 1);
+    trace::Task opt;
+    opt.kind = TaskKind::kCompute;
+    opt.rank = r;
+    opt.stream = compute_;
+    opt.label = t_.InternLabel(kLabelOptimizer);
+    opt.name = t_.InternName("optimizer-step");
+    opt.compute.op_class = trace::OpClass::kMemoryBound;
+    opt.compute.precision = config::Precision::kFp32;
+    opt.compute.bytes = Bytes{params * kOptimizerBytesPerParam};
+    opt.compute.flops = Flops{0};
+    opt.compute.kernels = 4;  // grad-norm, clip, multi-tensor Adam, zero-grad (fused multi-tensor kernels)
+    std::vector<TaskId> deps = dp_tasks_[r];
+    deps.push_back(last_compute_[r]);
+    TaskId step = t_.Add(opt, deps);
+    last_compute_[r] = step;
+    // The distributed optimizer all-gathers the updated 16-bit parameters.
+    if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
+        !plan_.overlap_param_gather) {
+      double bytes = static_cast<double>(StageParameters(s_, r)) * shape_.element_bytes();
+      Collective(r, dp_stream_, kLabelDp, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, dp_group_[r],
+                 {step});
+    }
+  }
+}
+
+trace::Trace StepBuilder::Build() {
+  p_ = plan_.pp;
+  v_ = plan_.schedule == config::PipelineScheduleKind::kInterleaved ? plan_.vp : 1;
+  m_ = static_cast<int>(plan_.micro_batches());
+  shape_ = LayerShape::From(s_.model, plan_, s_.seq_len);
+  layers_ = LayersPerVirtualStage(static_cast<int>(s_.model.num_layers), p_, v_);
+  first_layer_.assign(layers_.size(), 0);
+  for (size_t i = 1; i < layers_.size(); ++i) first_layer_[i] = first_layer_[i - 1] + layers_[i - 1];
+
+  t_.SetRankCount(p_);
+  compute_ = t_.InternStream("compute");
+  tp_stream_ = t_.InternStream("tp");
+  dp_stream_ = t_.InternStream("dp");
+  pp_stream_ = t_.InternStream("pp");
+  for (const char* l : {kLabelGemm, kLabelAttention, kLabelMemory, kLabelOptimizer, kLabelTp, kLabelDp, kLabelPp}) {
+    t_.InternLabel(l);
+  }
+  n_xfer_fwd_ = t_.InternName("send-activation");
+  n_xfer_bwd_ = t_.InternName("send-gradient");
+
+  fwd_ = Intern(LayerForward(shape_));
+  bwd_ = Intern(LayerBackward(shape_));
+  recompute_full_ = Intern(LayerForward(shape_), "recompute-");
+  recompute_sel_ = Intern(SelectiveRecompute(shape_));
+  emb_f_ = Intern(EmbeddingForward(shape_));
+  emb_b_ = Intern(EmbeddingBackward(shape_));
+  emb_recompute_ = Intern(EmbeddingForward(shape_), "recompute-");
+  head_f_ = Intern(HeadForward(shape_));
+  head_b_ = Intern(HeadBackward(shape_));
+
+  const double layer_params = static_cast<double>(s_.model.LayerParameterCount()) / plan_.tp;
+  layer_param_bytes_ = Bytes{layer_params / plan_.dp * shape_.element_bytes()};  // one rank's shard
+  // FSDP reduces gradients in the training precision; Megatron keeps fp32 main grads.
+  layer_grad_bytes_ = Bytes{layer_params * config::PrecisionBytes(plan_.sharding == Sharding::kZero3
+                                                                      ? plan_.precision
+                                                                      : plan_.grad_reduce_precision)};
+
+  PlanGroups groups = PlacePlan(plan_, s_.topology);
+  for (int r = 0; r < p_; ++r) {
+    trace::CommGroup tp = groups.tp;
+    tp.simulated = {r};
+    tp_group_.push_back(t_.AddGroup(tp));
+    trace::CommGroup dp = groups.dp;
+    dp.simulated = {r};
+    dp_group_.push_back(t_.AddGroup(dp));
+    trace::CommGroup next = PlacePipelinePair(plan_, s_.topology, r, (r + 1) % p_);
+    next_pair_.push_back(t_.AddGroup(next));
+    trace::CommGroup prev = PlacePipelinePair(plan_, s_.topology, (r + p_ - 1) % p_, r);
+    prev_pair_.push_back(t_.AddGroup(prev));
+  }
+  if (s_.model.tie_word_embeddings && p_ > 1) {
+    trace::CommGroup emb = PlacePipelinePair(plan_, s_.topology, 0, p_ - 1);
+    emb.name = "embedding";
+    emb.simulated = {0, p_ - 1};
+    embedding_group_ = t_.AddGroup(emb);
+  }
+
+  const int vstages = p_ * v_;
+  fwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
+  bwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
+  bucket_.assign(p_, 0);
+  dp_tasks_.assign(p_, {});
+  last_compute_.assign(p_, -1);
+  last_gather_.assign(p_, -1);
+  gather_gate_.assign(p_, -1);
+  chunk_gather_.assign(p_, {});
+  embedding_grad_ready_.assign(p_, -1);
+
+  // Distributed optimizer with the parameter all-gather overlapped with the
+  // next step's forward (Megatron-LM overlap_param_gather): each chunk's
+  // gather runs at the start of the step and its first forward waits for it.
+  if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
+      plan_.overlap_param_gather) {
+    for (int r = 0; r < p_; ++r) {
+      chunk_gather_[r].assign(v_, -1);
+      for (int c = 0; c < v_; ++c) {
+        double params = static_cast<double>(layers_[Virtual(r, c)]) * layer_params;
+        if (Virtual(r, c) == 0 || Virtual(r, c) == vstages - 1) {
+          params += static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
+        }
+        chunk_gather_[r][c] = Collective(r, dp_stream_, kLabelDp, "param-gather", CollectiveKind::kAllGather,
+                                         Bytes{params * shape_.element_bytes()}, dp_group_[r], {});
+      }
+    }
+  }
+
+  auto schedule = BuildSchedule(plan_.schedule, p_, v_, m_);
+  std::vector<size_t> next(p_, 0);
+  size_t remaining = 0;
+  for (const auto& steps : schedule) remaining += steps.size();
+  // Emit in an order that respects cross-stage dependencies (trace tasks may
+  // only depend on earlier ones): advance each stage while it can.
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int r = 0; r < p_; ++r) {
+      while (next[r] < schedule[r].size() && CanRun(r, schedule[r][next[r]])) {
+        const PipelineStep& st = schedule[r][next[r]];
+        if (st.forward) {
+          EmitForward(r, st);
+        } else {
+          EmitBackward(r, st);
+        }
+        ++next[r];
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) throw std::logic_error("pipeline schedule deadlocks");
+  }
+  EmitStepEnd();
+  return std::move(t_);
+}
+
+}  // namespace
+
+std::vector<int> LayersPerVirtualStage(int layers, int pp, int vp) {
+  const int n = pp * vp;
+  const int per = (layers + n - 1) / n;
+  std::vector<int> out(n, per);
+  int extra = per * n - layers;
+  // Take the surplus from the ends first: they also hold embedding and head.
+  for (int i = 0; extra > 0; i = (i + 1) % ((n + 1) / 2)) {
+    for (int idx : {i, n - 1 - i}) {
+      if (extra > 0 && out[idx] > 0) {
+        --out[idx];
+        --extra;
+      }
+      if (idx == n - 1 - idx) break;
+    }
+  }
+  return out;
+}
+
+int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
+  const auto& plan = s.plan;
+  int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
+  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, v);
+  int64_t n = 0;
+  for (int c = 0; c < v; ++c) n += layers[c * plan.pp + stage];
+  int64_t params = n * s.model.LayerParameterCount() / plan.tp;
+  const int64_t embedding = s.model.vocab_size * s.model.hidden_size / plan.tp;
+  if (stage == 0) params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);
+  if (stage == plan.pp - 1) {
+    // The output head: its own weights, or the tied copy when it lives on another stage.
+    if (!s.model.tie_word_embeddings || plan.pp > 1) params += embedding;
+    params += 2 * s.model.hidden_size;  // final norm
+  }
+  return params;
+}
+
+trace::Trace BuildTrainingStep(const config::ScenarioConfig& s) { return StepBuilder(s).Build(); }
+
+}  // namespace stacksim::workload

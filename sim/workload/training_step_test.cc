@@ -1,0 +1,117 @@
+#include "sim/workload/training_step.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/workload/layer_ops.h"
+#include "tests/fixtures.h"
+
+namespace stacksim::workload {
+namespace {
+
+config::PlanConfig Plan(int tp, int pp, int dp, int64_t mb, int64_t gb) {
+  config::PlanConfig p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.micro_batch = mb;
+  p.global_batch = gb;
+  return p;
+}
+
+double TraceFlops(const trace::Trace& t) {
+  double f = 0;
+  for (const auto& task : t.tasks()) {
+    if (task.kind == trace::TaskKind::kCompute) f += task.compute.flops.value;
+  }
+  return f;
+}
+
+// Narayanan et al. SC'21, eq. 3: FLOPs per iteration with full recomputation
+// and attention over the full s x s square: 96 B s l h^2 (1 + s/6h + V/16lh).
+double MegatronFlops(double B, double s, double l, double h, double V) {
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+
+TEST(TrainingStep, HardwareFlopsMatchMegatronFormulaWithFullRecompute) {
+  auto model = testing::GptModel(4, 1024, 16, 51200);
+  auto plan = Plan(1, 1, 1, 2, 8);
+  plan.recompute = config::Recompute::kFull;
+  plan.attention = config::AttentionImpl::kUnfused;
+  auto s = testing::Scenario(model, 1, 2048, plan);
+  auto t = BuildTrainingStep(s);
+  EXPECT_NEAR(TraceFlops(t) / MegatronFlops(8, 2048, 4, 1024, 51200), 1.0, 1e-9);
+}
+
+TEST(TrainingStep, FlopsSplitEvenlyOverTensorAndPipelineRanks) {
+  auto model = testing::GptModel(8, 1024, 16, 51200);
+  auto plan = Plan(4, 2, 1, 1, 8);
+  plan.recompute = config::Recompute::kFull;
+  plan.attention = config::AttentionImpl::kUnfused;
+  auto s = testing::Scenario(model, 8, 2048, plan);
+  auto t = BuildTrainingStep(s);
+  // Each simulated rank stands for its 4 TP peers.
+  EXPECT_NEAR(TraceFlops(t) * 4 / MegatronFlops(8, 2048, 8, 1024, 51200), 1.0, 1e-9);
+}
+
+TEST(TrainingStep, FlashAttentionDoesCausalHalfAndBackwardTwoAndAHalfTimes) {
+  auto model = testing::GptModel(1, 1024, 16, 1024);
+  LayerShape s = LayerShape::From(model, Plan(1, 1, 1, 1, 1), 4096);
+  auto fwd = LayerForward(s);
+  auto bwd = LayerBackward(s);
+  double attn_f = 0, attn_b = 0;
+  for (auto& op : fwd) if (op.label == std::string(kLabelAttention)) attn_f += op.compute.flops.value;
+  for (auto& op : bwd) if (op.label == std::string(kLabelAttention)) attn_b += op.compute.flops.value;
+  EXPECT_DOUBLE_EQ(attn_f, 4.0 * 4096.0 * 4096.0 * 1024 * 0.5);
+  EXPECT_DOUBLE_EQ(attn_b, 2.5 * attn_f);
+}
+
+TEST(TrainingStep, SequenceParallelTurnsAllReducesIntoReduceScatterAndAllGather) {
+  auto model = testing::GptModel(1, 1024, 16, 1024);
+  auto plan = Plan(4, 1, 1, 1, 1);
+  auto count = [&](bool sp) {
+    plan.sequence_parallel = sp;
+    std::map<trace::CollectiveKind, int> n;
+    for (auto& op : LayerForward(LayerShape::From(model, plan, 2048))) {
+      if (op.is_collective) n[op.collective]++;
+    }
+    return n;
+  };
+  auto plain = count(false);
+  EXPECT_EQ(plain[trace::CollectiveKind::kAllReduce], 2);
+  auto sp = count(true);
+  EXPECT_EQ(sp[trace::CollectiveKind::kAllReduce], 0);
+  EXPECT_EQ(sp[trace::CollectiveKind::kReduceScatter], 2);
+  EXPECT_EQ(sp[trace::CollectiveKind::kAllGather], 2);
+}
+
+TEST(TrainingStep, LayersSplitEvenlyOrFromTheEnds) {
+  EXPECT_EQ(LayersPerVirtualStage(96, 8, 3), std::vector<int>(24, 4));
+  auto v = LayersPerVirtualStage(126, 16, 1);  // Llama 3 405B: 8 per stage, one fewer on the ends
+  EXPECT_EQ(v.front(), 7);
+  EXPECT_EQ(v.back(), 7);
+  EXPECT_EQ(v[1], 8);
+  int sum = 0;
+  for (int x : v) sum += x;
+  EXPECT_EQ(sum, 126);
+}
+
+TEST(TrainingStep, TraceIsConsistentForEveryScheduleAndSharding) {
+  auto model = testing::GptModel(8, 512, 8, 4096);
+  for (auto sharding : {config::Sharding::kNone, config::Sharding::kZero1, config::Sharding::kZero3}) {
+    for (int pp : {1, 2, 4}) {
+      auto plan = Plan(2, pp, 2, 1, 16);
+      plan.sharding = sharding;
+      if (pp > 1 && sharding == config::Sharding::kZero3) continue;
+      if (pp == 2) {
+        plan.vp = 2;
+        plan.schedule = config::PipelineScheduleKind::kInterleaved;
+      }
+      auto t = BuildTrainingStep(testing::Scenario(model, 4 * pp, 1024, plan));
+      EXPECT_EQ(t.Check(), "") << pp;
+      EXPECT_EQ(t.rank_count(), pp);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stacksim::workload

@@ -1,0 +1,92 @@
+// Small configurations built in code for unit tests (no files needed).
+#ifndef STACKSIM_TESTS_FIXTURES_H_
+#define STACKSIM_TESTS_FIXTURES_H_
+
+#include "sim/config/scenario.h"
+
+namespace stacksim::testing {
+
+// A GPT-style model (learned positions, biases, dropout, tied embeddings).
+inline config::ModelConfig GptModel(int layers, int hidden, int heads, int vocab) {
+  config::ModelConfig m;
+  m.name = "test-gpt";
+  m.num_layers = layers;
+  m.hidden_size = hidden;
+  m.num_attention_heads = heads;
+  m.num_kv_heads = heads;
+  m.head_dim = hidden / heads;
+  m.intermediate_size = 4 * hidden;
+  m.vocab_size = vocab;
+  m.activation = config::Activation::kGelu;
+  m.norm = config::NormKind::kLayerNorm;
+  m.attention_bias = m.mlp_bias = true;
+  m.position_embedding = config::PositionEmbedding::kLearned;
+  m.learned_position_embeddings = true;
+  m.max_position_embeddings = 2048;
+  m.tie_word_embeddings = true;
+  m.dropout = true;
+  return m;
+}
+
+// A DGX-like node: 8 GPUs in one NVSwitch domain, 8 NICs.
+inline config::TopologyConfig DgxTopology() {
+  config::TopologyConfig t;
+  t.name = "test-dgx";
+  t.gpu = "test-gpu";
+  t.gpus_per_node = 8;
+  t.scale_up.kind = config::ScaleUpKind::kNvSwitch;
+  t.scale_up.domain_gpus = 8;
+  t.scale_up.per_gpu_bandwidth = Bandwidth{450e9};
+  t.scale_up.latency = Time::Us(1);
+  t.nics.per_node = 8;
+  t.nics.bandwidth = Bandwidth{50e9};
+  t.nics.latency = Time::Us(2);
+  t.pcie_bandwidth = Bandwidth{64e9};
+  return t;
+}
+
+// A profile with round numbers: 1000 TFLOP/s bf16 at 80% for large GEMMs,
+// 4 TB/s achievable copy bandwidth, 100 SMs, 128x128 tiles.
+inline config::ProfileConfig RoundProfile() {
+  config::ProfileConfig p;
+  p.name = "round";
+  p.gpu = "round numbers";
+  p.sm_count.value = 100;
+  p.hbm_capacity.value = Bytes{80e9};
+  p.hbm_bandwidth.value = Bandwidth{5e12};
+  p.copy_efficiency.value = 0.8;
+  p.peak_flops[static_cast<int>(config::Precision::kBf16)] = config::Sourced<FlopRate>{FlopRate{1000e12}, "test"};
+  p.peak_flops[static_cast<int>(config::Precision::kFp16)] = config::Sourced<FlopRate>{FlopRate{1000e12}, "test"};
+  p.peak_flops[static_cast<int>(config::Precision::kFp32)] = config::Sourced<FlopRate>{FlopRate{60e12}, "test"};
+  p.gemm.max_efficiency[static_cast<int>(config::Precision::kBf16)] = config::Sourced<double>{0.8, "test"};
+  p.gemm.max_efficiency[static_cast<int>(config::Precision::kFp16)] = config::Sourced<double>{0.8, "test"};
+  p.gemm.tile.value = {128, 128};
+  p.attention_fwd_efficiency.value = 0.5;
+  p.attention_bwd_efficiency.value = 0.4;
+  p.kernel_launch.value = Time::Us(4);
+  p.host_bandwidth.value = Bandwidth{50e9};
+  p.intra_reference_link.value = Bandwidth{450e9};
+  p.intra_all_reduce.points = {{Bytes{1e3}, Bandwidth{1e9}}, {Bytes{1e9}, Bandwidth{400e9}}};
+  p.intra_ring.points = {{Bytes{1e3}, Bandwidth{1e9}}, {Bytes{1e9}, Bandwidth{360e9}}};
+  p.intra_latency.value = Time::Us(3);
+  p.nic_efficiency.value = 0.9;
+  p.inter_latency.value = Time::Us(5);
+  return p;
+}
+
+inline config::ScenarioConfig Scenario(const config::ModelConfig& model, int gpus, int64_t seq,
+                                       const config::PlanConfig& plan) {
+  config::ScenarioConfig s;
+  s.name = "test";
+  s.model = model;
+  s.topology = DgxTopology();
+  s.profile = RoundProfile();
+  s.gpus = gpus;
+  s.seq_len = seq;
+  s.plan = plan;
+  return s;
+}
+
+}  // namespace stacksim::testing
+
+#endif  // STACKSIM_TESTS_FIXTURES_H_
