@@ -41,7 +41,8 @@ struct BusBandwidthCurve {
   std::vector<std::pair<Bytes, Bandwidth>> points;
   int gpus = 0;            // GPUs in the measured collective
   std::string source;
-  // busbw at `size`, clamped to the first and last point.
+  // busbw at `size`, clamped to the first and last point; linear in busbw
+  // against log(size) between points. 0 for an empty curve.
   Bandwidth At(Bytes size) const;
 };
 
@@ -49,6 +50,9 @@ struct GemmModel {
   // Best fraction of dense peak reached by large, well-shaped GEMMs (per precision).
   std::array<std::optional<Sourced<double>>, kNumPrecisions> max_efficiency;
   Sourced<std::pair<int, int>> tile;  // CTA output tile (rows, cols) for wave quantization
+  // Fixed per-tile cost of a GEMM, in elements of K: efficiency scales by
+  // k / (k + k_overhead) (prologue, epilogue and pipeline fill of each tile).
+  Sourced<double> k_overhead;
 };
 
 struct ProfileConfig {
@@ -82,8 +86,15 @@ struct ProfileConfig {
   std::optional<FlopRate> Peak(Precision p) const;
 };
 
+// Strict, like every input: besides unknown/missing keys and wrong units, a
+// value that is not {"value": ..., "source": "..."} is an error ("every profile
+// value must state its source"); curve sizes must be strictly increasing;
+// efficiencies are fractions in (0, 1]; all five peak_flops keys are present
+// (null for a precision the GPU lacks).
 ProfileConfig ParseProfile(const JsonNode& node);
 ProfileConfig LoadProfileFile(const std::string& path);
+// The profile in the file format, sources included; ParseProfile reads it back.
+nlohmann::json ProfileToJson(const ProfileConfig& p);
 
 }  // namespace stacksim::config
 

@@ -3,7 +3,10 @@
 //
 // scenarios/*.json refer to models, topologies and profiles by name
 // ("gpt3-175b" -> <data root>/models/gpt3-175b.json) or by a path relative to
-// the scenario file (anything containing '/' or ending in ".json").
+// the scenario file (anything containing '/' or ending in ".json"), or give
+// them inline as JSON objects. The profile is, in order of precedence: the
+// --profile file, the scenario's "profile", the profile named by the
+// topology's node.gpu.
 #ifndef STACKSIM_SIM_CONFIG_SCENARIO_H_
 #define STACKSIM_SIM_CONFIG_SCENARIO_H_
 
@@ -31,6 +34,12 @@ struct ScenarioConfig {
   int gpus = 0;
   int64_t seq_len = 0;         // tokens per sequence
   PlanConfig plan;
+  // Added with the parser (backward compatible): free text from the file, and
+  // the --set overrides that were applied.
+  std::string question;
+  std::string notes;
+  std::string source;
+  std::vector<std::string> overrides;
 
   int nodes() const { return (gpus + topology.gpus_per_node - 1) / topology.gpus_per_node; }
   int64_t tokens_per_step() const { return plan.global_batch * seq_len; }
@@ -49,14 +58,29 @@ std::string DataRoot();
 std::string ResolveDataFile(const std::string& kind, const std::string& ref, const std::string& relative_to);
 
 ScenarioConfig LoadScenario(const std::string& path, const ScenarioOptions& options);
-// Builds from an already-parsed scenario document (used by LoadScenario and tests).
+// Builds from an already-parsed scenario document (used by LoadScenario and tests):
+// applies options.overrides to a copy of `doc`, parses, loads the referenced
+// files and runs ValidatePlan. An error at a key that an override set names
+// the file "--set".
 ScenarioConfig ParseScenario(const nlohmann::json& doc, const std::string& file, const ScenarioOptions& options);
 
 // Checks that the plan can run this model on this cluster: every product and
-// divisibility rule, each failure an InputError naming `file` and the key.
+// divisibility rule, each failure an InputError naming `file` and the key:
+//   tp*pp*dp*cp == gpus (plan.dp); heads % tp == 0 and kv_heads % tp == 0 or
+//   tp % kv_heads == 0 (plan.tp); TP inside one NVLink domain, tp dividing it
+//   (plan.tp; a PCIe node counts as the domain); layers % (pp*vp) == 0
+//   (plan.pp / plan.vp); global_batch % (micro_batch*dp) == 0 and, for the
+//   interleaved schedule, micro-batches % pp == 0 (training.global_batch);
+//   vp > 1 needs pp > 1 (plan.vp); gpus within max_nodes and whole nodes
+//   unless smaller than one (gpus); seq_len within learned positions and, with
+//   sequence parallelism, divisible by tp (training.seq_len).
 void ValidatePlan(const ScenarioConfig& s, const std::string& file);
 
-// The fully resolved configuration, for --print-config and JSON reports.
+// The fully resolved configuration, for --print-config and JSON reports: the
+// scenario keys with model, topology and profile inline and every plan field
+// explicit (ParseScenario reads that part back), plus "files" (where each part
+// came from), "overrides" and "derived" (parameters, nodes, micro-batches,
+// tokens per step).
 nlohmann::json ResolvedConfigJson(const ScenarioConfig& s);
 
 }  // namespace stacksim::config

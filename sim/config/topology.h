@@ -17,6 +17,7 @@
 namespace stacksim::config {
 
 enum class ScaleUpKind { kNvSwitch, kNvLinkMesh, kPcie };
+const char* ScaleUpKindName(ScaleUpKind k);  // "nvswitch", "nvlink-mesh", "pcie"
 
 struct ScaleUp {
   ScaleUpKind kind = ScaleUpKind::kNvSwitch;
@@ -53,10 +54,18 @@ struct TopologyConfig {
   Fabric fabric;
   int max_nodes = 0;              // largest cluster this fabric describes (0: unbounded)
   double gpu_hour_usd = 0;        // price, for cost objectives (0: not given)
+  std::string source;             // where the figures come from (the file's "source")
+  std::string notes;
 };
 
+// Rejects, besides unknown/missing keys and wrong units: gpus_per_node < 1,
+// domain_gpus < gpus_per_node or not a multiple of it (a PCIe domain is exactly
+// the node), oversubscription < 1, levels that do not grow, max_nodes beyond
+// the top level.
 TopologyConfig ParseTopology(const JsonNode& node);
 TopologyConfig LoadTopologyFile(const std::string& path);
+// The topology in the file format; ParseTopology reads it back.
+nlohmann::json TopologyToJson(const TopologyConfig& t);
 
 }  // namespace stacksim::config
 

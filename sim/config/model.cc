@@ -1,0 +1,232 @@
+#include "sim/config/model.h"
+
+#include <filesystem>
+
+#include "sim/config/quantity_text.h"
+
+namespace stacksim::config {
+namespace {
+
+// Above this a config is a typo (an extra digit), not a model; it also keeps
+// every int64 product in the parameter count far from overflow.
+constexpr double kMaxParameters = 1e15;
+
+Activation ParseActivation(const JsonNode& node) {
+  std::string s = node.OneOf({"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "squared_relu", "silu",
+                              "swiglu", "geglu"});
+  if (s == "relu") return Activation::kRelu;
+  if (s == "squared_relu") return Activation::kSquaredRelu;
+  // Hugging Face's "silu" in a Llama-style config means the gated SwiGLU MLP.
+  if (s == "silu" || s == "swiglu") return Activation::kSwiglu;
+  if (s == "geglu") return Activation::kGeglu;
+  return Activation::kGelu;
+}
+
+PositionEmbedding ParsePositionEmbedding(const JsonNode& node) {
+  std::string s = node.OneOf({"rope", "rotary", "learned", "absolute", "alibi", "none"});
+  if (s == "learned" || s == "absolute") return PositionEmbedding::kLearned;
+  if (s == "alibi") return PositionEmbedding::kAlibi;
+  if (s == "none") return PositionEmbedding::kNone;
+  return PositionEmbedding::kRope;
+}
+
+std::string FileStem(const std::string& file) {
+  std::string stem = std::filesystem::path(file).stem().string();
+  return stem.empty() ? "model" : stem;
+}
+
+}  // namespace
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kGelu: return "gelu";
+    case Activation::kRelu: return "relu";
+    case Activation::kSquaredRelu: return "squared_relu";
+    case Activation::kSwiglu: return "swiglu";
+    case Activation::kGeglu: return "geglu";
+  }
+  return "?";
+}
+
+const char* NormName(NormKind n) { return n == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"; }
+
+const char* PositionEmbeddingName(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::kRope: return "rope";
+    case PositionEmbedding::kLearned: return "learned";
+    case PositionEmbedding::kAlibi: return "alibi";
+    case PositionEmbedding::kNone: return "none";
+  }
+  return "?";
+}
+
+int64_t ModelConfig::NormParameterCount() const {
+  return (norm == NormKind::kLayerNorm && norm_bias) ? 2 * hidden_size : hidden_size;
+}
+
+int64_t ModelConfig::LayerParameterCount() const {
+  const int64_t h = hidden_size;
+  const int64_t q_width = num_attention_heads * head_dim;
+  const int64_t kv_width = num_kv_heads * head_dim;
+  // Attention: Q (h x heads*d), K and V (h x kv_heads*d each), output (heads*d x h).
+  int64_t attention = h * q_width + 2 * h * kv_width + q_width * h;
+  if (attention_bias) attention += q_width + 2 * kv_width + h;
+  // MLP: gated (SwiGLU/GeGLU) has gate and up projections of width ffn, then down.
+  const int64_t ffn = intermediate_size;
+  int64_t mlp = (gated_mlp() ? 3 : 2) * h * ffn;
+  if (mlp_bias) mlp += (gated_mlp() ? 2 : 1) * ffn + h;
+  // Two norms per layer: before attention and before the MLP.
+  return attention + mlp + 2 * NormParameterCount();
+}
+
+int64_t ModelConfig::EmbeddingParameterCount() const {
+  int64_t params = vocab_size * hidden_size;
+  if (learned_position_embeddings) params += max_position_embeddings * hidden_size;
+  return params;
+}
+
+int64_t ModelConfig::OutputHeadParameterCount() const {
+  return tie_word_embeddings ? 0 : vocab_size * hidden_size;
+}
+
+int64_t ModelConfig::ParameterCount() const {
+  // Layers, embeddings, the final norm, and the LM head when it is not tied.
+  return num_layers * LayerParameterCount() + EmbeddingParameterCount() + NormParameterCount() +
+         OutputHeadParameterCount();
+}
+
+ModelConfig ParseModel(const JsonNode& node) {
+  JsonObject obj(node);
+  ModelConfig m;
+  if (auto n = obj.Optional("name")) {
+    m.name = n->String();
+  } else {
+    m.name = FileStem(node.file());
+  }
+  if (auto s = obj.Optional("source")) m.source = s->String();
+  if (auto s = obj.Optional("notes")) m.notes = s->String();
+
+  JsonNode hidden = obj.Required("hidden_size");
+  m.hidden_size = hidden.PositiveInt();
+  m.num_layers = obj.Required("num_hidden_layers").PositiveInt();
+  JsonNode heads = obj.Required("num_attention_heads");
+  m.num_attention_heads = heads.PositiveInt();
+  m.intermediate_size = obj.Required("intermediate_size").PositiveInt();
+  m.vocab_size = obj.Required("vocab_size").PositiveInt();
+  m.activation = ParseActivation(obj.Required("hidden_act"));
+
+  if (auto kv = obj.Optional("num_key_value_heads")) {
+    m.num_kv_heads = kv->PositiveInt();
+    if (m.num_kv_heads > m.num_attention_heads || m.num_attention_heads % m.num_kv_heads != 0) {
+      kv->Fail("num_key_value_heads (" + std::to_string(m.num_kv_heads) +
+               ") must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
+               "): each KV head serves a whole group of query heads");
+    }
+  } else {
+    m.num_kv_heads = m.num_attention_heads;  // Hugging Face's default: plain multi-head attention
+  }
+
+  if (auto hd = obj.Optional("head_dim")) {
+    m.head_dim = hd->PositiveInt();
+  } else {
+    if (m.hidden_size % m.num_attention_heads != 0) {
+      heads.Fail("num_attention_heads (" + std::to_string(m.num_attention_heads) + ") does not divide hidden_size (" +
+                 std::to_string(m.hidden_size) + "); give head_dim explicitly if the model really has it");
+    }
+    m.head_dim = m.hidden_size / m.num_attention_heads;
+  }
+
+  // Norm: explicit norm_type, else inferred from the epsilon key a Hugging Face config carries.
+  const bool has_rms_eps = obj.Has("rms_norm_eps");
+  const bool has_ln_eps = obj.Has("layer_norm_eps") || obj.Has("layer_norm_epsilon");
+  if (auto nt = obj.Optional("norm_type")) {
+    m.norm = nt->OneOf({"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  } else if (has_rms_eps && has_ln_eps) {
+    throw InputError(node.file(), node.path().empty() ? "norm_type" : node.path() + ".norm_type",
+                     "both rms_norm_eps and layer_norm_eps are given; say which norm with norm_type");
+  } else if (has_rms_eps) {
+    m.norm = NormKind::kRmsNorm;
+  } else if (has_ln_eps) {
+    m.norm = NormKind::kLayerNorm;
+  } else {
+    throw InputError(node.file(), node.path().empty() ? "norm_type" : node.path() + ".norm_type",
+                     "required key is missing ('layernorm' or 'rmsnorm'; or give rms_norm_eps / layer_norm_eps)");
+  }
+  if (auto nb = obj.Optional("norm_bias")) {
+    m.norm_bias = nb->Bool();
+    if (m.norm_bias && m.norm == NormKind::kRmsNorm) nb->Fail("RMSNorm has no bias");
+  } else {
+    m.norm_bias = m.norm == NormKind::kLayerNorm;
+  }
+
+  if (auto t = obj.Optional("tie_word_embeddings")) m.tie_word_embeddings = t->Bool();
+  if (auto b = obj.Optional("attention_bias")) m.attention_bias = b->Bool();
+  if (auto b = obj.Optional("mlp_bias")) m.mlp_bias = b->Bool();
+  std::optional<JsonNode> max_pos = obj.Optional("max_position_embeddings");
+  if (max_pos) m.max_position_embeddings = max_pos->PositiveInt();
+  if (auto pe = obj.Optional("position_embedding_type")) {
+    m.position_embedding = ParsePositionEmbedding(*pe);
+    if (m.position_embedding == PositionEmbedding::kLearned && !max_pos) {
+      pe->Fail("learned position embeddings need max_position_embeddings (the table's rows)");
+    }
+  }
+  m.learned_position_embeddings = m.position_embedding == PositionEmbedding::kLearned;
+
+  // Dropout costs a mask and an element-wise pass; any probability above 0 turns it on.
+  for (const char* key : {"hidden_dropout", "attention_dropout", "resid_pdrop", "attn_pdrop", "embd_pdrop"}) {
+    if (auto d = obj.Optional(key)) {
+      double prob = d->NonNegativeNumber();
+      if (prob >= 1) d->Fail("a dropout probability must be below 1");
+      if (prob > 0) m.dropout = true;
+    }
+  }
+
+  // Keys of Hugging Face configs that do not change the cost of training.
+  obj.Ignore({"model_type", "architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
+              "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "transformers_version",
+              "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "_name_or_path"});
+  obj.Finish();
+
+  double params = static_cast<double>(m.num_layers) *
+                      (4.0 * m.hidden_size * m.num_attention_heads * m.head_dim +
+                       3.0 * m.hidden_size * m.intermediate_size) +
+                  2.0 * m.vocab_size * m.hidden_size +
+                  static_cast<double>(m.max_position_embeddings) * m.hidden_size;
+  if (params > kMaxParameters) {
+    hidden.Fail("these shapes give about " + std::to_string(params / 1e12) +
+                " trillion parameters; more than 1000 trillion is taken to be a typo");
+  }
+  return m;
+}
+
+nlohmann::json ModelToJson(const ModelConfig& m) {
+  nlohmann::json j;
+  j["name"] = m.name;
+  if (!m.source.empty()) j["source"] = m.source;
+  if (!m.notes.empty()) j["notes"] = m.notes;
+  j["hidden_size"] = m.hidden_size;
+  j["num_hidden_layers"] = m.num_layers;
+  j["num_attention_heads"] = m.num_attention_heads;
+  j["num_key_value_heads"] = m.num_kv_heads;
+  j["head_dim"] = m.head_dim;
+  j["intermediate_size"] = m.intermediate_size;
+  j["vocab_size"] = m.vocab_size;
+  j["hidden_act"] = ActivationName(m.activation);
+  j["norm_type"] = NormName(m.norm);
+  if (m.norm == NormKind::kLayerNorm) j["norm_bias"] = m.norm_bias;
+  j["tie_word_embeddings"] = m.tie_word_embeddings;
+  j["attention_bias"] = m.attention_bias;
+  j["mlp_bias"] = m.mlp_bias;
+  j["position_embedding_type"] =
+      PositionEmbeddingName(m.learned_position_embeddings ? PositionEmbedding::kLearned : m.position_embedding);
+  if (m.max_position_embeddings > 0) j["max_position_embeddings"] = m.max_position_embeddings;
+  j["hidden_dropout"] = m.dropout ? 0.1 : 0.0;  // only "some" or "none" matters to the cost
+  return j;
+}
+
+ModelConfig LoadModelFile(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  return ParseModel(JsonNode(doc, path, ""));
+}
+
+}  // namespace stacksim::config

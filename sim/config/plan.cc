@@ -1,0 +1,145 @@
+#include "sim/config/plan.h"
+
+#include <climits>
+
+#include "sim/config/quantity_text.h"
+
+namespace stacksim::config {
+namespace {
+
+int Degree(const JsonNode& node) {
+  int64_t v = node.PositiveInt();
+  if (v > (1 << 24)) node.Fail("parallel degree " + std::to_string(v) + " is implausibly large");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+const char* RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+const char* ShardingName(Sharding s) {
+  switch (s) {
+    case Sharding::kNone: return "none";
+    case Sharding::kZero1: return "zero1";
+    case Sharding::kZero2: return "zero2";
+    case Sharding::kZero3: return "zero3";
+  }
+  return "?";
+}
+
+const char* ScheduleName(PipelineScheduleKind s) {
+  switch (s) {
+    case PipelineScheduleKind::kGpipe: return "gpipe";
+    case PipelineScheduleKind::kOneFOneB: return "1f1b";
+    case PipelineScheduleKind::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+
+PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
+  JsonObject obj(node);
+  PlanConfig p = defaults;
+
+  if (obj.Has("global_batch")) {
+    obj.Required("global_batch").Fail("the global batch lives in training.global_batch (sequences); "
+                                      "the plan must not repeat it");
+  }
+  if (auto v = obj.Optional("tp")) p.tp = Degree(*v);
+  if (auto v = obj.Optional("pp")) p.pp = Degree(*v);
+  if (auto v = obj.Optional("dp")) p.dp = Degree(*v);
+  if (auto v = obj.Optional("cp")) {
+    p.cp = Degree(*v);
+    if (p.cp != 1) v->Fail("context parallelism (cp = " + std::to_string(p.cp) + ") is not modelled yet; use cp 1");
+  }
+  if (auto v = obj.Optional("ep")) {
+    p.ep = Degree(*v);
+    if (p.ep != 1) v->Fail("expert parallelism (ep = " + std::to_string(p.ep) + ") is not modelled yet; use ep 1");
+  }
+  std::optional<JsonNode> vp_node = obj.Optional("vp");
+  if (vp_node) p.vp = Degree(*vp_node);
+  if (auto v = obj.Optional("micro_batch")) {
+    p.micro_batch = v->PositiveInt();
+    if (p.micro_batch > (int64_t{1} << 32)) v->Fail("micro-batch size is implausibly large");
+  }
+  if (auto v = obj.Optional("sequence_parallel")) p.sequence_parallel = v->Bool();
+  if (auto v = obj.Optional("recompute")) {
+    std::string s = v->OneOf({"none", "selective", "full"});
+    p.recompute = s == "full" ? Recompute::kFull : s == "selective" ? Recompute::kSelective : Recompute::kNone;
+  }
+  if (auto v = obj.Optional("sharding")) {
+    std::string s = v->OneOf({"none", "zero1", "zero2", "zero3"});
+    p.sharding = s == "zero1"   ? Sharding::kZero1
+                 : s == "zero2" ? Sharding::kZero2
+                 : s == "zero3" ? Sharding::kZero3
+                                : Sharding::kNone;
+  }
+  if (auto v = obj.Optional("precision")) {
+    std::string s = v->OneOf({"bf16", "fp16", "fp32", "fp8"});
+    if (s == "fp8") v->Fail("fp8 training is not modelled yet; use bf16 or fp16");
+    p.precision = s == "fp16" ? Precision::kFp16 : s == "fp32" ? Precision::kFp32 : Precision::kBf16;
+  }
+
+  std::optional<JsonNode> schedule_node = obj.Optional("schedule");
+  if (schedule_node) {
+    std::string s = schedule_node->OneOf({"gpipe", "1f1b", "interleaved"});
+    p.schedule = s == "gpipe" ? PipelineScheduleKind::kGpipe
+                 : s == "1f1b" ? PipelineScheduleKind::kOneFOneB
+                               : PipelineScheduleKind::kInterleaved;
+  } else if (p.vp > 1) {
+    p.schedule = PipelineScheduleKind::kInterleaved;
+  } else if (p.schedule == PipelineScheduleKind::kInterleaved) {
+    p.schedule = PipelineScheduleKind::kOneFOneB;  // the default's interleaving needs vp > 1
+  }
+  if (p.schedule == PipelineScheduleKind::kInterleaved && p.vp < 2) {
+    (schedule_node ? *schedule_node : node)
+        .Fail("the interleaved schedule needs vp > 1 virtual stages per pipeline rank (vp is " +
+              std::to_string(p.vp) + ")");
+  }
+  if (p.vp > 1 && p.schedule != PipelineScheduleKind::kInterleaved) {
+    (vp_node ? *vp_node : node)
+        .Fail("vp = " + std::to_string(p.vp) + " virtual stages need the interleaved schedule, not " +
+              ScheduleName(p.schedule));
+  }
+
+  if (auto v = obj.Optional("overlap_grad_reduce")) p.overlap_grad_reduce = v->Bool();
+  if (auto v = obj.Optional("overlap_param_gather")) p.overlap_param_gather = v->Bool();
+  if (auto v = obj.Optional("grad_bucket")) {
+    p.grad_bucket = v->BytesValue();
+    if (!(p.grad_bucket.value > 0)) v->Fail("gradient bucket must be larger than 0 bytes");
+  }
+  if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
+  obj.Finish();
+
+  // Megatron-LM turns sequence parallelism off when tp == 1 (there is nothing
+  // to split); we do the same rather than reject the plan.
+  if (p.tp == 1) p.sequence_parallel = false;
+  return p;
+}
+
+nlohmann::json PlanToJson(const PlanConfig& p) {
+  return {{"tp", p.tp},
+          {"pp", p.pp},
+          {"dp", p.dp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"vp", p.vp},
+          {"micro_batch", p.micro_batch},
+          {"sequence_parallel", p.sequence_parallel},
+          {"recompute", RecomputeName(p.recompute)},
+          {"sharding", ShardingName(p.sharding)},
+          {"schedule", ScheduleName(p.schedule)},
+          {"precision", PrecisionName(p.precision)},
+          {"overlap_grad_reduce", p.overlap_grad_reduce},
+          {"overlap_param_gather", p.overlap_param_gather},
+          {"grad_bucket", BytesText(p.grad_bucket)},
+          {"cuda_graphs", p.cuda_graphs}};
+}
+
+}  // namespace stacksim::config

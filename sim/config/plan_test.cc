@@ -1,0 +1,156 @@
+#include "sim/config/plan.h"
+
+#include <functional>
+
+#include <gtest/gtest.h>
+
+namespace stacksim::config {
+namespace {
+
+InputError ErrorFrom(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return InputError("", "", "");
+}
+
+// Plans are read at key "plan" of a scenario file.
+PlanConfig Parse(const std::string& text) {
+  nlohmann::json doc = nlohmann::json::parse(text);
+  return ParsePlan(JsonNode(doc, "s.json", "plan"), PlanConfig{});
+}
+
+InputError ParseError(const std::string& text) {
+  return ErrorFrom([&] { Parse(text); });
+}
+
+TEST(Plan, AbsentFieldsTakeTheDefaults) {
+  PlanConfig p = Parse(R"({"tp": 2, "pp": 1, "dp": 4})");
+  EXPECT_EQ(p.tp, 2);
+  EXPECT_EQ(p.dp, 4);
+  EXPECT_EQ(p.gpus(), 8);
+  EXPECT_EQ(p.cp, 1);
+  EXPECT_EQ(p.vp, 1);
+  EXPECT_EQ(p.micro_batch, 1);
+  EXPECT_EQ(p.schedule, PipelineScheduleKind::kOneFOneB);
+  EXPECT_EQ(p.recompute, Recompute::kNone);
+  EXPECT_EQ(p.sharding, Sharding::kNone);
+  EXPECT_EQ(p.precision, Precision::kBf16);
+  EXPECT_TRUE(p.overlap_grad_reduce);
+  EXPECT_FALSE(p.cuda_graphs);
+  EXPECT_DOUBLE_EQ(p.grad_bucket.value, 160e6);
+}
+
+TEST(Plan, ParsesEveryField) {
+  PlanConfig p = Parse(R"({"tp": 8, "pp": 8, "dp": 16, "cp": 1, "ep": 1, "vp": 3, "micro_batch": 2,
+      "sequence_parallel": true, "recompute": "selective", "sharding": "zero1", "schedule": "interleaved",
+      "precision": "fp16", "overlap_grad_reduce": false, "overlap_param_gather": false,
+      "grad_bucket": "40 MiB", "cuda_graphs": true})");
+  EXPECT_EQ(p.vp, 3);
+  EXPECT_EQ(p.micro_batch, 2);
+  EXPECT_TRUE(p.sequence_parallel);
+  EXPECT_EQ(p.recompute, Recompute::kSelective);
+  EXPECT_EQ(p.sharding, Sharding::kZero1);
+  EXPECT_EQ(p.schedule, PipelineScheduleKind::kInterleaved);
+  EXPECT_EQ(p.precision, Precision::kFp16);
+  EXPECT_FALSE(p.overlap_grad_reduce);
+  EXPECT_FALSE(p.overlap_param_gather);
+  EXPECT_DOUBLE_EQ(p.grad_bucket.value, 40.0 * 1024 * 1024);
+  EXPECT_TRUE(p.cuda_graphs);
+}
+
+TEST(Plan, ScheduleDefaultsToInterleavedWhenVpAboveOne) {
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 4, "dp": 1, "vp": 2})").schedule, PipelineScheduleKind::kInterleaved);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 4, "dp": 1, "schedule": "gpipe"})").schedule, PipelineScheduleKind::kGpipe);
+}
+
+TEST(Plan, InterleavingAndVirtualStagesGoTogether) {
+  InputError e = ParseError(R"({"tp": 1, "pp": 4, "dp": 1, "schedule": "interleaved"})");
+  EXPECT_EQ(e.file(), "s.json");
+  EXPECT_EQ(e.key_path(), "plan.schedule");
+  e = ParseError(R"({"tp": 1, "pp": 4, "dp": 1, "vp": 2, "schedule": "1f1b"})");
+  EXPECT_EQ(e.key_path(), "plan.vp");
+}
+
+TEST(Plan, ContextAndExpertParallelismAreNotModelledYet) {
+  InputError e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2})");
+  EXPECT_EQ(e.file(), "s.json");
+  EXPECT_EQ(e.key_path(), "plan.cp");
+  EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+  e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "ep": 8})");
+  EXPECT_EQ(e.key_path(), "plan.ep");
+  EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+}
+
+TEST(Plan, Fp8IsNotModelledYet) {
+  InputError e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "fp8"})");
+  EXPECT_EQ(e.key_path(), "plan.precision");
+  EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "int4"})").key_path(), "plan.precision");
+}
+
+TEST(Plan, GlobalBatchBelongsToTraining) {
+  InputError e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "global_batch": 64})");
+  EXPECT_EQ(e.key_path(), "plan.global_batch");
+  EXPECT_NE(std::string(e.what()).find("training.global_batch"), std::string::npos);
+}
+
+TEST(Plan, BadValuesNameTheirKey) {
+  EXPECT_EQ(ParseError(R"({"tp": 0, "pp": 1, "dp": 4})").key_path(), "plan.tp");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": -2, "dp": 4})").key_path(), "plan.pp");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": "4"})").key_path(), "plan.dp");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "micro_batch": 0})").key_path(), "plan.micro_batch");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "some"})").key_path(), "plan.recompute");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "sharding": "fsdp"})").key_path(), "plan.sharding");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_bucket": 160})").key_path(), "plan.grad_bucket");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_bucket": "160 MB/s"})").key_path(), "plan.grad_bucket");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "sequence_paralel": true})").key_path(),
+            "plan.sequence_paralel");
+}
+
+TEST(Plan, SequenceParallelismWithoutTensorParallelismIsANoOp) {
+  // As in Megatron-LM, which turns it off when tp == 1.
+  EXPECT_FALSE(Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sequence_parallel": true})").sequence_parallel);
+  EXPECT_TRUE(Parse(R"({"tp": 2, "pp": 1, "dp": 4, "sequence_parallel": true})").sequence_parallel);
+}
+
+TEST(Plan, KeepsCallerDefaultsForAbsentFields) {
+  PlanConfig defaults;
+  defaults.recompute = Recompute::kFull;
+  defaults.micro_batch = 4;
+  nlohmann::json doc = {{"tp", 2}};
+  PlanConfig p = ParsePlan(JsonNode(doc, "x", ""), defaults);
+  EXPECT_EQ(p.recompute, Recompute::kFull);
+  EXPECT_EQ(p.micro_batch, 4);
+  EXPECT_EQ(p.tp, 2);
+}
+
+TEST(Plan, MicroBatchesPerPipeline) {
+  PlanConfig p = Parse(R"({"tp": 8, "pp": 8, "dp": 16, "micro_batch": 2})");
+  p.global_batch = 1536;
+  EXPECT_EQ(p.micro_batches(), 48);
+}
+
+TEST(Plan, Names) {
+  EXPECT_STREQ(RecomputeName(Recompute::kSelective), "selective");
+  EXPECT_STREQ(ShardingName(Sharding::kZero3), "zero3");
+  EXPECT_STREQ(ScheduleName(PipelineScheduleKind::kOneFOneB), "1f1b");
+  EXPECT_STREQ(ScheduleName(PipelineScheduleKind::kInterleaved), "interleaved");
+}
+
+TEST(Plan, WritesBackWhatItReads) {
+  PlanConfig p = Parse(R"({"tp": 8, "pp": 8, "dp": 16, "vp": 3, "micro_batch": 2, "sequence_parallel": true,
+      "recompute": "full", "sharding": "zero2", "precision": "fp16", "grad_bucket": "40 MB"})");
+  nlohmann::json j = PlanToJson(p);
+  PlanConfig back = ParsePlan(JsonNode(j, "x", ""), PlanConfig{});
+  EXPECT_EQ(PlanToJson(back), j);
+  EXPECT_EQ(j["grad_bucket"], "40 MB");
+  EXPECT_EQ(j["schedule"], "interleaved");
+  EXPECT_FALSE(j.contains("global_batch"));
+}
+
+}  // namespace
+}  // namespace stacksim::config

@@ -1,0 +1,292 @@
+#include "sim/config/profile.h"
+
+#include <climits>
+#include <cmath>
+
+#include "sim/config/quantity_text.h"
+
+namespace stacksim::config {
+namespace {
+
+constexpr std::array<Precision, kNumPrecisions> kAllPrecisions = {
+    Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16, Precision::kFp8};
+
+// The "value" of a {"value": ..., "source": "..."} object, with its source.
+// Returns nullopt for {"value": null, ...} (a precision the GPU lacks).
+std::optional<JsonNode> SourcedValue(const JsonNode& node, std::string* source) {
+  if (!node.IsObject() || !node.json().contains("source") || !node.json().contains("value")) {
+    node.Fail("every profile value must state its source: write {\"value\": ..., \"source\": \"...\"}");
+  }
+  JsonObject obj(node);
+  *source = obj.Required("source").String();
+  std::optional<JsonNode> value = obj.Optional("value");
+  obj.Finish();
+  return value;
+}
+
+template <typename T, typename Read>
+Sourced<T> ReadSourced(const JsonNode& node, Read read) {
+  Sourced<T> out;
+  std::optional<JsonNode> value = SourcedValue(node, &out.source);
+  if (!value) node.Fail("value must not be null here");
+  out.value = read(*value);
+  return out;
+}
+
+template <typename T, typename Read>
+std::optional<Sourced<T>> ReadOptionalSourced(const JsonNode& node, Read read) {
+  if (node.IsNull()) return std::nullopt;
+  Sourced<T> out;
+  std::optional<JsonNode> value = SourcedValue(node, &out.source);
+  if (!value) return std::nullopt;
+  out.value = read(*value);
+  return out;
+}
+
+Sourced<double> SourcedFraction(const JsonNode& node) {
+  return ReadSourced<double>(node, [](const JsonNode& v) { return v.Fraction(); });
+}
+
+Sourced<Time> SourcedTime(const JsonNode& node) {
+  return ReadSourced<Time>(node, [](const JsonNode& v) { return v.TimeValue(); });
+}
+
+Sourced<Bandwidth> SourcedBandwidth(const JsonNode& node) {
+  return ReadSourced<Bandwidth>(node, [](const JsonNode& v) {
+    Bandwidth b = v.BandwidthValue();
+    if (!(b.value > 0)) v.Fail("bandwidth must be positive");
+    return b;
+  });
+}
+
+BusBandwidthCurve ParseCurve(const JsonNode& node) {
+  JsonObject obj(node);
+  BusBandwidthCurve c;
+  JsonNode gpus = obj.Required("gpus");
+  int64_t g = gpus.PositiveInt();
+  if (g < 2 || g > INT_MAX / 2) gpus.Fail("a collective curve needs at least 2 GPUs, got " + std::to_string(g));
+  c.gpus = static_cast<int>(g);
+  c.source = obj.Required("source").String();
+  JsonNode busbw = obj.Required("busbw");
+  std::vector<JsonNode> points = busbw.Elements();
+  if (points.empty()) busbw.Fail("a curve needs at least one [size, busbw] point");
+  for (const JsonNode& p : points) {
+    if (!p.IsArray() || p.json().size() != 2) p.Fail("expected a [size, busbw] pair such as [\"1 MB\", \"40 GB/s\"]");
+    std::vector<JsonNode> pair = p.Elements();
+    Bytes size = pair[0].BytesValue();
+    Bandwidth bw = pair[1].BandwidthValue();
+    if (!(size.value > 0)) pair[0].Fail("message size must be positive");
+    if (!(bw.value > 0)) pair[1].Fail("bus bandwidth must be positive");
+    if (!c.points.empty() && !(size.value > c.points.back().first.value)) {
+      pair[0].Fail("sizes must be sorted and strictly increasing");
+    }
+    c.points.emplace_back(size, bw);
+  }
+  obj.Finish();
+  return c;
+}
+
+}  // namespace
+
+const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+double PrecisionBytes(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return 4;
+    case Precision::kTf32: return 4;  // TF32 is an fp32 tensor fed to tensor cores
+    case Precision::kBf16: return 2;
+    case Precision::kFp16: return 2;
+    case Precision::kFp8: return 1;
+  }
+  return 0;
+}
+
+const char* ProfileKindName(ProfileKind k) {
+  switch (k) {
+    case ProfileKind::kDatasheet: return "datasheet";
+    case ProfileKind::kMeasured: return "measured";
+    case ProfileKind::kProjected: return "projected";
+  }
+  return "?";
+}
+
+Bandwidth BusBandwidthCurve::At(Bytes size) const {
+  if (points.empty()) return Bandwidth{0};
+  if (size.value <= points.front().first.value) return points.front().second;
+  if (size.value >= points.back().first.value) return points.back().second;
+  // First point strictly above `size`; the one before it is at or below.
+  size_t hi = 1;
+  while (points[hi].first.value <= size.value) ++hi;
+  const auto& [s0, b0] = points[hi - 1];
+  const auto& [s1, b1] = points[hi];
+  double t = std::log(size.value / s0.value) / std::log(s1.value / s0.value);
+  return Bandwidth{b0.value + t * (b1.value - b0.value)};
+}
+
+std::optional<FlopRate> ProfileConfig::Peak(Precision p) const {
+  const auto& peak = peak_flops[static_cast<int>(p)];
+  if (!peak) return std::nullopt;
+  return peak->value;
+}
+
+ProfileConfig ParseProfile(const JsonNode& node) {
+  JsonObject obj(node);
+  ProfileConfig p;
+  JsonNode schema = obj.Required("schema");
+  if (schema.String() != "stacksim.profile/1") {
+    schema.Fail("unknown profile schema '" + schema.String() + "'; expected 'stacksim.profile/1'");
+  }
+  p.name = obj.Required("name").String();
+  p.gpu = obj.Required("gpu").String();
+  std::string kind = obj.Required("kind").OneOf({"datasheet", "measured", "projected"});
+  p.kind = kind == "measured" ? ProfileKind::kMeasured
+           : kind == "projected" ? ProfileKind::kProjected
+                                 : ProfileKind::kDatasheet;
+  p.provenance = obj.Required("provenance").String();
+
+  p.sm_count = ReadSourced<int>(obj.Required("sm_count"), [](const JsonNode& v) {
+    int64_t n = v.PositiveInt();
+    if (n > 1000000) v.Fail("implausible SM count " + std::to_string(n));
+    return static_cast<int>(n);
+  });
+  p.hbm_capacity = ReadSourced<Bytes>(obj.Required("hbm_capacity"), [](const JsonNode& v) {
+    Bytes b = v.BytesValue();
+    if (!(b.value > 0)) v.Fail("memory capacity must be positive");
+    return b;
+  });
+  p.hbm_bandwidth = SourcedBandwidth(obj.Required("hbm_bandwidth"));
+  p.copy_efficiency = SourcedFraction(obj.Required("copy_efficiency"));
+
+  {
+    JsonObject peaks(obj.Required("peak_flops"));
+    for (Precision prec : kAllPrecisions) {
+      JsonNode v = peaks.Required(PrecisionName(prec));
+      p.peak_flops[static_cast<int>(prec)] = ReadOptionalSourced<FlopRate>(v, [](const JsonNode& x) {
+        FlopRate r = x.FlopRateValue();
+        if (!(r.value > 0)) x.Fail("peak FLOP rate must be positive (use null for a precision the GPU lacks)");
+        return r;
+      });
+    }
+    peaks.Finish();
+  }
+
+  {
+    JsonObject gemm(obj.Required("gemm"));
+    JsonNode eff_node = gemm.Required("max_efficiency");
+    JsonObject eff(eff_node);
+    for (Precision prec : kAllPrecisions) {
+      std::optional<JsonNode> v = eff.Optional(PrecisionName(prec));
+      if (!v) continue;
+      auto e = ReadOptionalSourced<double>(*v, [](const JsonNode& x) { return x.Fraction(); });
+      if (e && !p.peak_flops[static_cast<int>(prec)]) {
+        v->Fail(std::string("a GEMM efficiency for ") + PrecisionName(prec) + ", which has no peak_flops");
+      }
+      p.gemm.max_efficiency[static_cast<int>(prec)] = e;
+    }
+    eff.Finish();
+    p.gemm.tile = ReadSourced<std::pair<int, int>>(gemm.Required("tile"), [](const JsonNode& v) {
+      if (!v.IsArray() || v.json().size() != 2) v.Fail("expected a [rows, cols] pair such as [128, 256]");
+      std::vector<JsonNode> rc = v.Elements();
+      int64_t r = rc[0].PositiveInt(), c = rc[1].PositiveInt();
+      if (r > 65536) rc[0].Fail("implausible tile size");
+      if (c > 65536) rc[1].Fail("implausible tile size");
+      return std::pair<int, int>(static_cast<int>(r), static_cast<int>(c));
+    });
+    gemm.Finish();
+  }
+
+  {
+    JsonObject attention(obj.Required("attention"));
+    p.attention_fwd_efficiency = SourcedFraction(attention.Required("fwd_efficiency"));
+    p.attention_bwd_efficiency = SourcedFraction(attention.Required("bwd_efficiency"));
+    attention.Finish();
+  }
+  p.kernel_launch = SourcedTime(obj.Required("kernel_launch"));
+  p.host_bandwidth = SourcedBandwidth(obj.Required("host_bandwidth"));
+
+  {
+    JsonObject coll(obj.Required("collectives"));
+    JsonObject intra(coll.Required("intra_node"));
+    p.intra_reference_link = SourcedBandwidth(intra.Required("reference_link_bandwidth"));
+    p.intra_latency = SourcedTime(intra.Required("latency"));
+    p.intra_all_reduce = ParseCurve(intra.Required("all_reduce"));
+    p.intra_ring = ParseCurve(intra.Required("ring"));
+    intra.Finish();
+    JsonObject inter(coll.Required("inter_node"));
+    p.nic_efficiency = SourcedFraction(inter.Required("nic_efficiency"));
+    p.inter_latency = SourcedTime(inter.Required("latency"));
+    inter.Finish();
+    coll.Finish();
+  }
+  obj.Finish();
+  return p;
+}
+
+namespace {
+
+template <typename T>
+nlohmann::json SourcedJson(const Sourced<T>& s, nlohmann::json value) {
+  return {{"value", std::move(value)}, {"source", s.source}};
+}
+
+nlohmann::json CurveJson(const BusBandwidthCurve& c) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [size, bw] : c.points) points.push_back({BytesText(size), BandwidthText(bw)});
+  return {{"gpus", c.gpus}, {"source", c.source}, {"busbw", points}};
+}
+
+}  // namespace
+
+nlohmann::json ProfileToJson(const ProfileConfig& p) {
+  nlohmann::json j;
+  j["schema"] = "stacksim.profile/1";
+  j["name"] = p.name;
+  j["gpu"] = p.gpu;
+  j["kind"] = ProfileKindName(p.kind);
+  j["provenance"] = p.provenance;
+  j["sm_count"] = SourcedJson(p.sm_count, p.sm_count.value);
+  j["hbm_capacity"] = SourcedJson(p.hbm_capacity, BytesText(p.hbm_capacity.value));
+  j["hbm_bandwidth"] = SourcedJson(p.hbm_bandwidth, BandwidthText(p.hbm_bandwidth.value));
+  j["copy_efficiency"] = SourcedJson(p.copy_efficiency, p.copy_efficiency.value);
+  nlohmann::json peaks = nlohmann::json::object();
+  nlohmann::json effs = nlohmann::json::object();
+  for (Precision prec : kAllPrecisions) {
+    const auto& peak = p.peak_flops[static_cast<int>(prec)];
+    peaks[PrecisionName(prec)] = peak ? SourcedJson(*peak, FlopRateText(peak->value)) : nlohmann::json();
+    const auto& eff = p.gemm.max_efficiency[static_cast<int>(prec)];
+    if (eff) effs[PrecisionName(prec)] = SourcedJson(*eff, eff->value);
+  }
+  j["peak_flops"] = peaks;
+  j["gemm"] = {{"max_efficiency", effs},
+               {"tile", SourcedJson(p.gemm.tile, {p.gemm.tile.value.first, p.gemm.tile.value.second})}};
+  j["attention"] = {{"fwd_efficiency", SourcedJson(p.attention_fwd_efficiency, p.attention_fwd_efficiency.value)},
+                    {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)}};
+  j["kernel_launch"] = SourcedJson(p.kernel_launch, TimeText(p.kernel_launch.value));
+  j["host_bandwidth"] = SourcedJson(p.host_bandwidth, BandwidthText(p.host_bandwidth.value));
+  j["collectives"] = {
+      {"intra_node",
+       {{"reference_link_bandwidth", SourcedJson(p.intra_reference_link, BandwidthText(p.intra_reference_link.value))},
+        {"latency", SourcedJson(p.intra_latency, TimeText(p.intra_latency.value))},
+        {"all_reduce", CurveJson(p.intra_all_reduce)},
+        {"ring", CurveJson(p.intra_ring)}}},
+      {"inter_node",
+       {{"nic_efficiency", SourcedJson(p.nic_efficiency, p.nic_efficiency.value)},
+        {"latency", SourcedJson(p.inter_latency, TimeText(p.inter_latency.value))}}}};
+  return j;
+}
+
+ProfileConfig LoadProfileFile(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  return ParseProfile(JsonNode(doc, path, ""));
+}
+
+}  // namespace stacksim::config

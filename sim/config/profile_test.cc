@@ -1,0 +1,196 @@
+#include "sim/config/profile.h"
+
+#include <filesystem>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+namespace stacksim::config {
+namespace {
+
+const std::string kSourceDir = STACKSIM_SOURCE_DIR;
+const std::string kFixture = kSourceDir + "/tests/data/config/profile-test.json";
+
+InputError ErrorFrom(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return InputError("", "", "");
+}
+
+ProfileConfig Parse(const nlohmann::json& doc) { return ParseProfile(JsonNode(doc, "p.json", "")); }
+
+InputError ParseError(const nlohmann::json& doc) {
+  return ErrorFrom([&] { Parse(doc); });
+}
+
+bool Mentions(const InputError& e, const std::string& text) {
+  return std::string(e.what()).find(text) != std::string::npos;
+}
+
+TEST(Profile, ParsesEveryFieldWithItsSource) {
+  ProfileConfig p = LoadProfileFile(kFixture);
+  EXPECT_EQ(p.name, "test-h100");
+  EXPECT_EQ(p.kind, ProfileKind::kDatasheet);
+  EXPECT_EQ(p.sm_count.value, 132);
+  EXPECT_EQ(p.sm_count.source, "shared/reference/hardware.md §1");
+  EXPECT_DOUBLE_EQ(p.hbm_capacity.value.value, 80e9);
+  EXPECT_DOUBLE_EQ(p.hbm_bandwidth.value.value, 3350e9);
+  ASSERT_TRUE(p.Peak(Precision::kBf16));
+  EXPECT_DOUBLE_EQ(p.Peak(Precision::kBf16)->value, 989.4e12);
+  EXPECT_DOUBLE_EQ(p.Peak(Precision::kFp8)->value, 1978.9e12);
+  ASSERT_TRUE(p.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]);
+  EXPECT_DOUBLE_EQ(p.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]->value, 0.803);
+  EXPECT_FALSE(p.gemm.max_efficiency[static_cast<int>(Precision::kTf32)]);
+  EXPECT_EQ(p.gemm.tile.value, std::make_pair(128, 256));
+  EXPECT_EQ(p.kernel_launch.value, Time::Ns(4700));
+  EXPECT_DOUBLE_EQ(p.intra_reference_link.value.value, 450e9);
+  EXPECT_EQ(p.intra_all_reduce.gpus, 8);
+  EXPECT_EQ(p.intra_all_reduce.points.size(), 8u);
+  EXPECT_DOUBLE_EQ(p.intra_all_reduce.points.front().first.value, 1e3);
+  EXPECT_DOUBLE_EQ(p.nic_efficiency.value, 0.94);
+  EXPECT_EQ(p.inter_latency.value, Time::Us(5));
+}
+
+TEST(Profile, APrecisionTheGpuLacksIsNull) {
+  ProfileConfig p = LoadProfileFile(kSourceDir + "/tests/data/config/profile-test-no-fp8.json");
+  EXPECT_FALSE(p.Peak(Precision::kFp8));
+  EXPECT_FALSE(p.gemm.max_efficiency[static_cast<int>(Precision::kFp8)]);
+  EXPECT_TRUE(p.Peak(Precision::kFp16));
+}
+
+TEST(Profile, ValueWithoutSourceIsAnError) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["sm_count"] = 132;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.file(), "p.json");
+  EXPECT_EQ(e.key_path(), "sm_count");
+  EXPECT_TRUE(Mentions(e, "every profile value must state its source"));
+
+  doc = ReadJsonFile(kFixture);
+  doc["peak_flops"]["bf16"] = {{"value", "989 TFLOP/s"}};
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "peak_flops.bf16");
+  EXPECT_TRUE(Mentions(e, "every profile value must state its source"));
+
+  doc = ReadJsonFile(kFixture);
+  doc["gemm"]["tile"] = {128, 256};
+  EXPECT_EQ(ParseError(doc).key_path(), "gemm.tile");
+}
+
+TEST(Profile, SourcedValueMayHoldOnlyValueAndSource) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["hbm_bandwidth"]["unit"] = "GB/s";
+  EXPECT_EQ(ParseError(doc).key_path(), "hbm_bandwidth.unit");
+}
+
+TEST(Profile, WrongUnitIsAnError) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["hbm_bandwidth"]["value"] = "3350 GB";
+  EXPECT_EQ(ParseError(doc).key_path(), "hbm_bandwidth.value");
+  doc = ReadJsonFile(kFixture);
+  doc["peak_flops"]["fp32"]["value"] = "67 TB/s";
+  EXPECT_EQ(ParseError(doc).key_path(), "peak_flops.fp32.value");
+}
+
+TEST(Profile, EfficiencyMustBeAFraction) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["attention"]["fwd_efficiency"]["value"] = 1.5;
+  EXPECT_EQ(ParseError(doc).key_path(), "attention.fwd_efficiency.value");
+}
+
+TEST(Profile, CurvesMustBeSortedAndStrictlyIncreasing) {
+  // (parsed from text: nlohmann's initializer lists would turn string pairs into an object)
+  auto points = [](const char* text) { return nlohmann::json::parse(text); };
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["collectives"]["intra_node"]["ring"]["busbw"] = points(R"([["4 GB", "370 GB/s"], ["1 MB", "40 GB/s"]])");
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "collectives.intra_node.ring.busbw[1][0]");
+  doc["collectives"]["intra_node"]["ring"]["busbw"] = points(R"([["1 MB", "40 GB/s"], ["1 MB", "41 GB/s"]])");
+  EXPECT_EQ(ParseError(doc).key_path(), "collectives.intra_node.ring.busbw[1][0]");
+  doc["collectives"]["intra_node"]["ring"]["busbw"] = points(R"([["1 MB", "40"]])");
+  EXPECT_EQ(ParseError(doc).key_path(), "collectives.intra_node.ring.busbw[0][1]");
+  doc["collectives"]["intra_node"]["ring"]["busbw"] = nlohmann::json::array();
+  EXPECT_EQ(ParseError(doc).key_path(), "collectives.intra_node.ring.busbw");
+}
+
+TEST(Profile, GemmEfficiencyKeysArePrecisions) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["gemm"]["max_efficiency"]["int8"] = {{"value", 0.8}, {"source", "x"}};
+  EXPECT_EQ(ParseError(doc).key_path(), "gemm.max_efficiency.int8");
+  doc = ReadJsonFile(kSourceDir + "/tests/data/config/profile-test-no-fp8.json");
+  doc["gemm"]["max_efficiency"]["fp8"] = {{"value", 0.7}, {"source", "x"}};  // but no fp8 peak
+  EXPECT_EQ(ParseError(doc).key_path(), "gemm.max_efficiency.fp8");
+}
+
+TEST(Profile, SchemaAndKindAreChecked) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["schema"] = "stacksim.profile/2";
+  EXPECT_EQ(ParseError(doc).key_path(), "schema");
+  doc = ReadJsonFile(kFixture);
+  doc["kind"] = "guessed";
+  EXPECT_EQ(ParseError(doc).key_path(), "kind");
+  doc = ReadJsonFile(kFixture);
+  doc["peak_flops"].erase("tf32");
+  EXPECT_EQ(ParseError(doc).key_path(), "peak_flops.tf32");
+}
+
+TEST(BusBandwidthCurve, InterpolatesInLogSizeAndClamps) {
+  BusBandwidthCurve c;
+  c.points = {{Bytes{1e6}, Bandwidth{40e9}}, {Bytes{4e6}, Bandwidth{80e9}}, {Bytes{16e6}, Bandwidth{100e9}}};
+  EXPECT_DOUBLE_EQ(c.At(Bytes{1e6}).value, 40e9);
+  EXPECT_DOUBLE_EQ(c.At(Bytes{4e6}).value, 80e9);
+  EXPECT_NEAR(c.At(Bytes{2e6}).value, 60e9, 1);   // halfway in log(size)
+  EXPECT_NEAR(c.At(Bytes{8e6}).value, 90e9, 1);
+  EXPECT_DOUBLE_EQ(c.At(Bytes{10}).value, 40e9);  // clamped below
+  EXPECT_DOUBLE_EQ(c.At(Bytes{1e12}).value, 100e9);  // and above
+  EXPECT_DOUBLE_EQ(BusBandwidthCurve{}.At(Bytes{1e6}).value, 0);
+}
+
+TEST(Precision, NamesAndBytes) {
+  EXPECT_STREQ(PrecisionName(Precision::kTf32), "tf32");
+  EXPECT_EQ(PrecisionBytes(Precision::kFp32), 4);
+  EXPECT_EQ(PrecisionBytes(Precision::kTf32), 4);
+  EXPECT_EQ(PrecisionBytes(Precision::kBf16), 2);
+  EXPECT_EQ(PrecisionBytes(Precision::kFp16), 2);
+  EXPECT_EQ(PrecisionBytes(Precision::kFp8), 1);
+  EXPECT_STREQ(ProfileKindName(ProfileKind::kMeasured), "measured");
+}
+
+TEST(Profile, WritesBackWhatItReads) {
+  for (const char* f : {"profile-test.json", "profile-test-no-fp8.json"}) {
+    ProfileConfig p = LoadProfileFile(kSourceDir + "/tests/data/config/" + f);
+    nlohmann::json j = ProfileToJson(p);
+    ProfileConfig back = Parse(j);
+    EXPECT_EQ(ProfileToJson(back), j);
+    EXPECT_EQ(back.intra_all_reduce.points.size(), p.intra_all_reduce.points.size());
+    EXPECT_DOUBLE_EQ(back.intra_all_reduce.At(Bytes{3e6}).value, p.intra_all_reduce.At(Bytes{3e6}).value);
+    EXPECT_EQ(back.kernel_launch.value, p.kernel_launch.value);
+    EXPECT_EQ(back.kernel_launch.source, p.kernel_launch.source);
+  }
+}
+
+// profiles/ is written by the calibration work; every top-level profile there must load.
+TEST(Profile, EveryShippedProfileLoads) {
+  std::string dir = kSourceDir + "/profiles";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no profiles/ yet";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    try {
+      ProfileConfig p = LoadProfileFile(entry.path().string());
+      EXPECT_EQ(p.name, entry.path().stem().string());
+    } catch (const InputError& e) {
+      ADD_FAILURE() << e.what();
+    }
+    ++count;
+  }
+  if (count == 0) GTEST_SKIP() << "no profiles/*.json yet";
+}
+
+}  // namespace
+}  // namespace stacksim::config

@@ -1,0 +1,255 @@
+#include "sim/config/scenario.h"
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+
+namespace stacksim::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+bool IsPathReference(const std::string& ref) {
+  return ref.find('/') != std::string::npos || (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0);
+}
+
+// A model, topology or profile given by name, by path, or inline.
+template <typename T, typename Load, typename Parse>
+T LoadPart(const JsonNode& node, const char* kind, const char* what, const std::string& scenario_file,
+           std::string* part_file, Load load, Parse parse) {
+  if (node.IsObject()) {
+    *part_file = scenario_file;
+    return parse(node);
+  }
+  if (!node.IsString()) node.Fail(std::string("expected the name of a ") + what + ", a path to its file, or an object");
+  std::string ref = node.String();
+  std::string path = ResolveDataFile(kind, ref, scenario_file);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    node.Fail(std::string("unknown ") + what + " '" + ref + "': no file " + path +
+              (IsPathReference(ref) ? "" : std::string(" (names are looked up in ") + DataRoot() + "/" + kind + "/)"));
+  }
+  *part_file = path;
+  return load(path);
+}
+
+// The text of an InputError without its "file: path: " prefix.
+std::string BareMessage(const InputError& e) {
+  std::string what = e.what();
+  std::string prefix = e.file().empty() ? "" : e.file() + ": ";
+  if (!e.key_path().empty()) prefix += e.key_path() + ": ";
+  return what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
+}
+
+bool UnderPath(const std::string& key_path, const std::string& set_path) {
+  if (key_path == set_path) return true;
+  if (key_path.size() <= set_path.size() || key_path.compare(0, set_path.size(), set_path) != 0) return false;
+  char next = key_path[set_path.size()];
+  return next == '.' || next == '[';
+}
+
+ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file, const ScenarioOptions& options) {
+  JsonNode root(doc, file, "");
+  JsonObject obj(root);
+  ScenarioConfig s;
+  s.file = file;
+  s.overrides = options.overrides;
+  if (auto n = obj.Optional("name")) {
+    s.name = n->String();
+  } else {
+    s.name = fs::path(file).stem().string();
+  }
+  if (auto q = obj.Optional("question")) s.question = q->String();
+  if (auto n = obj.Optional("notes")) s.notes = n->String();
+  if (auto n = obj.Optional("source")) s.source = n->String();
+
+  JsonNode model_node = obj.Required("model");
+  JsonNode topology_node = obj.Required("topology");
+  std::optional<JsonNode> profile_node = obj.Optional("profile");
+  JsonNode gpus = obj.Required("gpus");
+  int64_t g = gpus.PositiveInt();
+  if (g > INT_MAX / 2) gpus.Fail("implausibly many GPUs: " + Str(g));
+  s.gpus = static_cast<int>(g);
+
+  JsonObject training(obj.Required("training"));
+  s.seq_len = training.Required("seq_len").PositiveInt();
+  JsonNode global_batch = training.Required("global_batch");
+  int64_t gb = global_batch.PositiveInt();
+  if (gb > (int64_t{1} << 40)) global_batch.Fail("implausibly large global batch: " + Str(gb));
+  training.Finish();
+
+  JsonNode plan_node = obj.Required("plan");
+  {
+    JsonObject required(plan_node);  // the degrees that must multiply to gpus are never defaulted
+    required.Required("tp");
+    required.Required("pp");
+    required.Required("dp");
+  }
+  s.plan = ParsePlan(plan_node, PlanConfig{});
+  s.plan.global_batch = gb;
+  obj.Finish();
+
+  s.model = LoadPart<ModelConfig>(model_node, "models", "model", file, &s.model_file, LoadModelFile, ParseModel);
+  s.topology = LoadPart<TopologyConfig>(topology_node, "topologies", "topology", file, &s.topology_file,
+                                        LoadTopologyFile, ParseTopology);
+  if (!options.profile_path.empty()) {
+    s.profile_file = options.profile_path;
+    s.profile = LoadProfileFile(options.profile_path);
+  } else if (profile_node) {
+    s.profile = LoadPart<ProfileConfig>(*profile_node, "profiles", "profile", file, &s.profile_file,
+                                        LoadProfileFile, ParseProfile);
+  } else {
+    std::string path = ResolveDataFile("profiles", s.topology.gpu, "");
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      const bool inline_topology = topology_node.IsObject();
+      throw InputError(s.topology_file, inline_topology ? "topology.node.gpu" : "node.gpu",
+                       "no profile for GPU '" + s.topology.gpu + "': " + path +
+                           " does not exist; write one (stacksim calibrate) or pass --profile FILE");
+    }
+    s.profile_file = path;
+    s.profile = LoadProfileFile(path);
+  }
+
+  ValidatePlan(s, file);
+  return s;
+}
+
+}  // namespace
+
+std::string DataRoot() {
+  const char* env = std::getenv("STACKSIM_DATA_DIR");
+  if (env != nullptr && env[0] != '\0') return env;
+#ifdef STACKSIM_SOURCE_DIR
+  return STACKSIM_SOURCE_DIR;
+#else
+  return ".";
+#endif
+}
+
+std::string ResolveDataFile(const std::string& kind, const std::string& ref, const std::string& relative_to) {
+  if (!IsPathReference(ref)) return DataRoot() + "/" + kind + "/" + ref + ".json";
+  fs::path p(ref);
+  if (p.is_absolute() || relative_to.empty()) return p.lexically_normal().string();
+  return (fs::path(relative_to).parent_path() / p).lexically_normal().string();
+}
+
+ScenarioConfig ParseScenario(const nlohmann::json& doc, const std::string& file, const ScenarioOptions& options) {
+  nlohmann::json d = doc;
+  for (const std::string& o : options.overrides) ApplyOverride(d, o, "--set");
+  try {
+    return ParseDocument(d, file, options);
+  } catch (const InputError& e) {
+    // A bad value that came from --set is reported against --set, not the file.
+    if (e.file() == file) {
+      for (const std::string& o : options.overrides) {
+        std::string path = o.substr(0, o.find('='));
+        if (UnderPath(e.key_path(), path)) {
+          throw InputError("--set", e.key_path(), BareMessage(e) + " (from --set " + o + ")");
+        }
+      }
+    }
+    throw;
+  }
+}
+
+ScenarioConfig LoadScenario(const std::string& path, const ScenarioOptions& options) {
+  nlohmann::json doc = ReadJsonFile(path);
+  return ParseScenario(doc, path, options);
+}
+
+void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
+  const PlanConfig& p = s.plan;
+  const ModelConfig& m = s.model;
+  const TopologyConfig& t = s.topology;
+  auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
+
+  if (p.gpus() != s.gpus) {
+    fail("plan.dp", "tp x pp x dp x cp = " + Str(p.tp) + " x " + Str(p.pp) + " x " + Str(p.dp) + " x " + Str(p.cp) +
+                        " = " + Str(p.gpus()) + " GPUs, but gpus is " + Str(s.gpus));
+  }
+  if (m.num_attention_heads % p.tp != 0) {
+    fail("plan.tp", "tp " + Str(p.tp) + " does not divide the model's " + Str(m.num_attention_heads) +
+                        " attention heads (each TP rank holds whole heads)");
+  }
+  if (m.num_kv_heads % p.tp != 0 && p.tp % m.num_kv_heads != 0) {
+    fail("plan.tp", "tp " + Str(p.tp) + " and the model's " + Str(m.num_kv_heads) +
+                        " KV heads must divide one another (KV heads are split, or replicated, across TP ranks)");
+  }
+  const int domain = t.scale_up.kind == ScaleUpKind::kPcie ? t.gpus_per_node : t.scale_up.domain_gpus;
+  if (p.tp > domain || domain % p.tp != 0) {
+    if (t.scale_up.kind == ScaleUpKind::kPcie) {
+      fail("plan.tp", "tp " + Str(p.tp) + " must fit in one node and divide its " + Str(domain) + " GPUs (topology " +
+                          t.name + " has no NVLink; TP stays inside the node's PCIe domain)");
+    }
+    fail("plan.tp", "TP must fit the NVLink domain: tp " + Str(p.tp) + " must be at most and divide the " +
+                        Str(domain) + " GPUs of one NVLink domain of topology " + t.name);
+  }
+  if (p.vp > 1 && p.pp < 2) {
+    fail("plan.vp", "vp " + Str(p.vp) + " virtual stages need pipeline parallelism (pp > 1)");
+  }
+  if (m.num_layers % p.pp != 0) {
+    fail("plan.pp", "pp " + Str(p.pp) + " does not divide the model's " + Str(m.num_layers) +
+                        " layers; Megatron-LM requires equal stages (layers % (pp x vp) == 0)");
+  }
+  if (m.num_layers % (static_cast<int64_t>(p.pp) * p.vp) != 0) {
+    fail("plan.vp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " does not divide the model's " +
+                        Str(m.num_layers) + " layers; Megatron-LM requires equal virtual stages");
+  }
+  const int64_t per_step = p.micro_batch * p.dp;
+  if (p.global_batch % per_step != 0) {
+    fail("training.global_batch", "global batch " + Str(p.global_batch) + " is not a multiple of micro_batch x dp = " +
+                                      Str(p.micro_batch) + " x " + Str(p.dp) + " = " + Str(per_step));
+  }
+  if (p.schedule == PipelineScheduleKind::kInterleaved && p.micro_batches() % p.pp != 0) {
+    fail("training.global_batch", "the interleaved schedule needs the number of micro-batches (" +
+                                      Str(p.micro_batches()) + " = global batch / (micro_batch x dp)) to be a " +
+                                      "multiple of pp (" + Str(p.pp) + "), as Megatron-LM requires");
+  }
+  if (s.gpus > t.gpus_per_node && s.gpus % t.gpus_per_node != 0) {
+    fail("gpus", Str(s.gpus) + " GPUs is not a whole number of " + Str(t.gpus_per_node) + "-GPU nodes of topology " +
+                     t.name);
+  }
+  if (t.max_nodes > 0 && s.gpus > static_cast<int64_t>(t.max_nodes) * t.gpus_per_node) {
+    fail("gpus", Str(s.gpus) + " GPUs need " + Str(s.nodes()) + " nodes; topology " + t.name + " holds at most " +
+                     Str(t.max_nodes) + " nodes (" + Str(static_cast<int64_t>(t.max_nodes) * t.gpus_per_node) +
+                     " GPUs)");
+  }
+  if (m.learned_position_embeddings && s.seq_len > m.max_position_embeddings) {
+    fail("training.seq_len", "seq_len " + Str(s.seq_len) + " is longer than the model's learned position table (" +
+                                 Str(m.max_position_embeddings) + " positions)");
+  }
+  if (p.sequence_parallel && s.seq_len % p.tp != 0) {
+    fail("training.seq_len", "sequence parallelism splits the sequence over tp ranks: seq_len " + Str(s.seq_len) +
+                                 " is not a multiple of tp " + Str(p.tp));
+  }
+}
+
+nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
+  nlohmann::json j;
+  j["name"] = s.name;
+  if (!s.question.empty()) j["question"] = s.question;
+  if (!s.notes.empty()) j["notes"] = s.notes;
+  if (!s.source.empty()) j["source"] = s.source;
+  j["model"] = ModelToJson(s.model);
+  j["topology"] = TopologyToJson(s.topology);
+  j["profile"] = ProfileToJson(s.profile);
+  j["gpus"] = s.gpus;
+  j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
+  j["plan"] = PlanToJson(s.plan);
+  j["files"] = {{"scenario", s.file},
+                {"model", s.model_file},
+                {"topology", s.topology_file},
+                {"profile", s.profile_file}};
+  j["overrides"] = s.overrides;
+  const int64_t per_step = s.plan.micro_batch * s.plan.dp;
+  j["derived"] = {{"parameters", s.model.ParameterCount()},
+                  {"nodes", s.topology.gpus_per_node > 0 ? s.nodes() : 0},
+                  {"micro_batches_per_pipeline", per_step > 0 ? s.plan.micro_batches() : 0},
+                  {"tokens_per_step", s.tokens_per_step()}};
+  return j;
+}
+
+}  // namespace stacksim::config

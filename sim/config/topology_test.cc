@@ -1,0 +1,160 @@
+#include "sim/config/topology.h"
+
+#include <filesystem>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+namespace stacksim::config {
+namespace {
+
+const std::string kSourceDir = STACKSIM_SOURCE_DIR;
+
+InputError ErrorFrom(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return InputError("", "", "");
+}
+
+nlohmann::json DgxH100() { return ReadJsonFile(kSourceDir + "/topologies/dgx-h100.json"); }
+
+TopologyConfig Parse(const nlohmann::json& doc) { return ParseTopology(JsonNode(doc, "t.json", "")); }
+
+InputError ParseError(const nlohmann::json& doc) {
+  return ErrorFrom([&] { Parse(doc); });
+}
+
+TEST(Topology, ParsesDgxH100WithUnits) {
+  TopologyConfig t = LoadTopologyFile(kSourceDir + "/topologies/dgx-h100.json");
+  EXPECT_EQ(t.name, "dgx-h100");
+  EXPECT_EQ(t.gpu, "h100-sxm-80gb");
+  EXPECT_EQ(t.gpus_per_node, 8);
+  EXPECT_EQ(t.scale_up.kind, ScaleUpKind::kNvSwitch);
+  EXPECT_EQ(t.scale_up.domain_gpus, 8);
+  EXPECT_DOUBLE_EQ(t.scale_up.per_gpu_bandwidth.value, 450e9);  // per direction
+  EXPECT_EQ(t.scale_up.latency, Time::Us(1));
+  EXPECT_DOUBLE_EQ(t.nics.bandwidth.value, 50e9);  // 400 Gb/s in bytes
+  EXPECT_EQ(t.nics.per_node, 8);
+  ASSERT_EQ(t.fabric.levels.size(), 3u);
+  EXPECT_EQ(t.fabric.levels[0].nodes_below, 32);
+  EXPECT_TRUE(t.fabric.rail_optimized);
+  EXPECT_EQ(t.max_nodes, 2048);
+}
+
+TEST(Topology, RackScaleDomainSpansTrays) {
+  TopologyConfig t = LoadTopologyFile(kSourceDir + "/topologies/gb200-nvl72.json");
+  EXPECT_EQ(t.gpus_per_node, 4);
+  EXPECT_EQ(t.scale_up.domain_gpus, 72);
+}
+
+TEST(Topology, MissingUnitIsAnError) {
+  nlohmann::json doc = DgxH100();
+  doc["node"]["scale_up"]["bandwidth_per_gpu"] = "450";
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.file(), "t.json");
+  EXPECT_EQ(e.key_path(), "node.scale_up.bandwidth_per_gpu");
+  doc["node"]["scale_up"]["bandwidth_per_gpu"] = 450;  // a bare number has no unit either
+  EXPECT_EQ(ParseError(doc).key_path(), "node.scale_up.bandwidth_per_gpu");
+}
+
+TEST(Topology, WrongUnitIsAnError) {
+  nlohmann::json doc = DgxH100();
+  doc["node"]["nics"]["latency"] = "2 GB";
+  EXPECT_EQ(ParseError(doc).key_path(), "node.nics.latency");
+  doc = DgxH100();
+  doc["node"]["pcie_bandwidth"] = "64 GB";  // a size, not a bandwidth
+  EXPECT_EQ(ParseError(doc).key_path(), "node.pcie_bandwidth");
+}
+
+TEST(Topology, UnknownNestedKeyIsAnError) {
+  nlohmann::json doc = DgxH100();
+  doc["node"]["nics"]["speed"] = "400 Gb/s";
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "node.nics.speed");
+}
+
+TEST(Topology, MissingKeyIsAnError) {
+  nlohmann::json doc = DgxH100();
+  doc["fabric"]["levels"][1].erase("hop_latency");
+  EXPECT_EQ(ParseError(doc).key_path(), "fabric.levels[1].hop_latency");
+}
+
+TEST(Topology, GpusPerNodeMustBePositive) {
+  nlohmann::json doc = DgxH100();
+  doc["node"]["gpus_per_node"] = 0;
+  EXPECT_EQ(ParseError(doc).key_path(), "node.gpus_per_node");
+}
+
+TEST(Topology, OversubscriptionBelowOneIsAnError) {
+  nlohmann::json doc = DgxH100();
+  doc["fabric"]["levels"][1]["oversubscription"] = 0.5;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "fabric.levels[1].oversubscription");
+}
+
+TEST(Topology, DomainSmallerThanTheNodeIsAnError) {
+  nlohmann::json doc = DgxH100();
+  doc["node"]["scale_up"]["domain_gpus"] = 4;
+  EXPECT_EQ(ParseError(doc).key_path(), "node.scale_up.domain_gpus");
+  doc["node"]["scale_up"]["domain_gpus"] = 12;  // not whole nodes
+  EXPECT_EQ(ParseError(doc).key_path(), "node.scale_up.domain_gpus");
+  doc["node"]["scale_up"]["domain_gpus"] = 16;  // two nodes in one domain: rack-scale, allowed
+  EXPECT_EQ(Parse(doc).scale_up.domain_gpus, 16);
+}
+
+TEST(Topology, PcieDomainIsTheNode) {
+  nlohmann::json doc = ReadJsonFile(kSourceDir + "/topologies/pcie-l40s.json");
+  doc["node"]["scale_up"]["domain_gpus"] = 16;
+  EXPECT_EQ(ParseError(doc).key_path(), "node.scale_up.domain_gpus");
+}
+
+TEST(Topology, LevelsMustGrowAndReachMaxNodes) {
+  nlohmann::json doc = DgxH100();
+  doc["fabric"]["levels"][1]["nodes_below"] = 32;
+  EXPECT_EQ(ParseError(doc).key_path(), "fabric.levels[1].nodes_below");
+  doc = DgxH100();
+  doc["max_nodes"] = 4096;
+  EXPECT_EQ(ParseError(doc).key_path(), "max_nodes");
+  doc["max_nodes"] = 0;  // unbounded
+  EXPECT_EQ(Parse(doc).max_nodes, 0);
+  doc["fabric"]["levels"] = nlohmann::json::array();
+  EXPECT_EQ(ParseError(doc).key_path(), "fabric.levels");
+}
+
+TEST(Topology, NameDefaultsToFileStem) {
+  nlohmann::json doc = DgxH100();
+  doc.erase("name");
+  EXPECT_EQ(ParseTopology(JsonNode(doc, "dir/my-cluster.json", "")).name, "my-cluster");
+}
+
+TEST(Topology, WritesBackWhatItReads) {
+  for (const char* name : {"dgx-h100", "gb200-nvl72", "meta-h100-roce"}) {
+    SCOPED_TRACE(name);
+    TopologyConfig t = LoadTopologyFile(kSourceDir + "/topologies/" + name + ".json");
+    nlohmann::json j = TopologyToJson(t);
+    TopologyConfig back = Parse(j);
+    EXPECT_EQ(TopologyToJson(back), j);
+    EXPECT_DOUBLE_EQ(back.nics.bandwidth.value, t.nics.bandwidth.value);
+    EXPECT_EQ(back.fabric.levels.back().oversubscription, t.fabric.levels.back().oversubscription);
+  }
+}
+
+TEST(Topology, EveryShippedTopologyLoadsAndCitesItsSource) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/topologies")) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    TopologyConfig t = LoadTopologyFile(entry.path().string());
+    EXPECT_FALSE(t.source.empty());
+    EXPECT_EQ(t.name, entry.path().stem().string());
+    ++count;
+  }
+  EXPECT_GE(count, 9);
+}
+
+}  // namespace
+}  // namespace stacksim::config
