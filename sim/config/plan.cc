@@ -115,6 +115,13 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     if (!(p.grad_bucket.value > 0)) v->Fail("gradient bucket must be larger than 0 bytes");
   }
   if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
+  if (auto v = obj.Optional("attention")) {
+    p.attention = v->OneOf({"flash", "unfused"}) == "unfused" ? AttentionImpl::kUnfused : AttentionImpl::kFlash;
+  }
+  if (auto v = obj.Optional("grad_reduce_precision")) {
+    std::string s = v->OneOf({"fp32", "bf16", "fp16"});
+    p.grad_reduce_precision = s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
+  }
   obj.Finish();
 
   // Megatron-LM turns sequence parallelism off when tp == 1 (there is nothing
@@ -139,7 +146,9 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"overlap_grad_reduce", p.overlap_grad_reduce},
           {"overlap_param_gather", p.overlap_param_gather},
           {"grad_bucket", BytesText(p.grad_bucket)},
-          {"cuda_graphs", p.cuda_graphs}};
+          {"cuda_graphs", p.cuda_graphs},
+          {"attention", p.attention == AttentionImpl::kUnfused ? "unfused" : "flash"},
+          {"grad_reduce_precision", PrecisionName(p.grad_reduce_precision)}};
 }
 
 }  // namespace stacksim::config

@@ -42,13 +42,15 @@ TEST(Plan, AbsentFieldsTakeTheDefaults) {
   EXPECT_TRUE(p.overlap_grad_reduce);
   EXPECT_FALSE(p.cuda_graphs);
   EXPECT_DOUBLE_EQ(p.grad_bucket.value, 160e6);
+  EXPECT_EQ(p.attention, AttentionImpl::kFlash);
+  EXPECT_EQ(p.grad_reduce_precision, Precision::kFp32);
 }
 
 TEST(Plan, ParsesEveryField) {
   PlanConfig p = Parse(R"({"tp": 8, "pp": 8, "dp": 16, "cp": 1, "ep": 1, "vp": 3, "micro_batch": 2,
       "sequence_parallel": true, "recompute": "selective", "sharding": "zero1", "schedule": "interleaved",
       "precision": "fp16", "overlap_grad_reduce": false, "overlap_param_gather": false,
-      "grad_bucket": "40 MiB", "cuda_graphs": true})");
+      "grad_bucket": "40 MiB", "cuda_graphs": true, "attention": "unfused", "grad_reduce_precision": "bf16"})");
   EXPECT_EQ(p.vp, 3);
   EXPECT_EQ(p.micro_batch, 2);
   EXPECT_TRUE(p.sequence_parallel);
@@ -60,6 +62,8 @@ TEST(Plan, ParsesEveryField) {
   EXPECT_FALSE(p.overlap_param_gather);
   EXPECT_DOUBLE_EQ(p.grad_bucket.value, 40.0 * 1024 * 1024);
   EXPECT_TRUE(p.cuda_graphs);
+  EXPECT_EQ(p.attention, AttentionImpl::kUnfused);
+  EXPECT_EQ(p.grad_reduce_precision, Precision::kBf16);
 }
 
 TEST(Plan, ScheduleDefaultsToInterleavedWhenVpAboveOne) {
@@ -105,6 +109,7 @@ TEST(Plan, BadValuesNameTheirKey) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "micro_batch": 0})").key_path(), "plan.micro_batch");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "some"})").key_path(), "plan.recompute");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "sharding": "fsdp"})").key_path(), "plan.sharding");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "attention": "sdpa"})").key_path(), "plan.attention");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_bucket": 160})").key_path(), "plan.grad_bucket");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_bucket": "160 MB/s"})").key_path(), "plan.grad_bucket");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "sequence_paralel": true})").key_path(),
@@ -143,7 +148,8 @@ TEST(Plan, Names) {
 
 TEST(Plan, WritesBackWhatItReads) {
   PlanConfig p = Parse(R"({"tp": 8, "pp": 8, "dp": 16, "vp": 3, "micro_batch": 2, "sequence_parallel": true,
-      "recompute": "full", "sharding": "zero2", "precision": "fp16", "grad_bucket": "40 MB"})");
+      "recompute": "full", "sharding": "zero2", "precision": "fp16", "grad_bucket": "40 MB",
+      "attention": "unfused", "grad_reduce_precision": "fp16"})");
   nlohmann::json j = PlanToJson(p);
   PlanConfig back = ParsePlan(JsonNode(j, "x", ""), PlanConfig{});
   EXPECT_EQ(PlanToJson(back), j);

@@ -345,7 +345,7 @@ TEST(Scenario, ResolvedConfigIsCompleteAndReadsBack) {
   EXPECT_EQ(j["overrides"][0], "plan.vp=2");
   for (const char* key : {"tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "sequence_parallel", "recompute",
                           "sharding", "schedule", "precision", "overlap_grad_reduce", "overlap_param_gather",
-                          "grad_bucket", "cuda_graphs"}) {
+                          "grad_bucket", "cuda_graphs", "attention", "grad_reduce_precision"}) {
     EXPECT_TRUE(j["plan"].contains(key)) << key;
   }
   EXPECT_EQ(j["plan"]["schedule"], "interleaved");
