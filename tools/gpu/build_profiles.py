@@ -7,7 +7,11 @@ hardware.json (which name the original datasheets and measurements) or come
 from our own H200 measurements through tools/gpu/fit_profile_h200.py. Where a
 GPU has no published figure, the value is derived from a named measurement on
 the closest GPU, and the derivation is written out here and in the source
-string. Nothing is fitted to end-to-end training results.
+string. GEMM efficiencies are sustained ones: the H200's are a fit of the
+cost model to our measured GEMMs; every other GPU's is its published
+best-shape figure times the H200 ratio of that fit to the best measured shape
+(r_sustained), with the H200 fit's tile and k_overhead. Nothing is fitted to
+end-to-end training results.
 
 Standard library only.
 
@@ -102,15 +106,6 @@ AZURE_FA2_A100 = 179.5  # A100-SXM4-80GB, head_dim 64
 NIC_NDR = (47.0, 50.0)  # nccl-tests#290 (AddyLaddy): expect 46-48 GB/s per 400 Gb/s NDR NIC (mid 47)
 NIC_HDR = (96.0, 100.0)  # nccl-tests#119: 3 nodes x 8 A100, 4x HDR: peak ~96 of 100 GB/s (avg 84.8 over sizes)
 
-TILE_HOPPER_SRC = ("modelling choice: 128x256 output tile (M x N) of the cuBLAS/CUTLASS bf16 tensor-op kernels "
-                   "(CUTLASS include/cutlass/gemm/device/default_gemm_configuration.h: ThreadblockShape "
-                   "GemmShape<128, 256, 64> for tensor ops); wave quantization as in NVIDIA's Matrix "
-                   "Multiplication Background User's Guide (DU-09799-001) §3.2, " + HW + " §4b")
-TILE_AMPERE_SRC = ("modelling choice: 256x128 output tile, the A100 example of NVIDIA's Matrix Multiplication "
-                   "Background User's Guide (DU-09799-001) §3 (1792x1792 output in 256x128 tiles = 98 tiles on "
-                   f"108 SMs, {HW} §4b); CUTLASS's SM80 default is the transposed 128x256 "
-                   "(default_gemm_configuration.h)")
-
 GIB_NOTE = ("read as GiB: NVIDIA sizes HBM in binary units (our H200, sold as 141 GB, shows 143,771 MiB = "
             "140.4 GiB in nvidia-smi, profiles/measured/h200-sxm-141gb-2026-11-29/log.txt)")
 
@@ -180,6 +175,11 @@ class Derived:
         self.r_attn_fwd = ae["fwd"] / ge["bf16"]
         self.r_attn_bwd = ae["bwd"] / ge["bf16"]
         self.r_bwd_fwd = ae["bwd"] / ae["fwd"]
+        # GEMM cost model fit on H200 (fit_profile_h200.fit_gemm_model): tile,
+        # k_overhead, sustained max_efficiency per precision, and r_sustained =
+        # fitted bf16 max_efficiency / best measured bf16 efficiency.
+        self.model = fit["model"]
+        self.r_sus = fit["model"]["r_sustained"]
 
         self.mamf = {k: t / p for k, (t, p) in MAMF.items()}
         self.pcie_power = self.mamf["a100_pcie_bf16"] / self.mamf["a100_sxm_bf16"]
@@ -207,6 +207,10 @@ class Derived:
         print(f"  fp16/bf16 {self.r_fp16:.4f}  tf32/bf16 {self.r_tf32:.4f}  fp8/bf16 {self.r_fp8:.4f}")
         print(f"  attention fwd/gemm {self.r_attn_fwd:.4f}  bwd/gemm {self.r_attn_bwd:.4f}  "
               f"bwd/fwd {self.r_bwd_fwd:.4f}")
+        m = self.model
+        print(f"  GEMM cost model fit: tile {m['tile'][0]}x{m['tile'][1]}, k_overhead {m['k_overhead']}, "
+              f"r_sustained {self.r_sus:.4f} (fitted bf16 {m['per_dtype']['bf16']['eff']:.3f} / best "
+              f"{self.h200_gemm['bf16']:.4f})")
         print("MAMF efficiencies: " + ", ".join(f"{k} {x:.4f}" for k, x in self.mamf.items()))
         print(f"A100 PCIe / SXM MAMF ratio {self.pcie_power:.4f}")
         print(f"A100 FA2 fwd+bwd {self.a100_fa2_combined:.4f} -> fwd {self.a100_attn_fwd:.4f} "
@@ -233,33 +237,57 @@ def peak_flops(fp32, tf32, bf16, fp8):
 
 
 def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
-    """bf16 figure, fp16 = bf16, tf32 and (if no published figure) fp8 derived from H200 ratios."""
-    out = {
-        "bf16": v(r3(bf16), bf16_src),
-        "fp16": v(r3(bf16), "= bf16 figure (same tensor-core rate; " + bf16_src + ")"),
-        "tf32": v(r3(bf16 * d.r_tf32),
-                  f"derived: bf16 {bf16:.3f} x H200 measured tf32/bf16 efficiency ratio {d.r_tf32:.4f} "
-                  f"(0.808/0.809, {FIT}gemm.csv); no published TF32 matmul figure"),
+    """Sustained GEMM efficiencies of a datasheet profile.
+
+    The published/derived figure of each precision is a best-shape efficiency
+    (bf16 MAMF; fp16 = bf16; tf32 and, without a published figure, fp8 from
+    H200 measured best-shape ratios). The cost model needs the efficiency
+    transformer shapes sustain, so every figure is multiplied by the H200
+    measured ratio r_sustained = cost-model fit over all measured shapes / best
+    shape (tools/gpu/fit_profile_h200.py)."""
+    best = {
+        "bf16": (bf16, bf16_src),
+        "fp16": (bf16, "= bf16 figure (same tensor-core rate; " + bf16_src + ")"),
+        "tf32": (bf16 * d.r_tf32,
+                 f"derived: bf16 {bf16:.3f} x H200 measured tf32/bf16 best-shape efficiency ratio {d.r_tf32:.4f} "
+                 f"(0.808/0.809, {FIT}gemm.csv); no published TF32 matmul figure"),
     }
     if has_fp8:
         if fp8 is None:
-            out["fp8"] = v(r3(bf16 * d.r_fp8),
-                           f"derived: bf16 {bf16:.3f} x H200 measured fp8/bf16 efficiency ratio {d.r_fp8:.4f} "
-                           f"(0.739/0.809, {FIT}gemm.csv); no published FP8 matmul figure")
+            best["fp8"] = (bf16 * d.r_fp8,
+                           f"derived: bf16 {bf16:.3f} x H200 measured fp8/bf16 best-shape efficiency ratio "
+                           f"{d.r_fp8:.4f} (0.739/0.809, {FIT}gemm.csv); no published FP8 matmul figure")
         else:
-            out["fp8"] = v(r3(fp8), fp8_src)
-    return out
+            best["fp8"] = (fp8, fp8_src)
+    m = d.model
+    rs = (f"x H200 measured sustained-to-best ratio r = {d.r_sus:.4f} (transformer-shape fit / best shape, "
+          f"tools/gpu/fit_profile_h200.py: fitted bf16 max_efficiency {m['per_dtype']['bf16']['eff']:.3f} over "
+          f"{m['per_dtype']['bf16']['n']} measured GEMMs / best measured {d.h200_gemm['bf16']:.4f})")
+    return {p: v(r3(x * d.r_sus), f"sustained: best-shape figure {x:.3f} {rs}; best-shape figure: {src}")
+            for p, (x, src) in best.items()}
+
+
+def gemm_block(d, max_efficiency, what):
+    """gemm object of a datasheet profile: tile and k_overhead from the H200 fit."""
+    m = d.model
+    why = (f"H200 fit (cuBLAS heuristics pick among many tiles; applied to {what} as the closest measured GPU): "
+           f"fit of the GEMM cost model (sim/cost/profile_cost_model.cc) to {m['per_dtype']['bf16']['n']} bf16 "
+           f"GEMMs of {h200fit.REL_DIR}/gemm.csv by tools/gpu/fit_profile_h200.py, mean |log error| "
+           f"{100 * m['per_dtype']['bf16']['mean_abs_log']:.1f}% (fit_report.md there)")
+    return {"max_efficiency": max_efficiency,
+            "tile": v(list(m["tile"]), why),
+            "k_overhead": v(m["k_overhead"], why + "; elements of K, efficiency x k / (k + k_overhead)")}
 
 
 def attention_from_gemm(d, bf16, what):
     return {
         "fwd_efficiency": v(r3(bf16 * d.r_attn_fwd),
-                            f"derived: {what} bf16 GEMM efficiency {bf16:.3f} x H200 measured ratio of fused "
-                            f"attention fwd to bf16 GEMM efficiency {d.r_attn_fwd:.4f} (0.610/0.809: SDPA flash, "
+                            f"derived: {what} best-shape bf16 GEMM efficiency {bf16:.3f} x H200 measured ratio of fused "
+                            f"attention fwd to best-shape bf16 GEMM efficiency {d.r_attn_fwd:.4f} (0.610/0.809: SDPA flash, "
                             f"b=2 h=16 s=8192 d=128 causal, {FIT}attention.csv, gemm.csv)"),
         "bwd_efficiency": v(r3(bf16 * d.r_attn_bwd),
-                            f"derived: {what} bf16 GEMM efficiency {bf16:.3f} x H200 measured ratio of fused "
-                            f"attention bwd to bf16 GEMM efficiency {d.r_attn_bwd:.4f} (0.526/0.809, same case, "
+                            f"derived: {what} best-shape bf16 GEMM efficiency {bf16:.3f} x H200 measured ratio of fused "
+                            f"attention bwd to best-shape bf16 GEMM efficiency {d.r_attn_bwd:.4f} (0.526/0.809, same case, "
                             f"{FIT}attention.csv)"),
     }
 
@@ -408,10 +436,9 @@ def a100(d, mem_gb):
     ds = f"{HW} §1 (glennklockwood.com citing the NVIDIA A100 datasheet)"
     p["peak_flops"] = peak_flops((19.5, ds), (156, ds + ", dense (312 with sparsity)"),
                                  (312, ds + ", dense (624 with sparsity)"), None)
-    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"{MAMF_SRC}: A100 SXM 271.2 / 312 TFLOP/s, torch 2.6.0+cu126"
-                                            + ("" if mem_gb == 80 else "; the table does not say 40 or 80 GB: same GA100 compute"),
-                                            has_fp8=False),
-                 "tile": v([256, 128], TILE_AMPERE_SRC)}
+    p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"{MAMF_SRC}: A100 SXM 271.2 / 312 TFLOP/s, torch 2.6.0+cu126"
+                                       + ("" if mem_gb == 80 else "; the table does not say 40 or 80 GB: same GA100 compute"),
+                                       has_fp8=False), what)
     c = d.a100_fa2_combined
     p["attention"] = {
         "fwd_efficiency": v(r3(d.a100_attn_fwd),
@@ -464,11 +491,10 @@ def h100_sxm(d, mem_gb):
                                  (494.7, pre + gk + ", dense"),
                                  (989.4, pre + gk + ", dense (1,979 with sparsity)"),
                                  (1978.9, pre + gk + ", dense"))
-    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"{MAMF_SRC}: H100 SXM 794.5 / 989 TFLOP/s, shape 2048x2048x13312, "
-                                            f"torch 2.7.0+cu126" + ("" if mem_gb == 80 else f"; applied to {what} [U]"),
-                                            fp8, f"{MAMF_SRC}: H100 SXM FP8 1,402.6 / 1,979 TFLOP/s"
-                                            + ("" if mem_gb == 80 else f"; applied to {what} [U]")),
-                 "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"{MAMF_SRC}: H100 SXM 794.5 / 989 TFLOP/s, shape 2048x2048x13312, "
+                                       f"torch 2.7.0+cu126" + ("" if mem_gb == 80 else f"; applied to {what} [U]"),
+                                       fp8, f"{MAMF_SRC}: H100 SXM FP8 1,402.6 / 1,979 TFLOP/s"
+                                       + ("" if mem_gb == 80 else f"; applied to {what} [U]")), what)
     p["attention"] = attention_from_gemm(d, bf16, "H100 SXM")
     p["attention"]["fwd_efficiency"]["source"] += (
         "; chosen over FlashAttention-2's 0.33 on H100 (Azure 327.9 TFLOP/s fwd+bwd, b=2 s=8192 d=128, "
@@ -498,10 +524,9 @@ def h800(d):
                                        f"applied to H800 (same HBM3 at 3.35 TB/s) [U]")
     flashmla = f"{HW} §1 [S] (deepseek-ai/FlashMLA#75: maintainer '989 TFLOPS for dense'; 989.4 as for H100 SXM)"
     p["peak_flops"] = peak_flops((67, same), (494.7, same), (989.4, flashmla), (1978.9, same))
-    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"{same}: {MAMF_SRC} H100 SXM 794.5 / 989",
-                                            fp8, f"{same}: {MAMF_SRC} H100 SXM FP8 1,402.6 / 1,979 (cf. DeepGEMM, not "
-                                                 f"cuBLAS, 1,470 TFLOP/s on H800, deepseek-ai/DeepGEMM#73)"),
-                 "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"{same}: {MAMF_SRC} H100 SXM 794.5 / 989",
+                                       fp8, f"{same}: {MAMF_SRC} H100 SXM FP8 1,402.6 / 1,979 (cf. DeepGEMM, not "
+                                            f"cuBLAS, 1,470 TFLOP/s on H800, deepseek-ai/DeepGEMM#73)"), what)
     p["attention"] = attention_from_gemm(d, bf16, "H800 (= H100 SXM MAMF)")
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{NVBW['h100']:g} GB/s", f"derived: {NVBW_SRC} H100 51 GB/s applied to H800 (PCIe Gen5 x16 "
@@ -561,17 +586,42 @@ def h200(d):
     same = f"[U] {HW} §1: H200 FP32/TF32 assumed equal to H100 SXM (same GH100 die; glennklockwood.com)"
     ds = f"{HW} §1 (H100 SXM dense figure, glennklockwood.com; H200 [S] 989.5 / 1,979 in tritonbench#78)"
     p["peak_flops"] = peak_flops((67, same), (494.7, same), (989.4, ds), (1978.9, ds))
+    m = f["model"]
+    mb = m["per_dtype"]["bf16"]
+    fit_src = (f"fit of the GEMM cost model (sim/cost/profile_cost_model.cc) to {mb['n']} bf16 GEMMs of {h200fit.REL_DIR}/gemm.csv "
+               f"(squares, odd sizes, fwd/dgrad/wgrad of 4 models at TP 1-8) by tools/gpu/fit_profile_h200.py: "
+               f"mean |log error| {100 * mb['mean_abs_log']:.1f}%, {100 * mb['within'][0.10]:.0f}% / "
+               f"{100 * mb['within'][0.15]:.0f}% / {100 * mb['within'][0.25]:.0f}% of shapes within 10/15/25%; "
+               f"grid over tiles {{64x64 .. 256x128}} x k_overhead {{0 .. 512}} x max_efficiency in 0.005 steps, "
+               f"least mean |log(pred/measured)| (fit_report.md there)")
     ge = {}
     names = {"bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp8_e4m3": "fp8"}
     for dt, key in names.items():
+        x = m["per_dtype"][dt]
         b = f["gemm"][dt]
         r = b["row"]
-        ge[key] = v(r3(b["efficiency"]),
-                    meas + f"{FIT}gemm.csv, best median of {b['n_large']} {dt} GEMMs with >= 2*4096^3 FLOP: "
-                    f"{b['tflops']:.1f} TFLOP/s ({r['label']} {r['m']}x{r['n']}x{r['k']}) / {b['peak']} dense peak")
-    ge["bf16"]["source"] += f" (MAMF table: 'H200 same as H100', 80.3%, {HW} §4a)"
-    ge["fp8"]["source"] += f" (MAMF table: H200 FP8 73.4%, {HW} §4a)"
-    p["gemm"] = {"max_efficiency": ge, "tile": v([128, 256], TILE_HOPPER_SRC)}
+        if dt == "bf16":
+            src = meas + fit_src
+        else:
+            src = (meas + f"fit of max_efficiency alone in the GEMM cost model (sim/cost/profile_cost_model.cc) to "
+                   f"{x['n']} {dt} GEMMs of {h200fit.REL_DIR}/gemm.csv by tools/gpu/fit_profile_h200.py, with the bf16 fit's tile "
+                   f"{m['tile'][0]}x{m['tile'][1]} and k_overhead {m['k_overhead']}: mean |log error| "
+                   f"{100 * x['mean_abs_log']:.1f}%, {100 * x['within'][0.10]:.0f}% / {100 * x['within'][0.15]:.0f}% / "
+                   f"{100 * x['within'][0.25]:.0f}% of shapes within 10/15/25%")
+        src += (f"; best shape: {b['efficiency']:.3f} = {b['tflops']:.1f} TFLOP/s ({r['label']} "
+                f"{r['m']}x{r['n']}x{r['k']}) / {b['peak']} dense peak")
+        ge[key] = v(r3(x["eff"]), src)
+    ge["bf16"]["source"] += (f"; sustained-to-best ratio r = {m['r_sustained']:.4f}, applied to the other profiles "
+                             f"(MAMF table: 'H200 same as H100', 80.3% best shape, {HW} §4a)")
+    ge["fp8"]["source"] += f" (MAMF table: H200 FP8 73.4% best shape, {HW} §4a)"
+    p["gemm"] = {
+        "max_efficiency": ge,
+        "tile": v(list(m["tile"]), meas + fit_src + f"; cuBLAS heuristics pick among many tiles per shape, so this "
+                  f"is an effective tile (128x256, CUTLASS's tensor-op default, fits at "
+                  f"{100 * min(g['mean_abs_log'] for g in m['grid'] if g['tile'] == (128, 256)):.1f}%)"),
+        "k_overhead": v(m["k_overhead"], meas + fit_src + "; elements of K, efficiency x k / (k + k_overhead): "
+                        "per-tile prologue, epilogue and pipeline fill"),
+    }
     at = {}
     for pss in ("fwd", "bwd"):
         a = f["attention"][pss]
@@ -635,7 +685,7 @@ def blackwell(d, gb200):
     else:
         bsrc = f"{MAMF_SRC}: B200 SXM 1,745 / 2,250 TFLOP/s, shape 1792x16128x3072"
         fsrc = f"{MAMF_SRC}: B200 SXM FP8 3,432.5 / 4,500 TFLOP/s"
-    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, bsrc, fp8, fsrc), "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["gemm"] = gemm_block(d, gemm_eff(d, bf16, bsrc, fp8, fsrc), what)
     p["attention"] = attention_from_gemm(d, bf16, what)
     p["attention"]["fwd_efficiency"]["source"] += (
         "; assumes Blackwell-native attention kernels (cuDNN / FlashAttention-4: a flash-attention PR #2605 "
@@ -672,19 +722,15 @@ def l40s(d):
                                  (733, ds + ", dense (1,466 with sparsity)"))
     srcb = (f"derived: {MAMF_SRC} A100 PCIe 252.9 / 312 TFLOP/s, the closest published figure (PCIe card, same "
             f"mma.sync class of tensor cores, power-limited), applied to L40S [U]: no L40S MAMF published")
-    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, srcb),
-                 "tile": v([128, 128], "modelling choice [U]: 128x128 output tile for Ada (SM89), which has less shared "
-                           "memory per SM than A100, so the 128x256x64 3-stage CUTLASS SM80 default "
-                           "(default_gemm_configuration.h) does not fit; NVIDIA Matrix Multiplication Background "
-                           f"User's Guide §3 for the quantization model ({HW} §4b)")}
+    p["gemm"] = gemm_block(d, gemm_eff(d, bf16, srcb), what)
     ra_f = d.a100_attn_fwd / d.mamf["a100_sxm_bf16"]
     ra_b = d.a100_attn_bwd / d.mamf["a100_sxm_bf16"]
     p["attention"] = {
-        "fwd_efficiency": v(r3(bf16 * ra_f), f"derived: L40S bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
-                                             f"FlashAttention-2 fwd to bf16 GEMM efficiency {ra_f:.4f} "
+        "fwd_efficiency": v(r3(bf16 * ra_f), f"derived: L40S best-shape bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
+                                             f"FlashAttention-2 fwd to best-shape (MAMF) bf16 GEMM efficiency {ra_f:.4f} "
                                              f"({d.a100_attn_fwd:.3f}/{d.mamf['a100_sxm_bf16']:.3f}, see a100-sxm-80gb) [U]"),
-        "bwd_efficiency": v(r3(bf16 * ra_b), f"derived: L40S bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
-                                             f"FlashAttention-2 bwd to bf16 GEMM efficiency {ra_b:.4f} [U]"),
+        "bwd_efficiency": v(r3(bf16 * ra_b), f"derived: L40S best-shape bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
+                                             f"FlashAttention-2 bwd to best-shape (MAMF) bf16 GEMM efficiency {ra_b:.4f} [U]"),
     }
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{NVBW['a100']:g} GB/s", f"derived: {NVBW_SRC} A100 26.28 GB/s over PCIe Gen4 x16, "
@@ -716,11 +762,10 @@ def h100_pcie(d):
                                  (1513, tab + ", 3,026 sparse / 2 [D]"))
     why = (f"x the A100 PCIe/SXM MAMF ratio {ratio:.4f} (252.9/271.2, {MAMF_SRC}): the PCIe card's power limit "
            f"(350 W vs 700 W) applied as measured on A100 [U]")
-    p["gemm"] = {"max_efficiency": gemm_eff(d, bf16, f"derived: H100 SXM MAMF efficiency {d.mamf['h100_sxm_bf16']:.3f} "
-                                            f"(794.5/989) {why}",
-                                            fp8, f"derived: H100 SXM FP8 MAMF efficiency {d.mamf['h100_sxm_fp8']:.3f} "
-                                                 f"(1,402.6/1,979) {why}"),
-                 "tile": v([128, 256], TILE_HOPPER_SRC)}
+    p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"derived: H100 SXM MAMF efficiency {d.mamf['h100_sxm_bf16']:.3f} "
+                                       f"(794.5/989) {why}",
+                                       fp8, f"derived: H100 SXM FP8 MAMF efficiency {d.mamf['h100_sxm_fp8']:.3f} "
+                                            f"(1,402.6/1,979) {why}"), what)
     p["attention"] = attention_from_gemm(d, bf16, "H100 PCIe (derived)")
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{VOLTAGEPARK_H2D:g} GB/s", f"{HW} §4d: Voltage Park H100 host-to-device 54.8 GB/s over "
