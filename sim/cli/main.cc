@@ -32,7 +32,7 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
   simulate::SimulationResult result = simulate::Simulate(scenario, sim_opts);
   if (!trace_path.empty()) {
     if (result.trace) {
-      report::WritePerfettoTraceFile(*result.trace, *result.replay, trace_path, scenario.name);
+      report::WritePerfettoTraceFile(*result.trace, *result.replay, scenario.name, trace_path);
     } else {
       std::cerr << "note: no trace written: the plan was not simulated (out of memory)\n";
     }

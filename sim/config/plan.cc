@@ -118,6 +118,10 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("attention")) {
     p.attention = v->OneOf({"flash", "unfused"}) == "unfused" ? AttentionImpl::kUnfused : AttentionImpl::kFlash;
   }
+  if (auto v = obj.Optional("kernels")) {
+    p.kernels = v->OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;
+  }
+  if (auto v = obj.Optional("uneven_stages")) p.uneven_stages = v->Bool();
   if (auto v = obj.Optional("grad_reduce_precision")) {
     std::string s = v->OneOf({"fp32", "bf16", "fp16"});
     p.grad_reduce_precision = s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
@@ -148,7 +152,9 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"grad_bucket", BytesText(p.grad_bucket)},
           {"cuda_graphs", p.cuda_graphs},
           {"attention", p.attention == AttentionImpl::kUnfused ? "unfused" : "flash"},
-          {"grad_reduce_precision", PrecisionName(p.grad_reduce_precision)}};
+          {"grad_reduce_precision", PrecisionName(p.grad_reduce_precision)},
+          {"kernels", p.kernels == KernelFusion::kEager ? "eager" : "fused"},
+          {"uneven_stages", p.uneven_stages}};
 }
 
 }  // namespace stacksim::config

@@ -23,6 +23,9 @@ enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved };
 // Fused flash attention (Dao et al.), or the unfused QK^T / softmax / PV of
 // Megatron-LM before 2023.
 enum class AttentionImpl { kFlash, kUnfused };
+// Memory-bound work in fused kernels (Megatron-LM, Transformer Engine, torch.compile)
+// or as generic PyTorch eager kernels.
+enum class KernelFusion { kFused, kEager };
 
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
@@ -47,6 +50,11 @@ struct PlanConfig {
   Bytes grad_bucket{40e6 * 4};      // Megatron default bucket: 40M elements of fp32
   bool cuda_graphs = false;
   AttentionImpl attention = AttentionImpl::kFlash;
+  KernelFusion kernels = KernelFusion::kFused;
+  // Allow layer counts that do not divide into equal stages: the first and
+  // last (virtual) stages then hold fewer layers (Llama 3's 405B run;
+  // Megatron-Core's decoder_first/last_pipeline_num_layers).
+  bool uneven_stages = false;
   // Precision of data-parallel gradient reduction (Megatron keeps fp32 main grads).
   Precision grad_reduce_precision = Precision::kFp32;
 

@@ -201,6 +201,11 @@ ProfileConfig ParseProfile(const JsonNode& node) {
       if (c > 65536) rc[1].Fail("implausible tile size");
       return std::pair<int, int>(static_cast<int>(r), static_cast<int>(c));
     });
+    p.gemm.k_overhead = ReadSourced<double>(gemm.Required("k_overhead"), [](const JsonNode& v) {
+      double k = v.NonNegativeNumber();
+      if (k > 65536) v.Fail("implausible K overhead (elements of K)");
+      return k;
+    });
     gemm.Finish();
   }
 
@@ -267,7 +272,8 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
   }
   j["peak_flops"] = peaks;
   j["gemm"] = {{"max_efficiency", effs},
-               {"tile", SourcedJson(p.gemm.tile, {p.gemm.tile.value.first, p.gemm.tile.value.second})}};
+               {"tile", SourcedJson(p.gemm.tile, {p.gemm.tile.value.first, p.gemm.tile.value.second})},
+               {"k_overhead", SourcedJson(p.gemm.k_overhead, p.gemm.k_overhead.value)}};
   j["attention"] = {{"fwd_efficiency", SourcedJson(p.attention_fwd_efficiency, p.attention_fwd_efficiency.value)},
                     {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)}};
   j["kernel_launch"] = SourcedJson(p.kernel_launch, TimeText(p.kernel_launch.value));

@@ -190,13 +190,22 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   if (p.vp > 1 && p.pp < 2) {
     fail("plan.vp", "vp " + Str(p.vp) + " virtual stages need pipeline parallelism (pp > 1)");
   }
-  if (m.num_layers % p.pp != 0) {
-    fail("plan.pp", "pp " + Str(p.pp) + " does not divide the model's " + Str(m.num_layers) +
-                        " layers; Megatron-LM requires equal stages (layers % (pp x vp) == 0)");
-  }
-  if (m.num_layers % (static_cast<int64_t>(p.pp) * p.vp) != 0) {
-    fail("plan.vp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " does not divide the model's " +
-                        Str(m.num_layers) + " layers; Megatron-LM requires equal virtual stages");
+  if (p.uneven_stages) {
+    if (m.num_layers < static_cast<int64_t>(p.pp) * p.vp) {
+      fail("plan.pp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " virtual stages need at least that many layers; the model has " +
+                          Str(m.num_layers));
+    }
+  } else {
+    if (m.num_layers % p.pp != 0) {
+      fail("plan.pp", "pp " + Str(p.pp) + " does not divide the model's " + Str(m.num_layers) +
+                          " layers; Megatron-LM requires equal stages (layers % (pp x vp) == 0) unless "
+                          "plan.uneven_stages is true");
+    }
+    if (m.num_layers % (static_cast<int64_t>(p.pp) * p.vp) != 0) {
+      fail("plan.vp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " does not divide the model's " +
+                          Str(m.num_layers) + " layers; Megatron-LM requires equal virtual stages unless "
+                          "plan.uneven_stages is true");
+    }
   }
   const int64_t per_step = p.micro_batch * p.dp;
   if (p.global_batch % per_step != 0) {

@@ -246,6 +246,19 @@ TEST(Scenario, LayersMustSplitIntoEqualStages) {
   EXPECT_TRUE(Mentions(e, "Megatron-LM requires"));
 }
 
+TEST(Scenario, UnevenStagesMustBeAskedFor) {
+  nlohmann::json doc = Base();  // 8 layers
+  doc["gpus"] = 24;
+  doc["plan"] = {{"tp", 2}, {"pp", 3}, {"dp", 4}, {"uneven_stages", true}};
+  doc["training"]["global_batch"] = 24;
+  EXPECT_NO_THROW(ParseScenario(doc, "mem.json", {}));
+  doc["gpus"] = 72;
+  doc["plan"] = {{"tp", 2}, {"pp", 9}, {"dp", 4}, {"uneven_stages", true}};  // 9 stages, 8 layers
+  doc["training"]["global_batch"] = 36;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "plan.pp");
+}
+
 TEST(Scenario, VirtualStagesNeedAPipeline) {
   nlohmann::json doc = Base();
   doc["plan"] = {{"tp", 2}, {"pp", 1}, {"dp", 4}, {"vp", 2}};

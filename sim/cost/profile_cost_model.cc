@@ -45,7 +45,8 @@ double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t
     int64_t splits = std::max<int64_t>(1, std::min<int64_t>(sms / tiles, k / 256));
     quantization = std::min(1.0, useful * splits / computed);
   }
-  return eff->value * quantization;
+  const double k_factor = static_cast<double>(k) / (static_cast<double>(k) + profile_.gemm.k_overhead.value);
+  return eff->value * quantization * k_factor;
 }
 
 Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
@@ -69,7 +70,7 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
     case trace::OpClass::kMemoryBound:
-      return Time::FromSeconds(bytes_time);
+      return Time::FromSeconds(bytes_time / std::max(0.01f, op.bandwidth_efficiency));
   }
   return Time::Zero();
 }

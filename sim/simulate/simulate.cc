@@ -140,9 +140,11 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   const double gpus = scenario.gpus;
   const double tokens = static_cast<double>(scenario.tokens_per_step());
   // Model FLOPs per step: 6N per token for the matrix products plus
-  // 12 * layers * hidden * seq for attention (Chowdhery et al. 2022, PaLM, App. B).
+  // 12 * layers * hidden * seq for attention (Chowdhery et al. 2022, PaLM,
+  // App. B), halved for the causal mask that causal attention kernels skip
+  // (so that HFU >= MFU whenever the kernels do not recompute).
   res.model_flops = Flops{tokens * (6.0 * NonEmbeddingFlopParams(scenario.model) +
-                                    12.0 * scenario.model.num_layers * scenario.model.num_attention_heads *
+                                    6.0 * scenario.model.num_layers * scenario.model.num_attention_heads *
                                         scenario.model.head_dim * scenario.seq_len)};
   if (res.out_of_memory && !options.simulate_if_out_of_memory) {
     res.notes.push_back("the plan does not fit in GPU memory; not simulated");
@@ -160,7 +162,9 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   res.iteration = replay->makespan;
   res.tasks = trace->size();
   res.simulated_ranks = trace->rank_count();
-  res.algorithms = replay->algorithms;
+  for (const auto& a : replay->algorithms) {
+    if (std::find(res.algorithms.begin(), res.algorithms.end(), a) == res.algorithms.end()) res.algorithms.push_back(a);
+  }
   const double seconds = res.iteration.seconds();
   res.tokens_per_s = tokens / seconds;
   res.tokens_per_s_per_gpu = res.tokens_per_s / gpus;

@@ -61,6 +61,9 @@ struct ComputeOp {
   bool causal = false;
   bool backward = false;  // attention backward runs at its own efficiency
   int16_t kernels = 1;    // kernel launches this task stands for
+  // Memory-bound kernels: fraction of the GPU's achievable copy bandwidth this
+  // kernel reaches (1 for well-fused kernels; less for generic eager ones).
+  float bandwidth_efficiency = 1.0f;
 };
 
 struct CommOp {

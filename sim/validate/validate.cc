@@ -169,6 +169,10 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
     out.choices.push_back("precision=bf16");
   }
   plan.attention = UnfusedAttention(framework) ? config::AttentionImpl::kUnfused : config::AttentionImpl::kFlash;
+  // Composer/llm-foundry ran the transformer's elementwise work as PyTorch
+  // eager kernels; Megatron-LM and NeMo use fused kernels.
+  plan.kernels = mosaic ? config::KernelFusion::kEager : config::KernelFusion::kFused;
+  out.choices.push_back(std::string("kernels=") + (mosaic ? "eager" : "fused"));
   out.choices.push_back(std::string("attention=") + (UnfusedAttention(framework) ? "unfused (framework predates flash attention)" : "flash"));
 
   if (auto sp = p.Optional("sequence_parallel")) {

@@ -29,8 +29,11 @@ Op Gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
   return op;
 }
 
-// A memory-bound kernel moving `bytes`, doing `flops_per_byte` light arithmetic.
-Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernels = 1) {
+// A memory-bound kernel moving `bytes` (as a fused kernel would). With eager
+// kernels the same work runs as `eager_passes` times the bytes in
+// `eager_kernels` generic kernels of the given kind.
+Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernels = 1,
+          KernelKind kind = KernelKind::kElementwise, double eager_passes = 1.0, int eager_kernels = 0) {
   Op op;
   op.name = name;
   op.label = kLabelMemory;
@@ -40,6 +43,11 @@ Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernel
   // FLOP counts cover matrix products only (the usual MFU/HFU convention).
   op.compute.flops = Flops{0};
   op.compute.kernels = static_cast<int16_t>(kernels);
+  if (!s.fused_kernels) {
+    op.compute.bytes = Bytes{bytes * eager_passes};
+    op.compute.bandwidth_efficiency = static_cast<float>(EagerKernelEfficiency(kind));
+    op.compute.kernels = static_cast<int16_t>(std::max(kernels, eager_kernels));
+  }
   return op;
 }
 
@@ -85,23 +93,33 @@ double ActBytes(const LayerShape& s, double elements) { return elements * s.elem
 // (and a one-byte dropout mask).
 Op ResidualForward(const std::string& name, const LayerShape& s) {
   double n = NormTokens(s) * D(s.hidden);
-  return Memory(name, ActBytes(s, 3 * n) + (s.dropout ? n : 0), s);
+  double fused = ActBytes(s, 3 * n) + (s.dropout ? n : 0);
+  // Eager: bias add (read, write), dropout (read, write, mask), residual add
+  // (two reads, one write), each its own kernel when present.
+  double eager = ActBytes(s, 3 * n) + (s.bias ? ActBytes(s, 2 * n) : 0) + (s.dropout ? ActBytes(s, 2 * n) + n : 0);
+  int kernels = 1 + (s.bias ? 1 : 0) + (s.dropout ? 1 : 0);
+  return Memory(name, fused, s, 1, s.dropout ? KernelKind::kDropout : KernelKind::kElementwise, eager / fused, kernels);
 }
+
+KernelKind NormKernel(const LayerShape& s) { return s.rms_norm ? KernelKind::kRmsNorm : KernelKind::kLayerNorm; }
 
 Op NormForward(const std::string& name, const LayerShape& s) {
   double n = NormTokens(s) * D(s.hidden);
-  return Memory(name, ActBytes(s, 2 * n), s);
+  return Memory(name, ActBytes(s, 2 * n), s, 1, NormKernel(s));
 }
 
 // Norm backward reads x and dy, writes dx, and adds the residual branch's gradient.
 Op NormBackward(const std::string& name, const LayerShape& s) {
   double n = NormTokens(s) * D(s.hidden);
-  return Memory(name, ActBytes(s, 4 * n), s, 2);
+  return Memory(name, ActBytes(s, 4 * n), s, 2, NormKernel(s));
 }
 
 Op ResidualBackward(const std::string& name, const LayerShape& s) {
   double n = NormTokens(s) * D(s.hidden);
-  return Memory(name, ActBytes(s, 3 * n) + (s.dropout ? n : 0), s);
+  double fused = ActBytes(s, 3 * n) + (s.dropout ? n : 0);
+  double eager = fused + (s.bias ? ActBytes(s, 2 * n) : 0);  // bias gradient: a separate reduction
+  return Memory(name, fused, s, 1, s.dropout ? KernelKind::kDropout : KernelKind::kElementwise, eager / fused,
+                1 + (s.bias ? 1 : 0));
 }
 
 void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
@@ -131,7 +149,8 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   Op qk = Gemm("attention-qk", s.seq, s.seq, s.head_dim, bh, s);
   qk.label = kLabelAttention;
   ops.push_back(qk);
-  Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s);
+  Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s, 1,
+                      KernelKind::kSoftmax);
   softmax.label = kLabelAttention;
   ops.push_back(softmax);
   Op pv = Gemm("attention-pv", s.seq, s.head_dim, s.seq, bh, s);
@@ -164,7 +183,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double scores = D(bh) * D(s.seq) * D(s.seq);
   Op pv_dgrad = Gemm("attention-pv-dgrad", s.seq, s.seq, s.head_dim, bh, s);  // dP = dO V^T
   Op pv_wgrad = Gemm("attention-pv-dv", s.seq, s.head_dim, s.seq, bh, s);     // dV = P^T dO
-  Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s);
+  Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s, 1, KernelKind::kSoftmax);
   Op qk_dq = Gemm("attention-qk-dq", s.seq, s.head_dim, s.seq, bh, s);        // dQ = dS K
   Op qk_dk = Gemm("attention-qk-dk", s.seq, s.head_dim, s.seq, bh, s);        // dK = dS^T Q
   for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) {
@@ -204,6 +223,9 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.tp = plan.tp;
   s.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   s.flash_attention = plan.attention == config::AttentionImpl::kFlash;
+  s.fused_kernels = plan.kernels == config::KernelFusion::kFused;
+  s.rms_norm = model.norm == config::NormKind::kRmsNorm;
+  s.bias = model.mlp_bias;
   s.precision = plan.precision;
   return s;
 }
@@ -223,7 +245,11 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   ops.push_back(NormForward("mlp-norm", s));
   AddGather(ops, "ag-mlp", s);
   ops.push_back(Gemm("fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, s));
-  ops.push_back(Memory(s.gated ? "swiglu" : "gelu", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f_rank)), s));
+  // Eager GeLU with a bias is two kernels (bias add, activation); the eager
+  // SwiGLU efficiency was measured on the unfused silu-then-multiply pair.
+  ops.push_back(Memory(s.gated ? "swiglu" : "gelu", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f_rank)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu, !s.gated && s.bias ? 2.0 : 1.0,
+                       !s.gated && s.bias ? 2 : 1));
   ops.push_back(Gemm("fc2", T, s.hidden, f_rank, 1, s));
   AddReduce(ops, "tp-mlp", s);
   ops.push_back(ResidualForward("mlp-residual", s));
@@ -237,7 +263,8 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   ops.push_back(ResidualBackward("mlp-residual-bwd", s));
   AddGather(ops, "ag-mlp-grad", s);  // row-parallel FC2: gather the output gradient
   GemmBackward(ops, "fc2", T, s.hidden, f_rank, s);
-  ops.push_back(Memory(s.gated ? "swiglu-bwd" : "gelu-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * D(T) * D(f_rank)), s));
+  ops.push_back(Memory(s.gated ? "swiglu-bwd" : "gelu-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * D(T) * D(f_rank)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
   // SP: FC1's weight gradient needs the gathered norm output again; Megatron
   // re-gathers it on the side while the data gradient is computed.
   AddGather(ops, "ag-mlp-input", s, /*async=*/true);
@@ -295,7 +322,7 @@ std::vector<Op> HeadForward(const LayerShape& s) {
   ops.push_back(Gemm("logits", T, v_rank, s.hidden, 1, s));
   // Vocabulary-parallel cross entropy in fp32: read logits, write fp32
   // softmax (Megatron keeps it for the backward), three small all-reduces.
-  ops.push_back(Memory("cross-entropy", D(T) * D(v_rank) * (s.element_bytes() + 4.0 + 4.0), s, 4));
+  ops.push_back(Memory("cross-entropy", D(T) * D(v_rank) * (s.element_bytes() + 4.0 + 4.0), s, 4, KernelKind::kSoftmax));
   if (s.tp > 1) ops.push_back(Collective("tp-loss", trace::CollectiveKind::kAllReduce, D(T) * 4.0 * 3));
   return ops;
 }
@@ -304,11 +331,27 @@ std::vector<Op> HeadBackward(const LayerShape& s) {
   std::vector<Op> ops;
   const int64_t T = s.tokens();
   const int64_t v_rank = s.vocab / s.tp;
-  ops.push_back(Memory("cross-entropy-bwd", D(T) * D(v_rank) * (4.0 + s.element_bytes()), s, 2));
+  ops.push_back(Memory("cross-entropy-bwd", D(T) * D(v_rank) * (4.0 + s.element_bytes()), s, 2, KernelKind::kSoftmax));
   GemmBackward(ops, "logits", T, v_rank, s.hidden, s);
   AddReduce(ops, "tp-head-grad", s);
   ops.push_back(NormBackward("final-norm-bwd", s));
   return ops;
+}
+
+double EagerKernelEfficiency(KernelKind kind) {
+  // Achieved GB/s over the 4152 GB/s device copy, both measured on the same
+  // H200 (32768 x 8192 bf16 rows of memops.csv; copy.csv 1-4 GiB).
+  switch (kind) {
+    case KernelKind::kElementwise: return 1.0;        // add: 4391 GB/s (at copy speed)
+    case KernelKind::kLayerNorm: return 2424.0 / 4152;
+    case KernelKind::kRmsNorm: return 2681.0 / 4152;
+    case KernelKind::kGelu: return 3621.0 / 4152;
+    case KernelKind::kGatedActivation: return 1137.0 / 4152;  // silu(a) * b as two eager kernels
+    case KernelKind::kSoftmax: return 1071.0 / 4152;
+    case KernelKind::kDropout: return 2415.0 / 4152;
+    case KernelKind::kCast: return 2115.0 / 4152;
+  }
+  return 1.0;
 }
 
 Flops SumFlops(const std::vector<Op>& ops) {

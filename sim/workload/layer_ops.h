@@ -58,6 +58,11 @@ struct LayerShape {
   int tp = 1;
   bool sequence_parallel = false;
   bool flash_attention = true;
+  // Memory-bound work in fused kernels (Megatron-LM / Transformer Engine) or
+  // as separate generic PyTorch eager kernels.
+  bool fused_kernels = true;
+  bool rms_norm = false;
+  bool bias = false;         // linear layers carry biases (separate eager kernels)
   config::Precision precision = config::Precision::kBf16;
 
   int64_t tokens() const { return micro_batch * seq; }
@@ -77,6 +82,14 @@ std::vector<Op> EmbeddingBackward(const LayerShape& s);
 // Final norm, logits and the vocabulary-parallel cross-entropy loss.
 std::vector<Op> HeadForward(const LayerShape& s);
 std::vector<Op> HeadBackward(const LayerShape& s);
+
+// Memory-bound kernel families, for the efficiency of generic (eager) kernels.
+enum class KernelKind { kElementwise, kLayerNorm, kRmsNorm, kGelu, kGatedActivation, kSoftmax, kDropout, kCast };
+
+// Fraction of copy bandwidth an eager PyTorch kernel of this kind reaches
+// (measured on H200, profiles/measured/h200-sxm-141gb-2026-11-29/memops.csv,
+// largest size, bytes counted as in layer_ops.cc, over the 4152 GB/s copy).
+double EagerKernelEfficiency(KernelKind kind);
 
 // Useful FLOPs of a list (compute ops only).
 Flops SumFlops(const std::vector<Op>& ops);

@@ -1,0 +1,136 @@
+// Scenario tests: run the stacksim command as a user would and check its
+// structured output (JSON numbers, exit status, error text naming file and key).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CmdResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+CmdResult Stacksim(const std::string& args) {
+  static int counter = 0;
+  std::string err_file = ::testing::TempDir() + "stacksim_err_" + std::to_string(counter++);
+  std::string cmd = std::string(STACKSIM_BINARY) + " " + args + " 2>" + err_file;
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream e(err_file);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+const std::string kRoot = STACKSIM_SOURCE_DIR;
+const std::string kFlagship = kRoot + "/scenarios/gpt3-175b-1024xh100.json";
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, FlagshipJsonHasTheContractKeysAndConsistentNumbers) {
+  CmdResult r = Stacksim("simulate " + kFlagship + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  double it = j.at("iteration_s").get<double>();
+  EXPECT_GT(it, 1.0);
+  EXPECT_LT(it, 60.0);
+  // tokens/s = global batch x seq / step time
+  EXPECT_NEAR(j.at("tokens_per_s").get<double>(), 1536.0 * 2048 / it, 1.0);
+  EXPECT_GT(j.at("mfu").get<double>(), 0.2);
+  EXPECT_LT(j.at("mfu").get<double>(), 0.8);
+  EXPECT_EQ(j.at("memory_peak_bytes").size(), 8u);
+  const auto& b = j.at("breakdown");
+  double sum = b.at("gemm_s").get<double>() + b.at("attention_s").get<double>() + b.at("memory_bound_s").get<double>() +
+               b.at("optimizer_s").get<double>() + b.at("tp_exposed_s").get<double>() +
+               b.at("dp_exposed_s").get<double>() + b.at("pp_exposed_s").get<double>() +
+               b.at("bubble_s").get<double>() + b.at("other_s").get<double>();
+  EXPECT_NEAR(sum, it, 1e-6 * it);
+}
+
+TEST(Cli, SameInputGivesTheSameOutput) {
+  CmdResult a = Stacksim("simulate " + kFlagship + " --format json");
+  CmdResult b = Stacksim("simulate " + kFlagship + " --format json");
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  ja.erase("wall_s");
+  jb.erase("wall_s");
+  EXPECT_EQ(ja, jb);
+}
+
+TEST(Cli, SetOverridesThePlan) {
+  CmdResult r = Stacksim("simulate " + kFlagship + " --format json --set plan.tp=4 --set plan.pp=16 --set plan.vp=1 "
+                   "--set plan.schedule=1f1b");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("plan").at("tp").get<int>(), 4);
+  EXPECT_EQ(j.at("plan").at("pp").get<int>(), 16);
+  EXPECT_EQ(j.at("memory_peak_bytes").size(), 16u);
+}
+
+TEST(Cli, TraceIsChromeTraceJson) {
+  std::string path = ::testing::TempDir() + "step_trace.json";
+  CmdResult r = Stacksim("simulate " + kRoot + "/scenarios/llama3-8b-8xh100.json --trace " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(path);
+  auto j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j.contains("traceEvents"));
+  int complete = 0;
+  for (const auto& e : j["traceEvents"]) complete += e.at("ph") == "X";
+  EXPECT_GT(complete, 100);
+}
+
+TEST(Cli, ImpossiblePlanIsAnInputErrorNamingTheKey) {
+  CmdResult r = Stacksim("simulate " + kFlagship + " --set plan.tp=16 --set plan.dp=8");  // TP beyond the NVLink domain
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("plan.tp"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MalformedScenarioNamesTheFileAndLine) {
+  std::string path = WriteTemp("broken.json", "{\n  \"name\": \"x\",\n  \"model\": \n}\n");
+  CmdResult r = Stacksim("simulate " + path);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 4"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnknownModelIsAnInputError) {
+  CmdResult r = Stacksim("simulate " + kFlagship + " --set model=no-such-model");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no-such-model"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MissingFileAndBadFlagsExitWithStatusTwo) {
+  EXPECT_EQ(Stacksim("simulate /nonexistent/scenario.json").status, 2);
+  EXPECT_EQ(Stacksim("simulate " + kFlagship + " --format xml").status, 2);
+  EXPECT_EQ(Stacksim("frobnicate").status, 2);
+}
+
+TEST(Cli, OutOfMemoryPlanIsReportedNotSimulated) {
+  // GPT-3 175B on 8 GPUs, one stage: weights and optimizer state alone exceed 80 GB.
+  CmdResult r = Stacksim("simulate " + kFlagship +
+                   " --format json --set gpus=8 --set plan.tp=8 --set plan.pp=1 --set plan.dp=1 --set plan.vp=1"
+                   " --set plan.schedule=1f1b --set plan.sharding=none --set training.global_batch=8");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.at("out_of_memory").get<bool>());
+  EXPECT_GT(j.at("memory_peak_bytes")[0].get<double>(), 80e9);
+}
+
+}  // namespace

@@ -1,0 +1,44 @@
+// Validation against published training runs (shared/validation, schema
+// stacksim.validation.training/1): every run is listed, runs that cannot be
+// modelled carry a reason, and the mean absolute error over the scored dense
+// runs stays within the project's target.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+std::string ValidationFile() {
+  for (const char* p : {"/../shared/validation/training_runs.json", "/shared/validation/training_runs.json"}) {
+    std::string path = std::string(STACKSIM_SOURCE_DIR) + p;
+    if (std::filesystem::exists(path)) return path;
+  }
+  return "";
+}
+
+TEST(Validation, PublishedRunsArePredictedWithinTarget) {
+  std::string file = ValidationFile();
+  if (file.empty()) GTEST_SKIP() << "shared/validation/training_runs.json is not next to this checkout";
+  std::string cmd = std::string(STACKSIM_BINARY) + " validate " + file + " --format json";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0);
+  auto j = nlohmann::json::parse(out);
+  auto input = nlohmann::json::parse(std::ifstream(file));
+  ASSERT_EQ(j.at("runs").size(), input.at("runs").size());  // none dropped
+  for (const auto& r : j.at("runs")) {
+    EXPECT_TRUE(r.contains("predicted_iteration_s") || !r.at("error").get<std::string>().empty()) << r.dump();
+  }
+  EXPECT_GE(j.at("scored_predicted").get<int>(), 110);
+  EXPECT_LE(j.at("mape_pct").get<double>(), 15.0);
+}
+
+}  // namespace
