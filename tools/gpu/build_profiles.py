@@ -100,8 +100,14 @@ VOLTAGEPARK_H2D = 54.8  # hardware.md §4d: Voltage Park H100, host-to-device ov
 
 # Azure FlashAttention-2 benchmark (hardware.md §4c): the guide runs flash-attention's
 # benchmarks/benchmark_flash_attention.py at b=2, s=8192 and reports the "fwd + bwd" TFLOP/s
-# (Benchmarks/NVIDIA/FlashAttention.py in Azure/AI-benchmarking-guide).
-AZURE_FA2_A100 = 179.5  # A100-SXM4-80GB, head_dim 64
+# (Benchmarks/NVIDIA/FlashAttention.py in Azure/AI-benchmarking-guide); hardware.json attention_measured
+# azure-fa2. key: (fwd+bwd TFLOP/s, head_dim, GPU as the guide names it, dense bf16 peak TFLOP/s used here)
+AZURE_FA2 = {
+    "a100": (179.5, 64, "A100-SXM4-80GB (ND A100 v4)", 312.0),
+    "h100": (327.9, 128, "H100 SXM (ND H100 v5)", 989.4),
+    "h200": (329.3, 128, "H200 (ND H200 v5)", 989.4),
+    "gb200": (373.9, 128, "GB200 (ND GB200 v6)", 2500.0),
+}
 
 NIC_NDR = (47.0, 50.0)  # nccl-tests#290 (AddyLaddy): expect 46-48 GB/s per 400 Gb/s NDR NIC (mid 47)
 NIC_HDR = (96.0, 100.0)  # nccl-tests#119: 3 nodes x 8 A100, 4x HDR: peak ~96 of 100 GB/s (avg 84.8 over sizes)
@@ -184,12 +190,15 @@ class Derived:
         self.mamf = {k: t / p for k, (t, p) in MAMF.items()}
         self.pcie_power = self.mamf["a100_pcie_bf16"] / self.mamf["a100_sxm_bf16"]
 
-        # A100 FA2: Azure reports fwd+bwd = 3.5 F / (F/f + 2.5 F/b) as a fraction of peak c;
-        # with b = r f (r = H200 measured bwd/fwd): f = c (1 + 2.5 / r) / 3.5.
-        c = AZURE_FA2_A100 / 312.0
-        self.a100_fa2_combined = c
-        self.a100_attn_fwd = c * (1 + 2.5 / self.r_bwd_fwd) / 3.5
-        self.a100_attn_bwd = self.a100_attn_fwd * self.r_bwd_fwd
+        # FA2 (Azure): fwd+bwd = 3.5 F / (F/f + 2.5 F/b) as a fraction of peak c (flash-attention's
+        # benchmark counts the bwd as 2.5x the fwd FLOPs); with b = r f (r = H200 measured bwd/fwd):
+        # f = c (1 + 2.5 / r) / 3.5. key -> (c, f, b)
+        self.fa2 = {}
+        for k, (t, _hd, _gpu, peak) in AZURE_FA2.items():
+            c = t / peak
+            f = c * (1 + 2.5 / self.r_bwd_fwd) / 3.5
+            self.fa2[k] = (c, f, f * self.r_bwd_fwd)
+        self.a100_fa2_combined, self.a100_attn_fwd, self.a100_attn_bwd = self.fa2["a100"]
 
         self.ring_slope, self.ring_base = fit_line(RING_LATENCY_A100)
         # NCCL's tree latency model (tuning.cc): base + 2 ((ppn-1) intra + log2(nodes) inter).
@@ -213,8 +222,8 @@ class Derived:
               f"{self.h200_gemm['bf16']:.4f})")
         print("MAMF efficiencies: " + ", ".join(f"{k} {x:.4f}" for k, x in self.mamf.items()))
         print(f"A100 PCIe / SXM MAMF ratio {self.pcie_power:.4f}")
-        print(f"A100 FA2 fwd+bwd {self.a100_fa2_combined:.4f} -> fwd {self.a100_attn_fwd:.4f} "
-              f"bwd {self.a100_attn_bwd:.4f}")
+        for k, (c, f, b) in self.fa2.items():
+            print(f"{k} FA2 fwd+bwd {c:.4f} -> fwd {f:.4f} bwd {b:.4f}")
         print(f"A100 ring latency fit: {self.ring_base:.2f} us + {self.ring_slope:.3f} us/step")
         print(f"inter-node per-step latency {self.inter_lat:.2f} us (range {self.inter_lat_range[0]:.2f}"
               f"-{self.inter_lat_range[1]:.2f})")
@@ -290,6 +299,30 @@ def attention_from_gemm(d, bf16, what):
                             f"attention bwd to best-shape bf16 GEMM efficiency {d.r_attn_bwd:.4f} (0.526/0.809, same case, "
                             f"{FIT}attention.csv)"),
     }
+
+
+def flash2(d, key, applied=None, factor=1.0, factor_why=None):
+    """flash2_fwd/bwd_efficiency from the Azure FlashAttention-2 fwd+bwd figure of GPU `key`,
+    split with the H200 measured bwd/fwd ratio as for A100's main attention keys; optionally
+    applied to another GPU (`applied`) and multiplied by `factor` (`factor_why`)."""
+    t, hd, gpu, peak = AZURE_FA2[key]
+    c, f, b = d.fa2[key]
+    r = d.r_bwd_fwd
+    pub = (f"Azure FlashAttention-2 benchmark on {gpu}, b=2 s=8192 head_dim {hd}: fwd+bwd {t:g} TFLOP/s "
+           f"= {c:.4f} of {peak:g} dense bf16 ({HW} §4c, {HWJ} attention_measured azure-fa2; flash-attention's "
+           f"benchmark_flash_attention.py 'fwd + bwd' figure, bwd counted as 2.5x the fwd FLOPs)")
+    split = (f"split with the H200 measured bwd/fwd efficiency ratio r = {r:.4f} of the fused kernel "
+             f"({FIT}attention.csv; FA2's own ratio unpublished [U]): fwd = c (1 + 2.5/r)/3.5 = "
+             f"{c:.4f} x (1 + 2.5/{r:.4f})/3.5 = {f:.4f}")
+    tail = ""
+    if applied:
+        tail += f"; applied to {applied} [U]"
+    if factor != 1.0:
+        tail += f"; x {factor:.4f} ({factor_why}) = {f * factor:.4f}"
+    fwd = v(r3(f * factor), f"derived: {pub}; {split}{tail}")
+    tail_b = tail.replace(f"= {f * factor:.4f}", f"= {b * factor:.4f}") if factor != 1.0 else tail
+    bwd = v(r3(b * factor), f"derived: {pub}; {split}; bwd = r x fwd = {r:.4f} x {f:.4f} = {b:.4f}{tail_b}")
+    return {"flash2_fwd_efficiency": fwd, "flash2_bwd_efficiency": bwd}
 
 
 def launch(d, what):
@@ -451,6 +484,12 @@ def a100(d, mem_gb):
                             f"derived: A100 fwd {d.a100_attn_fwd:.3f} x H200 measured bwd/fwd {d.r_bwd_fwd:.4f} "
                             f"(see fwd); inside FlashAttention-2's 50-73% (arXiv:2307.08691)"),
     }
+    f2 = flash2(d, "a100", None if mem_gb == 80 else "A100 40GB (same GA100 compute)")
+    for pss in ("fwd", "bwd"):
+        x = f2[f"flash2_{pss}_efficiency"]
+        x["source"] = (f"= {pss}_efficiency: FlashAttention-2 is A100's fastest fused attention kernel (FA3 needs "
+                       f"Hopper); " + x["source"])
+    p["attention"].update(f2)
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{NVBW['a100']:g} GB/s", f"{NVBW_SRC}: A100 (PCIe Gen4 x16)"
                             + ("" if mem_gb == 80 else "; measured on A100-80GB, applied to the 40GB part (same host link)"))
@@ -497,9 +536,10 @@ def h100_sxm(d, mem_gb):
                                        + ("" if mem_gb == 80 else f"; applied to {what} [U]")), what)
     p["attention"] = attention_from_gemm(d, bf16, "H100 SXM")
     p["attention"]["fwd_efficiency"]["source"] += (
-        "; chosen over FlashAttention-2's 0.33 on H100 (Azure 327.9 TFLOP/s fwd+bwd, b=2 s=8192 d=128, "
+        "; chosen over FlashAttention-2's 0.33 on H100 (flash2_* keys; Azure 327.9 TFLOP/s fwd+bwd, b=2 s=8192 d=128, "
         f"{HW} §4c; FA3 paper: FA2 reaches 35%) because Hopper profiles model the current fused-attention kernels "
         "that our H200 run used; FA3 reaches 616-648 TFLOP/s fwd at d=128, 16k (README charts, [S])")
+    p["attention"].update(flash2(d, "h100", None if mem_gb == 80 else f"{what} (same GH100 die)"))
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{NVBW['h100']:g} GB/s", f"{NVBW_SRC}: H100 (PCIe Gen5 x16; Voltage Park 54.8 GB/s)"
                             + ("" if mem_gb == 80 else f"; applied to {what} [U]"))
@@ -528,6 +568,7 @@ def h800(d):
                                        fp8, f"{same}: {MAMF_SRC} H100 SXM FP8 1,402.6 / 1,979 (cf. DeepGEMM, not "
                                             f"cuBLAS, 1,470 TFLOP/s on H800, deepseek-ai/DeepGEMM#73)"), what)
     p["attention"] = attention_from_gemm(d, bf16, "H800 (= H100 SXM MAMF)")
+    p["attention"].update(flash2(d, "h100", "H800 (same GH100 die)"))
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{NVBW['h100']:g} GB/s", f"derived: {NVBW_SRC} H100 51 GB/s applied to H800 (PCIe Gen5 x16 "
                                                       f"[U])")
@@ -630,6 +671,7 @@ def h200(d):
                                     f"head_dim 128 causal (the Azure FA2 benchmark's shape, {HW} §4c): "
                                     f"{a['tflops']:.1f} TFLOP/s / 989.4 (s=16384, b=1 gives {long_case(f, pss):.3f})")
     at["fwd_efficiency"]["source"] += "; FlashAttention-2 on H200 reaches 0.33 fwd+bwd (Azure 329.3 TFLOP/s, §4c)"
+    at.update(flash2(d, "h200"))
     p["attention"] = at
     lr = f["launch"]["host_issue_us_per_launch"]
     p["kernel_launch"] = v(f"{f['launch_us']:.2f} us",
@@ -691,6 +733,8 @@ def blackwell(d, gb200):
         "; assumes Blackwell-native attention kernels (cuDNN / FlashAttention-4: a flash-attention PR #2605 "
         "benchmark shows 1,381 TFLOP/s fwd at d=128 causal b=8 s=4096 on a Blackwell GPU, 55% of 2.5 PF); "
         "FlashAttention-2 reaches only 373.9 TFLOP/s fwd+bwd on GB200 (Azure, §4c)")
+    p["attention"].update(flash2(d, "gb200", None if gb200 else "B200 (same Blackwell GPU, efficiency as a fraction "
+                                                                 "of each one's own peak)"))
     p["kernel_launch"] = launch(d, what + (" (Grace Arm host)" if gb200 else ""))
     if gb200:
         p["host_bandwidth"] = v(f"{NVBW['gb200']:g} GB/s", f"{NVBW_SRC}: GB200 host-to-device over NVLink-C2C to Grace")
@@ -732,6 +776,12 @@ def l40s(d):
         "bwd_efficiency": v(r3(bf16 * ra_b), f"derived: L40S best-shape bf16 GEMM efficiency {bf16:.3f} x A100 ratio of "
                                              f"FlashAttention-2 bwd to best-shape (MAMF) bf16 GEMM efficiency {ra_b:.4f} [U]"),
     }
+    for pss in ("fwd", "bwd"):
+        main = p["attention"][f"{pss}_efficiency"]
+        p["attention"][f"flash2_{pss}_efficiency"] = v(
+            main["value"], f"= {pss}_efficiency: derived from A100's FlashAttention-2 efficiency (no FA2 figure published "
+                           f"for L40S; FA3 needs Hopper, so FA2 is taken as L40S's fastest fused kernel [U]); "
+                           + main["source"])
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{NVBW['a100']:g} GB/s", f"derived: {NVBW_SRC} A100 26.28 GB/s over PCIe Gen4 x16, "
                                                       f"applied to L40S (PCIe Gen4 x16, {ds})")
@@ -767,6 +817,9 @@ def h100_pcie(d):
                                        fp8, f"derived: H100 SXM FP8 MAMF efficiency {d.mamf['h100_sxm_fp8']:.3f} "
                                             f"(1,402.6/1,979) {why}"), what)
     p["attention"] = attention_from_gemm(d, bf16, "H100 PCIe (derived)")
+    p["attention"].update(flash2(d, "h100", "H100 PCIe", ratio,
+                                 f"the A100 PCIe/SXM MAMF ratio 252.9/271.2, {MAMF_SRC}, as for this profile's GEMM "
+                                 f"efficiencies: power limit 350 W vs 700 W"))
     p["kernel_launch"] = launch(d, what)
     p["host_bandwidth"] = v(f"{VOLTAGEPARK_H2D:g} GB/s", f"{HW} §4d: Voltage Park H100 host-to-device 54.8 GB/s over "
                                                          f"PCIe Gen5 x16 (aigatech/vpbenchmarking), the H100 PCIe's host link")
@@ -794,10 +847,13 @@ def all_profiles(fit):
 REQUIRED = ["schema", "name", "gpu", "kind", "provenance", "sm_count", "hbm_capacity", "hbm_bandwidth",
             "copy_efficiency", "peak_flops", "gemm", "attention", "kernel_launch", "host_bandwidth", "collectives"]
 
+ATTENTION_KEYS = ["fwd_efficiency", "bwd_efficiency", "flash2_fwd_efficiency", "flash2_bwd_efficiency"]
+
 
 def check_profile(p, where):
     """Every number is {value, source} with a source; curves carry gpus and a source."""
     errors = [f"{where}: missing {k}" for k in REQUIRED if k not in p]
+    errors += [f"{where}: missing attention.{k}" for k in ATTENTION_KEYS if k not in p.get("attention", {})]
 
     def walk(node, path):
         if isinstance(node, dict):
