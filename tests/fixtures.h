@@ -63,6 +63,8 @@ inline config::ProfileConfig RoundProfile() {
   p.gemm.tile.value = {128, 128};
   p.attention_fwd_efficiency.value = 0.5;
   p.attention_bwd_efficiency.value = 0.4;
+  p.flash2_fwd_efficiency.value = 0.3;
+  p.flash2_bwd_efficiency.value = 0.25;
   p.kernel_launch.value = Time::Us(4);
   p.host_bandwidth.value = Bandwidth{50e9};
   p.intra_reference_link.value = Bandwidth{450e9};

@@ -5,6 +5,16 @@
 #include "sim/config/quantity_text.h"
 
 namespace stacksim::config {
+
+const char* AttentionName(AttentionImpl a) {
+  switch (a) {
+    case AttentionImpl::kFlash: return "flash";
+    case AttentionImpl::kFlash2: return "flash2";
+    case AttentionImpl::kUnfused: return "unfused";
+  }
+  return "?";
+}
+
 namespace {
 
 int Degree(const JsonNode& node) {
@@ -116,7 +126,8 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   }
   if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
   if (auto v = obj.Optional("attention")) {
-    p.attention = v->OneOf({"flash", "unfused"}) == "unfused" ? AttentionImpl::kUnfused : AttentionImpl::kFlash;
+    std::string a = v->OneOf({"flash", "flash2", "unfused"});
+    p.attention = a == "unfused" ? AttentionImpl::kUnfused : a == "flash2" ? AttentionImpl::kFlash2 : AttentionImpl::kFlash;
   }
   if (auto v = obj.Optional("kernels")) {
     p.kernels = v->OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;
@@ -151,7 +162,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"overlap_param_gather", p.overlap_param_gather},
           {"grad_bucket", BytesText(p.grad_bucket)},
           {"cuda_graphs", p.cuda_graphs},
-          {"attention", p.attention == AttentionImpl::kUnfused ? "unfused" : "flash"},
+          {"attention", AttentionName(p.attention)},
           {"grad_reduce_precision", PrecisionName(p.grad_reduce_precision)},
           {"kernels", p.kernels == KernelFusion::kEager ? "eager" : "fused"},
           {"uneven_stages", p.uneven_stages}};

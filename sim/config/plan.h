@@ -20,9 +20,11 @@ namespace stacksim::config {
 enum class Recompute { kNone, kSelective, kFull };
 enum class Sharding { kNone, kZero1, kZero2, kZero3 };
 enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved };
-// Fused flash attention (Dao et al.), or the unfused QK^T / softmax / PV of
-// Megatron-LM before 2023.
-enum class AttentionImpl { kFlash, kUnfused };
+// Attention kernels: the fastest fused kernel the GPU's profile describes
+// (cuDNN / FlashAttention-3 class on Hopper), FlashAttention-2 (Dao 2023), or
+// the unfused QK^T / softmax / PV of Megatron-LM before 2023.
+enum class AttentionImpl { kFlash, kFlash2, kUnfused };
+const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "unfused"
 // Memory-bound work in fused kernels (Megatron-LM, Transformer Engine, torch.compile)
 // or as generic PyTorch eager kernels.
 enum class KernelFusion { kFused, kEager };

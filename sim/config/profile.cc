@@ -213,6 +213,8 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     JsonObject attention(obj.Required("attention"));
     p.attention_fwd_efficiency = SourcedFraction(attention.Required("fwd_efficiency"));
     p.attention_bwd_efficiency = SourcedFraction(attention.Required("bwd_efficiency"));
+    p.flash2_fwd_efficiency = SourcedFraction(attention.Required("flash2_fwd_efficiency"));
+    p.flash2_bwd_efficiency = SourcedFraction(attention.Required("flash2_bwd_efficiency"));
     attention.Finish();
   }
   p.kernel_launch = SourcedTime(obj.Required("kernel_launch"));
@@ -275,7 +277,9 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
                {"tile", SourcedJson(p.gemm.tile, {p.gemm.tile.value.first, p.gemm.tile.value.second})},
                {"k_overhead", SourcedJson(p.gemm.k_overhead, p.gemm.k_overhead.value)}};
   j["attention"] = {{"fwd_efficiency", SourcedJson(p.attention_fwd_efficiency, p.attention_fwd_efficiency.value)},
-                    {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)}};
+                    {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)},
+                    {"flash2_fwd_efficiency", SourcedJson(p.flash2_fwd_efficiency, p.flash2_fwd_efficiency.value)},
+                    {"flash2_bwd_efficiency", SourcedJson(p.flash2_bwd_efficiency, p.flash2_bwd_efficiency.value)}};
   j["kernel_launch"] = SourcedJson(p.kernel_launch, TimeText(p.kernel_launch.value));
   j["host_bandwidth"] = SourcedJson(p.host_bandwidth, BandwidthText(p.host_bandwidth.value));
   j["collectives"] = {

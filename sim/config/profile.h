@@ -69,6 +69,9 @@ struct ProfileConfig {
   GemmModel gemm;
   Sourced<double> attention_fwd_efficiency;  // fused attention fwd, fraction of bf16 peak
   Sourced<double> attention_bwd_efficiency;
+  // The FlashAttention-2 kernels (2023 frameworks), same units.
+  Sourced<double> flash2_fwd_efficiency;
+  Sourced<double> flash2_bwd_efficiency;
   Sourced<Time> kernel_launch;           // host issue time per eager kernel launch
   Sourced<Bandwidth> host_bandwidth;     // pinned host<->device, per direction
 

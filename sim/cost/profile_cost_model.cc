@@ -65,7 +65,9 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
     case trace::OpClass::kAttention: {
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
-      double eff = op.backward ? profile_.attention_bwd_efficiency.value : profile_.attention_fwd_efficiency.value;
+      double eff = op.flash2 ? (op.backward ? profile_.flash2_bwd_efficiency.value : profile_.flash2_fwd_efficiency.value)
+                             : (op.backward ? profile_.attention_bwd_efficiency.value
+                                            : profile_.attention_fwd_efficiency.value);
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }

@@ -74,3 +74,28 @@ TEST(ProfileCostModel, AttentionUsesItsOwnForwardAndBackwardEfficiency) {
 
 }  // namespace
 }  // namespace stacksim::cost
+
+namespace stacksim::cost {
+namespace {
+
+TEST(ProfileCostModel, FlashAttention2KernelsRunAtTheirOwnEfficiency) {
+  ProfileCostModel cost(testing::RoundProfile(), false);
+  trace::ComputeOp op;
+  op.op_class = trace::OpClass::kAttention;
+  op.flops = Flops{1e12};
+  op.flash2 = true;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.3), 1e-9);
+  op.backward = true;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.25), 1e-9);
+}
+
+TEST(ProfileCostModel, ShortReductionsPayTheKOverhead) {
+  auto profile = testing::RoundProfile();
+  profile.gemm.k_overhead.value = 128;
+  ProfileCostModel cost(profile, false);
+  EXPECT_NEAR(cost.GemmEfficiency(1280, 1280, 128, 1, config::Precision::kBf16), 0.8 * 0.5, 1e-12);
+  EXPECT_NEAR(cost.GemmEfficiency(1280, 1280, 1152, 1, config::Precision::kBf16), 0.8 * 0.9, 1e-12);
+}
+
+}  // namespace
+}  // namespace stacksim::cost

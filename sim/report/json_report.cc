@@ -43,7 +43,7 @@ json PlanJson(const config::PlanConfig& p) {
       {"overlap_param_gather", p.overlap_param_gather},
       {"grad_bucket_bytes", p.grad_bucket.value},
       {"cuda_graphs", p.cuda_graphs},
-      {"attention", p.attention == config::AttentionImpl::kFlash ? "flash" : "unfused"},
+      {"attention", config::AttentionName(p.attention)},
       {"grad_reduce_precision", config::PrecisionName(p.grad_reduce_precision)},
   };
 }

@@ -74,7 +74,9 @@ void AppendHeader(const simulate::SimulationResult& r, std::string& out) {
       p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
       config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
       config::PrecisionName(p.precision),
-      p.attention == config::AttentionImpl::kUnfused ? ", unfused attention" : "");
+      p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
+      : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
+                                                       : "");
   out += fmt::format("network   {}\n", r.network_model);
   out += fmt::format("profile   {}{}\n", s.profile.name.empty() ? "" : s.profile.name + ": ",
                      ProfileOrigin(s.profile));

@@ -60,6 +60,7 @@ struct ComputeOp {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool causal = false;
   bool backward = false;  // attention backward runs at its own efficiency
+  bool flash2 = false;    // attention: a FlashAttention-2 kernel rather than the fastest available
   int16_t kernels = 1;    // kernel launches this task stands for
   // Memory-bound kernels: fraction of the GPU's achievable copy bandwidth this
   // kernel reaches (1 for well-fused kernels; less for generic eager ones).

@@ -45,7 +45,7 @@ std::string PlanLine(const config::ScenarioConfig& s) {
                      p.vp, p.micro_batch, p.global_batch, p.sequence_parallel ? "on" : "off",
                      config::RecomputeName(p.recompute), config::ShardingName(p.sharding),
                      config::PrecisionName(p.precision),
-                     p.attention == config::AttentionImpl::kFlash ? "flash-attn" : "unfused-attn");
+                     std::string(config::AttentionName(p.attention)) + "-attention");
 }
 
 bool Fits(const config::ScenarioConfig& s) {
@@ -168,12 +168,21 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
     plan.precision = Precision::kBf16;
     out.choices.push_back("precision=bf16");
   }
-  plan.attention = UnfusedAttention(framework) ? config::AttentionImpl::kUnfused : config::AttentionImpl::kFlash;
+  // Attention kernels by framework generation: unfused before FlashAttention
+  // reached Megatron-LM; FlashAttention-2 in 2023's llm-foundry; the fastest
+  // fused kernels (Transformer Engine / cuDNN) in Megatron-Core and NeMo.
+  plan.attention = UnfusedAttention(framework) ? config::AttentionImpl::kUnfused
+                   : mosaic                    ? config::AttentionImpl::kFlash2
+                                               : config::AttentionImpl::kFlash;
+  // Megatron-LM of 2021-22 reduced gradients after the backward pass (its
+  // local DDP); overlap with the backward came with Megatron-Core.
+  plan.overlap_grad_reduce = !UnfusedAttention(framework);
   // Composer/llm-foundry ran the transformer's elementwise work as PyTorch
   // eager kernels; Megatron-LM and NeMo use fused kernels.
   plan.kernels = mosaic ? config::KernelFusion::kEager : config::KernelFusion::kFused;
   out.choices.push_back(std::string("kernels=") + (mosaic ? "eager" : "fused"));
-  out.choices.push_back(std::string("attention=") + (UnfusedAttention(framework) ? "unfused (framework predates flash attention)" : "flash"));
+  out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
+  if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
 
   if (auto sp = p.Optional("sequence_parallel")) {
     plan.sequence_parallel = sp->Bool() && plan.tp > 1;
@@ -398,6 +407,11 @@ std::string ValidationText(const ValidationReport& report) {
     if (o.predicted_s) {
       out += fmt::format("{:<44} {:>6} {:>8.2f}s {:>8.2f}s {:>+7.1f}%{}\n", id, o.gpus, *o.measured_s, *o.predicted_s,
                          o.error_pct, o.scored ? "" : "  (not scored)");
+      out += "    " + o.plan + "\n";
+      std::string chose;
+      for (const auto& c : o.choices) chose += (chose.empty() ? "" : "; ") + c;
+      if (!chose.empty()) out += "    chosen: " + chose + "\n";
+      for (const auto& w : o.warnings) out += "    warning: " + w + "\n";
     } else {
       out += fmt::format("{:<44} {:>6} {:>9} {:>9}   -  {}\n", id, o.gpus,
                          o.measured_s ? fmt::format("{:.2f}s", *o.measured_s) : "-", "-", o.error);

@@ -137,6 +137,7 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
     op.compute.k = s.head_dim;
     op.compute.batch = bh;
     op.compute.causal = true;
+    op.compute.flash2 = s.flash2;
     // Two products of 2*s*s*d per head; the causal mask skips half (Dao 2023).
     op.compute.flops = Flops{4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5};
     op.compute.bytes = Bytes{ActBytes(s, 2 * qo + 2 * kv)};
@@ -174,6 +175,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
     op.compute.batch = bh;
     op.compute.causal = true;
     op.compute.backward = true;
+    op.compute.flash2 = s.flash2;
     // Five products (S recomputed, dP, dV, dQ, dK): 2.5x the forward (Dao 2023).
     op.compute.flops = Flops{2.5 * 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5};
     op.compute.bytes = Bytes{ActBytes(s, 4 * qo + 4 * kv)};
@@ -222,7 +224,8 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.dropout = model.dropout;
   s.tp = plan.tp;
   s.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
-  s.flash_attention = plan.attention == config::AttentionImpl::kFlash;
+  s.flash_attention = plan.attention != config::AttentionImpl::kUnfused;
+  s.flash2 = plan.attention == config::AttentionImpl::kFlash2;
   s.fused_kernels = plan.kernels == config::KernelFusion::kFused;
   s.rms_norm = model.norm == config::NormKind::kRmsNorm;
   s.bias = model.mlp_bias;

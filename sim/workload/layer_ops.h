@@ -58,6 +58,7 @@ struct LayerShape {
   int tp = 1;
   bool sequence_parallel = false;
   bool flash_attention = true;
+  bool flash2 = false;       // FlashAttention-2 kernels (with flash_attention)
   // Memory-bound work in fused kernels (Megatron-LM / Transformer Engine) or
   // as separate generic PyTorch eager kernels.
   bool fused_kernels = true;
