@@ -6,21 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/input_error.h"
+
 namespace stacksim::config {
 namespace {
 
 const std::string kSourceDir = STACKSIM_SOURCE_DIR;
 
-// Runs f, which must throw InputError, and returns the error.
-InputError ErrorFrom(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
-}
+using testing::ErrorFrom;
 
 // A Llama-2-7B config as Hugging Face ships it (minus token ids).
 nlohmann::json Llama7b() {

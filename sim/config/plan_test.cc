@@ -4,18 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/input_error.h"
+
 namespace stacksim::config {
 namespace {
 
-InputError ErrorFrom(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
-}
+using testing::ErrorFrom;
 
 // Plans are read at key "plan" of a scenario file.
 PlanConfig Parse(const std::string& text) {

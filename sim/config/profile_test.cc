@@ -5,21 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/input_error.h"
+
 namespace stacksim::config {
 namespace {
 
 const std::string kSourceDir = STACKSIM_SOURCE_DIR;
 const std::string kFixture = kSourceDir + "/tests/data/config/profile-test.json";
 
-InputError ErrorFrom(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
-}
+using testing::ErrorFrom;
 
 ProfileConfig Parse(const nlohmann::json& doc) { return ParseProfile(JsonNode(doc, "p.json", "")); }
 

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/input_error.h"
+
 namespace stacksim::config {
 namespace {
 
@@ -13,15 +15,7 @@ const std::string kSourceDir = STACKSIM_SOURCE_DIR;
 const std::string kData = kSourceDir + "/tests/data/config/";
 const std::string kTestProfile = kData + "profile-test.json";
 
-InputError ErrorFrom(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
-}
+using testing::ErrorFrom;
 
 bool Mentions(const InputError& e, const std::string& text) {
   return std::string(e.what()).find(text) != std::string::npos;

@@ -5,20 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/input_error.h"
+
 namespace stacksim::config {
 namespace {
 
 const std::string kSourceDir = STACKSIM_SOURCE_DIR;
 
-InputError ErrorFrom(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
-}
+using testing::ErrorFrom;
 
 nlohmann::json DgxH100() { return ReadJsonFile(kSourceDir + "/topologies/dgx-h100.json"); }
 

@@ -122,26 +122,38 @@ Op ResidualBackward(const std::string& name, const LayerShape& s) {
                 1 + (s.bias ? 1 : 0));
 }
 
+// One fused attention kernel over the micro-batch's heads on this rank: two
+// products of 2*s*s*d per head forward, halved by the causal mask; the
+// backward runs five (S recomputed, dP, dV, dQ, dK): 2.5x (Dao 2023).
+Op FlashAttention(const LayerShape& s, bool backward) {
+  const int64_t bh = s.micro_batch * QHeads(s);
+  const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
+  const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
+  Op op;
+  op.name = backward ? "attention-bwd" : "attention";
+  op.label = kLabelAttention;
+  op.compute.op_class = OpClass::kAttention;
+  op.compute.precision = s.precision;
+  op.compute.m = s.seq;
+  op.compute.n = s.seq;
+  op.compute.k = s.head_dim;
+  op.compute.batch = bh;
+  op.compute.causal = true;
+  op.compute.backward = backward;
+  op.compute.flash2 = s.flash2;
+  const double forward_flops = 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5;
+  op.compute.flops = Flops{backward ? 2.5 * forward_flops : forward_flops};
+  // Reads Q, K, V (and O, dO backward), writes O (dQ, dK, dV backward).
+  op.compute.bytes = Bytes{ActBytes(s, backward ? 4 * qo + 4 * kv : 2 * qo + 2 * kv)};
+  return op;
+}
+
 void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t bh = s.micro_batch * QHeads(s);
   const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
   const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
   if (s.flash_attention) {
-    Op op;
-    op.name = "attention";
-    op.label = kLabelAttention;
-    op.compute.op_class = OpClass::kAttention;
-    op.compute.precision = s.precision;
-    op.compute.m = s.seq;
-    op.compute.n = s.seq;
-    op.compute.k = s.head_dim;
-    op.compute.batch = bh;
-    op.compute.causal = true;
-    op.compute.flash2 = s.flash2;
-    // Two products of 2*s*s*d per head; the causal mask skips half (Dao 2023).
-    op.compute.flops = Flops{4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5};
-    op.compute.bytes = Bytes{ActBytes(s, 2 * qo + 2 * kv)};
-    ops.push_back(op);
+    ops.push_back(FlashAttention(s, /*backward=*/false));
     return;
   }
   // Unfused (Megatron-LM 2021-22): batched QK^T, fused scale-mask-softmax with
@@ -164,22 +176,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
   const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
   if (s.flash_attention) {
-    Op op;
-    op.name = "attention-bwd";
-    op.label = kLabelAttention;
-    op.compute.op_class = OpClass::kAttention;
-    op.compute.precision = s.precision;
-    op.compute.m = s.seq;
-    op.compute.n = s.seq;
-    op.compute.k = s.head_dim;
-    op.compute.batch = bh;
-    op.compute.causal = true;
-    op.compute.backward = true;
-    op.compute.flash2 = s.flash2;
-    // Five products (S recomputed, dP, dV, dQ, dK): 2.5x the forward (Dao 2023).
-    op.compute.flops = Flops{2.5 * 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5};
-    op.compute.bytes = Bytes{ActBytes(s, 4 * qo + 4 * kv)};
-    ops.push_back(op);
+    ops.push_back(FlashAttention(s, /*backward=*/true));
     return;
   }
   const double scores = D(bh) * D(s.seq) * D(s.seq);

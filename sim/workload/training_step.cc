@@ -43,6 +43,8 @@ class StepBuilder {
   TaskId Collective(int rank, trace::StreamId stream, const char* label, const std::string& name,
                     CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
                     int instance = -1, int layer = -1, int mb = -1);
+  // A pipeline send of one micro-batch's activation (or its gradient).
+  TaskId Send(int rank, int mb, int dst, trace::GroupId pair, int32_t name, TaskId after);
   void EmitForward(int rank, const PipelineStep& st);
   void EmitBackward(int rank, const PipelineStep& st);
   void AddGradients(int rank, Bytes bytes, TaskId after, int layer);
@@ -148,6 +150,23 @@ TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>
   return prev;
 }
 
+TaskId StepBuilder::Send(int rank, int mb, int dst, trace::GroupId pair, int32_t name, TaskId after) {
+  trace::Task x;
+  x.kind = TaskKind::kTransfer;
+  x.rank = rank;
+  x.stream = pp_stream_;
+  x.label = t_.InternLabel(kLabelPp);
+  x.name = name;
+  x.micro_batch = mb;
+  x.transfer.dst = dst;
+  // Megatron-LM sends 1/t of the activation per TP rank and all-gathers it
+  // over NVLink on arrival (the scatter/gather optimisation, Narayanan et al.
+  // SC'21 §4.1); with sequence parallelism it is already split.
+  x.transfer.bytes = Bytes{static_cast<double>(shape_.tokens()) * shape_.hidden * shape_.element_bytes() / plan_.tp};
+  x.transfer.group = pair;
+  return t_.Add(x, {after});
+}
+
 bool StepBuilder::CanRun(int rank, const PipelineStep& st) const {
   int vs = Virtual(rank, st.chunk);
   if (st.forward) return vs == 0 || fwd_out_[st.micro_batch][vs - 1] >= 0;
@@ -181,20 +200,7 @@ void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
   if (vs == p_ * v_ - 1) {
     last = Emit(rank, head_f_, deps, -1, mb);
   } else {
-    trace::Task x;
-    x.kind = TaskKind::kTransfer;
-    x.rank = rank;
-    x.stream = pp_stream_;
-    x.label = t_.InternLabel(kLabelPp);
-    x.name = n_xfer_fwd_;
-    x.micro_batch = mb;
-    x.transfer.dst = RankOf(vs + 1);
-    // Megatron-LM sends 1/t of the activation per TP rank and all-gathers it
-    // over NVLink on arrival (the scatter/gather optimisation, Narayanan et al.
-    // SC'21 §4.1); with sequence parallelism it is already split.
-    x.transfer.bytes = Bytes{static_cast<double>(shape_.tokens()) * shape_.hidden * shape_.element_bytes() / plan_.tp};
-    x.transfer.group = next_pair_[rank];
-    fwd_out_[mb][vs] = t_.Add(x, {last});
+    fwd_out_[mb][vs] = Send(rank, mb, RankOf(vs + 1), next_pair_[rank], n_xfer_fwd_, last);
   }
 }
 
@@ -269,17 +275,7 @@ void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
     if (plan_.overlap_grad_reduce) FlushGradients(rank, last);
   }
   if (vs > 0) {
-    trace::Task x;
-    x.kind = TaskKind::kTransfer;
-    x.rank = rank;
-    x.stream = pp_stream_;
-    x.label = t_.InternLabel(kLabelPp);
-    x.name = n_xfer_bwd_;
-    x.micro_batch = mb;
-    x.transfer.dst = RankOf(vs - 1);
-    x.transfer.bytes = Bytes{static_cast<double>(shape_.tokens()) * shape_.hidden * shape_.element_bytes() / plan_.tp};
-    x.transfer.group = prev_pair_[rank];
-    bwd_out_[mb][vs] = t_.Add(x, {last});
+    bwd_out_[mb][vs] = Send(rank, mb, RankOf(vs - 1), prev_pair_[rank], n_xfer_bwd_, last);
   }
 }
 
