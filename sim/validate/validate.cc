@@ -48,9 +48,14 @@ std::string PlanLine(const config::ScenarioConfig& s) {
                      std::string(config::AttentionName(p.attention)) + "-attention");
 }
 
+// A tuned run keeps headroom beyond the memory model's estimate: the caching
+// allocator fragments, and transient buffers (logit casts, communication
+// staging) come and go. Choices for open plan fields must leave this much free.
+constexpr double kTunedHeadroom = 0.10;
+
 bool Fits(const config::ScenarioConfig& s) {
   for (const auto& f : memory::EstimateMemory(s)) {
-    if (f.total() > s.profile.hbm_capacity.value) return false;
+    if (f.total() > s.profile.hbm_capacity.value * (1.0 - kTunedHeadroom)) return false;
   }
   return true;
 }
@@ -83,7 +88,16 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   model.num_kv_heads = kv ? kv->PositiveInt() : model.num_attention_heads;
   model.head_dim = model.hidden_size / model.num_attention_heads;
   model.intermediate_size = m.Required("ffn_hidden").PositiveInt();
-  model.vocab_size = m.Required("vocab").PositiveInt();
+  if (auto vocab = m.Optional("vocab")) {
+    model.vocab_size = vocab->PositiveInt();
+  } else if (m.Required("activation").String() == "gelu") {
+    // GPT models without a stated vocabulary use GPT-2's BPE (50,257 tokens),
+    // which Megatron-LM pads to a multiple of 128 x tp: 51,200 up to tp 8.
+    model.vocab_size = 51200;
+    out.choices.push_back("vocab=51200 (GPT-2 BPE, padded as Megatron-LM does)");
+  } else {
+    throw InputError(file, path + ".model.vocab", "the vocabulary size is needed for this model family");
+  }
   s.seq_len = m.Required("seq_len").PositiveInt();
   std::string act = m.Required("activation").OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"});
   model.activation = act == "gelu"           ? config::Activation::kGelu
@@ -171,6 +185,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   // Attention kernels by framework generation: unfused before FlashAttention
   // reached Megatron-LM; FlashAttention-2 in 2023's llm-foundry; the fastest
   // fused kernels (Transformer Engine / cuDNN) in Megatron-Core and NeMo.
+  out.predates_selective_recompute = Contains(framework, "(2021)") || Contains(framework, "example");
   plan.attention = UnfusedAttention(framework) ? config::AttentionImpl::kUnfused
                    : mosaic                    ? config::AttentionImpl::kFlash2
                                                : config::AttentionImpl::kFlash;
@@ -258,7 +273,12 @@ void FillOpenFields(RunScenario& rs, RunOutcome& outcome, simulate::SimulationRe
     }
   }
   std::vector<config::Recompute> modes = {base.plan.recompute};
-  if (open("recompute")) modes = {config::Recompute::kNone, config::Recompute::kSelective, config::Recompute::kFull};
+  if (open("recompute")) {
+    modes = {config::Recompute::kNone, config::Recompute::kSelective, config::Recompute::kFull};
+    // Selective recomputation arrived with Korthikanti et al. (2022); before
+    // it Megatron-LM could only checkpoint whole layers.
+    if (rs.predates_selective_recompute) modes = {config::Recompute::kNone, config::Recompute::kFull};
+  }
 
   double best = std::numeric_limits<double>::infinity();
   config::ScenarioConfig chosen = base;

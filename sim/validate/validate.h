@@ -55,6 +55,7 @@ struct RunScenario {
   config::ScenarioConfig scenario;
   std::vector<std::string> open_fields;  // "vp", "micro_batch"
   std::vector<std::string> choices;
+  bool predates_selective_recompute = false;  // the framework could only recompute whole layers
 };
 RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path);
 
