@@ -1,0 +1,272 @@
+#include "calibrate/fit/fit_profile.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/profile.h"
+#include "sim/util/json_reader.h"
+#include "tests/input_error.h"
+
+namespace stacksim::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::ErrorFrom;
+
+const std::string kSourceDir = STACKSIM_SOURCE_DIR;
+const std::string kFixture = kSourceDir + "/tests/data/calibrate/h200";
+const std::string kBase = kSourceDir + "/profiles/h200-sxm-141gb.json";
+const std::string kRecorded = kSourceDir + "/profiles/measured/h200-sxm-141gb-2026-11-29";
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A fresh copy of the fixture in a temporary folder, removed at the end.
+class RawDir {
+ public:
+  RawDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("stacksim_fit_" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path_);
+    for (const auto& entry : fs::directory_iterator(kFixture)) fs::copy(entry.path(), path_ / entry.path().filename());
+  }
+  ~RawDir() { fs::remove_all(path_); }
+  std::string dir() const { return path_.string(); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  void Write(const std::string& name, const std::string& text) const { std::ofstream(path_ / name) << text; }
+  void Remove(const std::string& name) const { fs::remove(path_ / name); }
+  void Copy(const std::string& from, const std::string& name) const {
+    fs::copy_file(from, path_ / name, fs::copy_options::overwrite_existing);
+  }
+
+ private:
+  fs::path path_;
+};
+
+json Base() { return ReadJsonFile(kBase); }
+
+FitResult Fit(const std::string& dir) { return FitProfile({dir, kBase, false}); }
+
+double Value(const json& p, const std::vector<std::string>& path) {
+  const json* n = &p;
+  for (const std::string& k : path) n = &(*n)[k];
+  return (*n)["value"].get<double>();
+}
+
+std::string Source(const json& p, const std::vector<std::string>& path) {
+  const json* n = &p;
+  for (const std::string& k : path) n = &(*n)[k];
+  return (*n)["source"].get<std::string>();
+}
+
+// tools/gpu/fit_profile_h200.py's fit_gemm_model on tests/data/calibrate/h200/gemm.csv
+// (floors 0.865 x 4800 GB/s and 4.68 us, 132 SMs): see the README there.
+TEST(FitProfile, FixtureReproducesThePythonGemmFit) {
+  json p = Fit(kFixture).profile;
+  EXPECT_EQ(p["gemm"]["tile"]["value"], json::array({64, 64}));
+  EXPECT_EQ(p["gemm"]["k_overhead"]["value"], 96);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "bf16"}), 0.725, 1e-12);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "fp16"}), 0.690, 1e-12);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "tf32"}), 0.630, 1e-12);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "fp8"}), 0.645, 1e-12);
+  std::string bf16 = Source(p, {"gemm", "max_efficiency", "bf16"});
+  EXPECT_TRUE(Contains(bf16, "40 bf16 GEMMs")) << bf16;
+  EXPECT_TRUE(Contains(bf16, "mean |log error| 5.5%")) << bf16;
+  EXPECT_TRUE(Contains(Source(p, {"gemm", "max_efficiency", "fp8"}), "12 fp8_e4m3 GEMMs"));
+}
+
+// The whole recorded gemm.csv gives the values of profiles/h200-sxm-141gb.json
+// (tools/gpu/fit_profile_h200.py: 64x64, 96, 0.720 / 0.695 / 0.685 / 0.655, 6.5%).
+TEST(FitProfile, RecordedH200DataReproducesTheShippedProfile) {
+  RawDir raw;
+  raw.Copy(kRecorded + "/gemm.csv", "gemm.csv");
+  raw.Remove("kernels.csv");
+  FitResult r = Fit(raw.dir());
+  const json& p = r.profile;
+  EXPECT_EQ(p["gemm"]["tile"]["value"], json::array({64, 64}));
+  EXPECT_EQ(p["gemm"]["k_overhead"]["value"], 96);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "bf16"}), 0.720, 1e-12);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "fp16"}), 0.695, 1e-12);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "tf32"}), 0.685, 1e-12);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "fp8"}), 0.655, 1e-12);
+  EXPECT_TRUE(Contains(Source(p, {"gemm", "tile"}), "277 bf16 GEMMs"));
+  EXPECT_TRUE(Contains(Source(p, {"gemm", "tile"}), "mean |log error| 6.5%"));
+  EXPECT_TRUE(Contains(r.report, "| bf16 | 0.720 | 277 | 6.5% |")) << r.report;
+}
+
+TEST(FitProfile, SetsCopyHostLaunchAndEnvironmentFromTheRawFiles) {
+  json p = Fit(kFixture).profile;
+  // (4076.34 + 4228.00) / 2 = 4152.2 GB/s over 4800 GB/s.
+  EXPECT_NEAR(Value(p, {"copy_efficiency"}), 0.865, 1e-12);
+  EXPECT_EQ(p["host_bandwidth"]["value"], "55.46 GB/s");
+  EXPECT_EQ(p["kernel_launch"]["value"], "4.68 us");
+  EXPECT_EQ(p["sm_count"]["value"], 132);
+  EXPECT_EQ(p["hbm_capacity"]["value"], "150109880320 B");
+  const std::string prefix = "measured on NVIDIA H200 (driver 580.159.04, CUDA 13.0, 2026-11-29) by stacksim calibrate: ";
+  EXPECT_EQ(Source(p, {"copy_efficiency"}).rfind(prefix + "copy.csv, d2d copies", 0), 0u) << Source(p, {"copy_efficiency"});
+  EXPECT_EQ(Source(p, {"kernel_launch"}).rfind(prefix + "launch.csv, host_issue_us_per_launch", 0), 0u);
+  EXPECT_EQ(Source(p, {"sm_count"}).rfind(prefix + "env.json", 0), 0u);
+  for (const auto& path : std::vector<std::vector<std::string>>{{"host_bandwidth"}, {"gemm", "tile"},
+                                                                 {"attention", "flash2_fwd_efficiency"}}) {
+    EXPECT_TRUE(Contains(Source(p, path), "measured on NVIDIA H200")) << path.back();
+  }
+  EXPECT_EQ(p["kind"], "measured");
+}
+
+TEST(FitProfile, UnmeasuredFieldsKeepTheBaseValuesAndSources) {
+  json base = Base();
+  json p = Fit(kFixture).profile;
+  EXPECT_EQ(p["hbm_bandwidth"], base["hbm_bandwidth"]);
+  EXPECT_EQ(p["peak_flops"], base["peak_flops"]);
+  EXPECT_EQ(p["collectives"], base["collectives"]);
+  // Our FA2-style kernel (0.376 / 0.321) is slower than the base's fastest (0.61 / 0.526).
+  EXPECT_EQ(p["attention"]["fwd_efficiency"], base["attention"]["fwd_efficiency"]);
+  EXPECT_EQ(p["attention"]["bwd_efficiency"], base["attention"]["bwd_efficiency"]);
+  EXPECT_NEAR(Value(p, {"attention", "flash2_fwd_efficiency"}), 0.376, 1e-12);  // 372 / 989.4
+  EXPECT_NEAR(Value(p, {"attention", "flash2_bwd_efficiency"}), 0.321, 1e-12);  // 318 / 989.4
+  std::string prov = p["provenance"];
+  EXPECT_TRUE(Contains(prov, "kept from the base profile h200-sxm-141gb")) << prov;
+  EXPECT_TRUE(Contains(prov, "collectives.intra_node.all_reduce")) << prov;
+  EXPECT_TRUE(Contains(prov, "gemm.tile, gemm.k_overhead")) << prov;
+}
+
+TEST(FitProfile, OutputParsesAndRoundTripsThroughTheProfileReader) {
+  json p = Fit(kFixture).profile;
+  config::ProfileConfig parsed = config::ParseProfile(JsonNode(p, "fitted.json", ""));
+  EXPECT_EQ(parsed.kind, config::ProfileKind::kMeasured);
+  EXPECT_EQ(parsed.gemm.tile.value, (std::pair<int, int>(64, 64)));
+  EXPECT_DOUBLE_EQ(parsed.kernel_launch.value.us(), 4.68);
+  EXPECT_DOUBLE_EQ(parsed.host_bandwidth.value.value, 55.46e9);
+  json again = config::ProfileToJson(parsed);
+  config::ProfileConfig reparsed = config::ParseProfile(JsonNode(again, "again.json", ""));
+  EXPECT_EQ(config::ProfileToJson(reparsed), again);
+  EXPECT_EQ(reparsed.copy_efficiency.source, parsed.copy_efficiency.source);
+}
+
+TEST(FitProfile, ReportShowsResidualsKernelBandwidthAttentionAndWhatWasNotMeasured) {
+  std::string report = Fit(kFixture).report;
+  for (const char* part : {"## GEMM fit", "| bf16 | 0.725 | 40 | 5.5% |", "model too fast", "model too slow",
+                           "| rope |", "**below 80.0%**", "Below the target: rope.", "| swiglu |",
+                           "vs best bf16 GEMM TFLOP/s", "4152.2 GB/s", "55.46 GB/s", "host_issue_us_per_launch",
+                           "## Not measured", "| hbm_bandwidth |", "nccl.csv absent"}) {
+    EXPECT_TRUE(Contains(report, part)) << part << "\n" << report;
+  }
+}
+
+TEST(FitProfile, MissingFilesKeepTheBaseValues) {
+  RawDir raw;
+  for (const char* f : {"copy.csv", "launch.csv", "gemm.csv", "kernels.csv"}) raw.Remove(f);
+  json base = Base();
+  FitResult r = Fit(raw.dir());
+  for (const char* key : {"copy_efficiency", "host_bandwidth", "kernel_launch", "gemm", "attention", "collectives"}) {
+    EXPECT_EQ(r.profile[key], base[key]) << key;
+  }
+  EXPECT_TRUE(Contains(r.report, "gemm.csv absent"));
+  EXPECT_TRUE(Contains(r.profile["provenance"].get<std::string>(), "sm_count, hbm_capacity (env.json)"));
+}
+
+TEST(FitProfile, QuickRunIsSaidInProvenanceAndReport) {
+  FitResult r = FitProfile({kFixture, kBase, true});
+  EXPECT_TRUE(Contains(r.profile["provenance"].get<std::string>(), "(--quick run)"));
+  EXPECT_TRUE(Contains(r.report, "a --quick run"));
+}
+
+TEST(FitProfile, FasterAttentionKernelRaisesTheMainEfficiency) {
+  RawDir raw;
+  raw.Write("kernels.csv",
+            "kernel,shape,bytes,flops,median_us,min_us,gbps_median,tflops_median,check_rel_error\n"
+            "attention_fwd,small,1000,1e9,10,9,0.1,100,0.001\n"
+            "attention_fwd,big,1000,1e12,1580,1570,0.0006,633,0.001\n"
+            "attention_bwd,big,1000,2.5e12,6000,5900,0.0002,416.7,0.001\n");
+  json base = Base();
+  json p = Fit(raw.dir()).profile;
+  EXPECT_NEAR(Value(p, {"attention", "flash2_fwd_efficiency"}), 0.640, 1e-12);  // 633 / 989.4
+  EXPECT_NEAR(Value(p, {"attention", "fwd_efficiency"}), 0.640, 1e-12);
+  EXPECT_TRUE(Contains(Source(p, {"attention", "fwd_efficiency"}), "faster than the base profile's fastest kernel"));
+  EXPECT_EQ(p["attention"]["bwd_efficiency"], base["attention"]["bwd_efficiency"]);  // 0.421 < 0.526
+}
+
+TEST(FitProfile, NcclRowsForSeveralGpusReplaceTheIntraNodeCurves) {
+  RawDir raw;
+  raw.Write("nccl.csv",
+            "collective,gpus,bytes,median_us,algbw_gbps,busbw_gbps\n"
+            "all_reduce,8,1048576,30,35,61.25\n"
+            "all_reduce,8,1073741824,2400,447,782.6\n"
+            "all_gather,8,1048576,20,52,45.5\n"
+            "reduce_scatter,8,1048576,21,50,44.5\n"
+            "all_gather,8,1073741824,3300,325,355\n"
+            "reduce_scatter,8,1073741824,3250,330,365\n"
+            "all_reduce,1,1048576,3,0,0\n");
+  json base = Base();
+  FitResult r = Fit(raw.dir());
+  const json& intra = r.profile["collectives"]["intra_node"];
+  EXPECT_EQ(intra["all_reduce"]["gpus"], 8);
+  EXPECT_EQ(intra["all_reduce"]["busbw"], json::parse(R"([["1 MiB", "61.25 GB/s"], ["1 GiB", "782.6 GB/s"]])"));
+  EXPECT_EQ(intra["ring"]["busbw"], json::parse(R"([["1 MiB", "45 GB/s"], ["1 GiB", "360 GB/s"]])"));
+  EXPECT_TRUE(Contains(intra["ring"]["source"].get<std::string>(), "measured on NVIDIA H200"));
+  EXPECT_EQ(intra["reference_link_bandwidth"]["value"], base["collectives"]["intra_node"]["reference_link_bandwidth"]["value"]);
+  EXPECT_TRUE(Contains(intra["reference_link_bandwidth"]["source"].get<std::string>(), "the base profile's value"));
+  EXPECT_EQ(intra["latency"], base["collectives"]["intra_node"]["latency"]);
+  config::ParseProfile(JsonNode(r.profile, "fitted.json", ""));
+}
+
+TEST(FitProfile, SingleGpuNcclRowsKeepThePublishedCurves) {
+  RawDir raw;
+  raw.Write("nccl.csv", "collective,gpus,bytes,median_us,algbw_gbps,busbw_gbps\nall_reduce,1,1048576,3,0,0\n");
+  FitResult r = Fit(raw.dir());
+  EXPECT_EQ(r.profile["collectives"], Base()["collectives"]);
+  EXPECT_TRUE(Contains(r.report, "nccl.csv has rows for one GPU only")) << r.report;
+}
+
+TEST(FitProfile, MissingColumnIsAnInputErrorNamingFileAndColumn) {
+  RawDir raw;
+  raw.Write("gemm.csv", "dtype,label,m,n,k,min_us,tflops_median\nbf16,square,256,256,256,3.8,8.6\n");
+  InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+  EXPECT_EQ(e.file(), raw.file("gemm.csv"));
+  EXPECT_EQ(e.key_path(), "median_us");
+}
+
+TEST(FitProfile, NonNumericCellIsAnInputErrorNamingFileAndColumn) {
+  RawDir raw;
+  raw.Write("copy.csv", "kind,bytes,median_us,min_us,gbps_median\nd2d,1073741824,526.8,506.4,n/a\n");
+  InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+  EXPECT_EQ(e.file(), raw.file("copy.csv"));
+  EXPECT_EQ(e.key_path(), "gbps_median");
+  EXPECT_TRUE(Contains(e.what(), "line 2: 'n/a' is not a number")) << e.what();
+}
+
+TEST(FitProfile, BadRawDataIsAnInputError) {
+  {
+    RawDir raw;
+    raw.Write("gemm.csv", "dtype,label,m,n,k,median_us,min_us,tflops_median\nbf8,square,256,256,256,3.8,3.7,8.6\n");
+    InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+    EXPECT_EQ(e.key_path(), "dtype");
+  }
+  {
+    RawDir raw;
+    raw.Remove("env.json");
+    EXPECT_EQ(ErrorFrom([&] { Fit(raw.dir()); }).file(), raw.file("env.json"));
+  }
+  {
+    RawDir raw;
+    raw.Write("env.json", R"({"gpu_name": "NVIDIA H200", "sm_count": 132, "total_memory_bytes": 1e11,
+                              "cuda_runtime": "13.0", "date_utc": "2026-11-29T23:59:20Z"})");
+    InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+    EXPECT_EQ(e.file(), raw.file("env.json"));
+    EXPECT_TRUE(Contains(e.what(), "driver")) << e.what();
+  }
+  {
+    // Faster than the base profile's HBM: the wrong base profile.
+    RawDir raw;
+    raw.Write("copy.csv", "kind,bytes,median_us,min_us,gbps_median\nd2d,1073741824,300,300,7158\n");
+    InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+    EXPECT_EQ(e.key_path(), "gbps_median");
+  }
+  EXPECT_TRUE(Contains(ErrorFrom([] { Fit("/nonexistent/raw"); }).what(), "not a folder"));
+}
+
+}  // namespace
+}  // namespace stacksim::calibrate

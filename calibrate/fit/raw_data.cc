@@ -1,0 +1,173 @@
+#include "calibrate/fit/raw_data.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "calibrate/fit/csv.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A version or date field: a string, or a number written without quotes.
+std::string TextField(JsonObject& obj, const char* key) {
+  JsonNode v = obj.Required(key);
+  if (v.IsNumber()) return v.json().dump();
+  return v.String();
+}
+
+CalibrationEnv ReadEnv(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  JsonObject obj(root);  // further keys (clocks, versions, git_commit) are recorded, not read
+  CalibrationEnv env;
+  env.gpu_name = obj.Required("gpu_name").String();
+  JsonNode sms = obj.Required("sm_count");
+  int64_t n = sms.PositiveInt();
+  if (n > 1000000) sms.Fail("implausible SM count " + std::to_string(n));
+  env.sm_count = static_cast<int>(n);
+  env.total_memory_bytes = obj.Required("total_memory_bytes").PositiveNumber();
+  env.driver = TextField(obj, "driver");
+  env.cuda_runtime = TextField(obj, "cuda_runtime");
+  env.date_utc = obj.Required("date_utc").String();
+  if (auto quick = obj.Optional("quick")) env.quick = quick->Bool();
+  return env;
+}
+
+std::string OneOf(const CsvTable& t, size_t row, const std::string& column, const std::vector<std::string>& choices) {
+  const std::string& v = t.Text(row, column);
+  std::string list;
+  for (const std::string& c : choices) {
+    if (v == c) return v;
+    list += (list.empty() ? "" : ", ") + c;
+  }
+  t.Fail(row, column, "'" + v + "' is not one of " + list);
+}
+
+double NonNegative(const CsvTable& t, size_t row, const std::string& column) {
+  double v = t.Number(row, column);
+  if (v < 0) t.Fail(row, column, "'" + t.Text(row, column) + "' must not be negative");
+  return v;
+}
+
+std::vector<CopyRow> ReadCopy(const std::string& path) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"kind", "bytes", "median_us", "min_us", "gbps_median"});
+  std::vector<CopyRow> rows;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    rows.push_back({OneOf(t, r, "kind", {"d2d", "h2d_pinned", "d2h_pinned"}), t.PositiveNumber(r, "bytes"),
+                    t.PositiveNumber(r, "median_us"), t.PositiveNumber(r, "gbps_median")});
+    t.Number(r, "min_us");
+  }
+  return rows;
+}
+
+std::vector<LaunchRow> ReadLaunch(const std::string& path) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"metric", "median_us", "min_us", "max_us"});
+  std::vector<LaunchRow> rows;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    rows.push_back({OneOf(t, r, "metric",
+                          {"host_issue_us_per_launch", "device_us_per_kernel", "graph_us_per_kernel", "graph_launch_us"}),
+                    t.PositiveNumber(r, "median_us"), t.PositiveNumber(r, "min_us"), t.PositiveNumber(r, "max_us")});
+  }
+  return rows;
+}
+
+std::vector<GemmSample> ReadGemm(const std::string& path) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"dtype", "label", "m", "n", "k", "median_us", "min_us", "tflops_median"});
+  std::vector<GemmSample> rows;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    GemmSample s;
+    s.dtype = OneOf(t, r, "dtype", {"bf16", "fp16", "tf32", "fp8_e4m3"});
+    s.label = t.Text(r, "label");
+    s.m = t.PositiveInt(r, "m");
+    s.n = t.PositiveInt(r, "n");
+    s.k = t.PositiveInt(r, "k");
+    if (s.m > (int64_t{1} << 24) || s.n > (int64_t{1} << 24) || s.k > (int64_t{1} << 24)) {
+      t.Fail(r, "m", "implausible GEMM shape (a dimension above 2^24)");
+    }
+    s.median_us = t.PositiveNumber(r, "median_us");
+    t.Number(r, "min_us");
+    t.Number(r, "tflops_median");
+    rows.push_back(s);
+  }
+  return rows;
+}
+
+std::vector<KernelRow> ReadKernels(const std::string& path) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"kernel", "shape", "bytes", "flops", "median_us", "min_us", "gbps_median", "tflops_median",
+                    "check_rel_error"});
+  std::vector<KernelRow> rows;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    KernelRow k;
+    k.kernel = t.Text(r, "kernel");
+    if (k.kernel.empty()) t.Fail(r, "kernel", "empty kernel name");
+    k.shape = t.Text(r, "shape");
+    k.bytes = NonNegative(t, r, "bytes");
+    k.flops = NonNegative(t, r, "flops");
+    k.median_us = t.PositiveNumber(r, "median_us");
+    t.Number(r, "min_us");
+    k.gbps_median = NonNegative(t, r, "gbps_median");
+    k.tflops_median = NonNegative(t, r, "tflops_median");
+    k.check_rel_error = NonNegative(t, r, "check_rel_error");
+    rows.push_back(k);
+  }
+  return rows;
+}
+
+std::vector<NcclRow> ReadNccl(const std::string& path) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"collective", "gpus", "bytes", "median_us", "algbw_gbps", "busbw_gbps"});
+  std::vector<NcclRow> rows;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    NcclRow n;
+    n.collective = OneOf(t, r, "collective",
+                         {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "sendrecv"});
+    int64_t gpus = t.PositiveInt(r, "gpus");
+    if (gpus > 1000000) t.Fail(r, "gpus", "implausible GPU count");
+    n.gpus = static_cast<int>(gpus);
+    n.bytes = t.PositiveNumber(r, "bytes");
+    n.median_us = t.PositiveNumber(r, "median_us");
+    t.Number(r, "algbw_gbps");
+    n.busbw_gbps = NonNegative(t, r, "busbw_gbps");
+    rows.push_back(n);
+  }
+  return rows;
+}
+
+template <typename Rows, typename Reader>
+void ReadIfPresent(const fs::path& dir, const char* name, Reader read, std::optional<Rows>* out) {
+  fs::path p = dir / name;
+  if (fs::exists(p)) *out = read(p.string());
+}
+
+}  // namespace
+
+RawData ReadRawData(const std::string& dir) {
+  fs::path d(dir);
+  if (!fs::is_directory(d)) throw InputError(dir, "", "not a folder of calibrate raw data");
+  fs::path env = d / "env.json";
+  if (!fs::exists(env)) {
+    throw InputError(env.string(), "", "missing: calibrate writes env.json first, and every measured value's "
+                                       "source names the GPU, driver and date from it");
+  }
+  RawData raw;
+  raw.dir = dir;
+  raw.env = ReadEnv(env.string());
+  ReadIfPresent(d, "copy.csv", ReadCopy, &raw.copy);
+  ReadIfPresent(d, "launch.csv", ReadLaunch, &raw.launch);
+  ReadIfPresent(d, "gemm.csv", ReadGemm, &raw.gemm);
+  ReadIfPresent(d, "kernels.csv", ReadKernels, &raw.kernels);
+  ReadIfPresent(d, "nccl.csv", ReadNccl, &raw.nccl);
+  for (const char* other : {"attention.csv", "checks.csv", "log.txt"}) {
+    if (fs::exists(d / other)) raw.files_present.push_back(other);
+  }
+  return raw;
+}
+
+}  // namespace stacksim::calibrate
