@@ -168,6 +168,15 @@ TEST(FitProfile, MissingFilesKeepTheBaseValues) {
   EXPECT_TRUE(Contains(r.profile["provenance"].get<std::string>(), "sm_count, hbm_capacity (env.json)"));
 }
 
+TEST(FitProfile, LaunchCsvMayCarryCuptiMetrics) {
+  RawDir raw;
+  raw.Write("launch.csv", "metric,median_us,min_us,max_us\nhost_issue_us_per_launch,2.504,2.4,2.7\n"
+                          "cupti_kernel_us,1.1,1.0,1.3\ncupti_gap_us,0,0,0.2\n");
+  FitResult r = Fit(raw.dir());
+  EXPECT_EQ(r.profile["kernel_launch"]["value"], "2.5 us");
+  EXPECT_TRUE(Contains(r.report, "cupti_gap_us"));
+}
+
 TEST(FitProfile, QuickRunIsSaidInProvenanceAndReport) {
   FitResult r = FitProfile({kFixture, kBase, true});
   EXPECT_TRUE(Contains(r.profile["provenance"].get<std::string>(), "(--quick run)"));

@@ -35,7 +35,7 @@ struct CopyRow {             // copy.csv
 };
 
 struct LaunchRow {           // launch.csv
-  std::string metric;        // host_issue_us_per_launch, device_us_per_kernel, ...
+  std::string metric;        // host_issue_us_per_launch, device_us_per_kernel, ..., cupti_*
   double median_us = 0, min_us = 0, max_us = 0;
 };
 
