@@ -2,6 +2,7 @@
 // structured output (JSON numbers, exit status, error text naming file and key).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,39 @@ TEST(Cli, OutOfMemoryPlanIsReportedNotSimulated) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j.at("out_of_memory").get<bool>());
   EXPECT_GT(j.at("memory_peak_bytes")[0].get<double>(), 80e9);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cli, CalibrateWithoutAGpuSaysSoInOneLineAndExitsTwo) {
+  // Either the harness was not built (no CUDA) or it finds no GPU: both say so.
+  CmdResult r = Stacksim("calibrate --quick --out " + ::testing::TempDir() + "local.json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("nothing measured"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(Cli, ProjectedProfileRunsAndSaysItIsProjected) {
+  std::string out = ::testing::TempDir() + "h100-from-h200.json";
+  CmdResult p = Stacksim("project-profile " + kRoot + "/profiles/h200-sxm-141gb.json --to h100-sxm-80gb --out " + out);
+  ASSERT_EQ(p.status, 0) << p.err;
+  CmdResult r = Stacksim("simulate " + kFlagship + " --format json --profile " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("profile").at("kind"), "projected");
+  CmdResult text = Stacksim("simulate " + kFlagship + " --profile " + out);
+  EXPECT_NE(text.out.find("projected:"), std::string::npos);
+  CmdResult datasheet = Stacksim("simulate " + kFlagship);
+  EXPECT_NE(datasheet.out.find("datasheet-derived"), std::string::npos);
+}
+
+TEST(Cli, ProjectingADatasheetProfileIsAnInputError) {
+  CmdResult p = Stacksim("project-profile " + kRoot + "/profiles/h100-sxm-80gb.json --to a100-sxm-80gb --out " +
+                         ::testing::TempDir() + "x.json");
+  EXPECT_EQ(p.status, 2);
+  EXPECT_NE(p.err.find("kind"), std::string::npos) << p.err;
 }
 
 }  // namespace

@@ -3,11 +3,17 @@
 // Exit status: 0 success, 2 bad input (InputError, bad arguments), 1 internal failure.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "calibrate/fit/fit_profile.h"
 #include "sim/config/scenario.h"
 #include "sim/report/json_report.h"
 #include "sim/report/perfetto.h"
@@ -57,6 +63,51 @@ int RunValidate(const std::string& path, const std::string& format, const std::s
   return 0;
 }
 
+// The calibration harness is a separate program (it needs CUDA); it sits
+// beside this one when the build found CUDA.
+std::string HarnessPath() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  auto harness = self.parent_path() / "stacksim-calibrate";
+  return std::filesystem::exists(harness) ? harness.string() : "";
+}
+
+int RunCalibrate(std::vector<std::string> args) {
+  std::string harness = HarnessPath();
+  if (harness.empty()) {
+    std::cerr << "stacksim calibrate: this build has no calibration harness (CUDA was not found when it was "
+                 "configured); nothing measured\n";
+    return 2;
+  }
+  args.insert(args.begin(), harness);
+  if (std::find(args.begin(), args.end(), "--data-dir") == args.end()) {
+    args.push_back("--data-dir");
+    args.push_back(config::DataRoot());
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(harness.c_str(), argv.data());
+  std::cerr << "stacksim calibrate: cannot run " << harness << "\n";
+  return 1;
+}
+
+int RunProjectProfile(const std::string& measured_path, const std::string& target, const std::string& out) {
+  nlohmann::json measured = ReadJsonFile(measured_path);
+  config::ParseProfile(JsonNode(measured, measured_path, ""));  // validate
+  std::string target_path = config::ResolveDataFile("profiles", target, measured_path);
+  nlohmann::json datasheet = ReadJsonFile(target_path);
+  config::ParseProfile(JsonNode(datasheet, target_path, ""));
+  nlohmann::json projected = calibrate::ProjectProfile(measured, datasheet, measured_path, target);
+  std::ofstream f(out);
+  if (!f) throw InputError(out, "", "cannot write the projected profile");
+  f << projected.dump(2) << "\n";
+  if (!f) throw InputError(out, "", "cannot write the projected profile");
+  std::cerr << "wrote " << out << " (" << target << " projected from " << measured_path << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,6 +138,14 @@ int main(int argc, char** argv) {
   val->add_option("--run", only, "Validate only the run with this id");
   add_format(val);
 
+  CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
+  cal->prefix_command();  // everything after 'calibrate' goes to the harness
+  CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
+  std::string measured_path, target, proj_out;
+  proj->add_option("measured", measured_path, "Measured profile JSON")->required();
+  proj->add_option("--to", target, "Target GPU profile name or file (e.g. h100-sxm-80gb)")->required();
+  proj->add_option("--out", proj_out, "Output profile JSON")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,6 +162,8 @@ int main(int argc, char** argv) {
       return RunSimulate(scenario_path, opts, format, trace_path, print_config);
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
+    if (cal->parsed()) return RunCalibrate(cal->remaining());
+    if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
   } catch (const stacksim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

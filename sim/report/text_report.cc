@@ -44,14 +44,18 @@ std::string Grouped(double v) {
 
 std::string Percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
+// The profile's origin in one line; the full provenance is in the JSON report.
 std::string ProfileOrigin(const config::ProfileConfig& p) {
+  auto shorten = [](const std::string& text) {
+    return text.size() <= 110 ? text : text.substr(0, 107) + "...";
+  };
   switch (p.kind) {
     case config::ProfileKind::kDatasheet:
       return "numbers are datasheet-derived";
     case config::ProfileKind::kMeasured:
-      return "measured on " + (p.provenance.empty() ? p.gpu : p.provenance);
+      return "measured: " + shorten(p.provenance.empty() ? p.gpu : p.provenance);
     case config::ProfileKind::kProjected:
-      return p.provenance.empty() ? "projected" : "projected (" + p.provenance + ")";
+      return "projected: " + shorten(p.provenance.empty() ? p.gpu : p.provenance);
   }
   return "";
 }

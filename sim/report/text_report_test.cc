@@ -114,7 +114,7 @@ TEST(TextReport, DescribesScenarioPlanAndProvenance) {
   simulate::SimulationResult measured = TenSecondStep();
   measured.scenario.profile.kind = config::ProfileKind::kMeasured;
   measured.scenario.profile.provenance = "H200, driver 570, 2025-01-02";
-  EXPECT_TRUE(Contains(TextReport(measured), "measured on H200, driver 570, 2025-01-02"));
+  EXPECT_TRUE(Contains(TextReport(measured), "measured: H200, driver 570, 2025-01-02"));
 }
 
 TEST(TextReport, MemoryTableInGiBWithHeadroom) {
