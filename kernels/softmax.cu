@@ -126,6 +126,14 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     raw[i] = make_uint4(0, 0, 0, 0);
     if (c < load_vecs) raw[i] = LoadStreaming(iv + c);
   }
+  // Vectors wholly above the causal diagonal are zeros whatever the row's
+  // statistics: store them now, so that these writes overlap the reductions
+  // instead of queueing behind them.
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int c = threadIdx.x + i * blockDim.x;
+    if (c >= load_vecs && c < nvec) ov[c] = make_uint4(0, 0, 0, 0);
+  }
   // Logits in base 2: exp(scale * s - max) = exp2(scale * log2(e) * s - max2).
   float v[kVecs][kPack];
   float m = -INFINITY;
@@ -154,7 +162,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #pragma unroll
   for (int i = 0; i < kVecs; ++i) {
     const int c = threadIdx.x + i * blockDim.x;
-    if (c < nvec) {
+    if (c < load_vecs) {
       float o[kPack];
 #pragma unroll
       for (int j = 0; j < kPack; ++j) o[j] = v[i][j] * inv;
