@@ -191,8 +191,11 @@ void LaunchSoftmax(const SoftmaxArgs& a, cudaStream_t stream) {
     throw std::invalid_argument("softmax: causal needs 1 <= q_len <= cols, got q_len " + std::to_string(a.q_len));
   }
   // Few vectors per thread for short rows, up to 4 (512 threads) for long ones.
+  // Causal rows are latency-bound (short rows near the top still wait on two
+  // reductions), so they take 4 vectors per thread early: smaller blocks,
+  // more rows in flight per SM.
   const int nvec = a.cols / kPack;
-  const int vecs = nvec <= 256 ? 1 : nvec <= 512 ? 2 : 4;
+  const int vecs = nvec <= 256 ? 1 : (nvec <= 512 && !a.causal) ? 2 : 4;
   const int threads = ((nvec + vecs - 1) / vecs + 31) / 32 * 32;
   const float sl = a.scale * kLog2e;
   const int q_len = a.causal ? a.q_len : 1;
