@@ -2,6 +2,8 @@
 // structured output (JSON numbers, exit status, error text naming file and key).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -21,7 +23,9 @@ struct CmdResult {
 
 CmdResult Stacksim(const std::string& args) {
   static int counter = 0;
-  std::string err_file = ::testing::TempDir() + "stacksim_err_" + std::to_string(counter++);
+  // Unique per process: ctest runs tests in parallel processes.
+  std::string err_file =
+      ::testing::TempDir() + "stacksim_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   std::string cmd = std::string(STACKSIM_BINARY) + " " + args + " 2>" + err_file;
   CmdResult r;
   FILE* p = popen(cmd.c_str(), "r");
