@@ -34,6 +34,7 @@ struct ReplayResult {
   // Time added by link sharing: for each task, end - (start + latency + unshared transfer).
   std::vector<Time> contention;     // indexed by TaskId (zero for compute)
   std::vector<std::string> algorithms;  // per collective kind+group, what the network model chose
+  std::vector<std::string> bottlenecks;  // flow-level models: where contention added time (ContentionReport)
 };
 
 class Engine {

@@ -10,7 +10,9 @@
 #define STACKSIM_SIM_ENGINE_NETWORK_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
@@ -31,9 +33,34 @@ struct CommCost {
   std::string algorithm;    // what the model chose ("ring", "tree", "nvls", "hier-ring"), for reports
 };
 
+// A flow-level network that shares bandwidth itself (SimGrid's max-min model):
+// the engine hands it the bandwidth phase of every communication and asks
+// when the next one finishes (SimGrid's model contract: "when does my next
+// action finish?" and "advance to t"). One session serves one replay.
+class FlowSession {
+ public:
+  virtual ~FlowSession() = default;
+  // Starts the bandwidth phase of communication `task` (a collective's first
+  // member task, or a transfer) at `now`, after its latency phase.
+  virtual void Start(trace::TaskId task, Time now) = 0;
+  // The earliest time a started communication's flows all finish; Time::Max() if none.
+  virtual Time NextCompletion() = 0;
+  // Advances to `t` (REQUIRES: t <= NextCompletion()) and returns the tasks
+  // (as passed to Start) whose flows have all finished by `t`, in the order
+  // they were started.
+  virtual std::vector<trace::TaskId> AdvanceTo(Time t) = 0;
+  // Where contention added time: the busiest links and what crossed them, one line each.
+  virtual std::vector<std::string> ContentionReport() const = 0;
+};
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
+  // A flow-level model returns a session for this trace; the engine then lets
+  // the session share bandwidth instead of sharing links itself. Analytic
+  // models return nullptr (the default). CommCost.latency still comes from
+  // Collective() / Transfer().
+  virtual std::unique_ptr<FlowSession> StartSession(const trace::Trace& trace) const { return nullptr; }
   virtual CommCost Collective(const trace::CommOp& op, const trace::CommGroup& group) const = 0;
   virtual CommCost Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const = 0;
   virtual std::string name() const = 0;

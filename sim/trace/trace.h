@@ -90,6 +90,16 @@ struct CommGroup {
   int ranks_per_node = 1;    // members sharing one node (its NVLink domain)
   int nodes = 1;             // nodes the group spans
   std::vector<RankId> simulated;  // simulated ranks that are members
+  // Physical placement, in global GPU ranks: members are first_rank +
+  // i * stride (i < size). `siblings` copies of this group run the same
+  // collective at the same time (the symmetric peers the trace does not
+  // simulate: e.g. the data-parallel groups of the other tensor-parallel
+  // ranks), copy j offset by j * sibling_stride. Flow-level network models use
+  // this to load shared links; analytic models ignore it.
+  int64_t first_rank = 0;
+  int64_t stride = 1;
+  int siblings = 1;
+  int64_t sibling_stride = 0;
 };
 
 struct Task {

@@ -29,8 +29,19 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   int domain = DomainSize(topology);
   PlanGroups out;
   out.tp = PlaceGroup("tp", 0, 1, plan.tp, domain);
+  // Every data-parallel replica (and context-parallel rank) runs its own TP group at once.
+  out.tp.siblings = plan.dp * plan.cp;
+  out.tp.sibling_stride = plan.tp;
   out.dp = PlaceGroup("dp", 0, plan.tp * plan.cp, plan.dp, domain);
+  out.dp.stride = static_cast<int64_t>(plan.tp) * plan.cp;
+  // ... and every tensor- (and context-) parallel rank its own DP group.
+  out.dp.siblings = plan.tp * plan.cp;
+  out.dp.sibling_stride = 1;
   return out;
+}
+
+int64_t StageFirstRank(const config::PlanConfig& plan, int stage) {
+  return static_cast<int64_t>(stage) * plan.tp * plan.cp * plan.dp;
 }
 
 trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config::TopologyConfig& topology,
@@ -41,6 +52,10 @@ trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config:
   trace::CommGroup g;
   g.name = "pp " + std::to_string(stage) + "-" + std::to_string(next_stage);
   g.size = 2;
+  g.first_rank = a;
+  g.stride = b - a;  // negative for the wrap-around pair of the interleaved schedule
+  g.siblings = static_cast<int>(stride);  // every TP, CP and DP rank of the stage sends its share
+  g.sibling_stride = 1;
   bool same = a / domain == b / domain;
   g.ranks_per_node = same ? 2 : 1;
   g.nodes = same ? 1 : 2;

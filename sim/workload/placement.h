@@ -28,6 +28,9 @@ struct PlanGroups {
 };
 PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology);
 
+// Global rank of the first GPU (tp, cp, dp rank 0) of pipeline stage `stage`.
+int64_t StageFirstRank(const config::PlanConfig& plan, int stage);
+
 // The pair (stage, stage+1) of pipeline neighbours, as a two-member group.
 trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config::TopologyConfig& topology,
                                    int stage, int next_stage);

@@ -362,9 +362,11 @@ trace::Trace StepBuilder::Build() {
   for (int r = 0; r < p_; ++r) {
     trace::CommGroup tp = groups.tp;
     tp.simulated = {r};
+    tp.first_rank = StageFirstRank(plan_, r);
     tp_group_.push_back(t_.AddGroup(tp));
     trace::CommGroup dp = groups.dp;
     dp.simulated = {r};
+    dp.first_rank = StageFirstRank(plan_, r);
     dp_group_.push_back(t_.AddGroup(dp));
     trace::CommGroup next = PlacePipelinePair(plan_, s_.topology, r, (r + 1) % p_);
     next_pair_.push_back(t_.AddGroup(next));
