@@ -172,3 +172,22 @@ TEST(Cli, ProjectingADatasheetProfileIsAnInputError) {
 }
 
 }  // namespace
+
+namespace {
+
+double ExposedDp(const std::string& extra) {
+  CmdResult r = Stacksim("simulate " + kRoot + "/scenarios/contention-dp-allreduce-2to1.json --format json " + extra);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out).at("breakdown").at("dp_exposed_s").get<double>();
+}
+
+// Contention scenario (a): the data-parallel all-reduce crosses 2:1
+// oversubscribed leaf uplinks; its exposed time should nearly double.
+TEST(Cli, OversubscribedLeafNearlyDoublesTheDataParallelAllReduce) {
+  double blocking = ExposedDp("");
+  double nonblocking = ExposedDp("--set topology=dgx-h100");
+  EXPECT_GT(blocking / nonblocking, 1.7);
+  EXPECT_LT(blocking / nonblocking, 2.1);
+}
+
+}  // namespace
