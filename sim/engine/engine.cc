@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -70,6 +71,7 @@ class Replayer {
   void StartCommOp(int32_t op, Time now);
   void StartTransferPhase(int32_t op, Time now);
   void EndCommOp(int32_t op, Time now);
+  void DrainSession(Time horizon);
   void JoinOrLeave(int32_t op, Time now, bool join);
   int32_t ShareOf(const CommOp& op) const;
   void ScheduleTransferEnd(int32_t op, Time now);
@@ -106,6 +108,10 @@ class Replayer {
   std::vector<std::vector<std::string>> algorithms_seen_;
 
   EventQueue<EventPayload> events_;
+
+  // Flow-level network: when present it shares bandwidth among transfer
+  // phases instead of JoinOrLeave.
+  std::unique_ptr<FlowSession> session_;
 };
 
 void Replayer::BuildGraph() {
@@ -187,10 +193,13 @@ ReplayResult Replayer::Run() {
   result_.contention.assign(n, Time::Zero());
   events_.Reserve(1024);
 
+  session_ = network_.StartSession(trace_);
   for (TaskId t = 0; t < static_cast<TaskId>(n); ++t) {
     if (pending_[t] == 0) StartTask(t, Time::Zero());
   }
-  while (!events_.empty()) {
+  for (;;) {
+    if (session_) DrainSession(events_.empty() ? Time::Max() : events_.Top().time);
+    if (events_.empty()) break;
     const auto e = events_.Pop();
     const Time now = e.time;
     switch (e.payload.kind) {
@@ -210,7 +219,22 @@ ReplayResult Replayer::Run() {
     }
   }
   if (finished_ != n) ThrowDeadlock();
+  if (session_) result_.bottlenecks = session_->ContentionReport();
   return std::move(result_);
+}
+
+// Ends every communication whose flows the session completes at or before
+// `horizon` (the next queued event). Rule for ties: session completions at
+// time t come before queue events at t, and ops completed together end in the
+// order AdvanceTo returns them. A completion may queue new events earlier
+// than `horizon` (a zero-length task), so the horizon is re-read each round.
+void Replayer::DrainSession(Time horizon) {
+  for (;;) {
+    Time t = session_->NextCompletion();
+    if (t == Time::Max() || t > horizon) return;
+    for (TaskId task : session_->AdvanceTo(t)) EndCommOp(op_of_task_[task], t);
+    if (!events_.empty() && events_.Top().time < horizon) horizon = events_.Top().time;
+  }
 }
 
 // One of t's releases (a finished dependency or stream predecessor) at `now`.
@@ -313,6 +337,10 @@ void Replayer::StartCommOp(int32_t op_id, Time now) {
 
 void Replayer::StartTransferPhase(int32_t op_id, Time now) {
   CommOp& op = ops_[op_id];
+  if (session_ && op.transfer > Time::Zero()) {
+    session_->Start(op_members_[op.members_begin], now);
+    return;
+  }
   if (op.res_count == 0) {
     // Nothing shared (or nothing to send): it takes its unshared time. Ends
     // go through the queue even at `now`, so long chains never recurse.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -383,6 +386,113 @@ TEST(Engine, ReplayIsDeterministicAndEnginesAreIndependent) {
   }
   EXPECT_EQ(a.makespan, c.makespan);
   EXPECT_GT(a.makespan, Time::Zero());
+}
+
+// A flow-level fake: every started communication is one flow of `bytes` ns
+// of work (1 GB/s) on a single link shared equally by all active flows.
+class OneLinkSession : public FlowSession {
+ public:
+  explicit OneLinkSession(const trace::Trace& trace) : trace_(trace) {}
+  void Start(TaskId task, Time now) override {
+    Update(now);
+    const Task& t = trace_.task(task);
+    double work = t.kind == TaskKind::kTransfer ? t.transfer.bytes.value : t.comm.bytes.value;
+    flows_.push_back({task, work});
+    started_.push_back(task);
+  }
+  Time NextCompletion() override {
+    if (flows_.empty()) return Time::Max();
+    double least = flows_.front().left;
+    for (const Flow& f : flows_) least = std::min(least, f.left);
+    return now_ + Time::Ns(std::llround(least * static_cast<double>(flows_.size())));
+  }
+  std::vector<TaskId> AdvanceTo(Time t) override {
+    Update(t);
+    std::vector<TaskId> done;
+    for (size_t i = 0; i < flows_.size();) {
+      if (flows_[i].left <= 0.5) {
+        done.push_back(flows_[i].task);
+        flows_.erase(flows_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    return done;
+  }
+  std::vector<std::string> ContentionReport() const override { return {"the one link"}; }
+  std::vector<TaskId> started_;
+
+ private:
+  struct Flow {
+    TaskId task;
+    double left;  // ns of work at full rate
+  };
+  void Update(Time now) {
+    if (!flows_.empty()) {
+      double dt = static_cast<double>((now - now_).ns()) / static_cast<double>(flows_.size());
+      for (Flow& f : flows_) f.left -= dt;
+    }
+    now_ = now;
+  }
+  const trace::Trace& trace_;
+  std::vector<Flow> flows_;
+  Time now_;
+};
+
+// FixedNetworkModel's costs, bandwidth shared by OneLinkSession.
+class OneLinkNetwork : public FixedNetworkModel {
+ public:
+  explicit OneLinkNetwork(Time alpha) : FixedNetworkModel(alpha, kBandwidth) {}
+  std::unique_ptr<FlowSession> StartSession(const trace::Trace& trace) const override {
+    return std::make_unique<OneLinkSession>(trace);
+  }
+};
+
+TEST(Engine, FlowSessionSharesBandwidthBetweenRanksThatDoNotShareLinks) {
+  // Two single-rank collectives on different ranks: the engine's own link
+  // sharing keeps them apart, the session's one link makes them share.
+  TraceBuilder b(2);
+  GroupId g0 = b.Group("a", {0});
+  GroupId g1 = b.Group("b", {1});
+  TaskId x = b.Collective(0, b.comm(), g0, -1, 1000);
+  TaskId y = b.Collective(1, b.comm(), g1, -1, 3000);
+  TaskId after = b.Compute(0, b.comm(), 500, {x});
+  FixedCostModel cost(kRate);
+  OneLinkNetwork network(Time::Ns(100));
+  ReplayResult r = Engine(cost, network).Replay(b.trace());
+  // Both flows start at 100 at half rate; x's 1000 ns of work end at 2100,
+  // when y has 2000 left, which it then runs alone.
+  EXPECT_EQ(r.timings[x].end, Time::Ns(2100));
+  EXPECT_EQ(r.timings[y].end, Time::Ns(4100));
+  EXPECT_EQ(r.contention[x], Time::Ns(1000));
+  EXPECT_EQ(r.contention[y], Time::Ns(1000));
+  EXPECT_EQ(r.timings[after].start, Time::Ns(2100));
+  EXPECT_EQ(r.makespan, Time::Ns(4100));
+  ASSERT_EQ(r.bottlenecks.size(), 1u);
+  EXPECT_EQ(r.bottlenecks[0], "the one link");
+  // Without a session the two ranks' links are separate: no contention.
+  ReplayResult plain = ReplayFixed(b.trace(), Time::Ns(100));
+  EXPECT_EQ(plain.timings[y].end, Time::Ns(3100));
+  EXPECT_TRUE(plain.bottlenecks.empty());
+}
+
+TEST(Engine, FlowSessionCompletionsComeBeforeQueueEventsAtTheSameTime) {
+  // x's flow ends at 1000 exactly when a compute task ends; both release the
+  // next task, which must see x as finished at 1000.
+  TraceBuilder b(1);
+  GroupId g = b.Group("a", {0});
+  TaskId x = b.Collective(0, b.comm(), g, -1, 1000);
+  TaskId c = b.Compute(0, b.compute(), 1000);
+  TaskId z = b.Compute(0, b.compute(), 10, {x});
+  TaskId s = b.Send(0, b.comm(), 0, g, 200, {c});
+  FixedCostModel cost(kRate);
+  OneLinkNetwork network(Time::Zero());
+  ReplayResult r = Engine(cost, network).Replay(b.trace());
+  EXPECT_EQ(r.timings[x].end, Time::Ns(1000));
+  EXPECT_EQ(r.timings[z].start, Time::Ns(1000));
+  EXPECT_EQ(r.timings[s].start, Time::Ns(1000));
+  EXPECT_EQ(r.timings[s].end, Time::Ns(1200));
+  EXPECT_EQ(r.contention[s], Time::Zero());
 }
 
 }  // namespace
