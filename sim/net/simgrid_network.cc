@@ -1,0 +1,404 @@
+#include "sim/net/simgrid_network.h"
+
+#include <simgrid/kernel/resource/Model.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sim/net/bus_bandwidth.h"
+#include "sim/net/simgrid_fabric.h"
+
+namespace stacksim::net {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+using simgrid::kernel::routing::NetPoint;
+using simgrid::kernel::routing::Route;
+using trace::CollectiveKind;
+using trace::TaskId;
+using trace::TaskKind;
+
+// SimGrid allows one engine per process.
+std::atomic<bool> session_started{false};
+
+// A zone whose routes are computed by Fabric (no n^2 routing table): hosts
+// are the GPUs in order, so a host's netpoint id is its GPU index.
+class FabricZone : public simgrid::kernel::routing::NetZoneImpl {
+ public:
+  FabricZone(const Fabric& fabric, std::vector<simgrid::kernel::resource::StandardLinkImpl*>* links)
+      : NetZoneImpl("stacksim-fabric"), fabric_(fabric), links_(*links) {}
+  void get_local_route(const NetPoint* src, const NetPoint* dst, Route* into, double* latency) override {
+    scratch_.clear();
+    fabric_.RouteLinks(static_cast<int64_t>(src->id()) - first_id_, static_cast<int64_t>(dst->id()) - first_id_,
+                       &scratch_);
+    for (int32_t l : scratch_) into->link_list_.push_back(links_[l]);
+    (void)latency;  // links have no latency: it is added analytically
+  }
+  void set_first_id(int64_t id) { first_id_ = id; }
+
+ private:
+  const Fabric& fabric_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links_;
+  std::vector<int32_t> scratch_;
+  int64_t first_id_ = 0;
+};
+
+struct Flow {
+  int32_t op;       // slot in SimGridSession::ops_
+  int64_t src, dst; // GPUs
+  double bytes;
+  double start = 0, end = -1;  // seconds
+};
+
+struct Op {
+  TaskId task;
+  int64_t seq;      // start order
+  int32_t pending;  // flows not finished
+};
+
+class SimGridSession : public engine::FlowSession {
+ public:
+  SimGridSession(const SimGridNetwork& net, const trace::Trace& trace)
+      : net_(net), trace_(trace), fabric_(net.topology(), net.port_bandwidth(), net.nic_bandwidth(),
+                                          net.cluster_gpus()) {
+    xbt_log_control_set("root.thres:critical");
+    int argc = 1;
+    char arg0[] = "stacksim";
+    char* argv[] = {arg0, nullptr};
+    engine_ = std::make_unique<sg4::Engine>(&argc, argv);
+    sg4::Engine::set_config("network/model:CM02");
+    sg4::Engine::set_config("network/TCP-gamma:0");
+    sg4::Engine::set_config("network/crosstraffic:0");
+    BuildPlatform();
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { OnCompletion(a); });
+  }
+
+  void Start(TaskId task, Time now) override {
+    // The engine has drained every completion up to `now`, so SimGrid can
+    // catch up with it before the new flows join.
+    if (now.ns() > clock_ns_) {
+      engine_->run_until(static_cast<double>(now.ns()) * 1e-9);
+      clock_ns_ = now.ns();
+    }
+    now_s_ = static_cast<double>(now.ns()) * 1e-9;
+    int32_t slot = static_cast<int32_t>(ops_.size());
+    ops_.push_back({task, seq_++, 0});
+    scratch_.clear();
+    const trace::Task& t = trace_.task(task);
+    if (t.kind == TaskKind::kTransfer) {
+      AddTransferFlows(t, &scratch_);
+    } else {
+      AddCollectiveFlows(t, &scratch_);
+    }
+    for (const FlowSpec& f : scratch_) {
+      if (f.src == f.dst || !(f.bytes > 0)) continue;
+      int32_t id = static_cast<int32_t>(flows_.size());
+      flows_.push_back({slot, f.src, f.dst, f.bytes, now_s_, -1});
+      ++ops_[slot].pending;
+      sg4::CommPtr c = sg4::Comm::sendto_init(hosts_[f.src], hosts_[f.dst]);
+      c->set_payload_size(static_cast<uint64_t>(std::llround(f.bytes)));
+      c->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(id) + 1));
+      c->start();
+      comms_.push_back(c);
+    }
+    if (ops_[slot].pending == 0) done_.push_back(slot);
+  }
+
+  Time NextCompletion() override {
+    if (!done_.empty()) return Time::Ns(clock_ns_);
+    if (active_flows() == 0) return Time::Max();
+    double now = sg4::Engine::get_clock();
+    double delta = model_->next_occurring_event(now);
+    if (delta < 0) return Time::Max();
+    int64_t t = static_cast<int64_t>(std::ceil((now + delta) * 1e9 - 1e-3));
+    return Time::Ns(std::max(t, clock_ns_ + (stalled_ ? 1 : 0)));
+  }
+
+  std::vector<TaskId> AdvanceTo(Time t) override {
+    if (t.ns() > clock_ns_) {
+      engine_->run_until(static_cast<double>(t.ns()) * 1e-9);
+      clock_ns_ = t.ns();
+    }
+    stalled_ = done_.empty();
+    std::sort(done_.begin(), done_.end(), [&](int32_t a, int32_t b) { return ops_[a].seq < ops_[b].seq; });
+    std::vector<TaskId> out;
+    out.reserve(done_.size());
+    for (int32_t slot : done_) out.push_back(ops_[slot].task);
+    done_.clear();
+    return out;
+  }
+
+  std::vector<std::string> ContentionReport() const override;
+
+ private:
+  struct FlowSpec {
+    int64_t src, dst;
+    double bytes;
+  };
+
+  size_t active_flows() const { return flows_.size() - finished_flows_; }
+  void BuildPlatform();
+  void OnCompletion(const sg4::Activity& a);
+  void AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out) const;
+  void AddTransferFlows(const trace::Task& t, std::vector<FlowSpec>* out) const;
+  std::vector<int64_t> Siblings(const trace::CommGroup& g, int64_t first_span) const;
+
+  const SimGridNetwork& net_;
+  const trace::Trace& trace_;
+  Fabric fabric_;
+  std::unique_ptr<sg4::Engine> engine_;
+  simgrid::kernel::resource::Model* model_ = nullptr;
+  std::vector<sg4::Host*> hosts_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> link_impls_;
+  std::vector<Op> ops_;
+  std::vector<Flow> flows_;
+  std::vector<sg4::CommPtr> comms_;  // kept alive until the session ends
+  std::vector<int32_t> done_;        // op slots finished, not yet returned
+  std::vector<FlowSpec> scratch_;
+  size_t finished_flows_ = 0;
+  int64_t seq_ = 0;
+  int64_t clock_ns_ = 0;
+  bool stalled_ = false;
+  double now_s_ = 0;
+};
+
+void SimGridSession::BuildPlatform() {
+  auto* zone = new FabricZone(fabric_, &link_impls_);
+  sg4::NetZone* iface = zone->get_iface();
+  const int64_t gpus = fabric_.gpus();
+  hosts_.reserve(gpus);
+  for (int64_t g = 0; g < gpus; ++g) {
+    hosts_.push_back(iface->create_host("gpu " + std::to_string(g), 1e9));
+    hosts_.back()->seal();
+    if (g == 0) zone->set_first_id(static_cast<int64_t>(hosts_.back()->get_netpoint()->id()));
+  }
+  link_impls_.resize(fabric_.links().size());
+  for (size_t l = 0; l < fabric_.links().size(); l += 2) {
+    // Fabric links come in (up, down) pairs of one full-duplex link.
+    sg4::SplitDuplexLink* link = iface->create_split_duplex_link(fabric_.links()[l].name, fabric_.links()[l].bandwidth);
+    link->set_latency(0);
+    link->seal();
+    link_impls_[l] = link->get_link_up()->get_impl();
+    link_impls_[l + 1] = link->get_link_down()->get_impl();
+  }
+  iface->seal();
+  // The network model's next event is not public API: Model is its primary
+  // base, so the pointer converts (Itanium ABI). See NOTES.md, issue 4.
+  model_ = reinterpret_cast<simgrid::kernel::resource::Model*>(zone->get_network_model().get());
+}
+
+void SimGridSession::OnCompletion(const sg4::Activity& a) {
+  auto tag = reinterpret_cast<intptr_t>(a.get_data<void>());
+  if (tag <= 0) return;
+  Flow& f = flows_[tag - 1];
+  if (f.end >= 0) return;
+  f.end = sg4::Engine::get_clock();
+  ++finished_flows_;
+  if (--ops_[f.op].pending == 0) done_.push_back(f.op);
+}
+
+// Sibling copies to expand: every copy whose offset stays within the span of
+// one leaf switch group (gpus_per_node x leaf nodes_below): those share the
+// representative's nodes (NVLink ports, NICs) or its leaf switches and their
+// uplinks. Copies further away load other, symmetric leaves. Copies that fall
+// outside the cluster are dropped.
+std::vector<int64_t> SimGridSession::Siblings(const trace::CommGroup& g, int64_t last_member_offset) const {
+  std::vector<int64_t> offsets{0};
+  int64_t span = fabric_.leaf_span_gpus();
+  for (int j = 1; j < g.siblings && g.sibling_stride > 0; ++j) {
+    int64_t off = static_cast<int64_t>(j) * g.sibling_stride;
+    if (off >= span) break;
+    if (g.first_rank + off + last_member_offset >= fabric_.gpus() || g.first_rank + off < 0) break;
+    offsets.push_back(off);
+  }
+  return offsets;
+}
+
+void SimGridSession::AddTransferFlows(const trace::Task& t, std::vector<FlowSpec>* out) const {
+  const trace::CommGroup& g = trace_.group(t.transfer.group);
+  int64_t a = g.first_rank, b = g.first_rank + g.stride;
+  if (g.simulated.size() == 2) {
+    if (g.simulated[0] != t.rank) std::swap(a, b);
+  } else if ((t.transfer.dst - t.rank > 0) != (g.stride > 0)) {
+    // Pipeline pairs list the lower stage first; a send against the pair's
+    // direction starts at its second member.
+    std::swap(a, b);
+  }
+  if (a < 0 || b < 0 || a >= fabric_.gpus() || b >= fabric_.gpus()) return;
+  int64_t hi = std::max<int64_t>(0, std::max(a, b) - g.first_rank);
+  for (int64_t off : Siblings(g, hi)) out->push_back({a + off, b + off, t.transfer.bytes.value});
+}
+
+void SimGridSession::AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out) const {
+  const trace::CommGroup& g = trace_.group(t.comm.group);
+  const int p = g.size;
+  if (p <= 1) return;
+  const int gl = std::max(1, g.ranks_per_node);
+  const int n = std::max(1, g.nodes);
+  const double s = t.comm.bytes.value;
+  engine::CommCost cost = net_.Collective(t.comm, g);
+  auto member = [&](int64_t off, int i) { return g.first_rank + off + static_cast<int64_t>(i) * g.stride; };
+  int64_t last = static_cast<int64_t>(p - 1) * g.stride;
+  for (int64_t off : Siblings(g, last)) {
+    if (n == 1) {
+      // Inside the node the measured curve defines the time: each port
+      // carries what the analytic transfer time moves at the port's rate
+      // (factor x S for a ring; less for NVLS).
+      double port_bytes = cost.transfer.seconds() * net_.port_bandwidth();
+      if (t.comm.kind == CollectiveKind::kAllToAll) {
+        for (int i = 0; i < p; ++i)
+          for (int j = 0; j < p; ++j)
+            if (i != j) out->push_back({member(off, i), member(off, j), port_bytes / (p - 1)});
+      } else {
+        for (int i = 0; i < p; ++i) out->push_back({member(off, i), member(off, (i + 1) % p), port_bytes});
+      }
+      continue;
+    }
+    // Across nodes: members node-major, gl per node.
+    auto at = [&](int node, int c) { return member(off, node * gl + c); };
+    if (t.comm.kind == CollectiveKind::kAllToAll) {
+      // Pairwise exchange aggregated per node pair and rail: GPU c of node k
+      // sends what it owes node l's gl GPUs through its own NIC.
+      for (int k = 0; k < n; ++k)
+        for (int l = 0; l < n; ++l)
+          if (k != l)
+            for (int c = 0; c < gl; ++c) out->push_back({at(k, c), at(l, c), gl * s / p});
+      for (int k = 0; k < n; ++k)
+        for (int c = 0; c < gl; ++c)
+          for (int d = 0; d < gl; ++d)
+            if (c != d) out->push_back({at(k, c), at(k, d), s / p});
+      continue;
+    }
+    // Ring (or tree, priced on the same edges): gl rings, one per rail; each
+    // inter-node edge carries E, each GPU forwards gl-1 rings over NVLink.
+    double factor = 1.0;
+    switch (t.comm.kind) {
+      case CollectiveKind::kAllReduce:
+        factor = cost.algorithm == "tree" ? 2.0 / 0.9 : 2.0 * (p - 1.0) / p;
+        break;
+      case CollectiveKind::kAllGather:
+      case CollectiveKind::kReduceScatter:
+        factor = (p - 1.0) / p;
+        break;
+      default:
+        factor = 1.0;
+    }
+    double edge = factor * s / gl;
+    for (int k = 0; k < n; ++k) {
+      for (int c = 0; c < gl; ++c) {
+        out->push_back({at(k, c), at((k + 1) % n, c), edge});
+        if (gl > 1) out->push_back({at(k, c), at(k, (c + 1) % gl), (gl - 1) * edge});
+      }
+    }
+  }
+}
+
+std::vector<std::string> SimGridSession::ContentionReport() const {
+  // Per directed link: bytes carried, busy time (union of its flows' active
+  // intervals) and the time its flows lost against their unshared time,
+  // charged to each flow's most loaded link.
+  const auto& links = fabric_.links();
+  std::vector<double> bytes(links.size(), 0), lost(links.size(), 0);
+  std::vector<std::vector<std::pair<double, double>>> spans(links.size());
+  std::vector<int32_t> route;
+  std::vector<std::vector<int32_t>> routes(flows_.size());
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    const Flow& f = flows_[i];
+    fabric_.RouteLinks(f.src, f.dst, &routes[i]);
+    for (int32_t l : routes[i]) {
+      bytes[l] += f.bytes;
+      if (f.end >= 0) spans[l].push_back({f.start, f.end});
+    }
+  }
+  std::vector<double> busy(links.size(), 0);
+  for (size_t l = 0; l < links.size(); ++l) {
+    auto& sp = spans[l];
+    std::sort(sp.begin(), sp.end());
+    double cur_s = -1, cur_e = -1;
+    for (auto [s, e] : sp) {
+      if (s > cur_e) {
+        if (cur_e > cur_s) busy[l] += cur_e - cur_s;
+        cur_s = s;
+        cur_e = e;
+      } else {
+        cur_e = std::max(cur_e, e);
+      }
+    }
+    if (cur_e > cur_s) busy[l] += cur_e - cur_s;
+  }
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    const Flow& f = flows_[i];
+    if (f.end < 0 || routes[i].empty()) continue;
+    double min_bw = 1e300;
+    int32_t worst = routes[i][0];
+    for (int32_t l : routes[i]) {
+      min_bw = std::min(min_bw, links[l].bandwidth);
+      if (bytes[l] / links[l].bandwidth > bytes[worst] / links[worst].bandwidth) worst = l;
+    }
+    double slow = (f.end - f.start) - f.bytes / min_bw;
+    if (slow > 1e-9) lost[worst] += slow;
+  }
+  std::vector<size_t> order;
+  for (size_t l = 0; l < links.size(); ++l)
+    if (lost[l] > 0) order.push_back(l);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return lost[a] != lost[b] ? lost[a] > lost[b] : a < b;
+  });
+  if (order.size() > 5) order.resize(5);
+  std::vector<std::string> out;
+  for (size_t l : order) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%s %s: %.3g GB, busy %.3f ms, flows slowed by %.3f ms in all",
+                  links[l].name.c_str(), l % 2 == 0 ? "(up)" : "(down)", bytes[l] * 1e-9, busy[l] * 1e3,
+                  lost[l] * 1e3);
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+SimGridNetwork::SimGridNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile,
+                               int cluster_gpus)
+    : topology_(topology), analytic_(topology, profile), cluster_gpus_(cluster_gpus) {
+  // Mirror AnalyticNetwork::IntraRingPeak: the ring curve's peak scaled to
+  // this system's link, or the raw link without a curve.
+  double link = topology.scale_up.per_gpu_bandwidth.value;
+  if (topology.scale_up.kind == config::ScaleUpKind::kPcie && topology.pcie_bandwidth.value > 0) {
+    link = topology.pcie_bandwidth.value;
+  }
+  config::BusBandwidthCurve ring = profile.intra_ring;
+  if (ring.points.empty()) ring = profile.intra_all_reduce;
+  double reference = profile.intra_reference_link.value.value;
+  if (!(reference > 0)) reference = link;
+  double peak = ring.points.empty() ? 0 : MeasuredBusBandwidth(ring.points).peak().value;
+  port_bw_ = peak > 0 ? peak * link / reference : link;
+  nic_bw_ = topology.nics.bandwidth.value * profile.nic_efficiency.value;
+}
+
+std::unique_ptr<engine::FlowSession> SimGridNetwork::StartSession(const trace::Trace& trace) const {
+  if (session_started.exchange(true)) {
+    throw std::logic_error(
+        "SimGridNetwork: SimGrid allows one simulation per process and this process already ran one; "
+        "run each SimGrid replay in its own process");
+  }
+  return std::make_unique<SimGridSession>(*this, trace);
+}
+
+std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyConfig& topology,
+                                                         const config::ProfileConfig& profile, int cluster_gpus) {
+  return std::make_unique<SimGridNetwork>(topology, profile, cluster_gpus);
+}
+
+}  // namespace stacksim::net

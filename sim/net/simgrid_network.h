@@ -1,0 +1,68 @@
+// The SimGrid network model: SimGrid's flow-level (max-min sharing) model on
+// a platform built from the topology, so that concurrent collectives share
+// NVLink ports, NICs and fat-tree uplinks and contention emerges.
+//
+// Costs (Collective / Transfer) are the analytic model's: the latency part is
+// added by the engine, and the transfer part is the "unshared" reference the
+// engine measures contention against. StartSession builds the platform and
+// returns a FlowSession that decomposes each communication into flows the way
+// NCCL runs it (one flow per ring edge per collective, carrying the bytes that
+// edge carries over the whole collective; pairwise flows for all-to-all) and
+// lets SimGrid share bandwidth among them.
+//
+// SimGrid allows one engine per process: a process can run ONE session; a
+// second StartSession throws std::logic_error. The model settings are CM02,
+// TCP-gamma 0, crosstraffic 0 (alpha-beta exactly), link latencies 0 (latency
+// comes from CommCost.latency, analytically). Bandwidths in bytes/s.
+#ifndef STACKSIM_SIM_NET_SIMGRID_NETWORK_H_
+#define STACKSIM_SIM_NET_SIMGRID_NETWORK_H_
+
+#include <memory>
+#include <string>
+
+#include "sim/config/profile.h"
+#include "sim/config/topology.h"
+#include "sim/engine/network_model.h"
+#include "sim/net/analytic_network.h"
+
+namespace stacksim::net {
+
+class SimGridNetwork : public engine::NetworkModel {
+ public:
+  // cluster_gpus: GPUs of the whole job (the platform's host count, rounded
+  // up to whole nodes).
+  SimGridNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile, int cluster_gpus);
+
+  engine::CommCost Collective(const trace::CommOp& op, const trace::CommGroup& group) const override {
+    return analytic_.Collective(op, group);
+  }
+  engine::CommCost Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const override {
+    return analytic_.Transfer(op, pair);
+  }
+  // Throws std::logic_error if this process already ran a SimGrid session.
+  std::unique_ptr<engine::FlowSession> StartSession(const trace::Trace& trace) const override;
+  std::string name() const override { return "simgrid"; }
+
+  const config::TopologyConfig& topology() const { return topology_; }
+  const AnalyticNetwork& analytic() const { return analytic_; }
+  int cluster_gpus() const { return cluster_gpus_; }
+  // Per-GPU scale-up port (NVLink, or PCIe): the link times the ring curve's
+  // peak efficiency, as the analytic model prices intra-node transfers.
+  double port_bandwidth() const { return port_bw_; }
+  // One physical NIC at the profile's achieved fraction of line rate.
+  double nic_bandwidth() const { return nic_bw_; }
+
+ private:
+  config::TopologyConfig topology_;
+  AnalyticNetwork analytic_;
+  int cluster_gpus_;
+  double port_bw_ = 0;
+  double nic_bw_ = 0;
+};
+
+std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyConfig& topology,
+                                                         const config::ProfileConfig& profile, int cluster_gpus);
+
+}  // namespace stacksim::net
+
+#endif  // STACKSIM_SIM_NET_SIMGRID_NETWORK_H_
