@@ -27,7 +27,7 @@ namespace {
 using namespace stacksim;
 
 int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
-                const std::string& trace_path, bool print_config) {
+                const std::string& trace_path, bool print_config, const std::string& network) {
   config::ScenarioConfig scenario = config::LoadScenario(path, opts);
   if (print_config) {
     std::cout << config::ResolvedConfigJson(scenario).dump(2) << "\n";
@@ -35,6 +35,7 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
   }
   simulate::Options sim_opts;
   sim_opts.keep_trace = !trace_path.empty();
+  sim_opts.network = network;
   simulate::SimulationResult result = simulate::Simulate(scenario, sim_opts);
   if (!trace_path.empty()) {
     if (result.trace) {
@@ -155,11 +156,7 @@ int main(int argc, char** argv) {
 
   try {
     if (sim->parsed()) {
-      if (network == "simgrid") {
-        std::cerr << "error: --network simgrid: the SimGrid flow-level backend is not built yet; use --network analytic\n";
-        return 2;
-      }
-      return RunSimulate(scenario_path, opts, format, trace_path, print_config);
+      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network);
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (cal->parsed()) return RunCalibrate(cal->remaining());

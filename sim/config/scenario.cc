@@ -72,6 +72,9 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   int64_t g = gpus.PositiveInt();
   if (g > INT_MAX / 2) gpus.Fail("implausibly many GPUs: " + Str(g));
   s.gpus = static_cast<int>(g);
+  if (auto order = obj.Optional("node_order")) {
+    s.node_order = order->OneOf({"packed", "scattered"}) == "scattered" ? NodeOrder::kScattered : NodeOrder::kPacked;
+  }
 
   JsonObject training(obj.Required("training"));
   s.seq_len = training.Required("seq_len").PositiveInt();
@@ -246,6 +249,7 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   j["topology"] = TopologyToJson(s.topology);
   j["profile"] = ProfileToJson(s.profile);
   j["gpus"] = s.gpus;
+  j["node_order"] = s.node_order == NodeOrder::kScattered ? "scattered" : "packed";
   j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
   j["plan"] = PlanToJson(s.plan);
   j["files"] = {{"scenario", s.file},

@@ -22,6 +22,11 @@
 
 namespace stacksim::config {
 
+// How the job's nodes sit in the fabric: packed in consecutive nodes (leaf
+// groups filled one after another), or scattered round-robin over the leaf
+// groups, as a fragmented cluster's scheduler hands them out.
+enum class NodeOrder { kPacked, kScattered };
+
 struct ScenarioConfig {
   std::string name;
   std::string file;            // where it was read from ("" if built in code)
@@ -32,6 +37,7 @@ struct ScenarioConfig {
   ProfileConfig profile;
   std::string profile_file;
   int gpus = 0;
+  NodeOrder node_order = NodeOrder::kPacked;
   int64_t seq_len = 0;         // tokens per sequence
   PlanConfig plan;
   // Added with the parser (backward compatible): free text from the file, and

@@ -7,6 +7,7 @@
 #include "sim/cost/profile_cost_model.h"
 #include "sim/memory/memory_model.h"
 #include "sim/net/analytic_network.h"
+#include "sim/net/simgrid_network.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/training_step.h"
 
@@ -154,14 +155,22 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
 
   auto trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(scenario));
   cost::ProfileCostModel cost(profile, plan.cuda_graphs);
-  net::AnalyticNetwork network(scenario.topology, profile);
-  res.network_model = network.name();
-  engine::Engine engine(cost, network);
+  std::unique_ptr<engine::NetworkModel> network;
+  if (options.network == "simgrid") {
+    network = net::MakeSimGridNetwork(scenario.topology, profile, scenario.gpus);
+  } else if (options.network == "analytic") {
+    network = std::make_unique<net::AnalyticNetwork>(scenario.topology, profile);
+  } else {
+    throw InputError("", "--network", "unknown network model '" + options.network + "' (analytic, simgrid)");
+  }
+  res.network_model = network->name();
+  engine::Engine engine(cost, *network);
   auto replay = std::make_shared<engine::ReplayResult>(engine.Replay(*trace));
 
   res.iteration = replay->makespan;
   res.tasks = trace->size();
   res.simulated_ranks = trace->rank_count();
+  res.bottlenecks = replay->bottlenecks;
   for (const auto& a : replay->algorithms) {
     if (std::find(res.algorithms.begin(), res.algorithms.end(), a) == res.algorithms.end()) res.algorithms.push_back(a);
   }

@@ -47,6 +47,7 @@ struct Options {
   // Replay a plan even when the memory model says it does not fit (validation
   // of runs that did run); the result is still marked out_of_memory.
   bool simulate_if_out_of_memory = false;
+  std::string network = "analytic";  // "analytic" or "simgrid" (flow-level, contention)
 };
 
 struct SimulationResult {
@@ -71,6 +72,7 @@ struct SimulationResult {
   int breakdown_stage = 0;
   std::vector<Breakdown> per_stage;
   std::vector<std::string> algorithms;  // collective algorithm choices
+  std::vector<std::string> bottlenecks; // flow-level network: links where contention added time
 
   size_t tasks = 0;
   int simulated_ranks = 0;
