@@ -133,6 +133,7 @@ json JsonReport(const simulate::SimulationResult& r) {
         {"nodes", s.topology.gpus_per_node > 0 ? s.nodes() : 0}}},
       {"notes", r.notes},
       {"algorithms", r.algorithms},
+      {"bottlenecks", r.bottlenecks},
       {"simulated_ranks", r.simulated_ranks},
       {"tasks", r.tasks},
       {"wall_s", r.wall_seconds},

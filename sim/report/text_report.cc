@@ -192,6 +192,10 @@ std::string TextReport(const simulate::SimulationResult& r) {
     for (size_t i = 0; i < listed; ++i) out += fmt::format("  {}\n", r.algorithms[i]);
     if (listed < r.algorithms.size()) out += fmt::format("  ... and {} more\n", r.algorithms.size() - listed);
   }
+  if (!r.bottlenecks.empty()) {
+    out += "\ncontention (" + r.network_model + " network: links where sharing added time)\n";
+    for (const auto& b : r.bottlenecks) out += fmt::format("  {}\n", b);
+  }
   if (!r.notes.empty()) out += "\n";
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
   out += fmt::format("\nsimulated {} rank{}, {} tasks in {:.2f} s\n", r.simulated_ranks,

@@ -1,5 +1,7 @@
 #include "sim/report/text_report.h"
 
+#include "sim/report/json_report.h"
+
 #include <algorithm>
 #include <string>
 
@@ -164,6 +166,24 @@ TEST(TextReport, FlagshipSizedReportStaysShort) {
   size_t lines = std::count(text.begin(), text.end(), '\n');
   EXPECT_LE(lines, 50u) << text;
   EXPECT_TRUE(Contains(text, "... and 4 more")) << text;
+}
+
+}  // namespace
+}  // namespace stacksim::report
+
+namespace stacksim::report {
+namespace {
+
+TEST(TextReport, ListsContentionBottlenecksOfAFlowLevelNetwork) {
+  simulate::SimulationResult r;
+  r.scenario.name = "x";
+  r.network_model = "simgrid";
+  r.iteration = Time::FromSeconds(1);
+  r.bottlenecks = {"leaf 3 rail 2 -> spine uplink: 12.0 GB, busy 0.25 s, 0.12 s lost"};
+  std::string text = TextReport(r);
+  EXPECT_NE(text.find("contention (simgrid network"), std::string::npos) << text;
+  EXPECT_NE(text.find("leaf 3 rail 2 -> spine uplink"), std::string::npos) << text;
+  EXPECT_EQ(JsonReport(r).at("bottlenecks").size(), 1u);
 }
 
 }  // namespace
