@@ -18,6 +18,7 @@
 
 #include "kernels/check_util.h"
 #include "kernels/cuda_check.h"
+#include "kernels/bf16_vec.cuh"
 #include "kernels/kernels.h"
 #include "kernels/timing.h"
 
@@ -26,7 +27,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kPack = 8;  // bf16 per 16-byte access
 constexpr int kThreads = 256;
 constexpr int kUnroll = 2;  // vectors per thread
 constexpr double kBf16Tolerance = 1e-2;
@@ -34,38 +34,7 @@ constexpr double kMaxVectors = 2147483647.0 - kThreads * kUnroll;  // 32-bit vec
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 
-// ---- 16-byte vectors of bf16 ----
-
-__device__ __forceinline__ void Unpack(const uint4& u, float (&f)[kPack]) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < kPack / 2; ++i) {
-    const float2 p = __bfloat1622float2(h[i]);
-    f[2 * i] = p.x;
-    f[2 * i + 1] = p.y;
-  }
-}
-
-__device__ __forceinline__ uint4 Pack(const float (&f)[kPack]) {
-  uint4 u;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < kPack / 2; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
-  return u;
-}
-
-// A 16-byte load of data read once (not kept in L1, which keeps the bias).
-__device__ __forceinline__ uint4 LoadStreaming(const uint4* p) {
-#if defined(__CUDA_ARCH__)
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-#else
-  return __ldg(p);
-#endif
-}
+// ---- kernel helpers (16-byte vector helpers: kernels/bf16_vec.cuh) ----
 
 // The hardware tanh (sm_75+, max relative error about 2^-11): one
 // special-function op per element keeps GELU under the memory time.

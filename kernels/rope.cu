@@ -21,6 +21,7 @@
 
 #include "kernels/check_util.h"
 #include "kernels/cuda_check.h"
+#include "kernels/bf16_vec.cuh"
 #include "kernels/kernels.h"
 #include "kernels/timing.h"
 
@@ -29,30 +30,11 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kPack = 8;  // bf16 per 16-byte access
 constexpr int kThreads = 256;
 constexpr double kBf16Tolerance = 1e-2;
 constexpr double kMaxItems = 2147483647.0 - kThreads;  // 32-bit indices
 
-// ---- 16-byte vectors of bf16 ----
-
-__device__ __forceinline__ void Unpack(const uint4& u, float (&f)[kPack]) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < kPack / 2; ++i) {
-    const float2 p = __bfloat1622float2(h[i]);
-    f[2 * i] = p.x;
-    f[2 * i + 1] = p.y;
-  }
-}
-
-__device__ __forceinline__ uint4 Pack(const float (&f)[kPack]) {
-  uint4 u;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < kPack / 2; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
-  return u;
-}
+// ---- kernel helpers (16-byte vector helpers: kernels/bf16_vec.cuh) ----
 
 // A coherent 16-byte load that skips L1 (Q and K are rewritten in place; L1
 // keeps the tables).
