@@ -22,7 +22,7 @@ void ReplayWithSimGrid(benchmark::State& state, const std::string& name) {
   auto scenario = stacksim::config::LoadScenario(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/" + name, {});
   auto trace = stacksim::workload::BuildTrainingStep(scenario);
   stacksim::cost::ProfileCostModel cost(scenario.profile, scenario.plan.cuda_graphs);
-  auto network = stacksim::net::MakeSimGridNetwork(scenario.topology, scenario.profile, scenario.gpus);
+  auto network = stacksim::net::MakeSimGridNetwork(scenario.topology, scenario.profile, scenario.gpus, scenario.node_order);
   stacksim::engine::Engine engine(cost, *network);
   for (auto _ : state) {
     try {

@@ -70,8 +70,15 @@ struct Op {
 class SimGridSession : public engine::FlowSession {
  public:
   SimGridSession(const SimGridNetwork& net, const trace::Trace& trace)
-      : net_(net), trace_(trace), fabric_(net.topology(), net.port_bandwidth(), net.nic_bandwidth(),
-                                          net.cluster_gpus()) {
+      : net_(net),
+        trace_(trace),
+        fabric_(net.topology(), net.port_bandwidth(), net.nic_bandwidth(),
+                static_cast<int>(net.physical_nodes() * std::max(1, net.topology().gpus_per_node))) {
+    gpn_ = std::max(1, net.topology().gpus_per_node);
+    const int64_t nodes = (std::max(1, net.cluster_gpus()) + gpn_ - 1) / gpn_;
+    logical_gpus_ = nodes * gpn_;
+    node_map_.resize(nodes);
+    for (int64_t i = 0; i < nodes; ++i) node_map_[i] = net.PhysicalNode(i);
     xbt_log_control_set("root.thres:critical");
     int argc = 1;
     char arg0[] = "stacksim";
@@ -104,9 +111,10 @@ class SimGridSession : public engine::FlowSession {
     for (const FlowSpec& f : scratch_) {
       if (f.src == f.dst || !(f.bytes > 0)) continue;
       int32_t id = static_cast<int32_t>(flows_.size());
-      flows_.push_back({slot, f.src, f.dst, f.bytes, now_s_, -1});
+      const int64_t src = Physical(f.src), dst = Physical(f.dst);
+      flows_.push_back({slot, src, dst, f.bytes, now_s_, -1});
       ++ops_[slot].pending;
-      sg4::CommPtr c = sg4::Comm::sendto_init(hosts_[f.src], hosts_[f.dst]);
+      sg4::CommPtr c = sg4::Comm::sendto_init(hosts_[src], hosts_[dst]);
       c->set_payload_size(static_cast<uint64_t>(std::llround(f.bytes)));
       c->set_data(reinterpret_cast<void*>(static_cast<intptr_t>(id) + 1));
       c->start();
@@ -148,6 +156,8 @@ class SimGridSession : public engine::FlowSession {
   };
 
   size_t active_flows() const { return flows_.size() - finished_flows_; }
+  // The fabric GPU (physical) of a job rank (logical).
+  int64_t Physical(int64_t rank) const { return node_map_[rank / gpn_] * gpn_ + rank % gpn_; }
   void BuildPlatform();
   void OnCompletion(const sg4::Activity& a);
   void AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out) const;
@@ -157,6 +167,9 @@ class SimGridSession : public engine::FlowSession {
   const SimGridNetwork& net_;
   const trace::Trace& trace_;
   Fabric fabric_;
+  int gpn_ = 1;
+  int64_t logical_gpus_ = 0;        // the job's ranks, whole nodes
+  std::vector<int64_t> node_map_;   // logical node -> physical node
   std::unique_ptr<sg4::Engine> engine_;
   simgrid::kernel::resource::Model* model_ = nullptr;
   std::vector<sg4::Host*> hosts_;
@@ -215,11 +228,13 @@ void SimGridSession::OnCompletion(const sg4::Activity& a) {
 // outside the cluster are dropped.
 std::vector<int64_t> SimGridSession::Siblings(const trace::CommGroup& g, int64_t last_member_offset) const {
   std::vector<int64_t> offsets{0};
-  int64_t span = fabric_.leaf_span_gpus();
+  // Scattered nodes: the ranks that share the representative's pods are
+  // spread over the whole job, so every copy is expanded.
+  int64_t span = net_.node_order() == config::NodeOrder::kScattered ? logical_gpus_ : fabric_.leaf_span_gpus();
   for (int j = 1; j < g.siblings && g.sibling_stride > 0; ++j) {
     int64_t off = static_cast<int64_t>(j) * g.sibling_stride;
     if (off >= span) break;
-    if (g.first_rank + off + last_member_offset >= fabric_.gpus() || g.first_rank + off < 0) break;
+    if (g.first_rank + off + last_member_offset >= logical_gpus_ || g.first_rank + off < 0) break;
     offsets.push_back(off);
   }
   return offsets;
@@ -235,7 +250,7 @@ void SimGridSession::AddTransferFlows(const trace::Task& t, std::vector<FlowSpec
     // direction starts at its second member.
     std::swap(a, b);
   }
-  if (a < 0 || b < 0 || a >= fabric_.gpus() || b >= fabric_.gpus()) return;
+  if (a < 0 || b < 0 || a >= logical_gpus_ || b >= logical_gpus_) return;
   int64_t hi = std::max<int64_t>(0, std::max(a, b) - g.first_rank);
   for (int64_t off : Siblings(g, hi)) out->push_back({a + off, b + off, t.transfer.bytes.value});
 }
@@ -370,8 +385,8 @@ std::vector<std::string> SimGridSession::ContentionReport() const {
 }  // namespace
 
 SimGridNetwork::SimGridNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile,
-                               int cluster_gpus)
-    : topology_(topology), analytic_(topology, profile), cluster_gpus_(cluster_gpus) {
+                               int cluster_gpus, config::NodeOrder order)
+    : topology_(topology), analytic_(topology, profile), cluster_gpus_(cluster_gpus), order_(order) {
   // Mirror AnalyticNetwork::IntraRingPeak: the ring curve's peak scaled to
   // this system's link, or the raw link without a curve.
   double link = topology.scale_up.per_gpu_bandwidth.value;
@@ -387,6 +402,31 @@ SimGridNetwork::SimGridNetwork(const config::TopologyConfig& topology, const con
   nic_bw_ = topology.nics.bandwidth.value * profile.nic_efficiency.value;
 }
 
+namespace {
+// Nodes of one leaf group (pod) and pods the job's nodes need.
+std::pair<int64_t, int64_t> Pods(const config::TopologyConfig& t, int64_t nodes) {
+  int64_t k = t.fabric.levels.empty() ? nodes : std::max(1, t.fabric.levels[0].nodes_below);
+  k = std::max<int64_t>(1, k);
+  return {k, (nodes + k - 1) / k};
+}
+}  // namespace
+
+int64_t SimGridNetwork::PhysicalNode(int64_t i) const {
+  if (order_ != config::NodeOrder::kScattered) return i;
+  const int gpn = std::max(1, topology_.gpus_per_node);
+  auto [k, pods] = Pods(topology_, (std::max(1, cluster_gpus_) + gpn - 1) / gpn);
+  return (i % pods) * k + i / pods;
+}
+
+int64_t SimGridNetwork::physical_nodes() const {
+  const int gpn = std::max(1, topology_.gpus_per_node);
+  const int64_t nodes = (std::max(1, cluster_gpus_) + gpn - 1) / gpn;
+  if (order_ != config::NodeOrder::kScattered) return nodes;
+  int64_t last = 0;
+  for (int64_t i = 0; i < nodes; ++i) last = std::max(last, PhysicalNode(i));
+  return last + 1;
+}
+
 std::unique_ptr<engine::FlowSession> SimGridNetwork::StartSession(const trace::Trace& trace) const {
   if (session_started.exchange(true)) {
     throw std::logic_error(
@@ -397,8 +437,9 @@ std::unique_ptr<engine::FlowSession> SimGridNetwork::StartSession(const trace::T
 }
 
 std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyConfig& topology,
-                                                         const config::ProfileConfig& profile, int cluster_gpus) {
-  return std::make_unique<SimGridNetwork>(topology, profile, cluster_gpus);
+                                                         const config::ProfileConfig& profile, int cluster_gpus,
+                                                         config::NodeOrder order) {
+  return std::make_unique<SimGridNetwork>(topology, profile, cluster_gpus, order);
 }
 
 }  // namespace stacksim::net

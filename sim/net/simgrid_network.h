@@ -21,6 +21,7 @@
 #include <string>
 
 #include "sim/config/profile.h"
+#include "sim/config/scenario.h"
 #include "sim/config/topology.h"
 #include "sim/engine/network_model.h"
 #include "sim/net/analytic_network.h"
@@ -29,9 +30,14 @@ namespace stacksim::net {
 
 class SimGridNetwork : public engine::NetworkModel {
  public:
-  // cluster_gpus: GPUs of the whole job (the platform's host count, rounded
-  // up to whole nodes).
-  SimGridNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile, int cluster_gpus);
+  // cluster_gpus: GPUs of the whole job (rounded up to whole nodes). order:
+  // how the job's nodes sit in the fabric. kPacked: logical node i is
+  // physical node i. kScattered: with K = fabric.levels[0].nodes_below nodes
+  // per leaf group (pod) and P = ceil(nodes / K) pods, logical node i is
+  // slot i / P of pod i % P (physical node (i % P) x K + i / P), as a
+  // fragmented scheduler hands nodes out round-robin over the pods.
+  SimGridNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile, int cluster_gpus,
+                 config::NodeOrder order = config::NodeOrder::kPacked);
 
   engine::CommCost Collective(const trace::CommOp& op, const trace::CommGroup& group) const override {
     return analytic_.Collective(op, group);
@@ -46,6 +52,11 @@ class SimGridNetwork : public engine::NetworkModel {
   const config::TopologyConfig& topology() const { return topology_; }
   const AnalyticNetwork& analytic() const { return analytic_; }
   int cluster_gpus() const { return cluster_gpus_; }
+  config::NodeOrder node_order() const { return order_; }
+  // Physical node of the job's logical node (see the constructor), and the
+  // number of physical nodes the platform needs to hold them all.
+  int64_t PhysicalNode(int64_t logical_node) const;
+  int64_t physical_nodes() const;
   // Per-GPU scale-up port (NVLink, or PCIe): the link times the ring curve's
   // peak efficiency, as the analytic model prices intra-node transfers.
   double port_bandwidth() const { return port_bw_; }
@@ -56,12 +67,14 @@ class SimGridNetwork : public engine::NetworkModel {
   config::TopologyConfig topology_;
   AnalyticNetwork analytic_;
   int cluster_gpus_;
+  config::NodeOrder order_;
   double port_bw_ = 0;
   double nic_bw_ = 0;
 };
 
 std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyConfig& topology,
-                                                         const config::ProfileConfig& profile, int cluster_gpus);
+                                                         const config::ProfileConfig& profile, int cluster_gpus,
+                                                         config::NodeOrder order = config::NodeOrder::kPacked);
 
 }  // namespace stacksim::net
 

@@ -232,3 +232,27 @@ TEST(SimGridFabric, RailTrafficStaysOnItsLeafAndCrossRailClimbs) {
 
 }  // namespace
 }  // namespace stacksim::net
+
+namespace stacksim::net {
+namespace {
+
+TEST(SimGridNetwork, ScatteredNodesGoRoundRobinOverThePods) {
+  // 128 nodes in 32-node pods: node i -> pod i % 4, slot i / 4.
+  SimGridNetwork packed(Dgx(2.0), FlatProfile(), 1024, config::NodeOrder::kPacked);
+  SimGridNetwork scattered(Dgx(2.0), FlatProfile(), 1024, config::NodeOrder::kScattered);
+  EXPECT_EQ(packed.PhysicalNode(5), 5);
+  EXPECT_EQ(packed.physical_nodes(), 128);
+  EXPECT_EQ(scattered.PhysicalNode(0), 0);
+  EXPECT_EQ(scattered.PhysicalNode(1), 32);
+  EXPECT_EQ(scattered.PhysicalNode(3), 96);
+  EXPECT_EQ(scattered.PhysicalNode(4), 1);
+  EXPECT_EQ(scattered.PhysicalNode(127), 127);
+  EXPECT_EQ(scattered.physical_nodes(), 128);
+  // 40 nodes need two pods: 20 in each, the pods' last 12 slots stay empty.
+  SimGridNetwork partial(Dgx(2.0), FlatProfile(), 320, config::NodeOrder::kScattered);
+  EXPECT_EQ(partial.PhysicalNode(39), 32 + 19);
+  EXPECT_EQ(partial.physical_nodes(), 52);
+}
+
+}  // namespace
+}  // namespace stacksim::net

@@ -157,7 +157,7 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   cost::ProfileCostModel cost(profile, plan.cuda_graphs);
   std::unique_ptr<engine::NetworkModel> network;
   if (options.network == "simgrid") {
-    network = net::MakeSimGridNetwork(scenario.topology, profile, scenario.gpus);
+    network = net::MakeSimGridNetwork(scenario.topology, profile, scenario.gpus, scenario.node_order);
   } else if (options.network == "analytic") {
     network = std::make_unique<net::AnalyticNetwork>(scenario.topology, profile);
   } else {
