@@ -7,9 +7,13 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -91,12 +95,25 @@ class SimGridSession : public engine::FlowSession {
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { OnCompletion(a); });
   }
 
+  ~SimGridSession() override {
+    if (std::getenv("STACKSIM_SIMGRID_STATS")) {
+      std::fprintf(stderr, "simgrid: %zu ops, %zu flows, start %.2fs run %.2fs next %.2fs\n", ops_.size(), flows_.size(),
+                   t_start_, t_run_, t_next_);
+    }
+  }
+  double t_start_ = 0, t_run_ = 0, t_next_ = 0;
+  using Clk = std::chrono::steady_clock;
+  static double Since(Clk::time_point t0) { return std::chrono::duration<double>(Clk::now() - t0).count(); }
+
   void Start(TaskId task, Time now) override {
+    auto t0 = Clk::now();
+    struct Acc { double& d; Clk::time_point t; ~Acc() { d += Since(t); } } acc{t_start_, t0};
     // The engine has drained every completion up to `now`, so SimGrid can
     // catch up with it before the new flows join.
     if (now.ns() > clock_ns_) {
       engine_->run_until(static_cast<double>(now.ns()) * 1e-9);
       clock_ns_ = now.ns();
+      Release();
     }
     now_s_ = static_cast<double>(now.ns()) * 1e-9;
     int32_t slot = static_cast<int32_t>(ops_.size());
@@ -125,6 +142,7 @@ class SimGridSession : public engine::FlowSession {
 
   Time NextCompletion() override {
     if (!done_.empty()) return Time::Ns(clock_ns_);
+    struct Acc { double& d; Clk::time_point t; ~Acc() { d += Since(t); } } acc{t_next_, Clk::now()};
     if (active_flows() == 0) return Time::Max();
     double now = sg4::Engine::get_clock();
     double delta = model_->next_occurring_event(now);
@@ -134,9 +152,11 @@ class SimGridSession : public engine::FlowSession {
   }
 
   std::vector<TaskId> AdvanceTo(Time t) override {
+    struct Acc { double& d; Clk::time_point t; ~Acc() { d += Since(t); } } acc{t_run_, Clk::now()};
     if (t.ns() > clock_ns_) {
       engine_->run_until(static_cast<double>(t.ns()) * 1e-9);
       clock_ns_ = t.ns();
+      Release();
     }
     stalled_ = done_.empty();
     std::sort(done_.begin(), done_.end(), [&](int32_t a, int32_t b) { return ops_[a].seq < ops_[b].seq; });
@@ -156,13 +176,28 @@ class SimGridSession : public engine::FlowSession {
   };
 
   size_t active_flows() const { return flows_.size() - finished_flows_; }
+  // Frees the comms of finished flows (not inside SimGrid's completion
+  // callback, where the activity is still in use).
+  void Release() {
+    for (int32_t id : released_) comms_[id] = nullptr;
+    released_.clear();
+  }
   // The fabric GPU (physical) of a job rank (logical).
   int64_t Physical(int64_t rank) const { return node_map_[rank / gpn_] * gpn_ + rank % gpn_; }
   void BuildPlatform();
   void OnCompletion(const sg4::Activity& a);
-  void AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out) const;
-  void AddTransferFlows(const trace::Task& t, std::vector<FlowSpec>* out) const;
+  // Flows of the task's copies that Expanded() keeps.
+  void AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out);
+  void AddTransferFlows(const trace::Task& t, std::vector<FlowSpec>* out);
+  // Flows of one copy (offset `off` from the representative), logical ranks.
+  void CollectiveCopy(const trace::Task& t, const engine::CommCost& cost, int64_t off,
+                      std::vector<FlowSpec>* out) const;
+  // Candidate sibling offsets (span rule) and, among them, the copies kept:
+  // those linked to the representative through shared links (cached per
+  // group and flow pattern).
   std::vector<int64_t> Siblings(const trace::CommGroup& g, int64_t first_span) const;
+  const std::vector<int64_t>& Expanded(const trace::Task& t, const trace::CommGroup& g, int64_t key, int64_t last,
+                                       const std::function<void(int64_t, std::vector<FlowSpec>*)>& copy);
 
   const SimGridNetwork& net_;
   const trace::Trace& trace_;
@@ -176,9 +211,11 @@ class SimGridSession : public engine::FlowSession {
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> link_impls_;
   std::vector<Op> ops_;
   std::vector<Flow> flows_;
-  std::vector<sg4::CommPtr> comms_;  // kept alive until the session ends
+  std::vector<sg4::CommPtr> comms_;  // per flow, freed when it finished
   std::vector<int32_t> done_;        // op slots finished, not yet returned
   std::vector<FlowSpec> scratch_;
+  std::unordered_map<int64_t, std::vector<int64_t>> expanded_;  // (group, pattern) -> kept offsets
+  std::vector<int32_t> released_;    // flows finished whose comm can be freed
   size_t finished_flows_ = 0;
   int64_t seq_ = 0;
   int64_t clock_ns_ = 0;
@@ -218,6 +255,7 @@ void SimGridSession::OnCompletion(const sg4::Activity& a) {
   if (f.end >= 0) return;
   f.end = sg4::Engine::get_clock();
   ++finished_flows_;
+  released_.push_back(static_cast<int32_t>(tag - 1));
   if (--ops_[f.op].pending == 0) done_.push_back(f.op);
 }
 
@@ -240,32 +278,99 @@ std::vector<int64_t> SimGridSession::Siblings(const trace::CommGroup& g, int64_t
   return offsets;
 }
 
-void SimGridSession::AddTransferFlows(const trace::Task& t, std::vector<FlowSpec>* out) const {
+// Of the candidate copies, keep the representative and every copy linked to
+// it through shared links (transitively: a copy that shares a link with a
+// kept copy is kept). Copies whose flows touch none of those links load
+// other, symmetric links (another node's NVLink ports, another rail's NIC
+// and leaf) and would change nothing the representative's ops see: e.g. a
+// tensor-parallel all-reduce inside a node keeps one copy, a DP ring on a
+// rail-optimized fabric keeps its own rail. On a non-rail fabric or with
+// fewer NICs than GPUs the copies share NICs and leaf uplinks and are kept.
+const std::vector<int64_t>& SimGridSession::Expanded(
+    const trace::Task& t, const trace::CommGroup& g, int64_t key, int64_t last,
+    const std::function<void(int64_t, std::vector<FlowSpec>*)>& copy) {
+  (void)t;
+  auto it = expanded_.find(key);
+  if (it != expanded_.end()) return it->second;
+  std::vector<int64_t> cands = Siblings(g, last);
+  std::vector<std::vector<int32_t>> links(cands.size());
+  std::vector<FlowSpec> specs;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    specs.clear();
+    copy(cands[i], &specs);
+    for (const FlowSpec& f : specs) {
+      if (f.src == f.dst) continue;
+      fabric_.RouteLinks(Physical(f.src), Physical(f.dst), &links[i]);
+    }
+    std::sort(links[i].begin(), links[i].end());
+    links[i].erase(std::unique(links[i].begin(), links[i].end()), links[i].end());
+  }
+  std::vector<char> mark(fabric_.links().size(), 0), kept(cands.size(), 0);
+  auto keep = [&](size_t i) {
+    kept[i] = 1;
+    for (int32_t l : links[i]) mark[l] = 1;
+  };
+  keep(0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 1; i < cands.size(); ++i) {
+      if (kept[i]) continue;
+      for (int32_t l : links[i]) {
+        if (mark[l]) {
+          keep(i);
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (kept[i]) out.push_back(cands[i]);
+  return expanded_.emplace(key, std::move(out)).first->second;
+}
+
+void SimGridSession::AddTransferFlows(const trace::Task& t, std::vector<FlowSpec>* out) {
   const trace::CommGroup& g = trace_.group(t.transfer.group);
   int64_t a = g.first_rank, b = g.first_rank + g.stride;
+  bool swapped = false;
   if (g.simulated.size() == 2) {
-    if (g.simulated[0] != t.rank) std::swap(a, b);
+    swapped = g.simulated[0] != t.rank;
   } else if ((t.transfer.dst - t.rank > 0) != (g.stride > 0)) {
     // Pipeline pairs list the lower stage first; a send against the pair's
     // direction starts at its second member.
-    std::swap(a, b);
+    swapped = true;
   }
+  if (swapped) std::swap(a, b);
   if (a < 0 || b < 0 || a >= logical_gpus_ || b >= logical_gpus_) return;
   int64_t hi = std::max<int64_t>(0, std::max(a, b) - g.first_rank);
-  for (int64_t off : Siblings(g, hi)) out->push_back({a + off, b + off, t.transfer.bytes.value});
+  const double bytes = t.transfer.bytes.value;
+  auto copy = [&](int64_t off, std::vector<FlowSpec>* o) { o->push_back({a + off, b + off, bytes}); };
+  for (int64_t off : Expanded(t, g, (static_cast<int64_t>(t.transfer.group) << 3) | (swapped ? 1 : 0), hi, copy)) {
+    copy(off, out);
+  }
 }
 
-void SimGridSession::AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out) const {
+void SimGridSession::AddCollectiveFlows(const trace::Task& t, std::vector<FlowSpec>* out) {
+  const trace::CommGroup& g = trace_.group(t.comm.group);
+  if (g.size <= 1) return;
+  engine::CommCost cost = net_.Collective(t.comm, g);
+  int64_t last = static_cast<int64_t>(g.size - 1) * g.stride;
+  auto copy = [&](int64_t off, std::vector<FlowSpec>* o) { CollectiveCopy(t, cost, off, o); };
+  // The flows' links depend on the group and on all-to-all vs ring only.
+  int64_t key = (static_cast<int64_t>(t.comm.group) << 3) | 2 | (t.comm.kind == CollectiveKind::kAllToAll ? 4 : 0);
+  for (int64_t off : Expanded(t, g, key, last, copy)) copy(off, out);
+}
+
+void SimGridSession::CollectiveCopy(const trace::Task& t, const engine::CommCost& cost, int64_t off,
+                                    std::vector<FlowSpec>* out) const {
   const trace::CommGroup& g = trace_.group(t.comm.group);
   const int p = g.size;
-  if (p <= 1) return;
   const int gl = std::max(1, g.ranks_per_node);
   const int n = std::max(1, g.nodes);
   const double s = t.comm.bytes.value;
-  engine::CommCost cost = net_.Collective(t.comm, g);
-  auto member = [&](int64_t off, int i) { return g.first_rank + off + static_cast<int64_t>(i) * g.stride; };
-  int64_t last = static_cast<int64_t>(p - 1) * g.stride;
-  for (int64_t off : Siblings(g, last)) {
+  auto member = [&](int64_t o, int i) { return g.first_rank + o + static_cast<int64_t>(i) * g.stride; };
+  {
     if (n == 1) {
       // Inside the node the measured curve defines the time: each port
       // carries what the analytic transfer time moves at the port's rate
@@ -278,7 +383,7 @@ void SimGridSession::AddCollectiveFlows(const trace::Task& t, std::vector<FlowSp
       } else {
         for (int i = 0; i < p; ++i) out->push_back({member(off, i), member(off, (i + 1) % p), port_bytes});
       }
-      continue;
+      return;
     }
     // Across nodes: members node-major, gl per node.
     auto at = [&](int node, int c) { return member(off, node * gl + c); };
@@ -293,7 +398,7 @@ void SimGridSession::AddCollectiveFlows(const trace::Task& t, std::vector<FlowSp
         for (int c = 0; c < gl; ++c)
           for (int d = 0; d < gl; ++d)
             if (c != d) out->push_back({at(k, c), at(k, d), s / p});
-      continue;
+      return;
     }
     // Ring (or tree, priced on the same edges): gl rings, one per rail; each
     // inter-node edge carries E, each GPU forwards gl-1 rings over NVLink.
