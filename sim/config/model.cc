@@ -30,6 +30,75 @@ PositionEmbedding ParsePositionEmbedding(const JsonNode& node) {
   return PositionEmbedding::kRope;
 }
 
+// MoE keys as Hugging Face configs spell them: Mixtral and GPT-OSS
+// (num_local_experts; experts as wide as intermediate_size), Qwen2/3-MoE
+// (num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers,
+// shared_expert_intermediate_size), DeepSeek (n_routed_experts,
+// n_shared_experts x moe_intermediate_size, first_k_dense_replace, moe_layer_freq).
+int64_t NonNegativeInt(const JsonNode& n) {
+  int64_t v = n.Int();
+  if (v < 0) n.Fail("must be 0 or more");
+  return v;
+}
+
+void ParseMoe(JsonObject& obj, ModelConfig& m) {
+  std::optional<JsonNode> experts;
+  for (const char* key : {"num_local_experts", "n_routed_experts", "num_experts"}) {
+    if (auto e = obj.Optional(key)) {
+      if (experts) e->Fail(std::string("give the number of routed experts once (") + key + " repeats it)");
+      experts = e;
+    }
+  }
+  auto top_k = obj.Optional("num_experts_per_tok");
+  auto moe_width = obj.Optional("moe_intermediate_size");
+  auto shared_n = obj.Optional("n_shared_experts");
+  auto shared_width = obj.Optional("shared_expert_intermediate_size");
+  auto first_dense = obj.Optional("first_k_dense_replace");
+  std::optional<JsonNode> step = obj.Optional("decoder_sparse_step");
+  if (auto f = obj.Optional("moe_layer_freq")) {
+    if (step) f->Fail("give decoder_sparse_step or moe_layer_freq, not both");
+    step = f;
+  }
+  auto dense_layers = obj.Optional("mlp_only_layers");
+  if (auto b = obj.Optional("router_bias")) m.router_bias = b->Bool();
+  if (!experts) {
+    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense}) {
+      if (*n) {
+        (*n)->Fail("a mixture-of-experts key without a number of experts (num_local_experts, num_experts or "
+                   "n_routed_experts)");
+      }
+    }
+    return;
+  }
+  if (experts->json().is_number() && experts->json().get<double>() == 0) return;
+  m.num_experts = experts->PositiveInt();
+  if (!top_k) experts->Fail("a mixture-of-experts model needs num_experts_per_tok (experts each token uses)");
+  m.experts_per_token = top_k->PositiveInt();
+  if (m.experts_per_token > m.num_experts) {
+    top_k->Fail("num_experts_per_tok (" + std::to_string(m.experts_per_token) + ") exceeds the " +
+                std::to_string(m.num_experts) + " routed experts");
+  }
+  m.moe_intermediate_size = moe_width ? moe_width->PositiveInt() : m.intermediate_size;
+  if (shared_width && !shared_width->json().is_null()) {
+    m.shared_expert_intermediate_size = NonNegativeInt(*shared_width);
+  }
+  if (shared_n && !shared_n->json().is_null()) {
+    if (shared_width) shared_n->Fail("give n_shared_experts or shared_expert_intermediate_size, not both");
+    m.shared_expert_intermediate_size = NonNegativeInt(*shared_n) * m.moe_intermediate_size;
+  }
+  if (first_dense && !first_dense->json().is_null()) {
+    m.first_k_dense = NonNegativeInt(*first_dense);
+    if (m.first_k_dense > m.num_layers) first_dense->Fail("more dense layers than layers");
+  }
+  if (step && !step->json().is_null()) m.moe_layer_step = step->PositiveInt();
+  if (dense_layers && !dense_layers->json().is_null()) {
+    if (!dense_layers->json().is_array() || !dense_layers->json().empty()) {
+      dense_layers->Fail("only an empty mlp_only_layers is supported (use first_k_dense_replace)");
+    }
+  }
+  if (m.MoeLayerCount() == 0) experts->Fail("no layer is a mixture-of-experts layer with these settings");
+}
+
 std::string FileStem(const std::string& file) {
   std::string stem = std::filesystem::path(file).stem().string();
   return stem.empty() ? "model" : stem;
@@ -64,19 +133,58 @@ int64_t ModelConfig::NormParameterCount() const {
   return (norm == NormKind::kLayerNorm && norm_bias) ? 2 * hidden_size : hidden_size;
 }
 
-int64_t ModelConfig::LayerParameterCount() const {
+int64_t ModelConfig::AttentionParameterCount() const {
   const int64_t h = hidden_size;
   const int64_t q_width = num_attention_heads * head_dim;
   const int64_t kv_width = num_kv_heads * head_dim;
   // Attention: Q (h x heads*d), K and V (h x kv_heads*d each), output (heads*d x h).
   int64_t attention = h * q_width + 2 * h * kv_width + q_width * h;
   if (attention_bias) attention += q_width + 2 * kv_width + h;
-  // MLP: gated (SwiGLU/GeGLU) has gate and up projections of width ffn, then down.
-  const int64_t ffn = intermediate_size;
-  int64_t mlp = (gated_mlp() ? 3 : 2) * h * ffn;
-  if (mlp_bias) mlp += (gated_mlp() ? 2 : 1) * ffn + h;
+  return attention;
+}
+
+int64_t ModelConfig::MlpParameterCount(int64_t width) const {
+  // Gated (SwiGLU/GeGLU) has gate and up projections of width ffn, then down.
+  const int64_t h = hidden_size;
+  int64_t mlp = (gated_mlp() ? 3 : 2) * h * width;
+  if (mlp_bias) mlp += (gated_mlp() ? 2 : 1) * width + h;
+  return mlp;
+}
+
+int64_t ModelConfig::LayerParameterCount() const {
   // Two norms per layer: before attention and before the MLP.
-  return attention + mlp + 2 * NormParameterCount();
+  return AttentionParameterCount() + MlpParameterCount(intermediate_size) + 2 * NormParameterCount();
+}
+
+bool ModelConfig::IsMoeLayer(int64_t layer) const {
+  if (!is_moe() || layer < first_k_dense) return false;
+  return (layer + 1) % moe_layer_step == 0;
+}
+
+int64_t ModelConfig::MoeLayerCount() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < num_layers; ++l) n += IsMoeLayer(l) ? 1 : 0;
+  return n;
+}
+
+int64_t ModelConfig::ExpertParameterCount() const { return num_experts * MlpParameterCount(moe_intermediate_size); }
+
+int64_t ModelConfig::LayerParameterCount(int64_t layer) const {
+  if (!IsMoeLayer(layer)) return LayerParameterCount();
+  int64_t router = hidden_size * num_experts + (router_bias ? num_experts : 0);
+  int64_t shared = shared_expert_intermediate_size > 0 ? MlpParameterCount(shared_expert_intermediate_size) : 0;
+  return AttentionParameterCount() + router + ExpertParameterCount() + shared + 2 * NormParameterCount();
+}
+
+int64_t ModelConfig::ActiveLayerParameterCount(int64_t layer) const {
+  if (!IsMoeLayer(layer)) return LayerParameterCount();
+  return LayerParameterCount(layer) - (num_experts - experts_per_token) * MlpParameterCount(moe_intermediate_size);
+}
+
+int64_t ModelConfig::ActiveParameterCount() const {
+  int64_t n = EmbeddingParameterCount() + NormParameterCount() + OutputHeadParameterCount();
+  for (int64_t l = 0; l < num_layers; ++l) n += ActiveLayerParameterCount(l);
+  return n;
 }
 
 int64_t ModelConfig::EmbeddingParameterCount() const {
@@ -91,8 +199,9 @@ int64_t ModelConfig::OutputHeadParameterCount() const {
 
 int64_t ModelConfig::ParameterCount() const {
   // Layers, embeddings, the final norm, and the LM head when it is not tied.
-  return num_layers * LayerParameterCount() + EmbeddingParameterCount() + NormParameterCount() +
-         OutputHeadParameterCount();
+  int64_t layers = 0;
+  for (int64_t l = 0; l < num_layers; ++l) layers += LayerParameterCount(l);
+  return layers + EmbeddingParameterCount() + NormParameterCount() + OutputHeadParameterCount();
 }
 
 ModelConfig ParseModel(const JsonNode& node) {
@@ -181,15 +290,24 @@ ModelConfig ParseModel(const JsonNode& node) {
     }
   }
 
+  ParseMoe(obj, m);
+
   // Keys of Hugging Face configs that do not change the cost of training.
   obj.Ignore({"model_type", "architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
               "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "transformers_version",
-              "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "_name_or_path"});
+              "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "_name_or_path",
+              // MoE: loss terms, router details and inference-only settings.
+              "router_aux_loss_coef", "aux_loss_alpha", "output_router_logits", "router_jitter_noise",
+              "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_method", "n_group",
+              "topk_group", "seq_aux", "experts_per_token", "swiglu_limit", "initial_context_length",
+              // Sliding-window attention is not modelled (full causal attention is costed).
+              "sliding_window", "use_sliding_window", "max_window_layers", "layer_types"});
   obj.Finish();
 
   double params = static_cast<double>(m.num_layers) *
                       (4.0 * m.hidden_size * m.num_attention_heads * m.head_dim +
-                       3.0 * m.hidden_size * m.intermediate_size) +
+                       3.0 * m.hidden_size * m.intermediate_size +
+                       3.0 * m.hidden_size * m.moe_intermediate_size * m.num_experts) +
                   2.0 * m.vocab_size * m.hidden_size +
                   static_cast<double>(m.max_position_embeddings) * m.hidden_size;
   if (params > kMaxParameters) {
@@ -221,6 +339,15 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
       PositionEmbeddingName(m.learned_position_embeddings ? PositionEmbedding::kLearned : m.position_embedding);
   if (m.max_position_embeddings > 0) j["max_position_embeddings"] = m.max_position_embeddings;
   j["hidden_dropout"] = m.dropout ? 0.1 : 0.0;  // only "some" or "none" matters to the cost
+  if (m.is_moe()) {
+    j["num_experts"] = m.num_experts;
+    j["num_experts_per_tok"] = m.experts_per_token;
+    j["moe_intermediate_size"] = m.moe_intermediate_size;
+    j["shared_expert_intermediate_size"] = m.shared_expert_intermediate_size;
+    j["first_k_dense_replace"] = m.first_k_dense;
+    j["decoder_sparse_step"] = m.moe_layer_step;
+    j["router_bias"] = m.router_bias;
+  }
   return j;
 }
 

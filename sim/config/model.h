@@ -42,13 +42,39 @@ struct ModelConfig {
   std::string source;            // where the shapes come from (the file's "source")
   std::string notes;
   bool dropout = false;          // trained with dropout (hidden_dropout/attention_dropout > 0)
+  // Mixture of experts (0 routed experts: a dense model). A MoE layer replaces
+  // the MLP by a router (hidden x experts), `num_experts` routed expert MLPs of
+  // width moe_intermediate_size of which each token uses experts_per_token,
+  // and shared experts (a dense MLP of width shared_expert_intermediate_size
+  // that every token uses). The first first_k_dense layers, and every layer
+  // that is not a multiple of moe_layer_step (1-based), keep a dense MLP.
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;  // all shared experts together
+  int64_t first_k_dense = 0;
+  int64_t moe_layer_step = 1;
+  bool router_bias = false;      // GPT-OSS's router carries a bias
+
+  bool is_moe() const { return num_experts > 0; }
+  bool IsMoeLayer(int64_t layer) const;  // 0-based
+  int64_t MoeLayerCount() const;
 
   bool gated_mlp() const { return activation == Activation::kSwiglu || activation == Activation::kGeglu; }
   // Parameters, counted exactly from the shapes (embeddings included once if tied):
   // layers x LayerParameterCount + embeddings + final norm + untied LM head.
   int64_t ParameterCount() const;
-  // Parameters of one transformer layer.
+  // Parameters of one dense transformer layer.
   int64_t LayerParameterCount() const;
+  // Parameters of layer `layer` (0-based): dense, or MoE with every expert.
+  int64_t LayerParameterCount(int64_t layer) const;
+  // Parameters a token uses: only experts_per_token of the routed experts.
+  int64_t ActiveParameterCount() const;
+  int64_t ActiveLayerParameterCount(int64_t layer) const;
+  // Routed expert parameters of one MoE layer (all experts): what EP shards.
+  int64_t ExpertParameterCount() const;
+  int64_t AttentionParameterCount() const;  // attention block incl. biases
+  int64_t MlpParameterCount(int64_t width) const;  // one (gated) MLP of this width
   int64_t EmbeddingParameterCount() const;  // token (+ position) embeddings
   int64_t OutputHeadParameterCount() const; // untied LM head (vocab x hidden); 0 when tied
   int64_t NormParameterCount() const;       // one norm: 2*hidden (LayerNorm with bias) or hidden

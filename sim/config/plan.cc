@@ -15,6 +15,15 @@ const char* AttentionName(AttentionImpl a) {
   return "?";
 }
 
+const char* RoutingName(Routing r) {
+  switch (r) {
+    case Routing::kUniform: return "uniform";
+    case Routing::kZipf: return "zipf";
+    case Routing::kHistogram: return "histogram";
+  }
+  return "?";
+}
+
 namespace {
 
 int Degree(const JsonNode& node) {
@@ -68,9 +77,34 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.cp = Degree(*v);
     if (p.cp != 1) v->Fail("context parallelism (cp = " + std::to_string(p.cp) + ") is not modelled yet; use cp 1");
   }
-  if (auto v = obj.Optional("ep")) {
-    p.ep = Degree(*v);
-    if (p.ep != 1) v->Fail("expert parallelism (ep = " + std::to_string(p.ep) + ") is not modelled yet; use ep 1");
+  if (auto v = obj.Optional("ep")) p.ep = Degree(*v);
+  std::optional<JsonNode> routing_node = obj.Optional("moe_routing");
+  if (routing_node) {
+    std::string r = routing_node->OneOf({"uniform", "zipf", "histogram"});
+    p.routing = r == "zipf" ? Routing::kZipf : r == "histogram" ? Routing::kHistogram : Routing::kUniform;
+  }
+  if (auto v = obj.Optional("moe_zipf_exponent")) {
+    p.zipf_exponent = v->NonNegativeNumber();
+    if (p.zipf_exponent > 10) v->Fail("a Zipf exponent above 10 puts every token on one expert; use at most 10");
+    if (p.routing != Routing::kZipf) v->Fail("moe_zipf_exponent needs moe_routing \"zipf\"");
+  }
+  if (auto v = obj.Optional("moe_routing_histogram")) {
+    if (!v->IsArray() || v->json().empty()) v->Fail("expected a non-empty array of tokens per routed expert");
+    p.routing_histogram.clear();
+    double sum = 0;
+    for (const JsonNode& e : v->Elements()) {
+      p.routing_histogram.push_back(e.NonNegativeNumber());
+      sum += p.routing_histogram.back();
+    }
+    if (!(sum > 0)) v->Fail("the histogram has no tokens");
+    if (p.routing != Routing::kHistogram) v->Fail("moe_routing_histogram needs moe_routing \"histogram\"");
+  }
+  if (p.routing == Routing::kHistogram && p.routing_histogram.empty()) {
+    (routing_node ? *routing_node : node).Fail("moe_routing \"histogram\" needs moe_routing_histogram");
+  }
+  if (auto v = obj.Optional("moe_capacity_factor")) {
+    p.capacity_factor = v->PositiveNumber();
+    if (p.capacity_factor > 1000) v->Fail("capacity factor is implausibly large");
   }
   std::optional<JsonNode> vp_node = obj.Optional("vp");
   if (vp_node) p.vp = Degree(*vp_node);
@@ -146,7 +180,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
 }
 
 nlohmann::json PlanToJson(const PlanConfig& p) {
-  return {{"tp", p.tp},
+  nlohmann::json j = {{"tp", p.tp},
           {"pp", p.pp},
           {"dp", p.dp},
           {"cp", p.cp},
@@ -165,7 +199,12 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"attention", AttentionName(p.attention)},
           {"grad_reduce_precision", PrecisionName(p.grad_reduce_precision)},
           {"kernels", p.kernels == KernelFusion::kEager ? "eager" : "fused"},
-          {"uneven_stages", p.uneven_stages}};
+          {"uneven_stages", p.uneven_stages},
+          {"moe_routing", RoutingName(p.routing)},
+          {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
+  if (p.routing == Routing::kZipf) j["moe_zipf_exponent"] = p.zipf_exponent;
+  if (p.routing == Routing::kHistogram) j["moe_routing_histogram"] = p.routing_histogram;
+  return j;
 }
 
 }  // namespace stacksim::config

@@ -3,13 +3,18 @@
 // Megatron-LM's vocabulary: tensor (tp), pipeline (pp, with vp virtual stages
 // per rank for the interleaved schedule), data (dp) parallelism; micro-batch
 // and global batch in sequences; recomputation and data-parallel sharding.
-// cp and ep are parsed so later work can add them; values other than 1 are
-// rejected today with a clear error.
+// cp is parsed so later work can add it; values other than 1 are rejected
+// today with a clear error. ep (expert parallelism, MoE models) follows
+// Megatron-Core's MoE parallel folding with expert tensor parallelism 1:
+// the routed experts are sharded over EP ranks carved out of the data-
+// (and tensor-) parallel ranks of a stage, so ep does not multiply the GPU
+// count; ep must divide tp x dp (x cp) and the number of routed experts.
 #ifndef STACKSIM_SIM_CONFIG_PLAN_H_
 #define STACKSIM_SIM_CONFIG_PLAN_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/config/profile.h"
 #include "sim/util/json_reader.h"
@@ -28,6 +33,12 @@ const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "unfused"
 // Memory-bound work in fused kernels (Megatron-LM, Transformer Engine, torch.compile)
 // or as generic PyTorch eager kernels.
 enum class KernelFusion { kFused, kEager };
+// How a MoE router spreads tokens over the routed experts: evenly, with a
+// Zipf skew (expert i's share ~ 1/(i+1)^s, in expert order, so Megatron's
+// contiguous expert placement puts the hottest experts on EP rank 0: the
+// worst placement of that skew), or a measured per-expert token histogram.
+enum class Routing { kUniform, kZipf, kHistogram };
+const char* RoutingName(Routing r);  // "uniform", "zipf", "histogram"
 
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
@@ -59,6 +70,14 @@ struct PlanConfig {
   bool uneven_stages = false;
   // Precision of data-parallel gradient reduction (Megatron keeps fp32 main grads).
   Precision grad_reduce_precision = Precision::kFp32;
+  // MoE routing (see Routing); the slowest EP rank sets the pace.
+  Routing routing = Routing::kUniform;
+  double zipf_exponent = 1.0;
+  std::vector<double> routing_histogram;  // tokens (any scale) per routed expert
+  // 0: dropless (every routed token is computed). Otherwise GShard/Switch
+  // capacity: each expert takes at most capacity_factor x the mean tokens per
+  // expert and its buffer is padded to that capacity.
+  double capacity_factor = 0;
 
   int gpus() const { return tp * pp * dp * cp; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }

@@ -73,14 +73,27 @@ TEST(Plan, InterleavingAndVirtualStagesGoTogether) {
   EXPECT_EQ(e.key_path(), "plan.vp");
 }
 
-TEST(Plan, ContextAndExpertParallelismAreNotModelledYet) {
+TEST(Plan, ContextParallelismIsNotModelledYet) {
   InputError e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2})");
   EXPECT_EQ(e.file(), "s.json");
   EXPECT_EQ(e.key_path(), "plan.cp");
   EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
-  e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "ep": 8})");
-  EXPECT_EQ(e.key_path(), "plan.ep");
-  EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+}
+
+TEST(Plan, ParsesExpertParallelismAndRouting) {
+  PlanConfig p = ParsePlan(JsonNode(nlohmann::json::parse(
+                               R"({"tp": 1, "pp": 1, "dp": 8, "ep": 8, "moe_routing": "zipf",
+                                   "moe_zipf_exponent": 1.2, "moe_capacity_factor": 1.25})"),
+                                    "s.json", "plan"),
+                           PlanConfig{});
+  EXPECT_EQ(p.ep, 8);
+  EXPECT_EQ(p.gpus(), 8);  // EP ranks are carved out of DP: no extra GPUs
+  EXPECT_EQ(p.routing, Routing::kZipf);
+  EXPECT_DOUBLE_EQ(p.zipf_exponent, 1.2);
+  EXPECT_DOUBLE_EQ(p.capacity_factor, 1.25);
+  EXPECT_EQ(ParsePlan(JsonNode(PlanToJson(p), "s.json", "plan"), PlanConfig{}).zipf_exponent, 1.2);
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "moe_routing": "histogram"})").key_path(), "plan.moe_routing");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "moe_zipf_exponent": 1})").key_path(), "plan.moe_zipf_exponent");
 }
 
 TEST(Plan, Fp8IsNotModelledYet) {

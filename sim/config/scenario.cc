@@ -237,6 +237,38 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     fail("training.seq_len", "sequence parallelism splits the sequence over tp ranks: seq_len " + Str(s.seq_len) +
                                  " is not a multiple of tp " + Str(p.tp));
   }
+  // Mixture of experts. Megatron-Core's rule (MoE parallel folding, expert
+  // tensor parallelism 1): the routed experts are sharded over EP ranks
+  // carved out of a stage's tp x dp (x cp) ranks, so ep <= tp x dp x cp, ep
+  // divides it and ep divides the number of routed experts.
+  if (!m.is_moe()) {
+    if (p.ep != 1) fail("plan.ep", "ep " + Str(p.ep) + " needs a mixture-of-experts model; " + m.name + " is dense");
+    if (p.routing != Routing::kUniform || p.capacity_factor > 0) {
+      fail("plan.moe_routing", "MoE routing settings need a mixture-of-experts model; " + m.name + " is dense");
+    }
+  } else {
+    const int64_t folded = static_cast<int64_t>(p.tp) * p.dp * p.cp;
+    if (m.num_experts % p.ep != 0) {
+      fail("plan.ep", "ep " + Str(p.ep) + " does not divide the model's " + Str(m.num_experts) +
+                          " routed experts (each EP rank holds the same number of whole experts)");
+    }
+    if (p.ep > folded || folded % p.ep != 0) {
+      fail("plan.ep", "ep " + Str(p.ep) + " must divide tp x dp x cp = " + Str(folded) +
+                          ": expert-parallel ranks are carved out of the data- and tensor-parallel ranks of a "
+                          "stage (Megatron-Core MoE parallel folding, expert tensor parallelism 1)");
+    }
+    if (p.tp > 1 && !p.sequence_parallel) {
+      fail("plan.sequence_parallel", "a MoE model with tp > 1 needs sequence parallelism (Megatron-Core routes the "
+                                     "sequence-parallel shard of each TP rank)");
+    }
+    if (p.sharding == Sharding::kZero3) {
+      fail("plan.sharding", "ZeRO-3/FSDP with mixture-of-experts layers is not modelled yet; use zero1 or zero2");
+    }
+    if (p.routing == Routing::kHistogram && static_cast<int64_t>(p.routing_histogram.size()) != m.num_experts) {
+      fail("plan.moe_routing_histogram", "the histogram has " + Str(static_cast<int64_t>(p.routing_histogram.size())) +
+                                             " entries; the model has " + Str(m.num_experts) + " routed experts");
+    }
+  }
 }
 
 nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {

@@ -34,6 +34,23 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   } else if (recompute != config::Recompute::kSelective) {
     attn += e * scores + mask * scores + e * scores;  // softmax output, dropout mask, dropout output: 5as^2b/t
   }
+  if (s.moe) {
+    // MoE block: norm input, router input and fp32 probabilities, the
+    // dispatched token copies (the grouped FC1's input, as the busiest EP rank
+    // receives them), the expert activation input (both halves when gated),
+    // FC2's input, the expert outputs kept for the weighted combine, the
+    // dropout mask; shared experts as a dense MLP of their width.
+    const double Tl = s.routed_tokens();
+    const double copies = D(s.tokens_per_local_expert()) * D(s.local_experts());
+    const double fe = D(s.expert_ffn);
+    double moe = e * Tn * h + e * Tl * h + 4.0 * Tl * D(s.experts) + e * copies * h +
+                 e * copies * fe * (s.gated ? 2 : 1) + e * copies * fe + e * Tl * D(s.top_k) * h + mask * Tn * h;
+    if (s.shared_ffn > 0) {
+      const double fs = D(s.shared_ffn / s.tp);
+      moe += e * Tn * h + e * T * fs * (s.gated ? 2 : 1) + e * T * fs;
+    }
+    return Bytes{attn + moe};
+  }
   // MLP block: norm input, FC1 input, activation input (both halves when
   // gated), FC2 input, dropout mask.
   double mlp = e * Tn * h + e * Tn * h + e * T * f * (s.gated ? 2 : 1) + e * T * f + mask * Tn * h;
@@ -58,12 +75,24 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const double e = shape.element_bytes();
   const double dp = plan.dp;
   const double layer_params = D(s.model.LayerParameterCount()) / plan.tp;
-
+  // MoE: the routed experts' optimizer state and gradients are sharded over
+  // the expert-data-parallel group (tp x dp x cp / ep ranks hold the same experts).
+  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ep);
+  const auto moe_shape = s.model.is_moe() ? shape.Moe(s.model, plan) : shape;
+  double largest_layer = layer_params;
+  for (int64_t l = 0; l < s.model.num_layers && s.model.is_moe(); ++l) {
+    if (!s.model.IsMoeLayer(l)) continue;
+    largest_layer = std::max(largest_layer, D(s.model.LayerParameterCount(l) - s.model.ExpertParameterCount()) / plan.tp +
+                                                D(s.model.ExpertParameterCount()) / plan.ep);
+    break;
+  }
   std::vector<StageFootprint> out;
   for (int st = 0; st < p; ++st) {
     StageFootprint f;
     f.stage = st;
     const double P = D(workload::StageParameters(s, st));
+    const double Pe = D(workload::StageExpertParameters(s, st));
+    const double Psharded = (P - Pe) / dp + Pe / edp;  // one rank's optimizer shard
     const double master = plan.precision == config::Precision::kFp32 ? 0.0 : 4.0;  // fp32 training needs no copy
     switch (plan.sharding) {
       case config::Sharding::kNone:
@@ -74,13 +103,13 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
       case config::Sharding::kZero1:
         f.weights = Bytes{e * P};
         f.gradients = Bytes{4.0 * P};
-        f.optimizer = Bytes{(master + 8.0) * P / dp};
+        f.optimizer = Bytes{(master + 8.0) * Psharded};
         break;
       case config::Sharding::kZero2:
         f.weights = Bytes{e * P};
         // Sharded gradients, plus one layer's full gradient before its reduce-scatter.
-        f.gradients = Bytes{4.0 * P / dp + 4.0 * layer_params};
-        f.optimizer = Bytes{(master + 8.0) * P / dp};
+        f.gradients = Bytes{4.0 * Psharded + 4.0 * largest_layer};
+        f.optimizer = Bytes{(master + 8.0) * Psharded};
         break;
       case config::Sharding::kZero3:
         // Sharded weights plus the gathered layer in use and the one prefetched.
@@ -92,13 +121,19 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     // Activations: the peak number of chunk forwards awaiting their backward,
     // each holding its chunk's layers.
     int peak_chunks = workload::PeakInFlightChunks(schedule[st]);
-    double stage_layers = 0;
-    for (int c = 0; c < v; ++c) stage_layers += layers[c * p + st];
-    const double per_chunk_layers = stage_layers / v;
-    double act = peak_chunks * per_chunk_layers * LayerActivations(shape, plan.recompute).value;
+    // Layers of each kind (dense, MoE) on this stage.
+    double stage_layers[2] = {0, 0};
+    for (int vs = 0, first = 0; vs < p * v; first += layers[vs], ++vs) {
+      if (vs % p != st) continue;
+      for (int l = first; l < first + layers[vs]; ++l) stage_layers[s.model.IsMoeLayer(l) ? 1 : 0] += 1;
+    }
+    double act = peak_chunks / static_cast<double>(v) *
+                 (stage_layers[0] * LayerActivations(shape, plan.recompute).value +
+                  stage_layers[1] * LayerActivations(moe_shape, plan.recompute).value);
     if (plan.recompute == config::Recompute::kFull) {
       // The layer being recomputed holds its full activations during its backward.
-      act += LayerActivations(shape, config::Recompute::kNone).value;
+      act += std::max(LayerActivations(shape, config::Recompute::kNone).value,
+                      stage_layers[1] > 0 ? LayerActivations(moe_shape, config::Recompute::kNone).value : 0.0);
     }
     const double T = D(shape.tokens());
     const double Tn = shape.sequence_parallel ? T / plan.tp : T;

@@ -75,12 +75,13 @@ json BreakdownJson(const simulate::Breakdown& b) {
       {"tp_exposed_s", Seconds(b.tp_exposed)},
       {"dp_exposed_s", Seconds(b.dp_exposed)},
       {"pp_exposed_s", Seconds(b.pp_exposed)},
+      {"ep_exposed_s", Seconds(b.ep_exposed)},
       {"bubble_s", Seconds(b.bubble)},
       {"other_s", Seconds(b.other)},
       // Subtotals, not parts: compute = gemm + attention + memory-bound +
-      // optimizer; exposed communication = tp + dp + pp.
+      // optimizer; exposed communication = tp + dp + pp + ep.
       {"compute_s", Seconds(b.compute())},
-      {"exposed_comm_s", Seconds(b.tp_exposed + b.dp_exposed + b.pp_exposed)},
+      {"exposed_comm_s", Seconds(b.tp_exposed + b.dp_exposed + b.pp_exposed + b.ep_exposed)},
   };
 }
 
@@ -98,8 +99,25 @@ json JsonReport(const simulate::SimulationResult& r) {
     b["stage"] = static_cast<int>(i);
     per_stage.push_back(std::move(b));
   }
+  json moe = nullptr;
+  if (s.model.is_moe()) {
+    const double step = r.iteration.seconds();
+    moe = {{"experts", s.model.num_experts},
+           {"experts_per_token", s.model.experts_per_token},
+           {"ep", s.plan.ep},
+           {"routing", config::RoutingName(s.plan.routing)},
+           {"capacity_factor", s.plan.capacity_factor > 0 ? json(s.plan.capacity_factor) : json()},
+           {"load_factor", r.moe_load_factor},
+           {"dropped_fraction", r.moe_dropped_fraction},
+           {"expert_compute_s", Seconds(r.moe_expert_time)},
+           {"imbalance_cost_s", Seconds(r.moe_imbalance_cost)},
+           {"all_to_all_share", step > 0 ? r.breakdown.ep_exposed.seconds() / step : 0.0},
+           {"active_parameters", s.model.ActiveParameterCount()},
+           {"parameters", s.model.ParameterCount()}};
+  }
   return {
       {"scenario", s.name},
+      {"moe", std::move(moe)},
       {"iteration_s", Seconds(r.iteration)},
       {"tokens_per_s", r.tokens_per_s},
       {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},

@@ -150,7 +150,7 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
     const char* name;
     Time time;
   };
-  const Part parts[] = {
+  std::vector<Part> parts = {
       {"GEMM", b.gemm},
       {"attention", b.attention},
       {"memory-bound ops", b.memory_bound},
@@ -161,6 +161,8 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
       {"pipeline bubble", b.bubble},
       {"other", b.other},
   };
+  // MoE models: the expert-parallel all-to-all (dispatch and combine) gets its own row.
+  if (r.scenario.model.is_moe()) parts.insert(parts.begin() + 7, Part{"EP all-to-all", b.ep_exposed});
   // Percent of the step; the parts add up to it (fall back to their sum if
   // the step is somehow zero).
   Time step = r.iteration;
@@ -174,6 +176,21 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
     int hashes = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * kBarWidth));
     out += fmt::format("  {:<20} {:>9} s {:>6}{}{}\n", p.name, Seconds(p.time, decimals), Percent(fraction),
                        hashes > 0 ? "  " : "", std::string(hashes, '#'));
+  }
+  if (r.scenario.model.is_moe()) {
+    const config::PlanConfig& plan = r.scenario.plan;
+    double share = step > Time::Zero() ? r.moe_imbalance_cost.seconds() / step.seconds() : 0.0;
+    out += fmt::format("\nmixture of experts: {} routed experts, top-{}, ep {}, routing {}{}\n",
+                       r.scenario.model.num_experts, r.scenario.model.experts_per_token, plan.ep,
+                       config::RoutingName(plan.routing),
+                       plan.capacity_factor > 0 ? fmt::format(", capacity factor {:.2f}", plan.capacity_factor)
+                                                : std::string(", dropless"));
+    out += fmt::format("  busiest EP rank      {:.3f}x the mean tokens\n", r.moe_load_factor);
+    out += fmt::format("  cost of imbalance    {:>9} s {:>6}\n", Seconds(r.moe_imbalance_cost, decimals),
+                       Percent(share));
+    if (r.moe_dropped_fraction > 0) {
+      out += fmt::format("  dropped tokens       {}\n", Percent(r.moe_dropped_fraction));
+    }
   }
 }
 

@@ -30,6 +30,7 @@ Time* Bucket(Breakdown& b, const std::string& label) {
   if (label == workload::kLabelTp) return &b.tp_exposed;
   if (label == workload::kLabelDp) return &b.dp_exposed;
   if (label == workload::kLabelPp) return &b.pp_exposed;
+  if (label == workload::kLabelEp) return &b.ep_exposed;
   return &b.other;
 }
 
@@ -69,7 +70,8 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int ra
         const auto& btm = r.timings[blocker];
         Time exposed = Overlap(prev_end, tm.start, btm.start, btm.end);
         Time* bucket = Bucket(b, t.label(bt.label));
-        bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed;
+        bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed ||
+                    bucket == &b.ep_exposed;
         if (comm) {
           *bucket += exposed;
           Time rest = gap - exposed;
@@ -98,15 +100,20 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int ra
 
 double NonEmbeddingFlopParams(const config::ModelConfig& m) {
   // Parameters that take part in matrix products per token: every layer plus
-  // the output head (the input embedding is a lookup, positions an add).
-  return static_cast<double>(m.num_layers) * static_cast<double>(m.LayerParameterCount()) +
-         static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  // the output head (the input embedding is a lookup, positions an add). A
+  // MoE layer counts the experts a token uses (top-k), not all of them.
+  double layers = 0;
+  for (int64_t l = 0; l < m.num_layers; ++l) layers += static_cast<double>(m.ActiveLayerParameterCount(l));
+  return layers + static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
 }
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 }  // namespace
 
 Time Breakdown::total() const {
-  return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + bubble + other;
+  return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + ep_exposed + bubble +
+         other;
 }
 
 SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options& options) {
@@ -202,6 +209,21 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
       res.breakdown_stage = r;
     }
     res.per_stage.push_back(b);
+  }
+  if (scenario.model.is_moe()) {
+    res.moe_load_factor = workload::MoeLoadFactor(scenario.model, plan);
+    res.moe_dropped_fraction = workload::MoeDroppedFraction(scenario.model, plan);
+    Time scaled = Time::Zero();
+    for (size_t i = 0; i < trace->size(); ++i) {
+      const trace::Task& task = trace->task(static_cast<TaskId>(i));
+      if (task.rank != res.breakdown_stage || task.stream != compute) continue;
+      const std::string& name = trace->name(task.name);
+      Time d = replay->timings[i].end - replay->timings[i].start;
+      bool expert = name.find("expert-") != std::string::npos;
+      if (expert) res.moe_expert_time += d;
+      if (expert || trace->label(task.label) == workload::kLabelEp) scaled += d;
+    }
+    res.moe_imbalance_cost = scaled * (1.0 - 1.0 / res.moe_load_factor);
   }
   if (options.keep_trace) {
     res.trace = trace;

@@ -36,6 +36,7 @@ struct Breakdown {
   Time tp_exposed;       // tensor-parallel communication not hidden by compute
   Time dp_exposed;       // data-parallel (incl. ZeRO/FSDP gathers) not hidden
   Time pp_exposed;       // pipeline send/recv waited on
+  Time ep_exposed;       // expert-parallel dispatch/combine all-to-all (blocking)
   Time bubble;           // idle, waiting on other pipeline stages
   Time other;
   Time compute() const { return gemm + attention + memory_bound + optimizer; }
@@ -73,6 +74,15 @@ struct SimulationResult {
   std::vector<Breakdown> per_stage;
   std::vector<std::string> algorithms;  // collective algorithm choices
   std::vector<std::string> bottlenecks; // flow-level network: links where contention added time
+
+  // Mixture of experts (zero / one for dense models).
+  double moe_load_factor = 1.0;   // tokens on the busiest EP rank / mean (or the capacity factor)
+  double moe_dropped_fraction = 0;  // routed tokens over capacity (capacity-factor mode)
+  // Time the breakdown rank spends because routing is not balanced: its expert
+  // GEMMs, expert activations and all-to-alls scale with the load factor, so
+  // their time x (1 - 1/factor) (to first order: GEMM quantization aside).
+  Time moe_imbalance_cost;
+  Time moe_expert_time;           // that rank's grouped expert GEMMs and activations
 
   size_t tasks = 0;
   int simulated_ranks = 0;

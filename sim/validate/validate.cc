@@ -74,9 +74,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
 
   // Model.
   JsonObject m(obj.Required("model"));
-  if (auto moe = m.Optional("moe")) {
-    throw InputError(file, path + ".model.moe", "mixture-of-experts models are not modelled yet (expert parallelism)");
-  }
+  std::optional<JsonNode> moe_node = m.Optional("moe");
   std::string attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
   if (attention == "mla") throw InputError(file, path + ".model.attention", "multi-head latent attention is not modelled yet");
   config::ModelConfig& model = s.model;
@@ -105,6 +103,17 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
                      : act == "relu"         ? config::Activation::kRelu
                      : act == "squared-relu" ? config::Activation::kSquaredRelu
                                              : config::Activation::kGeglu;
+  if (moe_node) {
+    // Routed experts replace the MLP from layer dense_layers on; shared
+    // experts as wide as expert_ffn_hidden each (DeepSeek's convention).
+    JsonObject moe(*moe_node);
+    model.num_experts = moe.Required("experts").PositiveInt();
+    model.experts_per_token = moe.Required("top_k").PositiveInt();
+    model.moe_intermediate_size = moe.Required("expert_ffn_hidden").PositiveInt();
+    if (auto sh = moe.Optional("shared_experts")) model.shared_expert_intermediate_size = sh->Int() * model.moe_intermediate_size;
+    if (auto d = moe.Optional("dense_layers")) model.first_k_dense = d->Int();
+    moe.Finish();
+  }
   m.Finish();
   // Architecture details the schema leaves out follow the model family: GPT
   // models trained with Megatron-LM use learned positions, biases, dropout 0.1
@@ -171,7 +180,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   given_int("cp", &cp);
   given_int("ep", &ep);
   if (cp != 1) throw InputError(file, path + ".plan.cp", "context parallelism is not modelled yet");
-  if (ep != 1) throw InputError(file, path + ".plan.ep", "expert parallelism is not modelled yet");
+  plan.ep = ep;
   plan.global_batch = p.Required("global_batch").PositiveInt();
 
   if (auto prec = p.Optional("precision")) {

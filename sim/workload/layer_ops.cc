@@ -1,6 +1,7 @@
 #include "sim/workload/layer_ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace stacksim::workload {
 namespace {
@@ -201,7 +202,183 @@ void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int6
   ops.push_back(w);
 }
 
+// Backward of a batched GEMM (one per local expert).
+void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
+                         int64_t batch, const LayerShape& s) {
+  ops.push_back(Gemm(name + "-dgrad", m, k, n, batch, s));
+  ops.push_back(Gemm(name + "-wgrad", k, n, m, batch, s));
+}
+
+Op EpAllToAll(const std::string& name, const LayerShape& s) {
+  // Each routed copy of a token (top_k per token) goes to its expert's rank and
+  // back: the buffer is routed tokens x top_k x hidden; the busiest rank
+  // receives load_factor times the mean.
+  Op op = Collective(name, CollectiveKind::kAllToAll,
+                     s.routed_tokens() * D(s.top_k) * D(s.hidden) * s.element_bytes() * s.load_factor);
+  op.label = kLabelEp;
+  op.ep_group = true;
+  return op;
+}
+
+// Per-expert element counts on the busiest rank.
+double ExpertTokens(const LayerShape& s) { return D(s.tokens_per_local_expert()) * D(s.local_experts()); }
+
+void SharedExpertForward(std::vector<Op>& ops, const LayerShape& s) {
+  if (s.shared_ffn <= 0) return;
+  const int64_t T = s.tokens();
+  const int64_t f = s.shared_ffn / s.tp;
+  AddGather(ops, "ag-shared", s);
+  ops.push_back(Gemm("shared-fc1", T, (s.gated ? 2 : 1) * f, s.hidden, 1, s));
+  ops.push_back(Memory("shared-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+  ops.push_back(Gemm("shared-fc2", T, s.hidden, f, 1, s));
+  AddReduce(ops, "tp-shared", s);
+}
+
+void SharedExpertBackward(std::vector<Op>& ops, const LayerShape& s) {
+  if (s.shared_ffn <= 0) return;
+  const int64_t T = s.tokens();
+  const int64_t f = s.shared_ffn / s.tp;
+  AddGather(ops, "ag-shared-grad", s);
+  GemmBackward(ops, "shared-fc2", T, s.hidden, f, s);
+  ops.push_back(Memory("shared-act-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * D(T) * D(f)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+  AddGather(ops, "ag-shared-input", s);
+  GemmBackward(ops, "shared-fc1", T, (s.gated ? 2 : 1) * f, s.hidden, s);
+  AddReduce(ops, "tp-shared-grad", s);
+}
+
+// The MoE block after the MLP norm: router (GEMM to expert logits, softmax and
+// top-k), permutation of token copies into expert order, dispatch all-to-all,
+// the local experts as grouped GEMMs, combine all-to-all, un-permutation
+// weighted by the router probabilities; shared experts beside it.
+void MoeForward(std::vector<Op>& ops, const LayerShape& s) {
+  const double Tl = s.routed_tokens();
+  const double h = D(s.hidden);
+  const int64_t rows = static_cast<int64_t>(std::ceil(Tl));
+  ops.push_back(Gemm("router", rows, s.experts, s.hidden, 1, s));
+  ops.push_back(Memory("router-topk", Tl * D(s.experts) * (s.element_bytes() + 4.0) + Tl * D(s.top_k) * 8.0, s, 2,
+                       KernelKind::kSoftmax));
+  ops.push_back(Memory("permute", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
+  if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch", s));
+  const int64_t m = s.tokens_per_local_expert();
+  const int64_t E = s.local_experts();
+  ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s));
+  ops.push_back(Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+  ops.push_back(Gemm("expert-fc2", m, s.hidden, s.expert_ffn, E, s));
+  if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine", s));
+  ops.push_back(Memory("unpermute", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
+  SharedExpertForward(ops, s);
+}
+
+void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
+  const double Tl = s.routed_tokens();
+  const double h = D(s.hidden);
+  const int64_t rows = static_cast<int64_t>(std::ceil(Tl));
+  SharedExpertBackward(ops, s);
+  ops.push_back(Memory("unpermute-bwd", ActBytes(s, Tl * h * (1.0 + 2.0 * D(s.top_k))), s));
+  if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine-bwd", s));
+  const int64_t m = s.tokens_per_local_expert();
+  const int64_t E = s.local_experts();
+  GroupedGemmBackward(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, s);
+  ops.push_back(Memory("expert-act-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+  GroupedGemmBackward(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s);
+  if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch-bwd", s));
+  ops.push_back(Memory("permute-bwd", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
+  ops.push_back(Memory("router-topk-bwd", Tl * D(s.experts) * (s.element_bytes() + 8.0), s, 2, KernelKind::kSoftmax));
+  GemmBackward(ops, "router", rows, s.experts, s.hidden, s);
+}
+
 }  // namespace
+
+double LayerShape::routed_tokens() const {
+  return sequence_parallel ? D(tokens()) / tp : D(tokens());
+}
+
+int64_t LayerShape::tokens_per_local_expert() const {
+  // Every EP rank routes routed_tokens() x top_k copies; over the ep ranks they
+  // spread across all experts.
+  double mean = routed_tokens() * D(top_k) * ep / D(experts);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(mean * load_factor - 1e-9)));
+}
+
+LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanConfig& plan) const {
+  LayerShape m = *this;
+  m.moe = true;
+  m.experts = model.num_experts;
+  m.top_k = model.experts_per_token;
+  m.expert_ffn = model.moe_intermediate_size;
+  m.shared_ffn = model.shared_expert_intermediate_size;
+  m.ep = plan.ep;
+  m.load_factor = MoeLoadFactor(model, plan);
+  return m;
+}
+
+namespace {
+
+// Per-expert share of routed tokens under the plan's routing.
+std::vector<double> ExpertShares(const config::ModelConfig& model, const config::PlanConfig& plan) {
+  const int64_t E = model.num_experts;
+  std::vector<double> w(static_cast<size_t>(E), 1.0);
+  if (plan.routing == config::Routing::kZipf) {
+    for (int64_t i = 0; i < E; ++i) w[i] = std::pow(D(i + 1), -plan.zipf_exponent);
+  } else if (plan.routing == config::Routing::kHistogram && static_cast<int64_t>(plan.routing_histogram.size()) == E) {
+    w = plan.routing_histogram;
+  }
+  double sum = 0;
+  for (double x : w) sum += x;
+  for (double& x : w) x /= sum;
+  // With top-k routing an expert takes at most 1/k of the copies (a token
+  // never picks the same expert twice).
+  const double cap = 1.0 / D(std::max<int64_t>(1, model.experts_per_token));
+  bool changed = true;
+  for (int it = 0; it < 64 && changed; ++it) {
+    changed = false;
+    double excess = 0, room = 0;
+    for (double& x : w) {
+      if (x > cap + 1e-12) {
+        excess += x - cap;
+        x = cap;
+        changed = true;
+      } else if (x < cap) {
+        room += x;
+      }
+    }
+    if (excess > 0 && room > 0) {
+      for (double& x : w) {
+        if (x < cap) x += excess * x / room;
+      }
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+double MoeLoadFactor(const config::ModelConfig& model, const config::PlanConfig& plan) {
+  if (!model.is_moe()) return 1.0;
+  if (plan.capacity_factor > 0) return plan.capacity_factor;
+  const std::vector<double> w = ExpertShares(model, plan);
+  const int64_t per_rank = model.num_experts / plan.ep;
+  double busiest = 0;
+  for (int r = 0; r < plan.ep; ++r) {
+    double share = 0;
+    for (int64_t i = r * per_rank; i < (r + 1) * per_rank; ++i) share += w[i];
+    busiest = std::max(busiest, share);
+  }
+  return std::max(1.0, busiest * plan.ep);
+}
+
+double MoeDroppedFraction(const config::ModelConfig& model, const config::PlanConfig& plan) {
+  if (!model.is_moe() || plan.capacity_factor <= 0) return 0;
+  const std::vector<double> w = ExpertShares(model, plan);
+  const double cap = plan.capacity_factor / D(model.num_experts);
+  double dropped = 0;
+  for (double x : w) dropped += std::max(0.0, x - cap);
+  return dropped;
+}
 
 double LayerShape::element_bytes() const { return config::PrecisionBytes(precision == Precision::kFp8 ? Precision::kBf16 : precision); }
 
@@ -243,6 +420,11 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   AddReduce(ops, "tp-attn", s);
   ops.push_back(ResidualForward("attn-residual", s));
   ops.push_back(NormForward("mlp-norm", s));
+  if (s.moe) {
+    MoeForward(ops, s);
+    ops.push_back(ResidualForward("mlp-residual", s));
+    return ops;
+  }
   AddGather(ops, "ag-mlp", s);
   ops.push_back(Gemm("fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, s));
   // Eager GeLU with a bias is two kernels (bias add, activation); the eager
@@ -261,16 +443,21 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   const int64_t T = s.tokens();
   const int64_t f_rank = s.ffn / s.tp;
   ops.push_back(ResidualBackward("mlp-residual-bwd", s));
-  AddGather(ops, "ag-mlp-grad", s);  // row-parallel FC2: gather the output gradient
-  GemmBackward(ops, "fc2", T, s.hidden, f_rank, s);
-  ops.push_back(Memory(s.gated ? "swiglu-bwd" : "gelu-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * D(T) * D(f_rank)), s, 1,
-                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
-  // SP: FC1's weight gradient needs the gathered norm output again; Megatron
-  // re-gathers it on the side while the data gradient is computed.
-  AddGather(ops, "ag-mlp-input", s, /*async=*/true);
-  int regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
-  GemmBackward(ops, "fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, s, regather);
-  AddReduce(ops, "tp-mlp-grad", s);
+  int regather = -1;
+  if (s.moe) {
+    MoeBackward(ops, s);
+  } else {
+    AddGather(ops, "ag-mlp-grad", s);  // row-parallel FC2: gather the output gradient
+    GemmBackward(ops, "fc2", T, s.hidden, f_rank, s);
+    ops.push_back(Memory(s.gated ? "swiglu-bwd" : "gelu-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * D(T) * D(f_rank)), s,
+                         1, s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+    // SP: FC1's weight gradient needs the gathered norm output again; Megatron
+    // re-gathers it on the side while the data gradient is computed.
+    AddGather(ops, "ag-mlp-input", s, /*async=*/true);
+    regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
+    GemmBackward(ops, "fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, s, regather);
+    AddReduce(ops, "tp-mlp-grad", s);
+  }
   ops.push_back(NormBackward("mlp-norm-bwd", s));
   ops.push_back(ResidualBackward("attn-residual-bwd", s));
   AddGather(ops, "ag-attn-grad", s);

@@ -28,6 +28,8 @@ inline constexpr const char* kLabelOptimizer = "optimizer";
 inline constexpr const char* kLabelTp = "tp-comm";
 inline constexpr const char* kLabelDp = "dp-comm";
 inline constexpr const char* kLabelPp = "pp-comm";
+// Expert-parallel token dispatch/combine: a blocking all-to-all on the compute stream.
+inline constexpr const char* kLabelEp = "ep-comm";
 
 struct Op {
   bool is_collective = false;   // a tensor-parallel collective, else compute
@@ -40,6 +42,7 @@ struct Op {
   bool async = false;
   // Index (in the same op list) of an async op this op must wait for; -1: none.
   int wait_for = -1;
+  bool ep_group = false;        // collective over the expert-parallel group (else TP)
 };
 
 struct LayerShape {
@@ -65,11 +68,39 @@ struct LayerShape {
   bool rms_norm = false;
   bool bias = false;         // linear layers carry biases (separate eager kernels)
   config::Precision precision = config::Precision::kBf16;
+  // Mixture of experts: this layer's MLP is a MoE block (router, routed
+  // experts as grouped GEMMs between an EP dispatch and combine all-to-all,
+  // shared experts as a dense TP MLP). Expert tensor parallelism is 1: each
+  // rank routes its own (sequence-parallel) tokens.
+  bool moe = false;
+  int64_t experts = 0;       // routed experts, whole model
+  int64_t top_k = 0;
+  int64_t expert_ffn = 0;    // per gated half
+  int64_t shared_ffn = 0;    // all shared experts together; 0: none
+  int ep = 1;
+  // Tokens the busiest EP rank computes over the mean (routing imbalance, or
+  // the capacity factor's padded buffers); 1 for perfectly balanced routing.
+  double load_factor = 1.0;
 
   int64_t tokens() const { return micro_batch * seq; }
   double element_bytes() const;
   static LayerShape From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq);
+  // The same shape for a MoE layer of `model` (REQUIRES: model.is_moe()).
+  LayerShape Moe(const config::ModelConfig& model, const config::PlanConfig& plan) const;
+  // MoE: tokens this rank routes per micro-batch (its sequence-parallel shard).
+  double routed_tokens() const;
+  // MoE: tokens per local expert on the busiest EP rank (rounded up).
+  int64_t tokens_per_local_expert() const;
+  int64_t local_experts() const { return experts / ep; }
 };
+
+// Tokens on the busiest EP rank over the mean tokens per EP rank, for the
+// plan's routing (uniform: 1; Zipf or a histogram with Megatron's contiguous
+// expert placement: max over ranks of the rank's share x ep). With a capacity
+// factor every expert's buffer is padded to capacity: the factor itself.
+double MoeLoadFactor(const config::ModelConfig& model, const config::PlanConfig& plan);
+// Fraction of routed tokens dropped by the capacity limit (0 when dropless).
+double MoeDroppedFraction(const config::ModelConfig& model, const config::PlanConfig& plan);
 
 std::vector<Op> LayerForward(const LayerShape& s);
 std::vector<Op> LayerBackward(const LayerShape& s);

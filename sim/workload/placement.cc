@@ -37,6 +37,15 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   // ... and every tensor- (and context-) parallel rank its own DP group.
   out.dp.siblings = plan.tp * plan.cp;
   out.dp.sibling_stride = 1;
+  const int folded = plan.tp * plan.cp * plan.dp;
+  const int ep = std::max(1, plan.ep);
+  out.ep = PlaceGroup("ep", 0, 1, ep, domain);
+  out.ep.siblings = folded / ep;
+  out.ep.sibling_stride = ep;
+  out.edp = PlaceGroup("expert-dp", 0, ep, folded / ep, domain);
+  out.edp.stride = ep;
+  out.edp.siblings = ep;
+  out.edp.sibling_stride = 1;
   return out;
 }
 

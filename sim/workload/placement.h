@@ -25,6 +25,11 @@ trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int 
 struct PlanGroups {
   trace::CommGroup tp;   // tensor-parallel group of one stage
   trace::CommGroup dp;   // data-parallel group (replicas of one rank)
+  // Expert-parallel group: ep consecutive ranks of a stage's tp x cp x dp
+  // ranks (MoE parallel folding, expert TP 1); and the expert-data-parallel
+  // group of ranks holding the same experts (tp x cp x dp / ep, stride ep).
+  trace::CommGroup ep;
+  trace::CommGroup edp;
 };
 PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology);
 

@@ -62,15 +62,19 @@ class StepBuilder {
   LayerShape shape_;
   std::vector<int> layers_;      // per virtual stage
   std::vector<int> first_layer_; // per virtual stage
-  OpList fwd_, bwd_, recompute_full_, recompute_sel_, emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
+  // Per layer kind: [0] dense, [1] MoE.
+  OpList fwd_[2], bwd_[2], recompute_full_[2], recompute_sel_[2];
+  OpList emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
+  int Kind(int layer) const { return s_.model.IsMoeLayer(layer) ? 1 : 0; }
   trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0;
   trace::LabelId label_compute_ = 0;
-  std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_;
+  std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_, ep_group_, edp_group_;
   trace::GroupId embedding_group_ = trace::kNoGroup;
   // Cross-stage hand-offs: [micro-batch][virtual stage] -> transfer task.
   std::vector<std::vector<TaskId>> fwd_out_, bwd_out_;
   // Per rank: gradient bytes waiting in the current bucket, and DP tasks.
   std::vector<double> bucket_;
+  std::vector<double> expert_bucket_;  // expert gradients, reduced over the expert-data-parallel group
   std::vector<std::vector<TaskId>> dp_tasks_;
   std::vector<TaskId> last_compute_;
   // ZeRO-3: per rank, the last parameter gather and the compute that must
@@ -83,6 +87,10 @@ class StepBuilder {
   std::vector<TaskId> embedding_grad_ready_;
   int32_t n_xfer_fwd_ = 0, n_xfer_bwd_ = 0, n_gather_ = 0, n_reduce_ = 0;
   Bytes layer_param_bytes_, layer_grad_bytes_;
+  // Per layer kind: gradient bytes of the non-expert part (reduced over dp)
+  // and of the routed experts (reduced over the expert-data-parallel group).
+  Bytes grad_bytes_[2], expert_grad_bytes_[2];
+  int edp_ = 1;  // expert-data-parallel size: tp x dp x cp / ep
   int next_instance_ = 0;
 };
 
@@ -130,7 +138,7 @@ TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>
       task.kind = TaskKind::kCollective;
       task.comm.kind = op.collective;
       task.comm.bytes = op.bytes;
-      task.comm.group = tp_group_[rank];
+      task.comm.group = op.ep_group ? ep_group_[rank] : tp_group_[rank];
       if (op.async) {
         task.stream = tp_stream_;
         if (prev >= 0) deps.push_back(prev);
@@ -194,7 +202,7 @@ void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
       deps.push_back(g);
       gather_gate_[rank] = last_compute_[rank];
     }
-    last = Emit(rank, fwd_, deps, l, mb);
+    last = Emit(rank, fwd_[Kind(l)], deps, l, mb);
     deps = {last};
   }
   if (vs == p_ * v_ - 1) {
@@ -206,10 +214,23 @@ void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
 
 void StepBuilder::AddGradients(int rank, Bytes bytes, TaskId after, int layer) {
   bucket_[rank] += bytes.value;
-  if (plan_.overlap_grad_reduce && bucket_[rank] >= plan_.grad_bucket.value) FlushGradients(rank, after);
+  if (plan_.overlap_grad_reduce && bucket_[rank] + expert_bucket_[rank] >= plan_.grad_bucket.value) {
+    FlushGradients(rank, after);
+  }
 }
 
 void StepBuilder::FlushGradients(int rank, TaskId after) {
+  if (expert_bucket_[rank] > 0) {
+    // Expert gradients go over the expert-data-parallel group (the ranks that
+    // hold the same experts); in the same bucket cadence as the rest.
+    if (edp_ > 1) {
+      CollectiveKind kind =
+          plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "expert-grad-reduce", kind,
+                                           Bytes{expert_bucket_[rank]}, edp_group_[rank], {after}));
+    }
+    expert_bucket_[rank] = 0;
+  }
   if (bucket_[rank] <= 0) return;
   CollectiveKind kind =
       plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
@@ -240,13 +261,13 @@ void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
       gather_gate_[rank] = last_compute_[rank];
     }
     if (plan_.recompute == config::Recompute::kFull) {
-      last = Emit(rank, recompute_full_, deps, l, mb);
+      last = Emit(rank, recompute_full_[Kind(l)], deps, l, mb);
       deps = {last};
-    } else if (plan_.recompute == config::Recompute::kSelective && !recompute_sel_.ops.empty()) {
-      last = Emit(rank, recompute_sel_, deps, l, mb);
+    } else if (plan_.recompute == config::Recompute::kSelective && !recompute_sel_[Kind(l)].ops.empty()) {
+      last = Emit(rank, recompute_sel_[Kind(l)], deps, l, mb);
       deps = {last};
     }
-    last = Emit(rank, bwd_, deps, l, mb);
+    last = Emit(rank, bwd_[Kind(l)], deps, l, mb);
     deps = {last};
     if (zero3 && plan_.dp > 1) {
       // FSDP reduce-scatters each layer's gradients as soon as they exist.
@@ -254,7 +275,8 @@ void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
                                            CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
                                            dp_group_[rank], {last}, -1, l, mb));
     } else if (reduce_now) {
-      AddGradients(rank, layer_grad_bytes_, last, l);
+      expert_bucket_[rank] += expert_grad_bytes_[Kind(l)].value;
+      AddGradients(rank, grad_bytes_[Kind(l)], last, l);
     }
   }
   if (vs == 0) {
@@ -295,7 +317,10 @@ void StepBuilder::EmitStepEnd() {
   const bool sharded_optimizer = plan_.sharding != Sharding::kNone;
   for (int r = 0; r < p_; ++r) {
     if (!plan_.overlap_grad_reduce) FlushGradients(r, last_compute_[r]);
-    double params = static_cast<double>(StageParameters(s_, r)) / (sharded_optimizer ? plan_.dp : 1);
+    const double expert = static_cast<double>(StageExpertParameters(s_, r));
+    double params = sharded_optimizer
+                        ? (static_cast<double>(StageParameters(s_, r)) - expert) / plan_.dp + expert / edp_
+                        : static_cast<double>(StageParameters(s_, r));
     trace::Task opt;
     opt.kind = TaskKind::kCompute;
     opt.rank = r;
@@ -335,16 +360,21 @@ trace::Trace StepBuilder::Build() {
   tp_stream_ = t_.InternStream("tp");
   dp_stream_ = t_.InternStream("dp");
   pp_stream_ = t_.InternStream("pp");
-  for (const char* l : {kLabelGemm, kLabelAttention, kLabelMemory, kLabelOptimizer, kLabelTp, kLabelDp, kLabelPp}) {
+  for (const char* l :
+       {kLabelGemm, kLabelAttention, kLabelMemory, kLabelOptimizer, kLabelTp, kLabelDp, kLabelPp, kLabelEp}) {
     t_.InternLabel(l);
   }
   n_xfer_fwd_ = t_.InternName("send-activation");
   n_xfer_bwd_ = t_.InternName("send-gradient");
 
-  fwd_ = Intern(LayerForward(shape_));
-  bwd_ = Intern(LayerBackward(shape_));
-  recompute_full_ = Intern(LayerForward(shape_), "recompute-");
-  recompute_sel_ = Intern(SelectiveRecompute(shape_));
+  for (int kind = 0; kind < (s_.model.is_moe() ? 2 : 1); ++kind) {
+    LayerShape ls = kind == 1 ? shape_.Moe(s_.model, plan_) : shape_;
+    fwd_[kind] = Intern(LayerForward(ls));
+    bwd_[kind] = Intern(LayerBackward(ls));
+    recompute_full_[kind] = Intern(LayerForward(ls), "recompute-");
+    recompute_sel_[kind] = Intern(SelectiveRecompute(ls));
+  }
+  edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ep;
   emb_f_ = Intern(EmbeddingForward(shape_));
   emb_b_ = Intern(EmbeddingBackward(shape_));
   emb_recompute_ = Intern(EmbeddingForward(shape_), "recompute-");
@@ -358,6 +388,19 @@ trace::Trace StepBuilder::Build() {
                                                                       ? plan_.precision
                                                                       : plan_.grad_reduce_precision)};
 
+  // Gradient bytes per layer kind: the non-expert part (split over TP) is
+  // reduced over dp, the routed experts (split over EP) over the expert-data-
+  // parallel group.
+  const config::Precision grad_precision = plan_.sharding == Sharding::kZero3 ? plan_.precision : plan_.grad_reduce_precision;
+  for (int kind = 0; kind < 2; ++kind) {
+    double expert = kind == 1 && s_.model.is_moe() ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
+    int64_t first_moe = 0;
+    while (first_moe < s_.model.num_layers - 1 && !s_.model.IsMoeLayer(first_moe)) ++first_moe;
+    double all = static_cast<double>(kind == 1 ? s_.model.LayerParameterCount(first_moe) : s_.model.LayerParameterCount());
+    grad_bytes_[kind] = Bytes{(all - expert) / plan_.tp * config::PrecisionBytes(grad_precision)};
+    expert_grad_bytes_[kind] = Bytes{expert / plan_.ep * config::PrecisionBytes(grad_precision)};
+  }
+
   PlanGroups groups = PlacePlan(plan_, s_.topology);
   for (int r = 0; r < p_; ++r) {
     trace::CommGroup tp = groups.tp;
@@ -368,6 +411,14 @@ trace::Trace StepBuilder::Build() {
     dp.simulated = {r};
     dp.first_rank = StageFirstRank(plan_, r);
     dp_group_.push_back(t_.AddGroup(dp));
+    trace::CommGroup ep = groups.ep;
+    ep.simulated = {r};
+    ep.first_rank = StageFirstRank(plan_, r);
+    ep_group_.push_back(t_.AddGroup(ep));
+    trace::CommGroup edp = groups.edp;
+    edp.simulated = {r};
+    edp.first_rank = StageFirstRank(plan_, r);
+    edp_group_.push_back(t_.AddGroup(edp));
     trace::CommGroup next = PlacePipelinePair(plan_, s_.topology, r, (r + 1) % p_);
     next_pair_.push_back(t_.AddGroup(next));
     trace::CommGroup prev = PlacePipelinePair(plan_, s_.topology, (r + p_ - 1) % p_, r);
@@ -384,6 +435,7 @@ trace::Trace StepBuilder::Build() {
   fwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
   bwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
   bucket_.assign(p_, 0);
+  expert_bucket_.assign(p_, 0);
   dp_tasks_.assign(p_, {});
   last_compute_.assign(p_, -1);
   last_gather_.assign(p_, -1);
@@ -399,12 +451,23 @@ trace::Trace StepBuilder::Build() {
     for (int r = 0; r < p_; ++r) {
       chunk_gather_[r].assign(v_, -1);
       for (int c = 0; c < v_; ++c) {
-        double params = static_cast<double>(layers_[Virtual(r, c)]) * layer_params;
-        if (Virtual(r, c) == 0 || Virtual(r, c) == vstages - 1) {
+        const int vs = Virtual(r, c);
+        double params = 0, expert = 0;
+        for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
+          double e = s_.model.IsMoeLayer(l) ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
+          params += (static_cast<double>(s_.model.LayerParameterCount(l)) - e) / plan_.tp;
+          expert += e / plan_.ep;
+        }
+        if (vs == 0 || vs == vstages - 1) {
           params += static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
         }
+        std::vector<TaskId> gathers;
+        if (expert > 0 && edp_ > 1) {
+          gathers.push_back(Collective(r, dp_stream_, kLabelDp, "expert-param-gather", CollectiveKind::kAllGather,
+                                       Bytes{expert * shape_.element_bytes()}, edp_group_[r], {}));
+        }
         chunk_gather_[r][c] = Collective(r, dp_stream_, kLabelDp, "param-gather", CollectiveKind::kAllGather,
-                                         Bytes{params * shape_.element_bytes()}, dp_group_[r], {});
+                                         Bytes{params * shape_.element_bytes()}, dp_group_[r], gathers);
       }
     }
   }
@@ -460,15 +523,41 @@ int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
   const auto& plan = s.plan;
   int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
   auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, v);
-  int64_t n = 0;
-  for (int c = 0; c < v; ++c) n += layers[c * plan.pp + stage];
-  int64_t params = n * s.model.LayerParameterCount() / plan.tp;
+  int64_t params = 0;
+  int first = 0;
+  for (int vs = 0; vs < static_cast<int>(layers.size()); ++vs) {
+    if (vs % plan.pp == stage) {
+      for (int l = first; l < first + layers[vs]; ++l) {
+        int64_t expert = s.model.IsMoeLayer(l) ? s.model.ExpertParameterCount() : 0;
+        params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ep;
+      }
+    }
+    first += layers[vs];
+  }
   const int64_t embedding = s.model.vocab_size * s.model.hidden_size / plan.tp;
   if (stage == 0) params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);
   if (stage == plan.pp - 1) {
     // The output head: its own weights, or the tied copy when it lives on another stage.
     if (!s.model.tie_word_embeddings || plan.pp > 1) params += embedding;
     params += 2 * s.model.hidden_size;  // final norm
+  }
+  return params;
+}
+
+int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage) {
+  if (!s.model.is_moe()) return 0;
+  const auto& plan = s.plan;
+  int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
+  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, v);
+  int64_t params = 0;
+  int first = 0;
+  for (int vs = 0; vs < static_cast<int>(layers.size()); ++vs) {
+    if (vs % plan.pp == stage) {
+      for (int l = first; l < first + layers[vs]; ++l) {
+        if (s.model.IsMoeLayer(l)) params += s.model.ExpertParameterCount() / plan.ep;
+      }
+    }
+    first += layers[vs];
   }
   return params;
 }

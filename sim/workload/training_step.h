@@ -28,7 +28,10 @@ namespace stacksim::workload {
 std::vector<int> LayersPerVirtualStage(int layers, int pp, int vp);
 
 // Parameters one GPU of `stage` holds (before any ZeRO sharding).
+// Routed experts are split over ep, everything else over tp.
 int64_t StageParameters(const config::ScenarioConfig& s, int stage);
+// The routed-expert part of StageParameters (0 for dense models).
+int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage);
 
 // REQUIRES: config::ValidatePlan(s) passed.
 trace::Trace BuildTrainingStep(const config::ScenarioConfig& s);
