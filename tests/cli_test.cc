@@ -13,33 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/run_stacksim.h"
+
 namespace {
 
-struct CmdResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-CmdResult Stacksim(const std::string& args) {
-  static int counter = 0;
-  // Unique per process: ctest runs tests in parallel processes.
-  std::string err_file =
-      ::testing::TempDir() + "stacksim_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = std::string(STACKSIM_BINARY) + " " + args + " 2>" + err_file;
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err_file);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  r.err = ss.str();
-  return r;
-}
+using stacksim::testing::CmdResult;
+using stacksim::testing::Stacksim;
 
 const std::string kRoot = STACKSIM_SOURCE_DIR;
 const std::string kFlagship = kRoot + "/scenarios/gpt3-175b-1024xh100.json";

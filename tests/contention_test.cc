@@ -13,34 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/run_stacksim.h"
+
 namespace {
 
-struct CmdResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-CmdResult Stacksim(const std::string& args) {
-  static int counter = 0;
-  // Unique per process: ctest runs tests in parallel processes.
-  std::string err_file =
-      ::testing::TempDir() + "stacksim_contention_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = std::string(STACKSIM_BINARY) + " " + args + " 2>" + err_file;
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err_file);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  r.err = ss.str();
-  std::remove(err_file.c_str());
-  return r;
-}
+using stacksim::testing::CmdResult;
+using stacksim::testing::Stacksim;
 
 nlohmann::json SimulateJson(const std::string& scenario, const std::string& extra) {
   CmdResult r = Stacksim("simulate " + std::string(STACKSIM_SOURCE_DIR) + "/scenarios/" + scenario +
