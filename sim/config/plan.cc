@@ -126,8 +126,10 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   }
   if (auto v = obj.Optional("precision")) {
     std::string s = v->OneOf({"bf16", "fp16", "fp32", "fp8"});
-    if (s == "fp8") v->Fail("fp8 training is not modelled yet; use bf16 or fp16");
-    p.precision = s == "fp16" ? Precision::kFp16 : s == "fp32" ? Precision::kFp32 : Precision::kBf16;
+    p.precision = s == "fp16"   ? Precision::kFp16
+                  : s == "fp32" ? Precision::kFp32
+                  : s == "fp8"  ? Precision::kFp8
+                                : Precision::kBf16;
   }
 
   std::optional<JsonNode> schedule_node = obj.Optional("schedule");

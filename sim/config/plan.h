@@ -86,7 +86,7 @@ struct PlanConfig {
 // Parses a plan object. Fields absent from the object keep the values in
 // `defaults` (the scenario decides what a missing field means). An absent
 // schedule is interleaved when vp > 1, else 1f1b. Errors (InputError naming the
-// key): cp or ep other than 1 and fp8 ("not modelled yet"), a global_batch
+// key): cp other than 1 ("not modelled yet"), a global_batch
 // key (it lives in the scenario's training object), interleaved with vp 1,
 // vp > 1 without interleaving. sequence_parallel with tp 1 is switched off, as
 // Megatron-LM does. Rules that need the model or cluster are ValidatePlan's.

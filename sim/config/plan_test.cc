@@ -96,10 +96,8 @@ TEST(Plan, ParsesExpertParallelismAndRouting) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "moe_zipf_exponent": 1})").key_path(), "plan.moe_zipf_exponent");
 }
 
-TEST(Plan, Fp8IsNotModelledYet) {
-  InputError e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "fp8"})");
-  EXPECT_EQ(e.key_path(), "plan.precision");
-  EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+TEST(Plan, PrecisionAcceptsFp8) {
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "fp8"})").precision, Precision::kFp8);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "int4"})").key_path(), "plan.precision");
 }
 

@@ -22,12 +22,15 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   const double kv = D(std::max<int64_t>(1, s.kv_heads / s.tp)) * D(s.head_dim);
   const double f = D(s.ffn / s.tp);
   const double mask = s.dropout ? 1.0 : 0.0;  // one byte per element
+  // FP8 (Transformer Engine): the linear layers keep their inputs for the
+  // weight gradient as FP8 (one byte); everything else stays 16-bit.
+  const double l = s.precision == config::Precision::kFp8 ? 1.0 : e;
   if (recompute == config::Recompute::kFull) return Bytes{e * Tn * h};
 
   // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input,
   // Q and K, V, the projection's input (the attention output) and the
   // residual dropout mask.
-  double attn = e * Tn * h + e * Tn * h + e * T * (q + kv) + e * T * kv + e * T * q + mask * Tn * h;
+  double attn = e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
   const double scores = D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq) * D(s.seq);
   if (s.flash_attention) {
     attn += 4.0 * D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq);  // fp32 log-sum-exp per row
@@ -43,17 +46,17 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     const double Tl = s.routed_tokens();
     const double copies = D(s.tokens_per_local_expert()) * D(s.local_experts());
     const double fe = D(s.expert_ffn);
-    double moe = e * Tn * h + e * Tl * h + 4.0 * Tl * D(s.experts) + e * copies * h +
-                 e * copies * fe * (s.gated ? 2 : 1) + e * copies * fe + e * Tl * D(s.top_k) * h + mask * Tn * h;
+    double moe = e * Tn * h + e * Tl * h + 4.0 * Tl * D(s.experts) + l * copies * h +
+                 e * copies * fe * (s.gated ? 2 : 1) + l * copies * fe + e * Tl * D(s.top_k) * h + mask * Tn * h;
     if (s.shared_ffn > 0) {
       const double fs = D(s.shared_ffn / s.tp);
-      moe += e * Tn * h + e * T * fs * (s.gated ? 2 : 1) + e * T * fs;
+      moe += l * Tn * h + e * T * fs * (s.gated ? 2 : 1) + l * T * fs;
     }
     return Bytes{attn + moe};
   }
   // MLP block: norm input, FC1 input, activation input (both halves when
   // gated), FC2 input, dropout mask.
-  double mlp = e * Tn * h + e * Tn * h + e * T * f * (s.gated ? 2 : 1) + e * T * f + mask * Tn * h;
+  double mlp = e * Tn * h + l * Tn * h + e * T * f * (s.gated ? 2 : 1) + l * T * f + mask * Tn * h;
   return Bytes{attn + mlp};
 }
 
@@ -114,9 +117,16 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
       case config::Sharding::kZero3:
         // Sharded weights plus the gathered layer in use and the one prefetched.
         f.weights = Bytes{e * P / dp + 2.0 * e * layer_params};
+        if (plan.precision == config::Precision::kFp8) f.weights += Bytes{(P / dp + 2.0 * layer_params)};
         f.gradients = Bytes{4.0 * P / dp + 4.0 * layer_params};
         f.optimizer = Bytes{(master + 8.0) * P / dp};
         break;
+    }
+    // FP8: Transformer Engine keeps an FP8 copy of the weights (one byte per
+    // parameter) beside the 16-bit weights and fp32 master state. Counted for
+    // every parameter (embedding and head stay 16-bit in TE; a small excess).
+    if (plan.precision == config::Precision::kFp8 && plan.sharding != config::Sharding::kZero3) {
+      f.weights += Bytes{P};
     }
     // Activations: the peak number of chunk forwards awaiting their backward,
     // each holding its chunk's layers.

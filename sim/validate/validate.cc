@@ -185,8 +185,8 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
 
   if (auto prec = p.Optional("precision")) {
     std::string v = prec->OneOf({"fp16", "bf16", "fp8"});
-    if (v == "fp8") throw InputError(file, path + ".plan.precision", "FP8 training is not modelled yet");
-    plan.precision = v == "fp16" ? Precision::kFp16 : Precision::kBf16;
+    // FP8 as Megatron-Core runs it: Transformer Engine FP8 for the linear layers.
+    plan.precision = v == "fp16" ? Precision::kFp16 : v == "fp8" ? Precision::kFp8 : Precision::kBf16;
   } else {
     plan.precision = Precision::kBf16;
     out.choices.push_back("precision=bf16");

@@ -26,8 +26,21 @@ Op Gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
   op.compute.k = k;
   op.compute.batch = batch;
   op.compute.flops = Flops{2.0 * D(m) * D(n) * D(k) * D(batch)};
-  op.compute.bytes = Bytes{(D(m) * D(k) + D(k) * D(n) + D(m) * D(n)) * D(batch) * s.element_bytes()};
+  // FP8 GEMMs read one-byte operands and write a 16-bit output.
+  const double in_bytes = s.precision == Precision::kFp8 ? 1.0 : s.element_bytes();
+  op.compute.bytes = Bytes{((D(m) * D(k) + D(k) * D(n)) * in_bytes + D(m) * D(n) * s.element_bytes()) * D(batch)};
   return op;
+}
+
+// A GEMM that stays 16-bit under FP8 training (Transformer Engine runs only
+// the linear layers in FP8: attention, router and logits stay bf16).
+LayerShape AsBf16(const LayerShape& s) {
+  LayerShape b = s;
+  if (b.precision == Precision::kFp8) b.precision = Precision::kBf16;
+  return b;
+}
+Op Gemm16(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
+  return Gemm(name, m, n, k, batch, AsBf16(s));
 }
 
 // A memory-bound kernel moving `bytes` (as a fused kernel would). With eager
@@ -50,6 +63,23 @@ Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernel
     op.compute.kernels = static_cast<int16_t>(std::max(kernels, eager_kernels));
   }
   return op;
+}
+
+// FP8 casting (Transformer Engine, delayed scaling): a memory-bound kernel
+// reads `elements` 16-bit values and writes them as FP8, recording the amax
+// on the way (3 bytes per element). No-op unless training in FP8.
+void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s) {
+  if (s.precision != Precision::kFp8) return;
+  ops.push_back(Memory(name, elements * (s.element_bytes() + 1.0), s, 1, KernelKind::kCast));
+}
+
+// FP8 casts before a linear GEMM y = x W (x: m x k, W: k x n, `batch` of
+// them): the weight, once per micro-batch, and the input unless the fused
+// norm before it already wrote it in FP8 (TE's LayerNormLinear).
+void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
+                     bool input_is_fp8, const LayerShape& s) {
+  AddCast(ops, name + "-cast-w", D(k) * D(n) * D(batch), s);
+  if (!input_is_fp8) AddCast(ops, name + "-cast-x", D(m) * D(k) * D(batch), s);
 }
 
 Op Collective(const std::string& name, CollectiveKind kind, double bytes, bool async = false) {
@@ -134,7 +164,7 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   op.name = backward ? "attention-bwd" : "attention";
   op.label = kLabelAttention;
   op.compute.op_class = OpClass::kAttention;
-  op.compute.precision = s.precision;
+  op.compute.precision = AsBf16(s).precision;  // TE keeps attention in bf16 under FP8
   op.compute.m = s.seq;
   op.compute.n = s.seq;
   op.compute.k = s.head_dim;
@@ -160,14 +190,14 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   // Unfused (Megatron-LM 2021-22): batched QK^T, fused scale-mask-softmax with
   // dropout, then probabilities times V; the full s x s square is computed.
   const double scores = D(bh) * D(s.seq) * D(s.seq);
-  Op qk = Gemm("attention-qk", s.seq, s.seq, s.head_dim, bh, s);
+  Op qk = Gemm16("attention-qk", s.seq, s.seq, s.head_dim, bh, s);
   qk.label = kLabelAttention;
   ops.push_back(qk);
   Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s, 1,
                       KernelKind::kSoftmax);
   softmax.label = kLabelAttention;
   ops.push_back(softmax);
-  Op pv = Gemm("attention-pv", s.seq, s.head_dim, s.seq, bh, s);
+  Op pv = Gemm16("attention-pv", s.seq, s.head_dim, s.seq, bh, s);
   pv.label = kLabelAttention;
   ops.push_back(pv);
 }
@@ -181,11 +211,11 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
     return;
   }
   const double scores = D(bh) * D(s.seq) * D(s.seq);
-  Op pv_dgrad = Gemm("attention-pv-dgrad", s.seq, s.seq, s.head_dim, bh, s);  // dP = dO V^T
-  Op pv_wgrad = Gemm("attention-pv-dv", s.seq, s.head_dim, s.seq, bh, s);     // dV = P^T dO
+  Op pv_dgrad = Gemm16("attention-pv-dgrad", s.seq, s.seq, s.head_dim, bh, s);  // dP = dO V^T
+  Op pv_wgrad = Gemm16("attention-pv-dv", s.seq, s.head_dim, s.seq, bh, s);     // dV = P^T dO
   Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s, 1, KernelKind::kSoftmax);
-  Op qk_dq = Gemm("attention-qk-dq", s.seq, s.head_dim, s.seq, bh, s);        // dQ = dS K
-  Op qk_dk = Gemm("attention-qk-dk", s.seq, s.head_dim, s.seq, bh, s);        // dK = dS^T Q
+  Op qk_dq = Gemm16("attention-qk-dq", s.seq, s.head_dim, s.seq, bh, s);        // dQ = dS K
+  Op qk_dk = Gemm16("attention-qk-dk", s.seq, s.head_dim, s.seq, bh, s);        // dK = dS^T Q
   for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) {
     op->label = kLabelAttention;
     ops.push_back(*op);
@@ -196,6 +226,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
 // wgrad dW = x^T dy.
 void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
                   const LayerShape& s, int wait_for = -1) {
+  AddCast(ops, name + "-cast-dy", D(m) * D(n), s);  // FP8 (e5m2) output gradient
   ops.push_back(Gemm(name + "-dgrad", m, k, n, 1, s));
   Op w = Gemm(name + "-wgrad", k, n, m, 1, s);
   w.wait_for = wait_for;
@@ -205,6 +236,7 @@ void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int6
 // Backward of a batched GEMM (one per local expert).
 void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
                          int64_t batch, const LayerShape& s) {
+  AddCast(ops, name + "-cast-dy", D(m) * D(n) * D(batch), s);
   ops.push_back(Gemm(name + "-dgrad", m, k, n, batch, s));
   ops.push_back(Gemm(name + "-wgrad", k, n, m, batch, s));
 }
@@ -228,9 +260,11 @@ void SharedExpertForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t T = s.tokens();
   const int64_t f = s.shared_ffn / s.tp;
   AddGather(ops, "ag-shared", s);
+  AddForwardCasts(ops, "shared-fc1", T, (s.gated ? 2 : 1) * f, s.hidden, 1, false, s);
   ops.push_back(Gemm("shared-fc1", T, (s.gated ? 2 : 1) * f, s.hidden, 1, s));
   ops.push_back(Memory("shared-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f)), s, 1,
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+  AddForwardCasts(ops, "shared-fc2", T, s.hidden, f, 1, false, s);
   ops.push_back(Gemm("shared-fc2", T, s.hidden, f, 1, s));
   AddReduce(ops, "tp-shared", s);
 }
@@ -256,16 +290,18 @@ void MoeForward(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
   const double h = D(s.hidden);
   const int64_t rows = static_cast<int64_t>(std::ceil(Tl));
-  ops.push_back(Gemm("router", rows, s.experts, s.hidden, 1, s));
+  ops.push_back(Gemm16("router", rows, s.experts, s.hidden, 1, s));
   ops.push_back(Memory("router-topk", Tl * D(s.experts) * (s.element_bytes() + 4.0) + Tl * D(s.top_k) * 8.0, s, 2,
                        KernelKind::kSoftmax));
   ops.push_back(Memory("permute", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
   if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch", s));
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.local_experts();
+  AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, false, s);
   ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s));
   ops.push_back(Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+  AddForwardCasts(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, false, s);
   ops.push_back(Gemm("expert-fc2", m, s.hidden, s.expert_ffn, E, s));
   if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine", s));
   ops.push_back(Memory("unpermute", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
@@ -288,7 +324,7 @@ void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
   if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch-bwd", s));
   ops.push_back(Memory("permute-bwd", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
   ops.push_back(Memory("router-topk-bwd", Tl * D(s.experts) * (s.element_bytes() + 8.0), s, 2, KernelKind::kSoftmax));
-  GemmBackward(ops, "router", rows, s.experts, s.hidden, s);
+  GemmBackward(ops, "router", rows, s.experts, s.hidden, AsBf16(s));
 }
 
 }  // namespace
@@ -413,9 +449,11 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   const int64_t f_rank = s.ffn / s.tp;
   ops.push_back(NormForward("input-norm", s));
   AddGather(ops, "ag-attn", s);
+  AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
   ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
   if (s.rope) ops.push_back(Memory("rope", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
   AttentionCoreForward(ops, s);
+  AddForwardCasts(ops, "attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, false, s);
   ops.push_back(Gemm("attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, s));
   AddReduce(ops, "tp-attn", s);
   ops.push_back(ResidualForward("attn-residual", s));
@@ -426,12 +464,14 @@ std::vector<Op> LayerForward(const LayerShape& s) {
     return ops;
   }
   AddGather(ops, "ag-mlp", s);
+  AddForwardCasts(ops, "fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, /*input_is_fp8=*/true, s);
   ops.push_back(Gemm("fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, s));
   // Eager GeLU with a bias is two kernels (bias add, activation); the eager
   // SwiGLU efficiency was measured on the unfused silu-then-multiply pair.
   ops.push_back(Memory(s.gated ? "swiglu" : "gelu", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f_rank)), s, 1,
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu, !s.gated && s.bias ? 2.0 : 1.0,
                        !s.gated && s.bias ? 2 : 1));
+  AddForwardCasts(ops, "fc2", T, s.hidden, f_rank, 1, false, s);
   ops.push_back(Gemm("fc2", T, s.hidden, f_rank, 1, s));
   AddReduce(ops, "tp-mlp", s);
   ops.push_back(ResidualForward("mlp-residual", s));
@@ -506,7 +546,7 @@ std::vector<Op> HeadForward(const LayerShape& s) {
   const int64_t v_rank = s.vocab / s.tp;
   ops.push_back(NormForward("final-norm", s));
   AddGather(ops, "ag-head", s);
-  ops.push_back(Gemm("logits", T, v_rank, s.hidden, 1, s));
+  ops.push_back(Gemm16("logits", T, v_rank, s.hidden, 1, s));
   // Vocabulary-parallel cross entropy in fp32: read logits, write fp32
   // softmax (Megatron keeps it for the backward), three small all-reduces.
   ops.push_back(Memory("cross-entropy", D(T) * D(v_rank) * (s.element_bytes() + 4.0 + 4.0), s, 4, KernelKind::kSoftmax));
@@ -519,7 +559,7 @@ std::vector<Op> HeadBackward(const LayerShape& s) {
   const int64_t T = s.tokens();
   const int64_t v_rank = s.vocab / s.tp;
   ops.push_back(Memory("cross-entropy-bwd", D(T) * D(v_rank) * (4.0 + s.element_bytes()), s, 2, KernelKind::kSoftmax));
-  GemmBackward(ops, "logits", T, v_rank, s.hidden, s);
+  GemmBackward(ops, "logits", T, v_rank, s.hidden, AsBf16(s));
   AddReduce(ops, "tp-head-grad", s);
   ops.push_back(NormBackward("final-norm-bwd", s));
   return ops;

@@ -1,0 +1,121 @@
+// FP8 training (Transformer Engine style): which GEMMs run in FP8, the
+// casting overhead, the FP8 weight copy, and GPUs without FP8.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/cost/profile_cost_model.h"
+#include "sim/memory/memory_model.h"
+#include "sim/simulate/simulate.h"
+#include "sim/workload/layer_ops.h"
+#include "tests/fixtures.h"
+#include "tests/input_error.h"
+
+namespace stacksim::workload {
+namespace {
+
+using config::Precision;
+
+config::ProfileConfig Fp8Profile() {
+  config::ProfileConfig p = testing::RoundProfile();
+  p.peak_flops[static_cast<int>(Precision::kFp8)] = config::Sourced<FlopRate>{FlopRate{2000e12}, "test"};
+  p.gemm.max_efficiency[static_cast<int>(Precision::kFp8)] = config::Sourced<double>{0.6, "test"};
+  return p;
+}
+
+LayerShape Shape(Precision precision) {
+  auto model = testing::GptModel(1, 4096, 32, 51200);
+  config::PlanConfig plan;
+  plan.micro_batch = 2;
+  plan.precision = precision;
+  return LayerShape::From(model, plan, 2048);
+}
+
+const Op& Find(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return op;
+  }
+  ADD_FAILURE() << "no op " << name;
+  return ops.front();
+}
+
+TEST(Fp8, LinearGemmsRunAtTheFp8PeakTimesEfficiency) {
+  const config::ProfileConfig profile = Fp8Profile();
+  cost::ProfileCostModel cost(profile, /*cuda_graphs=*/false);
+  const auto fwd = LayerForward(Shape(Precision::kFp8));
+  const Op& fc1 = Find(fwd, "fc1");
+  EXPECT_EQ(fc1.compute.precision, Precision::kFp8);
+  // 4096 tokens x 16384 x 4096: compute-bound at 2000 TFLOP/s x the fp8 efficiency
+  // (bf16 would be 1000 TFLOP/s x 0.8: 1.5x slower).
+  const double eff = cost.GemmEfficiency(4096, 16384, 4096, 1, Precision::kFp8);
+  EXPECT_LT(eff, 0.6 + 1e-12);
+  EXPECT_GT(eff, 0.5);
+  const double expected = 2.0 * 4096 * 16384 * 4096 / (2000e12 * eff);
+  EXPECT_NEAR(cost.ComputeTime(fc1.compute).seconds(), expected, expected * 1e-6);
+  const double bf16 = cost.ComputeTime(Find(LayerForward(Shape(Precision::kBf16)), "fc1").compute).seconds();
+  EXPECT_NEAR(bf16 / expected, 2000 * 0.6 / (1000 * 0.8), 1e-6);
+  // Attention and the logits stay bf16.
+  EXPECT_EQ(Find(fwd, "attention").compute.precision, Precision::kBf16);
+  EXPECT_EQ(Find(HeadForward(Shape(Precision::kFp8)), "logits").compute.precision, Precision::kBf16);
+  EXPECT_EQ(Find(LayerBackward(Shape(Precision::kFp8)), "fc2-wgrad").compute.precision, Precision::kFp8);
+}
+
+double CastBytes(const std::vector<Op>& ops) {
+  double bytes = 0;
+  for (const Op& op : ops) {
+    if (op.name.find("-cast-") != std::string::npos) bytes += op.compute.bytes.value;
+  }
+  return bytes;
+}
+
+// Hand count for one GPT layer (tp 1, h = 4096, T = 4096 tokens, MLP 4h): each
+// cast reads bf16 and writes fp8, 3 bytes per element. Forward: the four
+// weights (3h^2 + h^2 + 4h^2 + 4h^2 = 12h^2) and the inputs of the projection
+// (T h) and FC2 (4 T h); QKV and FC1 take FP8 from the fused norm. Backward:
+// the output gradient of each GEMM (FC2 T h, FC1 4 T h, proj T h, QKV 3 T h).
+TEST(Fp8, CastBytesPerLayerMatchHandCount) {
+  const double h = 4096, T = 4096;
+  EXPECT_DOUBLE_EQ(CastBytes(LayerForward(Shape(Precision::kFp8))), 3.0 * (12 * h * h + 5 * T * h));
+  EXPECT_DOUBLE_EQ(CastBytes(LayerBackward(Shape(Precision::kFp8))), 3.0 * (9 * T * h));
+  EXPECT_EQ(CastBytes(LayerForward(Shape(Precision::kBf16))), 0.0);
+  EXPECT_EQ(CastBytes(LayerBackward(Shape(Precision::kBf16))), 0.0);
+  for (const Op& op : LayerForward(Shape(Precision::kFp8))) {
+    if (op.name.find("-cast-") != std::string::npos) {
+      EXPECT_STREQ(op.label, kLabelMemory);
+    }
+  }
+}
+
+TEST(Fp8, MemoryHoldsAnFp8WeightCopy) {
+  auto model = testing::GptModel(4, 2048, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.global_batch = 8;
+  auto s = testing::Scenario(model, 8, 2048, plan);
+  s.profile = Fp8Profile();
+  const auto bf16 = memory::EstimateMemory(s)[0];
+  s.plan.precision = Precision::kFp8;
+  const auto fp8 = memory::EstimateMemory(s)[0];
+  const double params = bf16.weights.value / 2;
+  EXPECT_NEAR(fp8.weights.value, 3 * params, 1.0);  // bf16 weights + fp8 copy
+  EXPECT_DOUBLE_EQ(fp8.optimizer.value, bf16.optimizer.value);
+  // Linear inputs (QKV, proj, FC1, FC2) are kept as fp8: fewer activation bytes.
+  EXPECT_LT(fp8.activations.value, bf16.activations.value);
+}
+
+TEST(Fp8, GpuWithoutFp8IsAnInputErrorOnPrecision) {
+  auto model = testing::GptModel(2, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.global_batch = 8;
+  plan.precision = Precision::kFp8;
+  auto s = testing::Scenario(model, 8, 1024, plan);  // round profile: no fp8 (as A100)
+  InputError e = testing::ErrorFrom([&] { simulate::Simulate(s, simulate::Options{}); });
+  EXPECT_EQ(e.key_path(), "plan.precision");
+  s.profile = Fp8Profile();
+  auto r = simulate::Simulate(s, simulate::Options{});
+  EXPECT_GT(r.iteration.seconds(), 0.0);
+}
+
+}  // namespace
+}  // namespace stacksim::workload
