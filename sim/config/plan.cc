@@ -75,7 +75,6 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("dp")) p.dp = Degree(*v);
   if (auto v = obj.Optional("cp")) {
     p.cp = Degree(*v);
-    if (p.cp != 1) v->Fail("context parallelism (cp = " + std::to_string(p.cp) + ") is not modelled yet; use cp 1");
   }
   if (auto v = obj.Optional("ep")) p.ep = Degree(*v);
   std::optional<JsonNode> routing_node = obj.Optional("moe_routing");

@@ -3,8 +3,8 @@
 // Megatron-LM's vocabulary: tensor (tp), pipeline (pp, with vp virtual stages
 // per rank for the interleaved schedule), data (dp) parallelism; micro-batch
 // and global batch in sequences; recomputation and data-parallel sharding.
-// cp is parsed so later work can add it; values other than 1 are rejected
-// today with a clear error. ep (expert parallelism, MoE models) follows
+// cp (context parallelism) splits each sequence over cp ranks (ring
+// attention; ranks ordered tp fastest, then cp). ep (expert parallelism, MoE models) follows
 // Megatron-Core's MoE parallel folding with expert tensor parallelism 1:
 // the routed experts are sharded over EP ranks carved out of the data-
 // (and tensor-) parallel ranks of a stage, so ep does not multiply the GPU
@@ -86,7 +86,7 @@ struct PlanConfig {
 // Parses a plan object. Fields absent from the object keep the values in
 // `defaults` (the scenario decides what a missing field means). An absent
 // schedule is interleaved when vp > 1, else 1f1b. Errors (InputError naming the
-// key): cp other than 1 ("not modelled yet"), a global_batch
+// key): a global_batch
 // key (it lives in the scenario's training object), interleaved with vp 1,
 // vp > 1 without interleaving. sequence_parallel with tp 1 is switched off, as
 // Megatron-LM does. Rules that need the model or cluster are ValidatePlan's.

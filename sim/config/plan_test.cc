@@ -73,11 +73,9 @@ TEST(Plan, InterleavingAndVirtualStagesGoTogether) {
   EXPECT_EQ(e.key_path(), "plan.vp");
 }
 
-TEST(Plan, ContextParallelismIsNotModelledYet) {
-  InputError e = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2})");
-  EXPECT_EQ(e.file(), "s.json");
-  EXPECT_EQ(e.key_path(), "plan.cp");
-  EXPECT_NE(std::string(e.what()).find("not modelled yet"), std::string::npos);
+TEST(Plan, ParsesContextParallelism) {
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2})").cp, 2);
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 0})").key_path(), "plan.cp");
 }
 
 TEST(Plan, ParsesExpertParallelismAndRouting) {

@@ -237,6 +237,21 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     fail("training.seq_len", "sequence parallelism splits the sequence over tp ranks: seq_len " + Str(s.seq_len) +
                                  " is not a multiple of tp " + Str(p.tp));
   }
+  // Context parallelism (ring attention): Megatron-Core splits each sequence
+  // into 2 x cp chunks (two per rank for causal balance) and needs fused
+  // (Transformer Engine / flash) attention.
+  if (p.cp > 1) {
+    if (s.seq_len % (2 * p.cp) != 0) {
+      fail("plan.cp", "cp " + Str(p.cp) + " needs a sequence length divisible by 2 x cp = " + Str(2 * p.cp) +
+                          "; seq_len is " + Str(s.seq_len));
+    }
+    if (p.attention == AttentionImpl::kUnfused) {
+      fail("plan.attention", "context parallelism needs fused (flash) attention");
+    }
+    if (p.sharding == Sharding::kZero3) {
+      fail("plan.sharding", "ZeRO-3/FSDP with context parallelism is not modelled yet; use zero1 or zero2");
+    }
+  }
   // Mixture of experts. Megatron-Core's rule (MoE parallel folding, expert
   // tensor parallelism 1): the routed experts are sharded over EP ranks
   // carved out of a stage's tp x dp (x cp) ranks, so ep <= tp x dp x cp, ep

@@ -282,14 +282,18 @@ TEST(Scenario, InterleavingNeedsMicroBatchesInMultiplesOfPp) {
   EXPECT_EQ(Parse(doc).plan.micro_batches(), 8);
 }
 
-TEST(Scenario, ContextParallelismIsNotModelledYet) {
+TEST(Scenario, ContextParallelismNeedsTwoChunksPerRank) {
   nlohmann::json doc = Base();
   doc["plan"]["cp"] = 2;
   doc["plan"]["dp"] = 1;
+  EXPECT_EQ(Parse(doc).plan.cp, 2);
+  doc["training"]["seq_len"] = 1026;  // not divisible by 2 x cp
   InputError e = ParseError(doc);
   EXPECT_EQ(e.file(), "s.json");
   EXPECT_EQ(e.key_path(), "plan.cp");
-  EXPECT_TRUE(Mentions(e, "not modelled yet"));
+  doc["training"]["seq_len"] = 1024;
+  doc["plan"]["attention"] = "unfused";
+  EXPECT_EQ(ParseError(doc).key_path(), "plan.attention");
 }
 
 TEST(Scenario, GpusMustBeWholeNodesAndFitTheCluster) {

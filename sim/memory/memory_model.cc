@@ -33,7 +33,7 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   double attn = e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
   const double scores = D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq) * D(s.seq);
   if (s.flash_attention) {
-    attn += 4.0 * D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq);  // fp32 log-sum-exp per row
+    attn += 4.0 * D(s.tokens()) * D(s.heads / s.tp);  // fp32 log-sum-exp per (local) row
   } else if (recompute != config::Recompute::kSelective) {
     attn += e * scores + mask * scores + e * scores;  // softmax output, dropout mask, dropout output: 5as^2b/t
   }
@@ -76,7 +76,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.num_layers), p, v);
   const auto schedule = workload::BuildSchedule(plan.schedule, p, v, m);
   const double e = shape.element_bytes();
-  const double dp = plan.dp;
+  const double dp = plan.dp * plan.cp;  // optimizer state shards over dp x cp (same weights)
   const double layer_params = D(s.model.LayerParameterCount()) / plan.tp;
   // MoE: the routed experts' optimizer state and gradients are sharded over
   // the expert-data-parallel group (tp x dp x cp / ep ranks hold the same experts).

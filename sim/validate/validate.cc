@@ -179,7 +179,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   int cp = 1, ep = 1;
   given_int("cp", &cp);
   given_int("ep", &ep);
-  if (cp != 1) throw InputError(file, path + ".plan.cp", "context parallelism is not modelled yet");
+  plan.cp = cp;
   plan.ep = ep;
   plan.global_batch = p.Required("global_batch").PositiveInt();
 

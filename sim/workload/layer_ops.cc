@@ -165,17 +165,36 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   op.label = kLabelAttention;
   op.compute.op_class = OpClass::kAttention;
   op.compute.precision = AsBf16(s).precision;  // TE keeps attention in bf16 under FP8
-  op.compute.m = s.seq;
+  // Under CP (ring attention) this rank's seq/cp queries meet all seq keys;
+  // with two chunks per rank (Megatron's causal load balancing) every rank
+  // does 1/cp of the causal work.
+  op.compute.m = s.seq / s.cp;
   op.compute.n = s.seq;
   op.compute.k = s.head_dim;
   op.compute.batch = bh;
   op.compute.causal = true;
   op.compute.backward = backward;
   op.compute.flash2 = s.flash2;
-  const double forward_flops = 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5;
+  const double forward_flops = 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5 / s.cp;
   op.compute.flops = Flops{backward ? 2.5 * forward_flops : forward_flops};
-  // Reads Q, K, V (and O, dO backward), writes O (dQ, dK, dV backward).
-  op.compute.bytes = Bytes{ActBytes(s, backward ? 4 * qo + 4 * kv : 2 * qo + 2 * kv)};
+  // Reads Q, K, V (and O, dO backward), writes O (dQ, dK, dV backward); under
+  // CP the K/V blocks of all cp ranks pass through.
+  op.compute.bytes = Bytes{ActBytes(s, backward ? 4 * qo + 4 * kv * s.cp : 2 * qo + 2 * kv * s.cp)};
+  return op;
+}
+
+// Ring attention's K/V exchange (Liu et al. 2023; Megatron-Core CP): cp-1
+// send/recv steps of the local K and V blocks around the CP ring, overlapped
+// with the attention of the block already held. Modelled as one all-gather of
+// the whole sequence's K and V (each rank sends and receives (cp-1)/cp of
+// it) on the side stream; the op after attention waits for it, so the step
+// costs max(attention, exchange). The backward also sends the dK/dV partial
+// sums around the ring: twice the bytes.
+Op CpKvExchange(const LayerShape& s, bool backward) {
+  const double kv_local = 2.0 * D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);  // K and V
+  Op op = Collective(backward ? "cp-kv-exchange-bwd" : "cp-kv-exchange", CollectiveKind::kAllGather,
+                     ActBytes(s, kv_local * s.cp) * (backward ? 2.0 : 1.0), /*async=*/true);
+  op.cp_group = true;
   return op;
 }
 
@@ -184,6 +203,7 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
   const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
   if (s.flash_attention) {
+    if (s.cp > 1) ops.push_back(CpKvExchange(s, /*backward=*/false));
     ops.push_back(FlashAttention(s, /*backward=*/false));
     return;
   }
@@ -207,6 +227,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
   const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
   if (s.flash_attention) {
+    if (s.cp > 1) ops.push_back(CpKvExchange(s, /*backward=*/true));
     ops.push_back(FlashAttention(s, /*backward=*/true));
     return;
   }
@@ -327,6 +348,26 @@ void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
   GemmBackward(ops, "router", rows, s.experts, s.hidden, AsBf16(s));
 }
 
+// Index of the CP K/V exchange just emitted (-1 when there is none).
+int CpExchangeIndex(const std::vector<Op>& ops) {
+  for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
+    if (ops[i].cp_group) return i;
+  }
+  return -1;
+}
+
+// Makes the latest compute op of `ops` that waits for nothing else wait for
+// the async op `index` (ops after it follow it on the compute stream).
+void WaitFor(std::vector<Op>& ops, int index) {
+  if (index < 0) return;
+  for (int i = static_cast<int>(ops.size()) - 1; i > index; --i) {
+    if (!ops[i].is_collective && ops[i].wait_for < 0) {
+      ops[i].wait_for = index;
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 double LayerShape::routed_tokens() const {
@@ -433,6 +474,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.rope = model.position_embedding == config::PositionEmbedding::kRope;
   s.dropout = model.dropout;
   s.tp = plan.tp;
+  s.cp = plan.cp;
   s.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   s.flash_attention = plan.attention != config::AttentionImpl::kUnfused;
   s.flash2 = plan.attention == config::AttentionImpl::kFlash2;
@@ -453,8 +495,10 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
   if (s.rope) ops.push_back(Memory("rope", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
   AttentionCoreForward(ops, s);
+  const int exchange = CpExchangeIndex(ops);
   AddForwardCasts(ops, "attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, false, s);
   ops.push_back(Gemm("attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, s));
+  WaitFor(ops, exchange);
   AddReduce(ops, "tp-attn", s);
   ops.push_back(ResidualForward("attn-residual", s));
   ops.push_back(NormForward("mlp-norm", s));
@@ -503,10 +547,12 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   AddGather(ops, "ag-attn-grad", s);
   GemmBackward(ops, "attn-proj", T, s.hidden, QHeads(s) * s.head_dim, s);
   AttentionCoreBackward(ops, s);
+  const int exchange = CpExchangeIndex(ops);
   if (s.rope) ops.push_back(Memory("rope-bwd", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
   AddGather(ops, "ag-attn-input", s, /*async=*/true);
   regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
   GemmBackward(ops, "qkv", T, QkvWidth(s), s.hidden, s, regather);
+  WaitFor(ops, exchange);
   AddReduce(ops, "tp-attn-grad", s);
   ops.push_back(NormBackward("input-norm-bwd", s));
   return ops;

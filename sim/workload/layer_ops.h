@@ -43,6 +43,7 @@ struct Op {
   // Index (in the same op list) of an async op this op must wait for; -1: none.
   int wait_for = -1;
   bool ep_group = false;        // collective over the expert-parallel group (else TP)
+  bool cp_group = false;        // collective over the context-parallel group (else TP)
 };
 
 struct LayerShape {
@@ -59,6 +60,9 @@ struct LayerShape {
   bool learned_positions = false;
   bool dropout = false;
   int tp = 1;
+  // Context parallelism: each rank holds seq/cp tokens of every sequence (two
+  // chunks, Megatron's causal load balancing); attention is ring attention.
+  int cp = 1;
   bool sequence_parallel = false;
   bool flash_attention = true;
   bool flash2 = false;       // FlashAttention-2 kernels (with flash_attention)
@@ -82,7 +86,8 @@ struct LayerShape {
   // the capacity factor's padded buffers); 1 for perfectly balanced routing.
   double load_factor = 1.0;
 
-  int64_t tokens() const { return micro_batch * seq; }
+  // Tokens of the micro-batch on this rank (its context-parallel share).
+  int64_t tokens() const { return micro_batch * seq / cp; }
   double element_bytes() const;
   static LayerShape From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq);
   // The same shape for a MoE layer of `model` (REQUIRES: model.is_moe()).

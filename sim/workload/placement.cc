@@ -32,11 +32,19 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   // Every data-parallel replica (and context-parallel rank) runs its own TP group at once.
   out.tp.siblings = plan.dp * plan.cp;
   out.tp.sibling_stride = plan.tp;
-  out.dp = PlaceGroup("dp", 0, plan.tp * plan.cp, plan.dp, domain);
-  out.dp.stride = static_cast<int64_t>(plan.tp) * plan.cp;
-  // ... and every tensor- (and context-) parallel rank its own DP group.
-  out.dp.siblings = plan.tp * plan.cp;
+  // Gradients (and the distributed optimizer's shards) span dp x cp: the CP
+  // ranks hold the same weights (Megatron's data-parallel-with-CP group).
+  out.dp = PlaceGroup("dp", 0, plan.tp, plan.dp * plan.cp, domain);
+  out.dp.stride = plan.tp;
+  // ... and every tensor-parallel rank its own DP group.
+  out.dp.siblings = plan.tp;
   out.dp.sibling_stride = 1;
+  // Ring attention's K/V exchange: cp ranks, tp apart (Megatron orders tp
+  // fastest, then cp).
+  out.cp = PlaceGroup("cp", 0, plan.tp, plan.cp, domain);
+  out.cp.stride = plan.tp;
+  out.cp.siblings = plan.tp * plan.dp;
+  out.cp.sibling_stride = 1;
   const int folded = plan.tp * plan.cp * plan.dp;
   const int ep = std::max(1, plan.ep);
   out.ep = PlaceGroup("ep", 0, 1, ep, domain);

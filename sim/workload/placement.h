@@ -24,7 +24,8 @@ trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int 
 
 struct PlanGroups {
   trace::CommGroup tp;   // tensor-parallel group of one stage
-  trace::CommGroup dp;   // data-parallel group (replicas of one rank)
+  trace::CommGroup dp;   // data-parallel group: dp x cp ranks holding the same weights
+  trace::CommGroup cp;   // context-parallel group (ring attention's K/V exchange)
   // Expert-parallel group: ep consecutive ranks of a stage's tp x cp x dp
   // ranks (MoE parallel folding, expert TP 1); and the expert-data-parallel
   // group of ranks holding the same experts (tp x cp x dp / ep, stride ep).

@@ -68,7 +68,7 @@ class StepBuilder {
   int Kind(int layer) const { return s_.model.IsMoeLayer(layer) ? 1 : 0; }
   trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0;
   trace::LabelId label_compute_ = 0;
-  std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_, ep_group_, edp_group_;
+  std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_, ep_group_, edp_group_, cp_group_;
   trace::GroupId embedding_group_ = trace::kNoGroup;
   // Cross-stage hand-offs: [micro-batch][virtual stage] -> transfer task.
   std::vector<std::vector<TaskId>> fwd_out_, bwd_out_;
@@ -138,7 +138,7 @@ TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>
       task.kind = TaskKind::kCollective;
       task.comm.kind = op.collective;
       task.comm.bytes = op.bytes;
-      task.comm.group = op.ep_group ? ep_group_[rank] : tp_group_[rank];
+      task.comm.group = op.ep_group ? ep_group_[rank] : op.cp_group ? cp_group_[rank] : tp_group_[rank];
       if (op.async) {
         task.stream = tp_stream_;
         if (prev >= 0) deps.push_back(prev);
@@ -411,6 +411,10 @@ trace::Trace StepBuilder::Build() {
     dp.simulated = {r};
     dp.first_rank = StageFirstRank(plan_, r);
     dp_group_.push_back(t_.AddGroup(dp));
+    trace::CommGroup cp = groups.cp;
+    cp.simulated = {r};
+    cp.first_rank = StageFirstRank(plan_, r);
+    cp_group_.push_back(t_.AddGroup(cp));
     trace::CommGroup ep = groups.ep;
     ep.simulated = {r};
     ep.first_rank = StageFirstRank(plan_, r);
