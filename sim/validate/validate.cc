@@ -251,6 +251,14 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   p.Finish();
   obj.Finish();
   plan.schedule = plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+  // Layers that pp x vp does not divide (Llama-3.1 405B: 126 over 64 virtual
+  // stages) run as Megatron-Core's account_for_embedding/loss_in_pipeline_split
+  // does: the first and last stages, which also hold embedding and head, take
+  // one layer fewer.
+  if (s.model.num_layers % (static_cast<int64_t>(plan.pp) * plan.vp) != 0) {
+    plan.uneven_stages = true;
+    out.choices.push_back("uneven_stages (end stages one layer fewer)");
+  }
   return out;
 }
 
