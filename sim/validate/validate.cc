@@ -364,7 +364,7 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
   top.Finish();
 
   ValidationReport rep;
-  double sum = 0;
+  double sum = 0, dense_sum = 0;
   for (const JsonNode& run : runs) {
     RunOutcome o;
     JsonObject r(run);
@@ -382,6 +382,10 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
       if (ms.contains("iteration_s") && ms["iteration_s"].is_number()) o.measured_s = ms["iteration_s"].get<double>();
     }
     if (o.scored) ++rep.scored_total;
+    if (r.Has("model")) {
+      const auto& m = run.json().at("model");
+      o.moe = m.is_object() && m.contains("moe") && !m["moe"].is_null();
+    }
     try {
       if (!o.measured_s) throw InputError(path, run.path() + ".measured.iteration_s", "the run has no measured iteration time");
       RunScenario rs = ScenarioForRun(run.json(), path, run.path());
@@ -400,6 +404,10 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
       if (o.scored) {
         sum += std::fabs(o.error_pct);
         ++rep.scored_predicted;
+        if (!o.moe) {
+          dense_sum += std::fabs(o.error_pct);
+          ++rep.scored_dense_predicted;
+        }
       }
     } catch (const InputError& e) {
       o.error = e.what();
@@ -407,6 +415,7 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
     rep.runs.push_back(o);
   }
   rep.mape_pct = rep.scored_predicted > 0 ? sum / rep.scored_predicted : 0;
+  rep.mape_dense_pct = rep.scored_dense_predicted > 0 ? dense_sum / rep.scored_dense_predicted : 0;
   return rep;
 }
 
@@ -434,6 +443,8 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
   return {{"runs", runs},
           {"mape_pct", report.mape_pct},
           {"scored_predicted", report.scored_predicted},
+          {"mape_dense_pct", report.mape_dense_pct},
+          {"scored_dense_predicted", report.scored_dense_predicted},
           {"scored_total", report.scored_total}};
 }
 
@@ -456,6 +467,8 @@ std::string ValidationText(const ValidationReport& report) {
   }
   out += fmt::format("\nmean absolute error over {} of {} scored runs: {:.1f}%\n", report.scored_predicted,
                      report.scored_total, report.mape_pct);
+  out += fmt::format("  dense runs: {:.1f}% over {}; mixture-of-experts runs: {}\n", report.mape_dense_pct,
+                     report.scored_dense_predicted, report.scored_predicted - report.scored_dense_predicted);
   return out;
 }
 

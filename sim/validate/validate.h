@@ -26,6 +26,7 @@ struct RunOutcome {
   bool scored = false;
   std::string gpu;
   int gpus = 0;
+  bool moe = false;                  // a mixture-of-experts model
   std::optional<double> measured_s;
   std::optional<double> predicted_s;
   double error_pct = 0;              // (predicted - measured) / measured * 100
@@ -39,6 +40,8 @@ struct ValidationReport {
   std::vector<RunOutcome> runs;
   double mape_pct = 0;   // mean absolute error over scored, predicted runs
   int scored_predicted = 0;
+  double mape_dense_pct = 0;  // the same over the dense (non-MoE) runs
+  int scored_dense_predicted = 0;
   int scored_total = 0;
 };
 
