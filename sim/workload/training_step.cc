@@ -403,26 +403,17 @@ trace::Trace StepBuilder::Build() {
 
   PlanGroups groups = PlacePlan(plan_, s_.topology);
   for (int r = 0; r < p_; ++r) {
-    trace::CommGroup tp = groups.tp;
-    tp.simulated = {r};
-    tp.first_rank = StageFirstRank(plan_, r);
-    tp_group_.push_back(t_.AddGroup(tp));
-    trace::CommGroup dp = groups.dp;
-    dp.simulated = {r};
-    dp.first_rank = StageFirstRank(plan_, r);
-    dp_group_.push_back(t_.AddGroup(dp));
-    trace::CommGroup cp = groups.cp;
-    cp.simulated = {r};
-    cp.first_rank = StageFirstRank(plan_, r);
-    cp_group_.push_back(t_.AddGroup(cp));
-    trace::CommGroup ep = groups.ep;
-    ep.simulated = {r};
-    ep.first_rank = StageFirstRank(plan_, r);
-    ep_group_.push_back(t_.AddGroup(ep));
-    trace::CommGroup edp = groups.edp;
-    edp.simulated = {r};
-    edp.first_rank = StageFirstRank(plan_, r);
-    edp_group_.push_back(t_.AddGroup(edp));
+    // This stage's copy of each group: simulated by rank r, placed at the stage's first GPU.
+    auto at_stage = [&](trace::CommGroup g) {
+      g.simulated = {r};
+      g.first_rank = StageFirstRank(plan_, r);
+      return t_.AddGroup(std::move(g));
+    };
+    tp_group_.push_back(at_stage(groups.tp));
+    dp_group_.push_back(at_stage(groups.dp));
+    cp_group_.push_back(at_stage(groups.cp));
+    ep_group_.push_back(at_stage(groups.ep));
+    edp_group_.push_back(at_stage(groups.edp));
     trace::CommGroup next = PlacePipelinePair(plan_, s_.topology, r, (r + 1) % p_);
     next_pair_.push_back(t_.AddGroup(next));
     trace::CommGroup prev = PlacePipelinePair(plan_, s_.topology, (r + p_ - 1) % p_, r);
