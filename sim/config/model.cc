@@ -61,8 +61,11 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   }
   auto dense_layers = obj.Optional("mlp_only_layers");
   if (auto b = obj.Optional("router_bias")) m.router_bias = b->Bool();
+  // Group-limited routing (DeepSeek's n_group / topk_group); null means none.
+  auto groups = obj.Optional("n_group");
+  auto groups_per_token = obj.Optional("topk_group");
   if (!experts) {
-    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense}) {
+    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense, &groups, &groups_per_token}) {
       if (*n) {
         (*n)->Fail("a mixture-of-experts key without a number of experts (num_local_experts, num_experts or "
                    "n_routed_experts)");
@@ -97,6 +100,42 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
     }
   }
   if (m.MoeLayerCount() == 0) experts->Fail("no layer is a mixture-of-experts layer with these settings");
+  if (groups || groups_per_token) {
+    if (!groups) groups_per_token->Fail("topk_group needs n_group (the number of expert groups)");
+    if (!groups_per_token) groups->Fail("n_group needs topk_group (the groups each token may use)");
+    m.expert_groups = groups->PositiveInt();
+    if (m.num_experts % m.expert_groups != 0) {
+      groups->Fail("n_group (" + std::to_string(m.expert_groups) + ") must divide the " +
+                   std::to_string(m.num_experts) + " routed experts into equal groups");
+    }
+    m.expert_groups_per_token = groups_per_token->PositiveInt();
+    if (m.expert_groups_per_token > m.expert_groups) {
+      groups_per_token->Fail("topk_group (" + std::to_string(m.expert_groups_per_token) + ") exceeds n_group (" +
+                             std::to_string(m.expert_groups) + ")");
+    }
+    if (m.expert_groups_per_token * (m.num_experts / m.expert_groups) < m.experts_per_token) {
+      groups_per_token->Fail("topk_group groups hold fewer experts than num_experts_per_tok (" +
+                             std::to_string(m.experts_per_token) + ")");
+    }
+  }
+}
+
+// Multi-head latent attention keys as DeepSeek-V2/V3 configs spell them. A
+// model is MLA when kv_lora_rank is given (not null).
+void ParseMla(JsonObject& obj, ModelConfig& m) {
+  if (!obj.Has("kv_lora_rank")) {
+    for (const char* key : {"kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+      if (auto n = obj.Optional(key)) n->Fail("a multi-head latent attention key without kv_lora_rank");
+    }
+    return;
+  }
+  m.kv_lora_rank = obj.Required("kv_lora_rank").PositiveInt();
+  // q_lora_rank must be present: null says the queries are not compressed.
+  JsonNode q = obj.Required("q_lora_rank");
+  m.q_lora_rank = q.IsNull() ? 0 : q.PositiveInt();
+  m.qk_nope_head_dim = obj.Required("qk_nope_head_dim").PositiveInt();
+  m.qk_rope_head_dim = obj.Required("qk_rope_head_dim").PositiveInt();
+  m.v_head_dim = obj.Required("v_head_dim").PositiveInt();
 }
 
 std::string FileStem(const std::string& file) {
@@ -133,8 +172,31 @@ int64_t ModelConfig::NormParameterCount() const {
   return (norm == NormKind::kLayerNorm && norm_bias) ? 2 * hidden_size : hidden_size;
 }
 
+int64_t ModelConfig::MlaReplicatedParameterCount() const {
+  if (!is_mla()) return 0;
+  // One norm over a latent of width r: its weight (and bias for a biased LayerNorm).
+  const int64_t per_element = NormParameterCount() / hidden_size;
+  const int64_t h = hidden_size;
+  int64_t n = h * (kv_lora_rank + qk_rope_head_dim) + per_element * kv_lora_rank;  // W_DKV + W_KR, kv norm
+  if (q_lora_rank > 0) n += h * q_lora_rank + per_element * q_lora_rank;          // W_DQ, q norm
+  return n;
+}
+
 int64_t ModelConfig::AttentionParameterCount() const {
   const int64_t h = hidden_size;
+  if (is_mla()) {
+    // MLA (DeepSeek-V2 §2.1): the replicated down-projections and latent
+    // norms, then W_UQ (q_lora_rank x heads*(nope+rope)) or, without query
+    // compression, W_Q (hidden x heads*(nope+rope)); W_UK/W_UV (kv_lora_rank x
+    // heads*(nope+v)); W_O (heads*v x hidden).
+    const int64_t heads = num_attention_heads;
+    const int64_t qk = qk_nope_head_dim + qk_rope_head_dim;
+    int64_t n = MlaReplicatedParameterCount();
+    n += (q_lora_rank > 0 ? q_lora_rank : h) * heads * qk;
+    n += kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim);
+    n += heads * v_head_dim * h;
+    return n;
+  }
   const int64_t q_width = num_attention_heads * head_dim;
   const int64_t kv_width = num_kv_heads * head_dim;
   // Attention: Q (h x heads*d), K and V (h x kv_heads*d each), output (heads*d x h).
@@ -187,6 +249,18 @@ int64_t ModelConfig::ActiveParameterCount() const {
   return n;
 }
 
+int64_t ModelConfig::MtpParameterCount() const {
+  // DeepSeek-V3 §2.2 / README_WEIGHTS.md: per module the transformer layer
+  // (model.layers.61, shaped as a layer at that index), enorm and hnorm, the
+  // projection M (eh_proj, hidden x 2 hidden) and the output norm
+  // (shared_head.norm); embedding and output head are the main model's.
+  int64_t n = 0;
+  for (int64_t k = 0; k < mtp_modules; ++k) {
+    n += LayerParameterCount(num_layers + k) + 3 * NormParameterCount() + 2 * hidden_size * hidden_size;
+  }
+  return n;
+}
+
 int64_t ModelConfig::EmbeddingParameterCount() const {
   int64_t params = vocab_size * hidden_size;
   if (learned_position_embeddings) params += max_position_embeddings * hidden_size;
@@ -224,8 +298,14 @@ ModelConfig ParseModel(const JsonNode& node) {
   m.vocab_size = obj.Required("vocab_size").PositiveInt();
   m.activation = ParseActivation(obj.Required("hidden_act"));
 
+  ParseMla(obj, m);  // before head_dim: an MLA head's query/key width comes from its keys
+
   if (auto kv = obj.Optional("num_key_value_heads")) {
     m.num_kv_heads = kv->PositiveInt();
+    if (m.is_mla() && m.num_kv_heads != m.num_attention_heads) {
+      kv->Fail("multi-head latent attention has a key and a value per head: num_key_value_heads must equal "
+               "num_attention_heads (" + std::to_string(m.num_attention_heads) + ")");
+    }
     if (m.num_kv_heads > m.num_attention_heads || m.num_attention_heads % m.num_kv_heads != 0) {
       kv->Fail("num_key_value_heads (" + std::to_string(m.num_kv_heads) +
                ") must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
@@ -237,6 +317,12 @@ ModelConfig ParseModel(const JsonNode& node) {
 
   if (auto hd = obj.Optional("head_dim")) {
     m.head_dim = hd->PositiveInt();
+    if (m.is_mla() && m.head_dim != m.qk_nope_head_dim + m.qk_rope_head_dim) {
+      hd->Fail("with multi-head latent attention head_dim is the query/key width qk_nope_head_dim + "
+               "qk_rope_head_dim = " + std::to_string(m.qk_nope_head_dim + m.qk_rope_head_dim) + "; leave it out");
+    }
+  } else if (m.is_mla()) {
+    m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
   } else {
     if (m.hidden_size % m.num_attention_heads != 0) {
       heads.Fail("num_attention_heads (" + std::to_string(m.num_attention_heads) + ") does not divide hidden_size (" +
@@ -269,7 +355,10 @@ ModelConfig ParseModel(const JsonNode& node) {
   }
 
   if (auto t = obj.Optional("tie_word_embeddings")) m.tie_word_embeddings = t->Bool();
-  if (auto b = obj.Optional("attention_bias")) m.attention_bias = b->Bool();
+  if (auto b = obj.Optional("attention_bias")) {
+    m.attention_bias = b->Bool();
+    if (m.attention_bias && m.is_mla()) b->Fail("attention biases with multi-head latent attention are not modelled");
+  }
   if (auto b = obj.Optional("mlp_bias")) m.mlp_bias = b->Bool();
   std::optional<JsonNode> max_pos = obj.Optional("max_position_embeddings");
   if (max_pos) m.max_position_embeddings = max_pos->PositiveInt();
@@ -291,6 +380,7 @@ ModelConfig ParseModel(const JsonNode& node) {
   }
 
   ParseMoe(obj, m);
+  if (auto mtp = obj.Optional("num_nextn_predict_layers")) m.mtp_modules = NonNegativeInt(*mtp);
 
   // Keys of Hugging Face configs that do not change the cost of training.
   obj.Ignore({"model_type", "architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
@@ -298,8 +388,10 @@ ModelConfig ParseModel(const JsonNode& node) {
               "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "_name_or_path",
               // MoE: loss terms, router details and inference-only settings.
               "router_aux_loss_coef", "aux_loss_alpha", "output_router_logits", "router_jitter_noise",
-              "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_method", "n_group",
-              "topk_group", "seq_aux", "experts_per_token", "swiglu_limit", "initial_context_length",
+              "norm_topk_prob", "routed_scaling_factor", "scoring_func", "topk_method", "seq_aux", "experts_per_token", "swiglu_limit", "initial_context_length",
+              // DeepSeek: remote-code class map, the inference EP size, the FP8
+              // format of the released weights (training precision is plan.precision).
+              "auto_map", "ep_size", "quantization_config",
               // Sliding-window attention is not modelled (full causal attention is costed).
               "sliding_window", "use_sliding_window", "max_window_layers", "layer_types"});
   obj.Finish();
@@ -347,7 +439,19 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
     j["first_k_dense_replace"] = m.first_k_dense;
     j["decoder_sparse_step"] = m.moe_layer_step;
     j["router_bias"] = m.router_bias;
+    if (m.expert_groups > 0) {
+      j["n_group"] = m.expert_groups;
+      j["topk_group"] = m.expert_groups_per_token;
+    }
   }
+  if (m.is_mla()) {
+    j["q_lora_rank"] = m.q_lora_rank > 0 ? nlohmann::json(m.q_lora_rank) : nlohmann::json(nullptr);
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+  }
+  if (m.mtp_modules > 0) j["num_nextn_predict_layers"] = m.mtp_modules;
   return j;
 }
 

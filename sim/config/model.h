@@ -55,6 +55,32 @@ struct ModelConfig {
   int64_t first_k_dense = 0;
   int64_t moe_layer_step = 1;
   bool router_bias = false;      // GPT-OSS's router carries a bias
+  // Group-limited (node-limited) routing, DeepSeek-V2/V3: the routed experts
+  // form expert_groups equal groups (n_group) and each token picks its top-k
+  // experts from at most expert_groups_per_token groups (topk_group); DeepSeek-V3
+  // places one group per node, so a token's dispatch reaches at most that many
+  // nodes (arXiv:2412.19437 §2.1.2). 0: not group-limited.
+  int64_t expert_groups = 0;
+  int64_t expert_groups_per_token = 0;
+  // Multi-token prediction modules after the last layer (num_nextn_predict_layers,
+  // DeepSeek-V3 §2.2). Counted by MtpParameterCount only: neither the layer
+  // ops nor ParameterCount include them.
+  int64_t mtp_modules = 0;
+
+  // Multi-head latent attention (MLA; DeepSeek-V2, arXiv:2405.04434 §2.1):
+  // queries come from a latent of q_lora_rank (W_DQ, RMSNorm, W_UQ; or from
+  // the hidden state directly when q_lora_rank is 0), keys and values from a
+  // shared latent of kv_lora_rank (W_DKV, RMSNorm, W_UK/W_UV) plus one
+  // decoupled RoPE key of qk_rope_head_dim shared by all heads (W_KR). Each
+  // head's query/key is qk_nope_head_dim + qk_rope_head_dim wide (head_dim is
+  // set to that sum), its value v_head_dim. num_kv_heads == heads.
+  int64_t q_lora_rank = 0;       // 0: no query compression (DeepSeek-V2-Lite)
+  int64_t kv_lora_rank = 0;      // > 0 iff the model uses MLA
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+
+  bool is_mla() const { return kv_lora_rank > 0; }
 
   bool is_moe() const { return num_experts > 0; }
   bool IsMoeLayer(int64_t layer) const;  // 0-based
@@ -73,7 +99,15 @@ struct ModelConfig {
   int64_t ActiveLayerParameterCount(int64_t layer) const;
   // Routed expert parameters of one MoE layer (all experts): what EP shards.
   int64_t ExpertParameterCount() const;
-  int64_t AttentionParameterCount() const;  // attention block incl. biases
+  int64_t AttentionParameterCount() const;  // attention block incl. biases (MLA: its projections and latent norms)
+  // MLA parameters Megatron-Core replicates on every TP rank instead of
+  // splitting: the down-projections W_DQ and W_DKV+W_KR and the two latent
+  // norms. 0 for other attention.
+  int64_t MlaReplicatedParameterCount() const;
+  // Parameters of the mtp_modules MTP modules not shared with the main model
+  // (each: a MoE-or-dense layer like the last one, two RMSNorms, the 2h x h
+  // projection, the output norm; embedding and head shared). DeepSeek-V3 README_WEIGHTS.md.
+  int64_t MtpParameterCount() const;
   int64_t MlpParameterCount(int64_t width) const;  // one (gated) MLP of this width
   int64_t EmbeddingParameterCount() const;  // token (+ position) embeddings
   int64_t OutputHeadParameterCount() const; // untied LM head (vocab x hidden); 0 when tied

@@ -244,7 +244,7 @@ TEST(Model, MissingFileIsAnInputError) {
 }
 
 TEST(Model, WritesBackWhatItReads) {
-  for (const char* name : {"gpt3-175b", "llama3.1-405b", "mpt-30b"}) {
+  for (const char* name : {"gpt3-175b", "llama3.1-405b", "mpt-30b", "deepseek-v3"}) {
     SCOPED_TRACE(name);
     ModelConfig m = LoadModelFile(kSourceDir + "/models/" + name + ".json");
     nlohmann::json j = ModelToJson(m);
@@ -255,8 +255,130 @@ TEST(Model, WritesBackWhatItReads) {
     EXPECT_EQ(back.position_embedding, m.position_embedding);
     EXPECT_EQ(back.num_kv_heads, m.num_kv_heads);
     EXPECT_EQ(back.dropout, m.dropout);
+    EXPECT_EQ(back.ActiveParameterCount(), m.ActiveParameterCount());
+    EXPECT_EQ(back.head_dim, m.head_dim);
+    EXPECT_EQ(back.expert_groups, m.expert_groups);
+    EXPECT_EQ(back.mtp_modules, m.mtp_modules);
     EXPECT_EQ(ModelToJson(back), j);
   }
+}
+
+// DeepSeek-V3's config.json (models/deepseek-v3.json): MLA, group-limited
+// routing and one MTP module.
+TEST(Model, ParsesDeepSeekV3LatentAttentionAndGroupLimitedRouting) {
+  ModelConfig m = LoadModelFile(kSourceDir + "/models/deepseek-v3.json");
+  EXPECT_TRUE(m.is_mla());
+  EXPECT_EQ(m.q_lora_rank, 1536);
+  EXPECT_EQ(m.kv_lora_rank, 512);
+  EXPECT_EQ(m.qk_nope_head_dim, 128);
+  EXPECT_EQ(m.qk_rope_head_dim, 64);
+  EXPECT_EQ(m.v_head_dim, 128);
+  EXPECT_EQ(m.head_dim, 192);  // query/key width: nope + rope
+  EXPECT_EQ(m.num_kv_heads, 128);
+  EXPECT_EQ(m.num_experts, 256);
+  EXPECT_EQ(m.experts_per_token, 8);
+  EXPECT_EQ(m.shared_expert_intermediate_size, 2048);  // one shared expert of 2048
+  EXPECT_EQ(m.first_k_dense, 3);
+  EXPECT_EQ(m.MoeLayerCount(), 58);
+  EXPECT_EQ(m.expert_groups, 8);
+  EXPECT_EQ(m.expert_groups_per_token, 4);
+  EXPECT_EQ(m.mtp_modules, 1);
+  EXPECT_EQ(m.norm, NormKind::kRmsNorm);
+  EXPECT_FALSE(m.tie_word_embeddings);
+}
+
+// Hand count (h 7168, 128 heads, q_lora 1536, kv_lora 512, nope 128, rope 64,
+// v 128): W_DQ 7168 x 1536 = 11,010,048; q norm 1536; W_UQ 1536 x 128 x 192 =
+// 37,748,736; W_DKV+W_KR 7168 x 576 = 4,128,768; kv norm 512; W_UK/W_UV 512 x
+// 128 x 256 = 16,777,216; W_O 16,384 x 7168 = 117,440,512: attention
+// 187,107,328. Dense layer + 3 x 7168 x 18432 + two norms = 583,483,392; MoE
+// layer: router 7168 x 256 = 1,835,008, 257 experts of 3 x 7168 x 2048 =
+// 44,040,192 each, two norms: 11,507,286,016. 3 dense + 58 MoE layers +
+// embedding and head 2 x 129280 x 7168 + final norm = 671,026,404,352.
+// Active: 248 fewer experts per MoE layer = 37,552,282,624.
+TEST(Model, DeepSeekV3Has671BParametersAnd37BActivated) {
+  ModelConfig m = LoadModelFile(kSourceDir + "/models/deepseek-v3.json");
+  EXPECT_EQ(m.AttentionParameterCount(), 187107328);
+  EXPECT_EQ(m.MlaReplicatedParameterCount(), 11010048 + 1536 + 4128768 + 512);
+  EXPECT_EQ(m.LayerParameterCount(0), 583483392);
+  EXPECT_EQ(m.LayerParameterCount(3), 11507286016);
+  EXPECT_EQ(m.ParameterCount(), 671026404352);
+  EXPECT_EQ(m.ActiveParameterCount(), 37552282624);
+  // DeepSeek-V3 technical report (arXiv:2412.19437), abstract: 671B total.
+  EXPECT_NEAR(m.ParameterCount() / 671e9, 1.0, 0.01);
+  // Its "37B activated" leaves out the input embedding (a lookup, no
+  // compute): README_WEIGHTS.md gives 36.6B activated including the 0.9B
+  // output head. With the embedding counted it is 37.55B, 1.5% over 37B.
+  const double active_without_embedding = m.ActiveParameterCount() - m.EmbeddingParameterCount();
+  EXPECT_NEAR(active_without_embedding / 37e9, 1.0, 0.011);
+  EXPECT_NEAR(active_without_embedding / 36.6e9, 1.0, 0.01);
+  EXPECT_NEAR(m.ActiveParameterCount() / 37e9, 1.0, 0.016);
+  // MTP module (README_WEIGHTS.md: 11.5B unique parameters): a MoE layer,
+  // enorm, hnorm, the output norm and eh_proj 14336 x 7168 = 102,760,448:
+  // 11,610,067,968. The Hugging Face checkpoint (685B) stores the main model,
+  // the MTP module and its own copies of embedding and head.
+  EXPECT_EQ(m.MtpParameterCount(), 11610067968);
+  EXPECT_NEAR(m.MtpParameterCount() / 11.5e9, 1.0, 0.01);
+  const double checkpoint = static_cast<double>(m.ParameterCount() + m.MtpParameterCount() +
+                                                m.EmbeddingParameterCount() + m.OutputHeadParameterCount());
+  EXPECT_NEAR(checkpoint / 685e9, 1.0, 0.005);
+}
+
+// DeepSeek-V2-Lite (q_lora_rank null: W_Q straight from the hidden state):
+// attention 2048 x 16 x 192 + 2048 x 576 + 512 + 512 x 16 x 256 + 2048 x 2048
+// = 13,763,072; 1 dense layer (ffn 10944) of 81,007,104, 26 MoE layers
+// (router 2048 x 64, 64 experts and 2 shared of 1408) of 584,847,872,
+// embedding and head 2 x 102400 x 2048: 15,706,484,224 (DeepSeek-V2 paper,
+// arXiv:2405.04434, Appendix B: 15.7B total).
+TEST(Model, DeepSeekV2LiteHasNoQueryCompression) {
+  nlohmann::json doc = nlohmann::json::parse(R"({
+    "hidden_size": 2048, "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "intermediate_size": 10944, "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2,
+    "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1, "n_group": 1, "topk_group": 1,
+    "topk_method": "greedy", "q_lora_rank": null, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400, "hidden_act": "silu",
+    "rms_norm_eps": 1e-06, "tie_word_embeddings": false, "max_position_embeddings": 163840})");
+  ModelConfig m = Parse(doc);
+  EXPECT_TRUE(m.is_mla());
+  EXPECT_EQ(m.q_lora_rank, 0);
+  EXPECT_EQ(m.AttentionParameterCount(), 13763072);
+  EXPECT_EQ(m.MlaReplicatedParameterCount(), 2048 * 576 + 512);
+  EXPECT_EQ(m.ParameterCount(), 15706484224);
+  EXPECT_NEAR(m.ParameterCount() / 15.7e9, 1.0, 0.01);
+  EXPECT_EQ(m.mtp_modules, 0);
+  EXPECT_EQ(m.MtpParameterCount(), 0);
+}
+
+TEST(Model, BadLatentAttentionKeysAreErrors) {
+  const nlohmann::json v3 = ReadJsonFile(kSourceDir + "/models/deepseek-v3.json");
+  auto key_of = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json doc = v3;
+    edit(doc);
+    InputError e = ParseError(doc);
+    EXPECT_EQ(e.file(), "m.json");
+    return e.key_path();
+  };
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d.erase("q_lora_rank"); }), "q_lora_rank");  // null, not absent
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d.erase("v_head_dim"); }), "v_head_dim");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["qk_rope_head_dim"] = 0; }), "qk_rope_head_dim");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["kv_lora_rank"] = -512; }), "kv_lora_rank");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["q_lora_rank"] = "1536"; }), "q_lora_rank");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["num_key_value_heads"] = 1; }), "num_key_value_heads");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["head_dim"] = 64; }), "head_dim");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["attention_bias"] = true; }), "attention_bias");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["n_group"] = 7; }), "n_group");      // 256 experts
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["topk_group"] = 9; }), "topk_group");  // > n_group
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d.erase("topk_group"); }), "n_group");
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d["num_nextn_predict_layers"] = -1; }), "num_nextn_predict_layers");
+  // MLA keys on a model without kv_lora_rank.
+  EXPECT_EQ(key_of([](nlohmann::json& d) { d.erase("kv_lora_rank"); }), "q_lora_rank");
+  nlohmann::json llama = Llama7b();
+  llama["qk_nope_head_dim"] = 128;
+  EXPECT_EQ(ParseError(llama).key_path(), "qk_nope_head_dim");
+  // A head_dim equal to nope + rope is accepted.
+  nlohmann::json ok = v3;
+  ok["head_dim"] = 192;
+  EXPECT_EQ(Parse(ok).ParameterCount(), 671026404352);
 }
 
 TEST(Model, EveryShippedModelLoadsAndCitesItsSource) {

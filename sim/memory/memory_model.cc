@@ -11,6 +11,32 @@ namespace {
 
 double D(int64_t v) { return static_cast<double>(v); }
 
+// What a Megatron-Core MLA attention block (MLASelfAttention with Transformer
+// Engine, flash attention) keeps for its backward, per TP rank, without
+// recomputation; the core attention's log-sum-exp (or unfused scores) is added
+// by the caller. `l` is the bytes per element of a saved linear input.
+double MlaAttentionActivations(const workload::LayerShape& s, double e, double l) {
+  const double T = D(s.tokens());
+  const double Tn = s.sequence_parallel ? T / s.tp : T;
+  const double h = D(s.hidden);
+  const double hr = D(s.heads / s.tp);
+  const double qk = D(s.head_dim), v = D(s.v_head_dim);
+  const double latents = D(s.q_lora_rank + s.kv_lora_rank);  // no query latent without q_lora_rank
+  const double mask = s.dropout ? 1.0 : 0.0;
+  const bool fp8 = s.precision == config::Precision::kFp8;
+  double a = e * Tn * h;                  // input norm's input (the residual stream)
+  // The input norm's output, read by the two duplicated down-projections (or
+  // W_Q and W_DKV): one shared 16-bit tensor, or each linear's own FP8 copy.
+  a += (fp8 ? 2.0 : e) * Tn * h;
+  a += e * Tn * latents;                  // down-projection outputs: the latent norms' inputs
+  a += l * Tn * latents;                  // normed latents, the up-projections' inputs (SP shard, re-gathered)
+  a += e * T * hr * (2.0 * qk + v);       // Q, K (nope + rope wide) and V, flash attention's inputs
+  a += e * T * hr * v;                    // attention output O, kept by flash attention and read by W_O
+  if (fp8) a += T * hr * v;               // W_O's own FP8 copy of O
+  a += mask * Tn * h;                     // residual dropout mask
+  return a;
+}
+
 }  // namespace
 
 Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recompute) {
@@ -30,7 +56,8 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input,
   // Q and K, V, the projection's input (the attention output) and the
   // residual dropout mask.
-  double attn = e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
+  double attn = s.mla ? MlaAttentionActivations(s, e, l)
+                      : e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
   const double scores = D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq) * D(s.seq);
   if (s.flash_attention) {
     attn += 4.0 * D(s.tokens()) * D(s.heads / s.tp);  // fp32 log-sum-exp per (local) row

@@ -98,6 +98,9 @@ Op Collective(const std::string& name, CollectiveKind kind, double bytes, bool a
 int64_t QHeads(const LayerShape& s) { return s.heads / s.tp; }
 int64_t KvHeads(const LayerShape& s) { return std::max<int64_t>(1, s.kv_heads / s.tp); }
 int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.head_dim; }
+// Value (and attention output) width per head: narrower than the query/key
+// width under MLA (128 vs 128 + 64 in DeepSeek-V3).
+int64_t VDim(const LayerShape& s) { return s.mla ? s.v_head_dim : s.head_dim; }
 
 // Tokens the norms, dropouts and residual adds touch on one rank.
 double NormTokens(const LayerShape& s) {
@@ -158,8 +161,11 @@ Op ResidualBackward(const std::string& name, const LayerShape& s) {
 // backward runs five (S recomputed, dP, dV, dQ, dK): 2.5x (Dao 2023).
 Op FlashAttention(const LayerShape& s, bool backward) {
   const int64_t bh = s.micro_batch * QHeads(s);
-  const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
-  const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
+  // Q and K are head_dim wide, V and O VDim (different under MLA).
+  const double q = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
+  const double o = D(s.tokens()) * D(QHeads(s)) * D(VDim(s));
+  const double k = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
+  const double v = D(s.tokens()) * D(KvHeads(s)) * D(VDim(s));
   Op op;
   op.name = backward ? "attention-bwd" : "attention";
   op.label = kLabelAttention;
@@ -175,11 +181,14 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   op.compute.causal = true;
   op.compute.backward = backward;
   op.compute.flash2 = s.flash2;
-  const double forward_flops = 4.0 * D(bh) * D(s.seq) * D(s.seq) * D(s.head_dim) * 0.5 / s.cp;
-  op.compute.flops = Flops{backward ? 2.5 * forward_flops : forward_flops};
+  // Forward: QK^T over head_dim and PV over VDim. Backward: S = QK^T, dQ =
+  // dS K and dK = dS^T Q over head_dim; dP = dO V^T and dV = P^T dO over VDim.
+  const double pair = 2.0 * D(bh) * D(s.seq) * D(s.seq) * 0.5 / s.cp;  // one s x s product per unit width
+  const double dqk = D(s.head_dim), dv = D(VDim(s));
+  op.compute.flops = Flops{backward ? pair * (3.0 * dqk + 2.0 * dv) : pair * (dqk + dv)};
   // Reads Q, K, V (and O, dO backward), writes O (dQ, dK, dV backward); under
   // CP the K/V blocks of all cp ranks pass through.
-  op.compute.bytes = Bytes{ActBytes(s, backward ? 4 * qo + 4 * kv * s.cp : 2 * qo + 2 * kv * s.cp)};
+  op.compute.bytes = Bytes{ActBytes(s, backward ? 2 * q + 2 * o + 2 * (k + v) * s.cp : q + o + (k + v) * s.cp)};
   return op;
 }
 
@@ -217,7 +226,7 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
                       KernelKind::kSoftmax);
   softmax.label = kLabelAttention;
   ops.push_back(softmax);
-  Op pv = Gemm16("attention-pv", s.seq, s.head_dim, s.seq, bh, s);
+  Op pv = Gemm16("attention-pv", s.seq, VDim(s), s.seq, bh, s);
   pv.label = kLabelAttention;
   ops.push_back(pv);
 }
@@ -232,8 +241,8 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
     return;
   }
   const double scores = D(bh) * D(s.seq) * D(s.seq);
-  Op pv_dgrad = Gemm16("attention-pv-dgrad", s.seq, s.seq, s.head_dim, bh, s);  // dP = dO V^T
-  Op pv_wgrad = Gemm16("attention-pv-dv", s.seq, s.head_dim, s.seq, bh, s);     // dV = P^T dO
+  Op pv_dgrad = Gemm16("attention-pv-dgrad", s.seq, s.seq, VDim(s), bh, s);  // dP = dO V^T
+  Op pv_wgrad = Gemm16("attention-pv-dv", s.seq, VDim(s), s.seq, bh, s);     // dV = P^T dO
   Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s, 1, KernelKind::kSoftmax);
   Op qk_dq = Gemm16("attention-qk-dq", s.seq, s.head_dim, s.seq, bh, s);        // dQ = dS K
   Op qk_dk = Gemm16("attention-qk-dk", s.seq, s.head_dim, s.seq, bh, s);        // dK = dS^T Q
@@ -251,7 +260,98 @@ void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int6
   ops.push_back(Gemm(name + "-dgrad", m, k, n, 1, s));
   Op w = Gemm(name + "-wgrad", k, n, m, 1, s);
   w.wait_for = wait_for;
+  w.weight_grad = true;
   ops.push_back(w);
+}
+
+// Multi-head latent attention around the core attention (DeepSeek-V2,
+// arXiv:2405.04434 §2.1; Megatron-Core MLASelfAttention with Transformer
+// Engine). The down-projections are "duplicated" linears: every TP rank runs
+// them on its own tokens (its sequence-parallel shard under SP, all tokens
+// otherwise). The latent RMSNorms are fused into the up-projections'
+// LayerNormColumnParallelLinear, so under SP the all-gather moves the normed
+// latents and the RoPE key, not the hidden state.
+int64_t MlaQueryInput(const LayerShape& s) { return s.q_lora_rank > 0 ? s.q_lora_rank : s.hidden; }
+int64_t MlaKvDownWidth(const LayerShape& s) { return s.kv_lora_rank + s.qk_rope_dim; }
+const char* MlaQueryName(const LayerShape& s) { return s.q_lora_rank > 0 ? "q-up" : "q-proj"; }
+
+// RoPE and assembly of the attention inputs: rotate q_pe and k_pe, write
+// Q = [q_nope, q_pe] and K = [k_nope, k_pe] (k_pe broadcast over the heads)
+// and V split out of the KV up-projection. Reads Q, the KV up-projection's
+// output and k_pe; writes Q, K, V (Megatron-Core's fused MLA RoPE: one
+// kernel for Q, one for K/V). The backward moves the same bytes.
+Op MlaRope(const LayerShape& s, bool backward) {
+  const double T = D(s.tokens());
+  const double hr = D(QHeads(s));
+  const double nope = D(s.head_dim - s.qk_rope_dim);
+  const double q = T * hr * D(s.head_dim);
+  const double kv_up = T * hr * (nope + D(s.v_head_dim));
+  const double kv_out = T * hr * (D(s.head_dim) + D(s.v_head_dim));
+  return Memory(backward ? "mla-rope-bwd" : "mla-rope", ActBytes(s, 2.0 * q + kv_up + T * D(s.qk_rope_dim) + kv_out),
+                s, 2);
+}
+
+// From the input norm's output to Q, K, V.
+void MlaForward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t T = s.tokens();
+  const int64_t Tn = static_cast<int64_t>(NormTokens(s));
+  const int64_t hr = QHeads(s);
+  const int64_t nope = s.head_dim - s.qk_rope_dim;
+  if (s.q_lora_rank > 0) {
+    AddForwardCasts(ops, "q-down", Tn, s.q_lora_rank, s.hidden, 1, /*input_is_fp8=*/false, s);
+    ops.push_back(Gemm("q-down", Tn, s.q_lora_rank, s.hidden, 1, s));
+  }
+  AddForwardCasts(ops, "kv-down", Tn, MlaKvDownWidth(s), s.hidden, 1, /*input_is_fp8=*/false, s);
+  ops.push_back(Gemm("kv-down", Tn, MlaKvDownWidth(s), s.hidden, 1, s));
+  if (s.q_lora_rank > 0) {
+    ops.push_back(Memory("q-norm", ActBytes(s, 2.0 * D(Tn) * D(s.q_lora_rank)), s, 1, NormKernel(s)));
+  }
+  ops.push_back(Memory("kv-norm", ActBytes(s, 2.0 * D(Tn) * D(s.kv_lora_rank)), s, 1, NormKernel(s)));
+  if (s.tp > 1 && s.sequence_parallel) {
+    ops.push_back(Collective("ag-attn", CollectiveKind::kAllGather,
+                             ActBytes(s, D(T) * D(MlaQueryInput(s) + MlaKvDownWidth(s)))));
+  }
+  // The query input is the fused norm's FP8 output, except without query
+  // compression (W_Q reads the input norm's output).
+  AddForwardCasts(ops, MlaQueryName(s), T, hr * s.head_dim, MlaQueryInput(s), 1, s.q_lora_rank > 0, s);
+  ops.push_back(Gemm(MlaQueryName(s), T, hr * s.head_dim, MlaQueryInput(s), 1, s));
+  AddForwardCasts(ops, "kv-up", T, hr * (nope + s.v_head_dim), s.kv_lora_rank, 1, /*input_is_fp8=*/true, s);
+  ops.push_back(Gemm("kv-up", T, hr * (nope + s.v_head_dim), s.kv_lora_rank, 1, s));
+  ops.push_back(MlaRope(s, /*backward=*/false));
+}
+
+// From the gradients of Q, K, V back to the input norm's output.
+void MlaBackward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t T = s.tokens();
+  const int64_t Tn = static_cast<int64_t>(NormTokens(s));
+  const int64_t hr = QHeads(s);
+  const int64_t nope = s.head_dim - s.qk_rope_dim;
+  ops.push_back(MlaRope(s, /*backward=*/true));
+  // SP: the up-projections' weight gradients need the gathered normed latents
+  // again, re-gathered beside the data gradients (as for QKV).
+  int regather = -1;
+  if (s.tp > 1 && s.sequence_parallel) {
+    ops.push_back(Collective("ag-attn-input", CollectiveKind::kAllGather,
+                             ActBytes(s, D(T) * D(MlaQueryInput(s) + s.kv_lora_rank)), /*async=*/true));
+    regather = static_cast<int>(ops.size()) - 1;
+  }
+  GemmBackward(ops, "kv-up", T, hr * (nope + s.v_head_dim), s.kv_lora_rank, s, regather);
+  GemmBackward(ops, MlaQueryName(s), T, hr * s.head_dim, MlaQueryInput(s), s, regather);
+  // Each rank's column-parallel up-projections give its heads' share of the
+  // latent and RoPE-key gradients: summed over TP (reduce-scattered to the
+  // shard under SP) before the replicated down-projections.
+  if (s.tp > 1) {
+    ops.push_back(Collective("tp-attn-grad",
+                             s.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                             ActBytes(s, D(T) * D(MlaQueryInput(s) + MlaKvDownWidth(s)))));
+  }
+  // Latent norm backward: read x and dy, write dx.
+  if (s.q_lora_rank > 0) {
+    ops.push_back(Memory("q-norm-bwd", ActBytes(s, 3.0 * D(Tn) * D(s.q_lora_rank)), s, 2, NormKernel(s)));
+  }
+  ops.push_back(Memory("kv-norm-bwd", ActBytes(s, 3.0 * D(Tn) * D(s.kv_lora_rank)), s, 2, NormKernel(s)));
+  GemmBackward(ops, "kv-down", Tn, MlaKvDownWidth(s), s.hidden, s);
+  if (s.q_lora_rank > 0) GemmBackward(ops, "q-down", Tn, s.q_lora_rank, s.hidden, s);
 }
 
 // Backward of a batched GEMM (one per local expert).
@@ -259,7 +359,9 @@ void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t 
                          int64_t batch, const LayerShape& s) {
   AddCast(ops, name + "-cast-dy", D(m) * D(n) * D(batch), s);
   ops.push_back(Gemm(name + "-dgrad", m, k, n, batch, s));
-  ops.push_back(Gemm(name + "-wgrad", k, n, m, batch, s));
+  Op w = Gemm(name + "-wgrad", k, n, m, batch, s);
+  w.weight_grad = true;
+  ops.push_back(w);
 }
 
 Op EpAllToAll(const std::string& name, const LayerShape& s) {
@@ -467,6 +569,11 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.heads = model.num_attention_heads;
   s.kv_heads = model.num_kv_heads;
   s.head_dim = model.head_dim;
+  s.mla = model.is_mla();
+  s.q_lora_rank = model.q_lora_rank;
+  s.kv_lora_rank = model.kv_lora_rank;
+  s.qk_rope_dim = model.qk_rope_head_dim;
+  s.v_head_dim = model.v_head_dim;
   s.ffn = model.intermediate_size;
   s.vocab = model.vocab_size;
   s.gated = model.gated_mlp();
@@ -490,14 +597,18 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   const int64_t T = s.tokens();
   const int64_t f_rank = s.ffn / s.tp;
   ops.push_back(NormForward("input-norm", s));
-  AddGather(ops, "ag-attn", s);
-  AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
-  ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
-  if (s.rope) ops.push_back(Memory("rope", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
+  if (s.mla) {
+    MlaForward(ops, s);
+  } else {
+    AddGather(ops, "ag-attn", s);
+    AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
+    ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
+    if (s.rope) ops.push_back(Memory("rope", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
+  }
   AttentionCoreForward(ops, s);
   const int exchange = CpExchangeIndex(ops);
-  AddForwardCasts(ops, "attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, false, s);
-  ops.push_back(Gemm("attn-proj", T, s.hidden, QHeads(s) * s.head_dim, 1, s));
+  AddForwardCasts(ops, "attn-proj", T, s.hidden, QHeads(s) * VDim(s), 1, false, s);
+  ops.push_back(Gemm("attn-proj", T, s.hidden, QHeads(s) * VDim(s), 1, s));
   WaitFor(ops, exchange);
   AddReduce(ops, "tp-attn", s);
   ops.push_back(ResidualForward("attn-residual", s));
@@ -545,15 +656,19 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   ops.push_back(NormBackward("mlp-norm-bwd", s));
   ops.push_back(ResidualBackward("attn-residual-bwd", s));
   AddGather(ops, "ag-attn-grad", s);
-  GemmBackward(ops, "attn-proj", T, s.hidden, QHeads(s) * s.head_dim, s);
+  GemmBackward(ops, "attn-proj", T, s.hidden, QHeads(s) * VDim(s), s);
   AttentionCoreBackward(ops, s);
   const int exchange = CpExchangeIndex(ops);
-  if (s.rope) ops.push_back(Memory("rope-bwd", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
-  AddGather(ops, "ag-attn-input", s, /*async=*/true);
-  regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
-  GemmBackward(ops, "qkv", T, QkvWidth(s), s.hidden, s, regather);
+  if (s.mla) {
+    MlaBackward(ops, s);  // includes the TP reduction of the latent gradients
+  } else {
+    if (s.rope) ops.push_back(Memory("rope-bwd", ActBytes(s, 2.0 * D(T) * D((QHeads(s) + KvHeads(s)) * s.head_dim)), s));
+    AddGather(ops, "ag-attn-input", s, /*async=*/true);
+    regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
+    GemmBackward(ops, "qkv", T, QkvWidth(s), s.hidden, s, regather);
+  }
   WaitFor(ops, exchange);
-  AddReduce(ops, "tp-attn-grad", s);
+  if (!s.mla) AddReduce(ops, "tp-attn-grad", s);
   ops.push_back(NormBackward("input-norm-bwd", s));
   return ops;
 }

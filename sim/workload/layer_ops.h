@@ -44,6 +44,9 @@ struct Op {
   int wait_for = -1;
   bool ep_group = false;        // collective over the expert-parallel group (else TP)
   bool cp_group = false;        // collective over the context-parallel group (else TP)
+  // A weight-gradient GEMM: zero-bubble schedules (ZB-H1, DualPipe) run it as
+  // a separate W pass after the B pass (everything else of the backward).
+  bool weight_grad = false;
 };
 
 struct LayerShape {
@@ -52,7 +55,20 @@ struct LayerShape {
   int64_t hidden = 0;
   int64_t heads = 0;         // per layer, whole model
   int64_t kv_heads = 0;
-  int64_t head_dim = 0;
+  int64_t head_dim = 0;      // query/key width per head (MLA: qk_nope + qk_rope)
+  // Multi-head latent attention (DeepSeek-V2/V3, Megatron-Core's
+  // MLASelfAttention): down-projections to the query latent (q_lora_rank; 0:
+  // the query comes from the hidden state through a column-parallel W_Q) and
+  // to the KV latent plus the shared RoPE key (kv_lora_rank + qk_rope_dim),
+  // both replicated on every TP rank; RMSNorms on the latents; column-parallel
+  // up-projections over heads; flash attention with head_dim-wide queries/keys
+  // and v_head_dim-wide values; the row-parallel output projection. Training
+  // computes full K and V from the latent (no absorbed-weight tricks).
+  bool mla = false;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_rope_dim = 0;   // decoupled RoPE part of head_dim
+  int64_t v_head_dim = 0;    // value width per head (MLA only; otherwise head_dim)
   int64_t ffn = 0;           // per gated half
   int64_t vocab = 0;
   bool gated = false;
