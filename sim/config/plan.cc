@@ -15,6 +15,14 @@ const char* AttentionName(AttentionImpl a) {
   return "?";
 }
 
+const char* CpCommName(CpComm c) {
+  switch (c) {
+    case CpComm::kP2p: return "p2p";
+    case CpComm::kAllGather: return "allgather";
+  }
+  return "?";
+}
+
 const char* RoutingName(Routing r) {
   switch (r) {
     case Routing::kUniform: return "uniform";
@@ -75,6 +83,9 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("dp")) p.dp = Degree(*v);
   if (auto v = obj.Optional("cp")) {
     p.cp = Degree(*v);
+  }
+  if (auto v = obj.Optional("cp_comm")) {
+    p.cp_comm = v->OneOf({"p2p", "allgather"}) == "allgather" ? CpComm::kAllGather : CpComm::kP2p;
   }
   if (auto v = obj.Optional("ep")) p.ep = Degree(*v);
   std::optional<JsonNode> routing_node = obj.Optional("moe_routing");
@@ -185,6 +196,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"pp", p.pp},
           {"dp", p.dp},
           {"cp", p.cp},
+          {"cp_comm", CpCommName(p.cp_comm)},
           {"ep", p.ep},
           {"vp", p.vp},
           {"micro_batch", p.micro_batch},

@@ -40,6 +40,14 @@ enum class KernelFusion { kFused, kEager };
 enum class Routing { kUniform, kZipf, kHistogram };
 const char* RoutingName(Routing r);  // "uniform", "zipf", "histogram"
 
+// How context-parallel ranks obtain the other ranks' keys and values: ring
+// attention's point-to-point exchange overlapped with the attention of the
+// block already held (Megatron-Core's default cp_comm_type "p2p"), or one
+// all-gather of K and V before attention, not overlapped, with dK/dV
+// reduce-scattered after the backward (Llama 3, arXiv:2407.21783 §3.3.2).
+enum class CpComm { kP2p, kAllGather };
+const char* CpCommName(CpComm c);  // "p2p", "allgather"
+
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
 const char* ScheduleName(PipelineScheduleKind s);
@@ -49,6 +57,7 @@ struct PlanConfig {
   int pp = 1;
   int dp = 1;
   int cp = 1;
+  CpComm cp_comm = CpComm::kP2p;    // with cp > 1
   int ep = 1;
   int vp = 1;                       // virtual stages per pipeline rank (interleaved)
   bool sequence_parallel = false;

@@ -76,6 +76,11 @@ TEST(Plan, InterleavingAndVirtualStagesGoTogether) {
 TEST(Plan, ParsesContextParallelism) {
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2})").cp, 2);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 0})").key_path(), "plan.cp");
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2})").cp_comm, CpComm::kP2p);  // ring attention by default
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2, "cp_comm": "allgather"})").cp_comm, CpComm::kAllGather);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2, "cp_comm": "p2p"})").cp_comm, CpComm::kP2p);
+  // Megatron's other spellings (a2a, all_gather) are not accepted: a typo must not become the default.
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2, "cp_comm": "all_gather"})").key_path(), "plan.cp_comm");
 }
 
 TEST(Plan, ParsesExpertParallelismAndRouting) {
@@ -147,6 +152,7 @@ TEST(Plan, Names) {
   EXPECT_STREQ(ShardingName(Sharding::kZero3), "zero3");
   EXPECT_STREQ(ScheduleName(PipelineScheduleKind::kOneFOneB), "1f1b");
   EXPECT_STREQ(ScheduleName(PipelineScheduleKind::kInterleaved), "interleaved");
+  EXPECT_STREQ(CpCommName(CpComm::kAllGather), "allgather");
 }
 
 TEST(Plan, WritesBackWhatItReads) {
@@ -159,6 +165,11 @@ TEST(Plan, WritesBackWhatItReads) {
   EXPECT_EQ(j["grad_bucket"], "40 MB");
   EXPECT_EQ(j["schedule"], "interleaved");
   EXPECT_FALSE(j.contains("global_batch"));
+  EXPECT_EQ(j["cp_comm"], "p2p");
+  PlanConfig ag = Parse(R"({"tp": 8, "pp": 1, "dp": 2, "cp": 4, "cp_comm": "allgather"})");
+  nlohmann::json ja = PlanToJson(ag);
+  EXPECT_EQ(ja["cp_comm"], "allgather");
+  EXPECT_EQ(ParsePlan(JsonNode(ja, "x", ""), PlanConfig{}).cp_comm, CpComm::kAllGather);
 }
 
 }  // namespace

@@ -24,10 +24,11 @@ config::ModelConfig Llama() {
   return m;
 }
 
-LayerShape Shape(int cp, int tp = 2) {
+LayerShape Shape(int cp, int tp = 2, config::CpComm comm = config::CpComm::kP2p) {
   config::PlanConfig plan;
   plan.tp = tp;
   plan.cp = cp;
+  plan.cp_comm = comm;
   plan.sequence_parallel = true;
   plan.micro_batch = 1;
   return LayerShape::From(Llama(), plan, 16384);
@@ -67,6 +68,77 @@ TEST(ContextParallel, KvExchangeVolumePerLayerMatchesHandCount) {
   EXPECT_EQ(a4->compute.n, 16384);
   EXPECT_DOUBLE_EQ(a4->compute.flops.value * 4, a1->compute.flops.value);
   EXPECT_DOUBLE_EQ(Find(fwd, "fc1")->compute.flops.value * 4, Find(LayerForward(Shape(1)), "fc1")->compute.flops.value);
+}
+
+int Index(const std::vector<Op>& ops, const std::string& name) {
+  const Op* op = Find(ops, name);
+  return op == nullptr ? -1 : static_cast<int>(op - ops.data());
+}
+
+// All-gather CP (Llama 3, arXiv:2407.21783 §3.3.2), same shape as above:
+// forward, one all-gather of all 4 K/V blocks (32 MiB buffer) on the compute
+// stream right before attention; backward, the same gather again before the
+// attention backward and a reduce-scatter of the full-sequence dK/dV (32 MiB)
+// right after it. Nothing overlaps: no op waits on a side-stream exchange.
+TEST(ContextParallel, AllGatherVariantGathersKvBeforeAttentionAndReduceScattersDkDv) {
+  const double block = 2.0 * 4096 * 4 * 128 * 2;
+  const auto ag = Shape(4, 2, config::CpComm::kAllGather);
+  const auto fwd = LayerForward(ag);
+  EXPECT_EQ(Find(fwd, "cp-kv-exchange"), nullptr);
+  const Op* x = Find(fwd, "cp-kv-allgather");
+  ASSERT_NE(x, nullptr);
+  EXPECT_TRUE(x->is_collective && x->cp_group);
+  EXPECT_FALSE(x->async);
+  EXPECT_EQ(x->collective, trace::CollectiveKind::kAllGather);
+  EXPECT_DOUBLE_EQ(x->bytes.value, 4 * block);
+  EXPECT_EQ(Index(fwd, "cp-kv-allgather") + 1, Index(fwd, "attention"));
+  for (const Op& op : fwd) EXPECT_EQ(op.wait_for, -1) << op.name;
+
+  const auto bwd = LayerBackward(ag);
+  EXPECT_EQ(Find(bwd, "cp-kv-exchange-bwd"), nullptr);
+  const Op* g = Find(bwd, "cp-kv-allgather-bwd");
+  const Op* rs = Find(bwd, "cp-dkv-reduce-scatter");
+  ASSERT_NE(g, nullptr);
+  ASSERT_NE(rs, nullptr);
+  EXPECT_FALSE(g->async || rs->async);
+  EXPECT_TRUE(g->cp_group && rs->cp_group);
+  EXPECT_EQ(g->collective, trace::CollectiveKind::kAllGather);
+  EXPECT_EQ(rs->collective, trace::CollectiveKind::kReduceScatter);
+  EXPECT_DOUBLE_EQ(g->bytes.value, 4 * block);
+  EXPECT_DOUBLE_EQ(rs->bytes.value, 4 * block);
+  EXPECT_EQ(Index(bwd, "cp-kv-allgather-bwd") + 1, Index(bwd, "attention-bwd"));
+  EXPECT_EQ(Index(bwd, "attention-bwd") + 1, Index(bwd, "cp-dkv-reduce-scatter"));
+  EXPECT_EQ(Find(bwd, "qkv-dgrad")->wait_for, -1);
+
+  // The attention itself is the same kernel as under ring attention.
+  const Op* a_ring = Find(LayerForward(Shape(4)), "attention");
+  const Op* a_ag = Find(fwd, "attention");
+  EXPECT_EQ(a_ag->compute.m, a_ring->compute.m);
+  EXPECT_DOUBLE_EQ(a_ag->compute.flops.value, a_ring->compute.flops.value);
+  // cp 1: no CP collectives whichever variant the plan names.
+  for (const Op& op : LayerBackward(Shape(1, 2, config::CpComm::kAllGather))) EXPECT_FALSE(op.cp_group) << op.name;
+}
+
+// Hand count of one layer's saved activations, cp 4, tp 2 with SP, seq 16384,
+// micro-batch 1, bf16, flash attention (the model: h 4096, 32 heads of 128,
+// 8 KV heads, GeLU MLP of 16384, no dropout). Per rank: T = 16384 / 4 = 4096
+// tokens, Tn = T / 2 = 2048 in the SP region; q = 16 x 128 = 2048 and
+// kv = 4 x 128 = 512 columns; f = 8192.
+//   attention: norm input 2 Tn h + QKV input 2 Tn h + Q,K 2 T (q + kv)
+//              + V 2 T kv + proj input 2 T q + fp32 LSE 4 T 16
+//            = 16777216 + 16777216 + 20971520 + 4194304 + 16777216 + 262144 = 75759616
+//   MLP:       norm input 2 Tn h + FC1 input 2 Tn h + GeLU input 2 T f + FC2 input 2 T f
+//            = 16777216 + 16777216 + 67108864 + 67108864 = 167772160
+//   total 243531776 bytes (selective = none under flash attention); full
+//   recomputation keeps the layer input, 2 Tn h = 16777216. The all-gather
+//   variant saves the same (the gathered K/V are re-gathered for the backward).
+TEST(ContextParallel, ActivationMemoryUnderCpMatchesHandCount) {
+  for (auto comm : {config::CpComm::kP2p, config::CpComm::kAllGather}) {
+    const LayerShape s = Shape(4, 2, comm);
+    EXPECT_DOUBLE_EQ(memory::LayerActivations(s, config::Recompute::kNone).value, 243531776.0);
+    EXPECT_DOUBLE_EQ(memory::LayerActivations(s, config::Recompute::kSelective).value, 243531776.0);
+    EXPECT_DOUBLE_EQ(memory::LayerActivations(s, config::Recompute::kFull).value, 16777216.0);
+  }
 }
 
 TEST(ContextParallel, ActivationMemoryIsOneOverCp) {
@@ -109,6 +181,29 @@ TEST(ContextParallel, StepRunsAndCpShortensTheStep) {
   // micro-batches; the step time stays within a factor of the cp 1 step.
   EXPECT_LT(cp.iteration.seconds(), 1.5 * base.iteration.seconds());
   EXPECT_GT(cp.iteration.seconds(), 0.6 * base.iteration.seconds());
+}
+
+// The same step with the K/V all-gathered (Llama 3's CP) instead of passed
+// around the ring: the gathers and the dK/dV reduce-scatter block the compute
+// stream, so the exposed TP/CP row grows and the step is no faster.
+TEST(ContextParallel, AllGatherCpExposesWhatTheRingOverlaps) {
+  config::PlanConfig plan;
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  plan.dp = 2;
+  plan.cp = 2;
+  plan.global_batch = 8;
+  plan.sharding = config::Sharding::kZero1;
+  auto s = testing::Scenario(Llama(), 8, 16384, plan);
+  simulate::Options o;
+  o.simulate_if_out_of_memory = true;
+  auto ring = simulate::Simulate(s, o);
+  s.plan.cp_comm = config::CpComm::kAllGather;
+  auto ag = simulate::Simulate(s, o);
+  EXPECT_GT(ag.breakdown.tp_exposed.seconds(), ring.breakdown.tp_exposed.seconds());
+  EXPECT_GE(ag.iteration.seconds(), ring.iteration.seconds());
+  EXPECT_LT(ag.iteration.seconds(), 1.5 * ring.iteration.seconds());
+  EXPECT_DOUBLE_EQ(ag.model_flops.value, ring.model_flops.value);
 }
 
 }  // namespace

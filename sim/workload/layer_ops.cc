@@ -199,12 +199,36 @@ Op FlashAttention(const LayerShape& s, bool backward) {
 // it) on the side stream; the op after attention waits for it, so the step
 // costs max(attention, exchange). The backward also sends the dK/dV partial
 // sums around the ring: twice the bytes.
+//
+// All-gather CP (Llama 3, arXiv:2407.21783 §3.3.2): K and V of the whole
+// sequence are all-gathered before attention, on the compute stream (the
+// attention needs all of it first: not overlapped; small with GQA). The
+// backward gathers them again (Transformer Engine's AttnFuncWithCPAndKVAllGather
+// keeps only the local K/V for the backward) and AddCpGradReduceScatter returns
+// each rank its share of the full-sequence dK/dV.
 Op CpKvExchange(const LayerShape& s, bool backward) {
   const double kv_local = 2.0 * D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);  // K and V
+  if (s.cp_comm == config::CpComm::kAllGather) {
+    Op op = Collective(backward ? "cp-kv-allgather-bwd" : "cp-kv-allgather", CollectiveKind::kAllGather,
+                       ActBytes(s, kv_local * s.cp));
+    op.cp_group = true;
+    return op;
+  }
   Op op = Collective(backward ? "cp-kv-exchange-bwd" : "cp-kv-exchange", CollectiveKind::kAllGather,
                      ActBytes(s, kv_local * s.cp) * (backward ? 2.0 : 1.0), /*async=*/true);
   op.cp_group = true;
   return op;
+}
+
+// All-gather CP's backward: dK and dV of the whole sequence, computed by
+// every rank's attention backward for its local queries, reduce-scattered so
+// each rank keeps the sum for its own tokens (buffer: the full dK/dV).
+void AddCpGradReduceScatter(std::vector<Op>& ops, const LayerShape& s) {
+  if (s.cp == 1 || s.cp_comm != config::CpComm::kAllGather || !s.flash_attention) return;
+  const double kv_local = 2.0 * D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
+  Op op = Collective("cp-dkv-reduce-scatter", CollectiveKind::kReduceScatter, ActBytes(s, kv_local * s.cp));
+  op.cp_group = true;
+  ops.push_back(op);
 }
 
 void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
@@ -450,10 +474,11 @@ void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
   GemmBackward(ops, "router", rows, s.experts, s.hidden, AsBf16(s));
 }
 
-// Index of the CP K/V exchange just emitted (-1 when there is none).
+// Index of the overlapped (ring) CP K/V exchange just emitted (-1 when there
+// is none; all-gather CP's collectives block the compute stream).
 int CpExchangeIndex(const std::vector<Op>& ops) {
   for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i) {
-    if (ops[i].cp_group) return i;
+    if (ops[i].cp_group) return ops[i].async ? i : -1;
   }
   return -1;
 }
@@ -582,6 +607,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.dropout = model.dropout;
   s.tp = plan.tp;
   s.cp = plan.cp;
+  s.cp_comm = plan.cp_comm;
   s.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   s.flash_attention = plan.attention != config::AttentionImpl::kUnfused;
   s.flash2 = plan.attention == config::AttentionImpl::kFlash2;
@@ -658,6 +684,7 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   AddGather(ops, "ag-attn-grad", s);
   GemmBackward(ops, "attn-proj", T, s.hidden, QHeads(s) * VDim(s), s);
   AttentionCoreBackward(ops, s);
+  AddCpGradReduceScatter(ops, s);
   const int exchange = CpExchangeIndex(ops);
   if (s.mla) {
     MlaBackward(ops, s);  // includes the TP reduction of the latent gradients

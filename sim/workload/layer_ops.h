@@ -77,8 +77,11 @@ struct LayerShape {
   bool dropout = false;
   int tp = 1;
   // Context parallelism: each rank holds seq/cp tokens of every sequence (two
-  // chunks, Megatron's causal load balancing); attention is ring attention.
+  // chunks, Megatron's causal load balancing). cp_comm: ring attention (K/V
+  // blocks passed around the ring, overlapped with attention) or Llama 3's
+  // all-gather of K/V before attention (exposed; dK/dV reduce-scattered).
   int cp = 1;
+  config::CpComm cp_comm = config::CpComm::kP2p;
   bool sequence_parallel = false;
   bool flash_attention = true;
   bool flash2 = false;       // FlashAttention-2 kernels (with flash_attention)
