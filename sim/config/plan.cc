@@ -42,6 +42,15 @@ int Degree(const JsonNode& node) {
 
 }  // namespace
 
+const char* OffloadName(OffloadTarget t) {
+  switch (t) {
+    case OffloadTarget::kNone: return "none";
+    case OffloadTarget::kHost: return "host";
+    case OffloadTarget::kNvme: return "nvme";
+  }
+  return "?";
+}
+
 const char* RecomputeName(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";
@@ -164,6 +173,18 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
               ScheduleName(p.schedule));
   }
 
+  auto offload_target = [](const JsonNode& v) {
+    std::string t = v.OneOf({"none", "host", "nvme"});
+    return t == "host" ? OffloadTarget::kHost : t == "nvme" ? OffloadTarget::kNvme : OffloadTarget::kNone;
+  };
+  if (auto v = obj.Optional("offload_optimizer")) p.offload_optimizer = offload_target(*v);
+  if (auto v = obj.Optional("offload_optimizer_fraction")) {
+    p.offload_optimizer_fraction = v->PositiveNumber();
+    if (p.offload_optimizer_fraction > 1) v->Fail("a fraction of the optimizer state: at most 1");
+    if (p.offload_optimizer == OffloadTarget::kNone) v->Fail("offload_optimizer_fraction needs offload_optimizer \"host\" or \"nvme\"");
+  }
+  if (auto v = obj.Optional("offload_params")) p.offload_params = offload_target(*v);
+  if (auto v = obj.Optional("overlap_offload")) p.overlap_offload = v->Bool();
   if (auto v = obj.Optional("overlap_grad_reduce")) p.overlap_grad_reduce = v->Bool();
   if (auto v = obj.Optional("overlap_param_gather")) p.overlap_param_gather = v->Bool();
   if (auto v = obj.Optional("grad_bucket")) {
@@ -214,7 +235,12 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"kernels", p.kernels == KernelFusion::kEager ? "eager" : "fused"},
           {"uneven_stages", p.uneven_stages},
           {"moe_routing", RoutingName(p.routing)},
+          {"offload_optimizer", OffloadName(p.offload_optimizer)},
+          {"offload_params", OffloadName(p.offload_params)},
+          {"overlap_offload", p.overlap_offload},
           {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
+  // Only with an offload target: ParsePlan rejects a fraction of nothing.
+  if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
   if (p.routing == Routing::kZipf) j["moe_zipf_exponent"] = p.zipf_exponent;
   if (p.routing == Routing::kHistogram) j["moe_routing_histogram"] = p.routing_histogram;
   return j;

@@ -48,6 +48,12 @@ const char* RoutingName(Routing r);  // "uniform", "zipf", "histogram"
 enum class CpComm { kP2p, kAllGather };
 const char* CpCommName(CpComm c);  // "p2p", "allgather"
 
+// Where optimizer state (fp32 master weights, Adam moments) or the 16-bit
+// parameters live when they do not stay in GPU memory: host DRAM over PCIe,
+// or NVMe behind the host.
+enum class OffloadTarget { kNone, kHost, kNvme };
+const char* OffloadName(OffloadTarget t);  // "none", "host", "nvme"
+
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
 const char* ScheduleName(PipelineScheduleKind s);
@@ -87,6 +93,17 @@ struct PlanConfig {
   // capacity: each expert takes at most capacity_factor x the mean tokens per
   // expert and its buffer is padded to that capacity.
   double capacity_factor = 0;
+  // Offload (ZeRO-Offload / ZeRO-Infinity, Megatron-Core's optimizer CPU
+  // offload): the optimizer step runs on the host for the offloaded fraction
+  // of this rank's optimizer shard; gradients go down and updated 16-bit
+  // parameters come back over PCIe (and NVMe when the target is nvme).
+  OffloadTarget offload_optimizer = OffloadTarget::kNone;
+  double offload_optimizer_fraction = 1.0;  // of the optimizer shard (Megatron's optimizer_offload_fraction)
+  OffloadTarget offload_params = OffloadTarget::kNone;  // ZeRO-Infinity parameter offload (needs zero3)
+  // Gradient D2H during the backward and parameter H2D overlapped with compute
+  // (DeepSpeed's default; Megatron's overlap_cpu_optimizer_d2h_h2d); false puts
+  // every transfer on the critical path after the backward.
+  bool overlap_offload = true;
 
   int gpus() const { return tp * pp * dp * cp; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }

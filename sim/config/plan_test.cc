@@ -172,5 +172,36 @@ TEST(Plan, WritesBackWhatItReads) {
   EXPECT_EQ(ParsePlan(JsonNode(ja, "x", ""), PlanConfig{}).cp_comm, CpComm::kAllGather);
 }
 
+TEST(Plan, ParsesOffload) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 8})");
+  EXPECT_EQ(p.offload_optimizer, OffloadTarget::kNone);
+  EXPECT_EQ(p.offload_params, OffloadTarget::kNone);
+  EXPECT_DOUBLE_EQ(p.offload_optimizer_fraction, 1.0);
+  EXPECT_TRUE(p.overlap_offload);
+  p = Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sharding": "zero3", "offload_optimizer": "nvme",
+      "offload_optimizer_fraction": 0.5, "offload_params": "host", "overlap_offload": false})");
+  EXPECT_EQ(p.offload_optimizer, OffloadTarget::kNvme);
+  EXPECT_DOUBLE_EQ(p.offload_optimizer_fraction, 0.5);
+  EXPECT_EQ(p.offload_params, OffloadTarget::kHost);
+  EXPECT_FALSE(p.overlap_offload);
+  nlohmann::json j = PlanToJson(p);
+  EXPECT_EQ(j["offload_optimizer"], "nvme");
+  EXPECT_EQ(PlanToJson(ParsePlan(JsonNode(j, "x", ""), PlanConfig{})), j);
+}
+
+TEST(Plan, BadOffloadValuesNameTheirKey) {
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 8, "offload_optimizer": "cpu"})").key_path(),
+            "plan.offload_optimizer");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 8, "offload_optimizer": "host",
+      "offload_optimizer_fraction": 1.5})").key_path(), "plan.offload_optimizer_fraction");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 8, "offload_optimizer": "host",
+      "offload_optimizer_fraction": 0})").key_path(), "plan.offload_optimizer_fraction");
+  // A fraction of nothing: the target must come first.
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 8, "offload_optimizer_fraction": 0.5})").key_path(),
+            "plan.offload_optimizer_fraction");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 8, "overlap_offload": "yes"})").key_path(),
+            "plan.overlap_offload");
+}
+
 }  // namespace
 }  // namespace stacksim::config

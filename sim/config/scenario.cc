@@ -284,6 +284,56 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                                              " entries; the model has " + Str(m.num_experts) + " routed experts");
     }
   }
+  ValidateOffload(s, file);
+}
+
+void ValidateOffload(const ScenarioConfig& s, const std::string& file) {
+  const PlanConfig& p = s.plan;
+  const TopologyConfig& t = s.topology;
+  auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
+  auto topology_named = [&] {
+    return "topology " + t.name + (s.topology_file.empty() ? std::string() : " (" + s.topology_file + ")");
+  };
+  if (p.offload_optimizer == OffloadTarget::kNone) {
+    if (p.offload_params != OffloadTarget::kNone) {
+      fail("plan.offload_params", "parameter offload (ZeRO-Infinity) needs offload_optimizer \"host\" or \"nvme\" as "
+                                  "well: the host optimizer step writes the offloaded 16-bit parameters; parameter "
+                                  "offload alone is not modelled");
+    }
+    return;
+  }
+  // DeepSpeed's ZeRO-Offload runs with ZeRO stage 1, 2 or 3; Megatron-Core's
+  // optimizer CPU offload needs its distributed optimizer (zero1 here). Both
+  // offload one data-parallel shard of the optimizer per GPU.
+  if (p.sharding == Sharding::kNone) {
+    fail("plan.offload_optimizer", "optimizer offload needs a sharded optimizer: plan.sharding zero1, zero2 or zero3 "
+                                   "(DeepSpeed ZeRO-Offload runs with ZeRO stages 1-3; Megatron-Core's optimizer CPU "
+                                   "offload needs the distributed optimizer, zero1)");
+  }
+  if (!t.host) {
+    fail("plan.offload_optimizer", std::string("offload to ") + OffloadName(p.offload_optimizer) + " needs node.host " +
+                                       "{memory, memory_bandwidth} in " + topology_named() +
+                                       ": the optimizer step runs on the host CPU and its state lives in host memory");
+  }
+  if (p.offload_optimizer == OffloadTarget::kNvme && !t.nvme) {
+    fail("plan.offload_optimizer", "offload_optimizer \"nvme\" needs node.nvme {capacity, bandwidth_read, "
+                                   "bandwidth_write} in " + topology_named());
+  }
+  if (p.offload_params != OffloadTarget::kNone) {
+    if (p.sharding != Sharding::kZero3) {
+      fail("plan.offload_params", "parameter offload (ZeRO-Infinity) needs plan.sharding zero3: only ZeRO-3 gathers "
+                                  "each layer's parameters when it runs");
+    }
+    if (p.offload_optimizer_fraction < 1) {
+      fail("plan.offload_optimizer_fraction", "a partial optimizer offload is Megatron-Core's "
+                                              "(optimizer_offload_fraction); with parameter offload (DeepSpeed "
+                                              "ZeRO-Infinity) the whole optimizer is offloaded");
+    }
+    if (p.offload_params == OffloadTarget::kNvme && !t.nvme) {
+      fail("plan.offload_params", "offload_params \"nvme\" needs node.nvme {capacity, bandwidth_read, "
+                                  "bandwidth_write} in " + topology_named());
+    }
+  }
 }
 
 nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {

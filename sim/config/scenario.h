@@ -81,6 +81,13 @@ ScenarioConfig ParseScenario(const nlohmann::json& doc, const std::string& file,
 //   unless smaller than one (gpus); seq_len within learned positions and, with
 //   sequence parallelism, divisible by tp (training.seq_len).
 void ValidatePlan(const ScenarioConfig& s, const std::string& file);
+// The offload part of ValidatePlan (called by it): offload_optimizer needs a
+// sharded optimizer and node.host (nvme: node.nvme); offload_params needs
+// offload_optimizer, zero3, the whole optimizer offloaded and (nvme)
+// node.nvme. Errors name the plan key and the missing topology field. Whether
+// the offloaded state fits host memory / NVMe needs per-stage parameter
+// counts: memory::CheckOffloadCapacity does that (Simulate calls it).
+void ValidateOffload(const ScenarioConfig& s, const std::string& file);
 
 // The fully resolved configuration, for --print-config and JSON reports: the
 // scenario keys with model, topology and profile inline and every plan field

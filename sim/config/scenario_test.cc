@@ -425,5 +425,26 @@ TEST(Scenario, EveryShippedScenarioLoads) {
   EXPECT_GE(count, 4);
 }
 
+TEST(Scenario, OffloadNeedsTheNodesHostResources) {
+  nlohmann::json doc = Base();
+  doc["plan"] = {{"tp", 1}, {"pp", 1}, {"dp", 8}, {"sharding", "zero1"}, {"offload_optimizer", "host"}};
+  ScenarioConfig s = Parse(doc);  // dgx-h100 describes node.host and node.nvme
+  EXPECT_EQ(s.plan.offload_optimizer, OffloadTarget::kHost);
+  doc["topology"] = "h100-pcie-node";  // no node.host
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.file(), "s.json");
+  EXPECT_EQ(e.key_path(), "plan.offload_optimizer");
+  EXPECT_TRUE(Mentions(e, "node.host"));
+  EXPECT_TRUE(Mentions(e, "h100-pcie-node.json"));
+  doc["topology"] = "hgx-h200";  // node.host, no node.nvme
+  doc["plan"]["offload_optimizer"] = "nvme";
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "plan.offload_optimizer");
+  EXPECT_TRUE(Mentions(e, "node.nvme"));
+  doc["topology"] = "dgx-h100";
+  doc["plan"]["sharding"] = "none";
+  EXPECT_TRUE(Mentions(ParseError(doc), "sharded optimizer"));
+}
+
 }  // namespace
 }  // namespace stacksim::config

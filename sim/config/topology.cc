@@ -43,6 +43,31 @@ Nics ParseNics(const JsonNode& node) {
   return n;
 }
 
+Bytes PositiveBytes(const JsonNode& node) {
+  Bytes b = node.BytesValue();
+  if (!(b.value > 0)) node.Fail("size must be positive");
+  return b;
+}
+
+HostResources ParseHost(const JsonNode& node) {
+  JsonObject obj(node);
+  HostResources h;
+  h.memory = PositiveBytes(obj.Required("memory"));
+  h.memory_bandwidth = PositiveBandwidth(obj.Required("memory_bandwidth"));
+  obj.Finish();
+  return h;
+}
+
+NvmeStorage ParseNvme(const JsonNode& node) {
+  JsonObject obj(node);
+  NvmeStorage n;
+  n.capacity = PositiveBytes(obj.Required("capacity"));
+  n.bandwidth_read = PositiveBandwidth(obj.Required("bandwidth_read"));
+  n.bandwidth_write = PositiveBandwidth(obj.Required("bandwidth_write"));
+  obj.Finish();
+  return n;
+}
+
 FatTreeLevel ParseLevel(const JsonNode& node) {
   JsonObject obj(node);
   FatTreeLevel l;
@@ -107,6 +132,8 @@ TopologyConfig ParseTopology(const JsonNode& node) {
   t.scale_up = ParseScaleUp(scale_up_node);
   t.pcie_bandwidth = PositiveBandwidth(n.Required("pcie_bandwidth"));
   t.nics = ParseNics(n.Required("nics"));
+  if (auto host = n.Optional("host")) t.host = ParseHost(*host);
+  if (auto nvme = n.Optional("nvme")) t.nvme = ParseNvme(*nvme);
   n.Finish();
 
   // The scale-up domain holds whole nodes: the node itself, or (rack-scale
@@ -160,6 +187,15 @@ nlohmann::json TopologyToJson(const TopologyConfig& t) {
        {{"count", t.nics.per_node},
         {"bandwidth", BandwidthText(t.nics.bandwidth)},
         {"latency", TimeText(t.nics.latency)}}}};
+  if (t.host) {
+    j["node"]["host"] = {{"memory", BytesText(t.host->memory)},
+                         {"memory_bandwidth", BandwidthText(t.host->memory_bandwidth)}};
+  }
+  if (t.nvme) {
+    j["node"]["nvme"] = {{"capacity", BytesText(t.nvme->capacity)},
+                         {"bandwidth_read", BandwidthText(t.nvme->bandwidth_read)},
+                         {"bandwidth_write", BandwidthText(t.nvme->bandwidth_write)}};
+  }
   nlohmann::json levels = nlohmann::json::array();
   for (const FatTreeLevel& l : t.fabric.levels) {
     levels.push_back({{"name", l.name},

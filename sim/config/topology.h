@@ -4,10 +4,14 @@
 // (NVLink/NVSwitch or PCIe) and its per-GPU bandwidth, the NICs. The cluster:
 // scale-out fat tree (levels, rail-optimized or not, oversubscription, hop
 // latency) and how many nodes it may hold. Bandwidths are per direction.
+// Optional per-node host resources (DRAM and its bandwidth) and local NVMe:
+// what optimizer/parameter offload uses (and checkpoints may, later); a node
+// that does not describe them cannot offload.
 #ifndef STACKSIM_SIM_CONFIG_TOPOLOGY_H_
 #define STACKSIM_SIM_CONFIG_TOPOLOGY_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,19 @@ struct Nics {
   Time latency;                   // NIC-to-NIC through one switch
 };
 
+// The host side of one node (both CPU sockets together).
+struct HostResources {
+  Bytes memory;                   // DRAM capacity (DGX H100: 2 TB)
+  Bandwidth memory_bandwidth;     // DRAM peak, all channels of all sockets (read + write combined)
+};
+
+// The node's local NVMe drives (all of them, striped as one volume).
+struct NvmeStorage {
+  Bytes capacity;                 // usable bytes of all drives
+  Bandwidth bandwidth_read;       // sequential read, all drives together
+  Bandwidth bandwidth_write;      // sequential write, all drives together
+};
+
 struct FatTreeLevel {
   std::string name;               // "leaf", "spine", "core"
   int nodes_below = 0;            // nodes reachable under one switch group of this level
@@ -51,6 +68,8 @@ struct TopologyConfig {
   ScaleUp scale_up;
   Bandwidth pcie_bandwidth;       // host link per GPU, per direction
   Nics nics;
+  std::optional<HostResources> host;  // node.host (absent: no offload to host memory)
+  std::optional<NvmeStorage> nvme;    // node.nvme (absent: no NVMe offload)
   Fabric fabric;
   int max_nodes = 0;              // largest cluster this fabric describes (0: unbounded)
   double gpu_hour_usd = 0;        // price, for cost objectives (0: not given)

@@ -150,5 +150,48 @@ TEST(Topology, EveryShippedTopologyLoadsAndCitesItsSource) {
   EXPECT_GE(count, 9);
 }
 
+TEST(Topology, ParsesHostAndNvmeForOffload) {
+  TopologyConfig t = LoadTopologyFile(kSourceDir + "/topologies/dgx-h100.json");
+  ASSERT_TRUE(t.host.has_value());
+  EXPECT_DOUBLE_EQ(t.host->memory.value, 2e12);
+  EXPECT_DOUBLE_EQ(t.host->memory_bandwidth.value, 614.4e9);  // 2 x 8 DDR5-4800 channels
+  ASSERT_TRUE(t.nvme.has_value());
+  EXPECT_DOUBLE_EQ(t.nvme->capacity.value, 8 * 3.84e12);
+  EXPECT_DOUBLE_EQ(t.nvme->bandwidth_read.value, 8 * 6.4e9);
+  EXPECT_DOUBLE_EQ(t.nvme->bandwidth_write.value, 8 * 3.8e9);
+  // Written back and read again.
+  TopologyConfig back = Parse(TopologyToJson(t));
+  EXPECT_EQ(back.host->memory_bandwidth, t.host->memory_bandwidth);
+  EXPECT_EQ(back.nvme->capacity, t.nvme->capacity);
+}
+
+TEST(Topology, HostAndNvmeAreOptional) {
+  TopologyConfig t = LoadTopologyFile(kSourceDir + "/topologies/h100-pcie-node.json");
+  EXPECT_FALSE(t.host.has_value());
+  EXPECT_FALSE(t.nvme.has_value());
+  EXPECT_FALSE(TopologyToJson(t)["node"].contains("host"));
+  // An HGX build lists its host memory but not its drives.
+  TopologyConfig h = LoadTopologyFile(kSourceDir + "/topologies/hgx-h200.json");
+  EXPECT_TRUE(h.host.has_value());
+  EXPECT_FALSE(h.nvme.has_value());
+}
+
+TEST(Topology, BadHostOrNvmeFieldsNameTheirKey) {
+  nlohmann::json doc = DgxH100();
+  doc["node"]["host"].erase("memory_bandwidth");
+  EXPECT_EQ(ParseError(doc).key_path(), "node.host.memory_bandwidth");
+  doc = DgxH100();
+  doc["node"]["host"]["memory"] = "2 TB/s";  // a bandwidth, not a size
+  EXPECT_EQ(ParseError(doc).key_path(), "node.host.memory");
+  doc = DgxH100();
+  doc["node"]["nvme"]["bandwidth_read"] = "0 GB/s";
+  EXPECT_EQ(ParseError(doc).key_path(), "node.nvme.bandwidth_read");
+  doc = DgxH100();
+  doc["node"]["nvme"]["iops"] = 1000000;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.file(), "t.json");
+  EXPECT_EQ(e.key_path(), "node.nvme.iops");
+}
+
 }  // namespace
 }  // namespace stacksim::config

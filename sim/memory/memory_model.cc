@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "sim/util/error.h"
+#include "sim/workload/offload.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/training_step.h"
 
@@ -155,6 +158,16 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     if (plan.precision == config::Precision::kFp8 && plan.sharding != config::Sharding::kZero3) {
       f.weights += Bytes{P};
     }
+    // Offload (workload/offload.h): the host's share of the optimizer state
+    // (fp32 master and moments) leaves GPU memory; with ZeRO-Infinity parameter
+    // offload so does the 16-bit (and fp8) parameter shard, leaving the two
+    // gathered layers. Gradient buffers stay (Megatron's main-grad buffer;
+    // DeepSpeed streams gradients into host buffers, so conservative for it).
+    // What the host and NVMe hold instead: EstimateOffload.
+    f.optimizer = f.optimizer * workload::GpuOptimizerShare(plan);
+    if (plan.offload_params != config::OffloadTarget::kNone) {
+      f.weights = f.weights - Bytes{(e + (plan.precision == config::Precision::kFp8 ? 1.0 : 0.0)) * P / dp};
+    }
     // Activations: the peak number of chunk forwards awaiting their backward,
     // each holding its chunk's layers.
     int peak_chunks = workload::PeakInFlightChunks(schedule[st]);
@@ -185,6 +198,88 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     out.push_back(f);
   }
   return out;
+}
+
+// Host and NVMe bytes per GPU of each stage with offload. Host: the optimizer
+// state (12 B/param: fp32 master and moments, ZeRO-Offload §4) when it is
+// offloaded to host memory, the gradient buffer the GPU copies into (the
+// reduced gradient's bytes), and with offload_params "host" the 16-bit
+// parameter shard. NVMe: the optimizer state with offload_optimizer "nvme",
+// the parameter shard with offload_params "nvme" (ZeRO-Infinity). Staging
+// buffers (a few chunks) are not counted.
+std::vector<OffloadFootprint> EstimateOffload(const config::ScenarioConfig& s) {
+  const auto& plan = s.plan;
+  std::vector<OffloadFootprint> out;
+  if (plan.offload_optimizer == config::OffloadTarget::kNone) return out;
+  const double dp = plan.dp * plan.cp;
+  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ep);
+  const double f = plan.offload_optimizer_fraction;
+  for (int st = 0; st < plan.pp; ++st) {
+    const double P = D(workload::StageParameters(s, st));
+    const double Pe = D(workload::StageExpertParameters(s, st));
+    const double shard = (P - Pe) / dp + Pe / edp;
+    const double state = f * shard * workload::kOffloadStateBytesPerParam;
+    const double params = shard * workload::OffloadParamBytes(plan);  // offload_params: zero3, f = 1
+    OffloadFootprint o;
+    o.stage = st;
+    o.host = Bytes{f * shard * workload::OffloadGradientBytes(plan)};
+    (plan.offload_optimizer == config::OffloadTarget::kHost ? o.host : o.nvme) += Bytes{state};
+    if (plan.offload_params == config::OffloadTarget::kHost) o.host += Bytes{params};
+    if (plan.offload_params == config::OffloadTarget::kNvme) o.nvme += Bytes{params};
+    out.push_back(o);
+  }
+  return out;
+}
+
+OffloadPerNode OffloadOfFullestNode(const config::ScenarioConfig& s) {
+  OffloadPerNode n;
+  const auto per_stage = EstimateOffload(s);
+  if (per_stage.empty()) return n;
+  // Ranks in Megatron's order (tp fastest, pp slowest): a node's GPUs are
+  // consecutive ranks, of one stage or (small stages) several.
+  const int64_t per_stage_gpus = static_cast<int64_t>(s.plan.tp) * s.plan.cp * s.plan.dp;
+  const int gpn = std::min(s.topology.gpus_per_node, s.gpus);
+  for (int64_t first = 0; first < s.gpus; first += gpn) {
+    Bytes host, nvme;
+    for (int64_t r = first; r < std::min<int64_t>(first + gpn, s.gpus); ++r) {
+      const auto& o = per_stage[static_cast<size_t>(r / per_stage_gpus)];
+      host += o.host;
+      nvme += o.nvme;
+    }
+    if (host > n.host) n.host = host;
+    if (nvme > n.nvme) n.nvme = nvme;
+  }
+  return n;
+}
+
+void CheckOffloadCapacity(const config::ScenarioConfig& s, const std::string& file) {
+  const auto& plan = s.plan;
+  if (plan.offload_optimizer == config::OffloadTarget::kNone) return;
+  const config::TopologyConfig& t = s.topology;
+  const OffloadPerNode n = OffloadOfFullestNode(s);
+  const std::string where =
+      "topology " + t.name + (s.topology_file.empty() ? std::string() : " (" + s.topology_file + ")");
+  auto gb = [](Bytes b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GB", b.value / 1e9);
+    return std::string(buf);
+  };
+  const int gpn = std::min(t.gpus_per_node, s.gpus);
+  if (t.host && n.host > t.host->memory) {
+    const char* key = plan.offload_optimizer == config::OffloadTarget::kHost || plan.offload_params == config::OffloadTarget::kNone
+                          ? "plan.offload_optimizer"
+                          : "plan.offload_params";
+    throw InputError(file, key,
+                     "the offloaded state of one node's " + std::to_string(gpn) + " GPUs needs " + gb(n.host) +
+                         " of host memory, more than node.host.memory (" + gb(t.host->memory) + ") of " + where);
+  }
+  if (t.nvme && n.nvme > t.nvme->capacity) {
+    const char* key = plan.offload_optimizer == config::OffloadTarget::kNvme ? "plan.offload_optimizer"
+                                                                            : "plan.offload_params";
+    throw InputError(file, key,
+                     "the state offloaded to NVMe by one node's " + std::to_string(gpn) + " GPUs needs " +
+                         gb(n.nvme) + ", more than node.nvme.capacity (" + gb(t.nvme->capacity) + ") of " + where);
+  }
 }
 
 }  // namespace stacksim::memory

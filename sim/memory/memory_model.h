@@ -10,6 +10,7 @@
 #ifndef STACKSIM_SIM_MEMORY_MEMORY_MODEL_H_
 #define STACKSIM_SIM_MEMORY_MEMORY_MODEL_H_
 
+#include <string>
 #include <vector>
 
 #include "sim/config/scenario.h"
@@ -35,6 +36,27 @@ Bytes LayerActivations(const workload::LayerShape& shape, config::Recompute reco
 Bytes RuntimeOverhead();
 
 std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s);
+
+// Offload (plan.offload_optimizer / offload_params): what one GPU of a stage
+// keeps outside GPU memory. Empty without optimizer offload.
+struct OffloadFootprint {
+  int stage = 0;
+  Bytes host;  // host DRAM per GPU
+  Bytes nvme;  // NVMe per GPU
+};
+std::vector<OffloadFootprint> EstimateOffload(const config::ScenarioConfig& s);
+
+// The node that offloads the most (its GPUs' footprints summed; ranks in
+// Megatron's order, so a node holds one stage's GPUs or several small stages).
+struct OffloadPerNode {
+  Bytes host, nvme;
+};
+OffloadPerNode OffloadOfFullestNode(const config::ScenarioConfig& s);
+
+// Throws InputError (file, plan.offload_optimizer or plan.offload_params) when
+// the fullest node's offloaded state exceeds node.host.memory or
+// node.nvme.capacity. REQUIRES: config::ValidatePlan(s) passed.
+void CheckOffloadCapacity(const config::ScenarioConfig& s, const std::string& file);
 
 }  // namespace stacksim::memory
 

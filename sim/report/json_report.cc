@@ -45,6 +45,10 @@ json PlanJson(const config::PlanConfig& p) {
       {"cuda_graphs", p.cuda_graphs},
       {"attention", config::AttentionName(p.attention)},
       {"grad_reduce_precision", config::PrecisionName(p.grad_reduce_precision)},
+      {"offload_optimizer", config::OffloadName(p.offload_optimizer)},
+      {"offload_optimizer_fraction", p.offload_optimizer_fraction},
+      {"offload_params", config::OffloadName(p.offload_params)},
+      {"overlap_offload", p.overlap_offload},
   };
 }
 
@@ -76,10 +80,12 @@ json BreakdownJson(const simulate::Breakdown& b) {
       {"dp_exposed_s", Seconds(b.dp_exposed)},
       {"pp_exposed_s", Seconds(b.pp_exposed)},
       {"ep_exposed_s", Seconds(b.ep_exposed)},
+      {"offload_exposed_s", Seconds(b.offload_exposed)},
       {"bubble_s", Seconds(b.bubble)},
       {"other_s", Seconds(b.other)},
       // Subtotals, not parts: compute = gemm + attention + memory-bound +
-      // optimizer; exposed communication = tp + dp + pp + ep.
+      // optimizer; exposed communication = tp + dp + pp + ep (offload, a
+      // chain of PCIe copies, host work and NVMe I/O, is its own part).
       {"compute_s", Seconds(b.compute())},
       {"exposed_comm_s", Seconds(b.tp_exposed + b.dp_exposed + b.pp_exposed + b.ep_exposed)},
   };
@@ -115,9 +121,29 @@ json JsonReport(const simulate::SimulationResult& r) {
            {"active_parameters", s.model.ActiveParameterCount()},
            {"parameters", s.model.ParameterCount()}};
   }
+  json offload = nullptr;
+  if (s.plan.offload_optimizer != config::OffloadTarget::kNone) {
+    auto per_gpu = [](const std::vector<Bytes>& per_stage) {  // one value per pipeline stage
+      json a = json::array();
+      for (Bytes b : per_stage) a.push_back(b.value);
+      return a;
+    };
+    offload = {{"optimizer", config::OffloadName(s.plan.offload_optimizer)},
+               {"optimizer_fraction", s.plan.offload_optimizer_fraction},
+               {"params", config::OffloadName(s.plan.offload_params)},
+               {"overlap", s.plan.overlap_offload},
+               {"host_bytes_per_gpu", per_gpu(r.host_offload)},
+               {"nvme_bytes_per_gpu", per_gpu(r.nvme_offload)},
+               {"host_bytes_per_node", r.host_offload_per_node.value},
+               {"host_memory_bytes", s.topology.host ? json(s.topology.host->memory.value) : json()},
+               {"nvme_bytes_per_node", r.nvme_offload_per_node.value},
+               {"nvme_capacity_bytes", s.topology.nvme ? json(s.topology.nvme->capacity.value) : json()},
+               {"exposed_s", Seconds(r.breakdown.offload_exposed)}};
+  }
   return {
       {"scenario", s.name},
       {"moe", std::move(moe)},
+      {"offload", std::move(offload)},
       {"iteration_s", Seconds(r.iteration)},
       {"tokens_per_s", r.tokens_per_s},
       {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},

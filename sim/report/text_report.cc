@@ -128,6 +128,23 @@ void AppendMemory(const simulate::SimulationResult& r, std::string& out) {
                        GiB(m.other), GiB(total), GiB(r.capacity), GiB(r.capacity - total),
                        total > r.capacity ? "  over" : "");
   }
+  const config::PlanConfig& plan = r.scenario.plan;
+  if (plan.offload_optimizer != config::OffloadTarget::kNone) {
+    const config::TopologyConfig& t = r.scenario.topology;
+    out += fmt::format("offload: optimizer {:.0f}% to {}{}, {}\n", 100.0 * plan.offload_optimizer_fraction,
+                       config::OffloadName(plan.offload_optimizer),
+                       plan.offload_params != config::OffloadTarget::kNone
+                           ? fmt::format(", parameters to {}", config::OffloadName(plan.offload_params))
+                           : std::string(),
+                       plan.overlap_offload ? "overlapped" : "not overlapped");
+    out += fmt::format("  host memory per node {:.1f} GiB of {:.1f} GiB", GiB(r.host_offload_per_node),
+                       t.host ? GiB(t.host->memory) : 0.0);
+    if (r.nvme_offload_per_node.value > 0 && t.nvme) {
+      out += fmt::format(", NVMe per node {:.1f} GiB of {:.1f} GiB", GiB(r.nvme_offload_per_node),
+                         GiB(t.nvme->capacity));
+    }
+    out += "\n";
+  }
   if (!r.out_of_memory) return;
   std::vector<std::string> over;
   for (const simulate::StageMemory& m : r.memory) {
@@ -163,6 +180,10 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
   };
   // MoE models: the expert-parallel all-to-all (dispatch and combine) gets its own row.
   if (r.scenario.model.is_moe()) parts.insert(parts.begin() + 7, Part{"EP all-to-all", b.ep_exposed});
+  // Offloaded optimizer: the wait for its copies, host step and NVMe I/O.
+  if (r.scenario.plan.offload_optimizer != config::OffloadTarget::kNone) {
+    parts.insert(parts.end() - 2, Part{"offload (exposed)", b.offload_exposed});
+  }
   // Percent of the step; the parts add up to it (fall back to their sum if
   // the step is somehow zero).
   Time step = r.iteration;

@@ -9,6 +9,7 @@
 #include "sim/net/analytic_network.h"
 #include "sim/net/simgrid_network.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/offload.h"
 #include "sim/workload/training_step.h"
 
 namespace stacksim::simulate {
@@ -31,6 +32,7 @@ Time* Bucket(Breakdown& b, const std::string& label) {
   if (label == workload::kLabelDp) return &b.dp_exposed;
   if (label == workload::kLabelPp) return &b.pp_exposed;
   if (label == workload::kLabelEp) return &b.ep_exposed;
+  if (label == workload::kLabelOffload) return &b.offload_exposed;
   return &b.other;
 }
 
@@ -72,7 +74,11 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int ra
         Time* bucket = Bucket(b, t.label(bt.label));
         bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed ||
                     bucket == &b.ep_exposed;
-        if (comm) {
+        if (bucket == &b.offload_exposed) {
+          // Waiting for the offloaded optimizer step (a chain of copies,
+          // host work and NVMe I/O): all of the wait is offload.
+          b.offload_exposed += gap;
+        } else if (comm) {
           *bucket += exposed;
           Time rest = gap - exposed;
           // Waiting for a pipeline neighbour beyond the transfer itself is bubble.
@@ -112,13 +118,14 @@ bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefi
 }  // namespace
 
 Time Breakdown::total() const {
-  return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + ep_exposed + bubble +
-         other;
+  return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + ep_exposed +
+         offload_exposed + bubble + other;
 }
 
 SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options& options) {
   auto wall0 = std::chrono::steady_clock::now();
   config::ValidatePlan(scenario, scenario.file);
+  memory::CheckOffloadCapacity(scenario, scenario.file);
   SimulationResult res;
   res.scenario = scenario;
   const auto& plan = scenario.plan;
@@ -145,6 +152,13 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     if (sm.total() > res.capacity) res.out_of_memory = true;
     res.memory.push_back(sm);
   }
+  for (const auto& o : memory::EstimateOffload(scenario)) {
+    res.host_offload.push_back(o.host);
+    res.nvme_offload.push_back(o.nvme);
+  }
+  const memory::OffloadPerNode per_node = memory::OffloadOfFullestNode(scenario);
+  res.host_offload_per_node = per_node.host;
+  res.nvme_offload_per_node = per_node.nvme;
   const double gpus = scenario.gpus;
   const double tokens = static_cast<double>(scenario.tokens_per_step());
   // Model FLOPs per step: 6N per token for the matrix products plus

@@ -37,6 +37,7 @@ struct Breakdown {
   Time dp_exposed;       // data-parallel (incl. ZeRO/FSDP gathers) not hidden
   Time pp_exposed;       // pipeline send/recv waited on
   Time ep_exposed;       // expert-parallel dispatch/combine all-to-all (blocking)
+  Time offload_exposed;  // offload (gradient D2H, host optimizer step, NVMe, parameter H2D) not hidden
   Time bubble;           // idle, waiting on other pipeline stages
   Time other;
   Time compute() const { return gemm + attention + memory_bound + optimizer; }
@@ -59,6 +60,11 @@ struct SimulationResult {
   bool out_of_memory = false;
   std::vector<StageMemory> memory;  // per pipeline stage
   Bytes capacity;                   // HBM per GPU
+  // Offload: per pipeline stage, what one GPU keeps in host memory and on
+  // NVMe (empty without offload); the fullest node's sums.
+  std::vector<Bytes> host_offload, nvme_offload;
+  Bytes host_offload_per_node;
+  Bytes nvme_offload_per_node;
 
   Time iteration;              // one optimizer step
   double tokens_per_s = 0;

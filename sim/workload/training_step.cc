@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/offload.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/placement.h"
 
@@ -197,7 +198,9 @@ void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
     if (zero3) {
       TaskId g = Collective(rank, dp_stream_, kLabelDp, "fsdp-gather", CollectiveKind::kAllGather,
                             layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
-                            {last_gather_[rank], gather_gate_[rank]}, -1, l, mb);
+                            {last_gather_[rank], gather_gate_[rank],
+                             EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
+                            -1, l, mb);
       last_gather_[rank] = g;
       deps.push_back(g);
       gather_gate_[rank] = last_compute_[rank];
@@ -255,7 +258,9 @@ void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
     if (zero3) {
       TaskId g = Collective(rank, dp_stream_, kLabelDp, "fsdp-gather", CollectiveKind::kAllGather,
                             layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
-                            {last_gather_[rank], gather_gate_[rank]}, -1, l, mb);
+                            {last_gather_[rank], gather_gate_[rank],
+                             EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
+                            -1, l, mb);
       last_gather_[rank] = g;
       deps.push_back(g);
       gather_gate_[rank] = last_compute_[rank];
@@ -329,12 +334,13 @@ void StepBuilder::EmitStepEnd() {
     opt.name = t_.InternName("optimizer-step");
     opt.compute.op_class = trace::OpClass::kMemoryBound;
     opt.compute.precision = config::Precision::kFp32;
-    opt.compute.bytes = Bytes{params * kOptimizerBytesPerParam};
+    opt.compute.bytes = Bytes{params * kOptimizerBytesPerParam * GpuOptimizerShare(plan_)};  // the rest: offload.h
     opt.compute.flops = Flops{0};
     opt.compute.kernels = 4;  // grad-norm, clip, multi-tensor Adam, zero-grad (fused multi-tensor kernels)
     std::vector<TaskId> deps = dp_tasks_[r];
     deps.push_back(last_compute_[r]);
     TaskId step = t_.Add(opt, deps);
+    step = EmitOffloadedOptimizerStep(t_, s_, r, params, deps, step);  // `step` itself without offload
     last_compute_[r] = step;
     // The distributed optimizer all-gathers the updated 16-bit parameters.
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
