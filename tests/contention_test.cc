@@ -118,9 +118,12 @@ TEST(Contention, PipelineSendsSlowDownWhenTheirNicsCarryTheGradientReduceScatter
 namespace {
 
 // (b) The MoE all-to-all across 64 GPUs meets the overlapped data-parallel
-// reduce-scatter on the NICs (measured with SimGrid: 23 of 384 all-to-alls
-// slowed, 1.29 ms in all, and 9.0 ms added to the reduce-scatters); with the
-// reduce-scatter moved after the backward, none.
+// reduce-scatter on the NICs (measured with SimGrid: 23 of the 384 token
+// all-to-alls slowed, 3.38 ms in all, and 23.7 ms added to the
+// reduce-scatters); with the reduce-scatter moved after the backward, none.
+// The EP tasks are 672: per layer and micro-batch the dispatcher's count
+// all-gather, the token dispatch and combine with the probabilities'
+// all-to-all, and in the backward the three all-to-alls again.
 TEST(Contention, MoeAllToAllSlowsWhenItMeetsTheGradientReduceScatter) {
   const std::string scenario = "contention-moe-alltoall-with-dp.json";
   auto run = [&](const std::string& extra, const std::string& name) {
@@ -130,12 +133,12 @@ TEST(Contention, MoeAllToAllSlowsWhenItMeetsTheGradientReduceScatter) {
   };
   auto [a2a, dp] = run("", "overlap");
   auto [a2a_alone, dp_alone] = run("--set plan.overlap_grad_reduce=false", "alone");
-  EXPECT_EQ(a2a.sends, 384);
+  EXPECT_EQ(a2a.sends, 672);
   EXPECT_GT(a2a.contended, 10);
   EXPECT_GT(a2a.contention_ms, 0.5);
   EXPECT_GT(dp.contention_ms, 3.0);
-  EXPECT_EQ(a2a_alone.contended, 0);
-  EXPECT_LT(dp_alone.contention_ms, 0.01);  // rounding of a few ns at most
+  EXPECT_LT(a2a_alone.contention_ms, 0.01);  // rounding of a few ns at most (small all-to-alls)
+  EXPECT_LT(dp_alone.contention_ms, 0.01);
 }
 
 }  // namespace

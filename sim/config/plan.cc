@@ -23,6 +23,10 @@ const char* CpCommName(CpComm c) {
   return "?";
 }
 
+const char* MoeDispatcherName(MoeDispatcher d) {
+  return d == MoeDispatcher::kHierarchical ? "hierarchical" : "alltoall";
+}
+
 const char* RoutingName(Routing r) {
   switch (r) {
     case Routing::kUniform: return "uniform";
@@ -124,6 +128,10 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("moe_capacity_factor")) {
     p.capacity_factor = v->PositiveNumber();
     if (p.capacity_factor > 1000) v->Fail("capacity factor is implausibly large");
+  }
+  if (auto v = obj.Optional("moe_dispatcher")) {
+    p.dispatcher = v->OneOf({"alltoall", "hierarchical"}) == "hierarchical" ? MoeDispatcher::kHierarchical
+                                                                           : MoeDispatcher::kAllToAll;
   }
   std::optional<JsonNode> vp_node = obj.Optional("vp");
   if (vp_node) p.vp = Degree(*vp_node);
@@ -235,6 +243,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"kernels", p.kernels == KernelFusion::kEager ? "eager" : "fused"},
           {"uneven_stages", p.uneven_stages},
           {"moe_routing", RoutingName(p.routing)},
+          {"moe_dispatcher", MoeDispatcherName(p.dispatcher)},
           {"offload_optimizer", OffloadName(p.offload_optimizer)},
           {"offload_params", OffloadName(p.offload_params)},
           {"overlap_offload", p.overlap_offload},

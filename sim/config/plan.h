@@ -39,6 +39,14 @@ enum class KernelFusion { kFused, kEager };
 // worst placement of that skew), or a measured per-expert token histogram.
 enum class Routing { kUniform, kZipf, kHistogram };
 const char* RoutingName(Routing r);  // "uniform", "zipf", "histogram"
+// How MoE tokens reach their experts' EP ranks. kAllToAll: Megatron-Core's
+// alltoall dispatcher (every routed copy sent on its own by an NCCL
+// all-to-all, in bf16). kHierarchical: DeepSeek-V3's dispatch (arXiv:2412.19437
+// §3.2.2; DeepEP's normal kernels): one copy per destination node over IB,
+// forwarded over NVLink to the GPUs of its experts; FP8 dispatch under fp8
+// training (§3.3.2).
+enum class MoeDispatcher { kAllToAll, kHierarchical };
+const char* MoeDispatcherName(MoeDispatcher d);  // "alltoall", "hierarchical"
 
 // How context-parallel ranks obtain the other ranks' keys and values: ring
 // attention's point-to-point exchange overlapped with the attention of the
@@ -93,6 +101,7 @@ struct PlanConfig {
   // capacity: each expert takes at most capacity_factor x the mean tokens per
   // expert and its buffer is padded to that capacity.
   double capacity_factor = 0;
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   // Offload (ZeRO-Offload / ZeRO-Infinity, Megatron-Core's optimizer CPU
   // offload): the optimizer step runs on the host for the offloaded fraction
   // of this rank's optimizer shard; gradients go down and updated 16-bit

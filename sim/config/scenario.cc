@@ -261,6 +261,9 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     if (p.routing != Routing::kUniform || p.capacity_factor > 0) {
       fail("plan.moe_routing", "MoE routing settings need a mixture-of-experts model; " + m.name + " is dense");
     }
+    if (p.dispatcher != MoeDispatcher::kAllToAll) {
+      fail("plan.moe_dispatcher", "a MoE token dispatcher needs a mixture-of-experts model; " + m.name + " is dense");
+    }
   } else {
     const int64_t folded = static_cast<int64_t>(p.tp) * p.dp * p.cp;
     if (m.num_experts % p.ep != 0) {

@@ -278,6 +278,28 @@ AnalyticNetwork::Phase AnalyticNetwork::InterNode(CollectiveKind kind, double by
   return out;
 }
 
+// Hierarchical all-to-all (DeepSeek-V3 §3.2.2; DeepEP's normal kernels):
+// each token goes once to every destination node, over IB to the GPU of the
+// sender's own local index there (the same rail), which forwards it over
+// NVLink to the GPUs holding its experts. The sender's NIC carries
+// scale_out_bytes; each GPU's NVLink port the deliveries that do not land on
+// their destination, (g-1)/g of the deliveries by symmetry. The two stages
+// are pipelined chunk by chunk, so the slower link sets the time. Latency:
+// one inter-node step per remote node (a rank talks to one GPU per node) and
+// one NVLink step per local peer.
+AnalyticNetwork::Phase AnalyticNetwork::HierarchicalAllToAll(double bytes, double scale_out_bytes, int g,
+                                                             int n) const {
+  Phase out;
+  out.links = engine::kScaleOutLink | (g > 1 ? engine::kScaleUpLink : 0);
+  out.algorithm = "hierarchical";
+  double b = scale_out_.value / Oversubscription(n);
+  double inter = scale_out_bytes / b;
+  double intra = (g - 1.0) / g * bytes / IntraRingPeak();
+  out.transfer = std::max(inter, intra);
+  out.latency = (g - 1) * intra_latency_ + (n - 1) * InterNodeStepLatency(n).seconds();
+  return out;
+}
+
 CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommGroup& group) const {
   int p = group.size;
   if (p <= 1 || op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
@@ -292,7 +314,9 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
                        "group '" + group.name + "' spans " + std::to_string(n) +
                            " nodes but the topology has no scale-out NICs");
     }
-    phase = InterNode(op.kind, op.bytes.value, p, g, n);
+    phase = op.kind == CollectiveKind::kAllToAll && op.scale_out_bytes.value >= 0
+                ? HierarchicalAllToAll(op.bytes.value, op.scale_out_bytes.value, g, n)
+                : InterNode(op.kind, op.bytes.value, p, g, n);
   }
   return ToCost(phase.latency, phase.transfer, phase.links, std::move(phase.algorithm));
 }

@@ -11,7 +11,9 @@
 // the topology's link bandwidth. Across nodes it follows NCCL's own tuning model
 // (src/graph/tuning.cc): a ring through all p ranks whose inter-node hops run
 // on the members' share of the node's NICs, or, for all-reduce, a double
-// binary tree when that is faster; all-to-all is a pairwise exchange.
+// binary tree when that is faster; all-to-all is a pairwise exchange, or,
+// when the op gives scale_out_bytes, a hierarchical exchange (one copy per
+// destination node over IB, forwarded over NVLink inside the node).
 //
 // The model copies what it needs from the topology and profile; it holds no
 // references to them. It is immutable after construction and safe to share.
@@ -68,6 +70,8 @@ class AnalyticNetwork : public engine::NetworkModel {
 
   Phase IntraNode(trace::CollectiveKind kind, double bytes, int p) const;
   Phase InterNode(trace::CollectiveKind kind, double bytes, int p, int g, int n) const;
+  // Hierarchical all-to-all across n nodes (trace::CommOp::scale_out_bytes).
+  Phase HierarchicalAllToAll(double bytes, double scale_out_bytes, int g, int n) const;
   // The reference measurement that prices `kind` over p GPUs in one node.
   const MeasuredBusBandwidth& IntraCurve(trace::CollectiveKind kind, int p) const;
   // Peak ring busbw inside the node on this topology, bytes/s: the link

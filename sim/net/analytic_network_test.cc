@@ -280,6 +280,33 @@ TEST(AnalyticNetwork, AllToAllAndBroadcastAcrossNodes) {
   ExpectNear(c.latency.seconds(), 14 * 2e-6 + 1 * 6e-6);
 }
 
+// DeepSeek-V3-style dispatch over 8 nodes x 8 GPUs: the NIC carries the
+// deduplicated scale-out bytes, NVLink 7/8 of the deliveries; the slower sets
+// the time. One inter step per remote node, one NVLink step per local peer.
+TEST(AnalyticNetwork, HierarchicalAllToAllSplitsNicAndNvlinkBytes) {
+  AnalyticNetwork net(DgxH100(), FlatProfile());
+  const double deliveries = 1e9;
+  CommOp op = Op(CollectiveKind::kAllToAll, deliveries);
+  op.scale_out_bytes = Bytes{0.4e9};
+  CommCost c = net.Collective(op, Group(8, 8));
+  EXPECT_EQ(c.algorithm, "hierarchical");
+  EXPECT_EQ(c.links, engine::kScaleOutLink | engine::kScaleUpLink);
+  ExpectNear(c.transfer.seconds(), 0.4e9 / (45 * kGB));  // IB-bound: 8.9 ms vs NVLink 2.4 ms
+  ExpectNear(c.latency.seconds(), 7 * 2e-6 + 7 * 6e-6);
+  // NVLink-bound when little leaves the node.
+  op.scale_out_bytes = Bytes{0.05e9};
+  c = net.Collective(op, Group(8, 8));
+  ExpectNear(c.transfer.seconds(), 7.0 / 8 * deliveries / (360 * kGB));
+  // Flat pairwise for comparison: 7/8 of the (undeduplicated) buffer on the NIC.
+  c = net.Collective(Op(CollectiveKind::kAllToAll, deliveries), Group(8, 8));
+  EXPECT_EQ(c.algorithm, "pairwise");
+  ExpectNear(c.transfer.seconds(), 7.0 / 8 * deliveries / (45 * kGB));
+  // Inside one node the scale-out bytes play no part: the intra-node curve.
+  op.scale_out_bytes = Bytes{0.4e9};
+  ExpectNear(Total(net.Collective(op, Group(8, 1))),
+             Total(net.Collective(Op(CollectiveKind::kAllToAll, deliveries), Group(8, 1))));
+}
+
 TEST(AnalyticNetwork, OversubscriptionSlowsGroupsSpanningLeafGroups) {
   TopologyConfig t = DgxH100();
   t.fabric.levels[0].nodes_below = 4;

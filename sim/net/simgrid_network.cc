@@ -387,6 +387,22 @@ void SimGridSession::CollectiveCopy(const trace::Task& t, const engine::CommCost
     }
     // Across nodes: members node-major, gl per node.
     auto at = [&](int node, int c) { return member(off, node * gl + c); };
+    if (t.comm.kind == CollectiveKind::kAllToAll && t.comm.scale_out_bytes.value >= 0) {
+      // Hierarchical: GPU c of node k sends its scale-out bytes, split evenly
+      // over the other nodes, to GPU c there (its rail); inside each node
+      // every GPU forwards (gl-1)/gl of its deliveries over NVLink, evenly to
+      // its gl-1 peers.
+      const double per_node = t.comm.scale_out_bytes.value / (n - 1);
+      for (int k = 0; k < n; ++k)
+        for (int l = 0; l < n; ++l)
+          if (k != l)
+            for (int c = 0; c < gl; ++c) out->push_back({at(k, c), at(l, c), per_node});
+      for (int k = 0; k < n; ++k)
+        for (int c = 0; c < gl; ++c)
+          for (int d = 0; d < gl; ++d)
+            if (c != d) out->push_back({at(k, c), at(k, d), s / gl});
+      return;
+    }
     if (t.comm.kind == CollectiveKind::kAllToAll) {
       // Pairwise exchange aggregated per node pair and rail: GPU c of node k
       // sends what it owes node l's gl GPUs through its own NIC.

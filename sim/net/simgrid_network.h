@@ -7,7 +7,8 @@
 // engine measures contention against. StartSession builds the platform and
 // returns a FlowSession that decomposes each communication into flows the way
 // NCCL runs it (one flow per ring edge per collective, carrying the bytes that
-// edge carries over the whole collective; pairwise flows for all-to-all) and
+// edge carries over the whole collective; pairwise flows for all-to-all,
+// per rail and node pair plus NVLink forwarding for the hierarchical one) and
 // lets SimGrid share bandwidth among them.
 //
 // SimGrid allows one engine per process: a process can run ONE session; a

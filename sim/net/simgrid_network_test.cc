@@ -81,8 +81,9 @@ engine::ReplayResult Replay(const engine::NetworkModel& net, const trace::Trace&
 
 TEST(SimGridNetwork, OneCollectiveAloneAgreesWithAnalyticWithinThreePercent) {
   // One rank runs, one after the other: every collective kind inside a node
-  // (8 GPUs) and across 4 nodes (32 GPUs), and send/recv in and across
-  // nodes. Each task's duration must match the analytic cost.
+  // (8 GPUs) and across 4 nodes (32 GPUs), the hierarchical all-to-all
+  // across them, and send/recv in and across nodes. Each task's duration
+  // must match the analytic cost.
   TopologyConfig topo = Dgx();
   ProfileConfig prof = FlatProfile();
   SimGridNetwork sg(topo, prof, 64);
@@ -114,6 +115,17 @@ TEST(SimGridNetwork, OneCollectiveAloneAgreesWithAnalyticWithinThreePercent) {
       t.comm.group = group;
       chain(t);
     }
+  }
+  // Hierarchical all-to-all across the 4 nodes: NIC-bound, then NVLink-bound.
+  for (double scale_out : {0.4e9, 0.05e9}) {
+    trace::Task t;
+    t.kind = trace::TaskKind::kCollective;
+    t.stream = st;
+    t.comm.kind = CollectiveKind::kAllToAll;
+    t.comm.bytes = Bytes{1e9};
+    t.comm.scale_out_bytes = Bytes{scale_out};
+    t.comm.group = inter;
+    chain(t);
   }
   for (auto pair : {near, far}) {
     trace::Task t;

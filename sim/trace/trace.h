@@ -75,6 +75,15 @@ struct CommOp {
   Bytes bytes;
   GroupId group = kNoGroup;
   int32_t instance = -1;  // tasks of one collective call share it (-1: this rank alone)
+  // kAllToAll only. Negative: a flat pairwise exchange, (nodes-1)/nodes of
+  // `bytes` leaving the node through the sender's own NIC. Otherwise a
+  // hierarchical exchange (DeepSeek-V3, arXiv:2412.19437 §3.2.2; DeepEP's
+  // normal kernels): `bytes` are this rank's deliveries (one per destination
+  // GPU), and the rank sends `scale_out_bytes` through its NIC, one copy per
+  // destination node, to the GPU of its own local index there, which
+  // forwards each delivery over NVLink unless it is the destination itself
+  // ((ranks_per_node-1)/ranks_per_node of `bytes` per GPU, by symmetry).
+  Bytes scale_out_bytes{-1};
 };
 
 struct TransferOp {

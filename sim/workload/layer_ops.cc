@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace stacksim::workload {
 namespace {
@@ -378,29 +379,141 @@ void MlaBackward(std::vector<Op>& ops, const LayerShape& s) {
   if (s.q_lora_rank > 0) GemmBackward(ops, "q-down", Tn, s.q_lora_rank, s.hidden, s);
 }
 
-// Backward of a batched GEMM (one per local expert).
+// Backward of a batched GEMM (one per local expert). dy_is_fp8: the output
+// gradient arrives in FP8 already (no cast).
 void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
-                         int64_t batch, const LayerShape& s) {
-  AddCast(ops, name + "-cast-dy", D(m) * D(n) * D(batch), s);
+                         int64_t batch, const LayerShape& s, bool dy_is_fp8 = false) {
+  if (!dy_is_fp8) AddCast(ops, name + "-cast-dy", D(m) * D(n) * D(batch), s);
   ops.push_back(Gemm(name + "-dgrad", m, k, n, batch, s));
   Op w = Gemm(name + "-wgrad", k, n, m, batch, s);
   w.weight_grad = true;
   ops.push_back(w);
 }
 
-Op EpAllToAll(const std::string& name, const LayerShape& s) {
-  // Each routed copy of a token (top_k per token) goes to its expert's rank and
-  // back: the buffer is routed tokens x top_k x hidden; the busiest rank
-  // receives load_factor times the mean.
-  Op op = Collective(name, CollectiveKind::kAllToAll,
-                     s.routed_tokens() * D(s.top_k) * D(s.hidden) * s.element_bytes() * s.load_factor);
+// ---- MoE token dispatch ----
+//
+// Two dispatchers (plan.moe_dispatcher):
+// - alltoall, Megatron-Core's MoEAlltoAllTokenDispatcher (Megatron-LM
+//   megatron/core/transformer/moe/token_dispatcher.py, v0.13+): count tokens
+//   per expert, all-gather the counts over the EP group, copy them to the
+//   host and wait ("before_ep_alltoall"), permute the routed copies into
+//   expert order (permutation 1), all-to-all the tokens and, separately,
+//   their router probabilities, sort the received chunks by local expert
+//   (permutation 2); the combine mirrors it without the host sync. Every
+//   routed copy travels on its own, in bf16 (Transformer Engine quantizes
+//   inside the grouped GEMM).
+// - hierarchical, DeepSeek-V3 (arXiv:2412.19437 §3.2.2) as DeepEP's normal
+//   kernels run it: a layout kernel, a host wait for the received counts,
+//   then each token goes once to every destination GPU (once per node over
+//   IB, forwarded over NVLink), and the receiving GPU expands it into one row
+//   per local expert; the combine sums a GPU's expert outputs per token
+//   before sending it back. Under FP8 training the dispatch (and the output
+//   gradient sent to the experts in the backward) moves FP8 with 1x128 tile
+//   scales; the combine stays bf16 (§3.3.2).
+
+// GPU idle per host synchronisation of the token dispatcher. Once the host
+// has waited for the token counts the GPU runs dry until the host issues the
+// next work: about one device-to-host round trip. ASSUMPTION: 26 us, the
+// round trip measured on bare-metal Linux with an RTX 3090 (jingyaogong/
+// minimind PR #837, "device->host round trip: 26.11 us"); not measured on a
+// Hopper node (a calibrate candidate). Megatron issues permutation 1 before it
+// waits, so the length of that kernel hides part of it: not modelled (an
+// upper bound by at most one permute per dispatch).
+constexpr double kDispatchHostSyncUs = 26.0;
+
+// FP8 dispatch: one fp32 scale per 1x128 tile of the activation (DeepSeek-V3
+// §3.3.2, fine-grained quantization).
+constexpr double kFp8TileScaleBytes = 4.0 / 128;
+
+bool Hierarchical(const LayerShape& s) { return s.dispatcher == config::MoeDispatcher::kHierarchical; }
+bool Fp8Dispatch(const LayerShape& s) { return Hierarchical(s) && s.precision == Precision::kFp8; }
+
+// Bytes per element of a dispatched token row; `toward_experts`: the forward
+// dispatch and the backward's output gradient sent to the experts.
+double DispatchElementBytes(const LayerShape& s, bool toward_experts) {
+  return toward_experts && Fp8Dispatch(s) ? 1.0 + kFp8TileScaleBytes : s.element_bytes();
+}
+
+// Token rows this rank's dispatch delivers per micro-batch: every routed copy
+// (alltoall), or one per distinct destination GPU (hierarchical).
+double DispatchRows(const LayerShape& s) {
+  const double Tl = s.routed_tokens();
+  if (!Hierarchical(s)) return Tl * D(s.top_k);
+  return Tl * ExpectedDistinctUnits(s.experts, s.top_k, s.ep, s.expert_groups, s.expert_groups_per_token);
+}
+
+// Hierarchical: rows this rank sends off its node, one per distinct remote
+// destination node. A token's own node is among its D destination nodes with
+// probability D/n by symmetry, so (n-1)/n of them are remote.
+double ScaleOutRows(const LayerShape& s) {
+  const int n = s.ep_nodes();
+  if (n <= 1) return 0;
+  const double nodes = ExpectedDistinctUnits(s.experts, s.top_k, n, s.expert_groups, s.expert_groups_per_token);
+  return s.routed_tokens() * nodes * (n - 1.0) / n;
+}
+
+// The dispatch or combine all-to-all of token rows; the busiest rank
+// receives load_factor times the mean, which sets the pace.
+Op EpAllToAll(const std::string& name, const LayerShape& s, bool toward_experts) {
+  const double row = D(s.hidden) * DispatchElementBytes(s, toward_experts) * s.load_factor;
+  Op op = Collective(name, CollectiveKind::kAllToAll, DispatchRows(s) * row);
+  if (Hierarchical(s)) op.scale_out_bytes = Bytes{ScaleOutRows(s) * row};
   op.label = kLabelEp;
   op.ep_group = true;
   return op;
 }
 
+// Megatron's second all-to-all of a dispatch: the routed copies' fp32 router
+// probabilities (applied in the expert activation since Megatron-Core 0.13).
+Op EpProbsAllToAll(const std::string& name, const LayerShape& s) {
+  Op op = Collective(name, CollectiveKind::kAllToAll, s.routed_tokens() * D(s.top_k) * 4.0 * s.load_factor);
+  op.label = kLabelEp;
+  op.ep_group = true;
+  return op;
+}
+
+Op HostSync(const std::string& name) {
+  Op op;
+  op.name = name;
+  op.label = kLabelHostSync;
+  op.host_wait = Time::Us(kDispatchHostSyncUs);
+  return op;
+}
+
+// Router: logits GEMM (bf16), then the top-k over the softmax scores,
+// writing the [tokens, experts] fp32 probabilities and bool routing map (one
+// fused Transformer Engine kernel, fused_topk_with_score_function; eager:
+// softmax, topk and two scatters), and the load-balancing auxiliary loss
+// (scores for the loss, tokens per expert, the loss: three fused kernels).
+// ASSUMPTION: every MoE model trains with an auxiliary loss (Mixtral, Qwen3,
+// GPT-OSS recipes; DeepSeek-V3's sequence-wise one costs the same).
+void RouterForward(std::vector<Op>& ops, const LayerShape& s) {
+  const double Tl = s.routed_tokens();
+  const double te = Tl * D(s.experts);
+  const double eb = s.element_bytes();
+  ops.push_back(Gemm16("router", static_cast<int64_t>(std::ceil(Tl)), s.experts, s.hidden, 1, s));
+  ops.push_back(Memory("router-topk", te * (eb + 4.0 + 1.0) + Tl * D(s.top_k) * 8.0, s, 1, KernelKind::kSoftmax,
+                       2.0, 4));
+  ops.push_back(Memory("router-aux-loss", te * (eb + 4.0 + 4.0 + 1.0), s, 3, KernelKind::kSoftmax, 1.0, 6));
+}
+
+// Gradients of both router paths to the logits (aux loss: read scores and
+// their gradient, write the logits' gradient; top-k: the same from the
+// probabilities' gradient, plus the sum of the two), then the GEMM's.
+void RouterBackward(std::vector<Op>& ops, const LayerShape& s) {
+  const double Tl = s.routed_tokens();
+  const double te = Tl * D(s.experts);
+  const double eb = s.element_bytes();
+  ops.push_back(Memory("router-aux-loss-bwd", te * (4.0 + 4.0 + eb), s, 2, KernelKind::kSoftmax));
+  ops.push_back(Memory("router-topk-bwd", te * (4.0 + 4.0 + 1.0 + eb) + te * 3.0 * eb, s, 2, KernelKind::kSoftmax));
+  GemmBackward(ops, "router", static_cast<int64_t>(std::ceil(Tl)), s.experts, s.hidden, AsBf16(s));
+}
+
 // Per-expert element counts on the busiest rank.
 double ExpertTokens(const LayerShape& s) { return D(s.tokens_per_local_expert()) * D(s.local_experts()); }
+
+// Routed copies (rows) the busiest rank's local experts take.
+double ExpertRows(const LayerShape& s) { return s.routed_tokens() * D(s.top_k) * s.load_factor; }
 
 void SharedExpertForward(std::vector<Op>& ops, const LayerShape& s) {
   if (s.shared_ffn <= 0) return;
@@ -429,49 +542,139 @@ void SharedExpertBackward(std::vector<Op>& ops, const LayerShape& s) {
   AddReduce(ops, "tp-shared-grad", s);
 }
 
-// The MoE block after the MLP norm: router (GEMM to expert logits, softmax and
-// top-k), permutation of token copies into expert order, dispatch all-to-all,
-// the local experts as grouped GEMMs, combine all-to-all, un-permutation
-// weighted by the router probabilities; shared experts beside it.
+// Megatron-Core's sort of the received chunks by local expert
+// (sort_chunks_by_idxs, Transformer Engine's moe_sort_chunks_by_index: a map
+// kernel and the copy), and the reverse before the combine: read and write
+// every received row and its probability. Only when tokens arrive from
+// several ranks for several local experts.
+void AddSortChunks(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
+  if (Hierarchical(s) || s.ep <= 1 || s.local_experts() <= 1) return;
+  ops.push_back(Memory(name, ExpertRows(s) * (2.0 * D(s.hidden) * s.element_bytes() + 8.0), s, 2));
+}
+
+// Alltoall dispatcher, token counting (MoEAlltoAllTokenDispatcher.preprocess):
+// routing_map.sum over tokens, then the splits and per-local-expert counts
+// (seven small PyTorch kernels, counted in the code), with the counts
+// all-gathered over the EP group (ep x experts int64), copied to the host and
+// waited for. Then permutation 1 (Transformer Engine moe_permute with a
+// routing map): three kernels build the [tokens, experts] int32 row map
+// (read the bool map, write the row map, read-modify-write it), one gathers
+// the rows: read each token once, write its top_k copies and their
+// probabilities.
+void AlltoAllDispatchPrologue(std::vector<Op>& ops, const LayerShape& s) {
+  const double Tl = s.routed_tokens();
+  const double te = Tl * D(s.experts);
+  const double h = D(s.hidden);
+  const double copies = Tl * D(s.top_k);
+  ops.push_back(Memory("dispatch-preprocess", te, s, 7));
+  if (s.ep > 1) {
+    Op counts = Collective("ep-token-counts", CollectiveKind::kAllGather, D(s.ep) * D(s.experts) * 8.0);
+    counts.label = kLabelEp;
+    counts.ep_group = true;
+    ops.push_back(counts);
+  }
+  ops.push_back(Memory("permute-index", te * (1.0 + 4.0 + 8.0), s, 3));
+  ops.push_back(Memory("permute", ActBytes(s, Tl * h + copies * h) + te * 4.0 + copies * 4.0, s, 1,
+                       KernelKind::kElementwise, 1.0, 5));
+  // The grouped GEMM needs the counts on the host too, so even without EP
+  // Megatron waits ("before_finish"); padded capacity buffers need none.
+  if (!s.capacity_padded) ops.push_back(HostSync("dispatch-sync"));
+}
+
+// The MoE block after the MLP norm: router, dispatch, the local experts as
+// grouped GEMMs, combine (see the dispatchers above); shared experts beside it.
 void MoeForward(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
   const double h = D(s.hidden);
-  const int64_t rows = static_cast<int64_t>(std::ceil(Tl));
-  ops.push_back(Gemm16("router", rows, s.experts, s.hidden, 1, s));
-  ops.push_back(Memory("router-topk", Tl * D(s.experts) * (s.element_bytes() + 4.0) + Tl * D(s.top_k) * 8.0, s, 2,
-                       KernelKind::kSoftmax));
-  ops.push_back(Memory("permute", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
-  if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch", s));
+  const double copies = Tl * D(s.top_k);
+  RouterForward(ops, s);
+  if (Hierarchical(s)) {
+    // DeepEP get_dispatch_layout: read the top-k indices, write per-rank
+    // flags and counts; then the host waits for the received counts.
+    ops.push_back(Memory("dispatch-layout", Tl * (D(s.top_k) * 8.0 + D(s.ep)), s));
+    if (!s.capacity_padded) ops.push_back(HostSync("dispatch-sync"));
+    if (s.ep > 1) {
+      AddCast(ops, "ep-dispatch-cast", Tl * h, s);  // FP8 dispatch: quantize once, before sending
+      ops.push_back(EpAllToAll("ep-dispatch", s, /*toward_experts=*/true));
+    }
+    // Expand each received row into its local experts' rows.
+    ops.push_back(Memory("permute", (DispatchRows(s) * s.load_factor + ExpertRows(s)) * h *
+                                        DispatchElementBytes(s, true), s, 2));
+  } else {
+    AlltoAllDispatchPrologue(ops, s);
+    if (s.ep > 1) {
+      ops.push_back(EpAllToAll("ep-dispatch", s, /*toward_experts=*/true));
+      ops.push_back(EpProbsAllToAll("ep-dispatch-probs", s));
+    }
+    AddSortChunks(ops, "sort-chunks", s);
+  }
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.local_experts();
-  AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, false, s);
+  AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E,
+                  /*input_is_fp8=*/Fp8Dispatch(s), s);
   ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s));
   ops.push_back(Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
   AddForwardCasts(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, false, s);
   ops.push_back(Gemm("expert-fc2", m, s.hidden, s.expert_ffn, E, s));
-  if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine", s));
-  ops.push_back(Memory("unpermute", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
+  if (Hierarchical(s)) {
+    // Sum each token's local expert outputs into one row per token.
+    ops.push_back(Memory("unpermute", ActBytes(s, (ExpertRows(s) + DispatchRows(s) * s.load_factor) * h), s, 2));
+    if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine", s, /*toward_experts=*/false));
+  } else {
+    AddSortChunks(ops, "unsort-chunks", s);
+    if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine", s, /*toward_experts=*/false));
+    // Unpermutation 1: sum each token's top_k rows back into place.
+    ops.push_back(Memory("unpermute", ActBytes(s, copies * h + Tl * h) + Tl * D(s.experts) * 4.0, s, 1,
+                         KernelKind::kElementwise, 1.0, 3));
+  }
   SharedExpertForward(ops, s);
 }
 
 void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
   const double h = D(s.hidden);
-  const int64_t rows = static_cast<int64_t>(std::ceil(Tl));
+  const double copies = Tl * D(s.top_k);
   SharedExpertBackward(ops, s);
-  ops.push_back(Memory("unpermute-bwd", ActBytes(s, Tl * h * (1.0 + 2.0 * D(s.top_k))), s));
-  if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine-bwd", s));
+  if (Hierarchical(s)) {
+    // The combine's backward sends the output gradient to the experts (FP8
+    // under fp8 training), where it is expanded to the experts' rows. The
+    // splits are known from the forward: no host wait.
+    if (s.ep > 1) {
+      AddCast(ops, "ep-combine-bwd-cast", Tl * h, s);
+      ops.push_back(EpAllToAll("ep-combine-bwd", s, /*toward_experts=*/true));
+    }
+    ops.push_back(Memory("unpermute-bwd", (DispatchRows(s) * s.load_factor + ExpertRows(s)) * h *
+                                              DispatchElementBytes(s, true), s, 2));
+  } else {
+    // Unpermutation 1 backward: each token's gradient copied to its top_k rows.
+    ops.push_back(Memory("unpermute-bwd", ActBytes(s, Tl * h + copies * h) + Tl * D(s.experts) * 4.0, s, 1,
+                         KernelKind::kElementwise, 1.0, 3));
+    if (s.ep > 1) ops.push_back(EpAllToAll("ep-combine-bwd", s, /*toward_experts=*/true));
+    AddSortChunks(ops, "unsort-chunks-bwd", s);
+  }
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.local_experts();
-  GroupedGemmBackward(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, s);
+  GroupedGemmBackward(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, s, /*dy_is_fp8=*/Fp8Dispatch(s));
   ops.push_back(Memory("expert-act-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
   GroupedGemmBackward(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s);
-  if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch-bwd", s));
-  ops.push_back(Memory("permute-bwd", ActBytes(s, Tl * h * (1.0 + D(s.top_k))), s));
-  ops.push_back(Memory("router-topk-bwd", Tl * D(s.experts) * (s.element_bytes() + 8.0), s, 2, KernelKind::kSoftmax));
-  GemmBackward(ops, "router", rows, s.experts, s.hidden, AsBf16(s));
+  if (Hierarchical(s)) {
+    // Sum the input gradient of a token's local experts, send it back (bf16).
+    ops.push_back(Memory("permute-bwd", ActBytes(s, (ExpertRows(s) + DispatchRows(s) * s.load_factor) * h), s, 2));
+    if (s.ep > 1) ops.push_back(EpAllToAll("ep-dispatch-bwd", s, /*toward_experts=*/false));
+  } else {
+    AddSortChunks(ops, "sort-chunks-bwd", s);
+    if (s.ep > 1) {
+      ops.push_back(EpAllToAll("ep-dispatch-bwd", s, /*toward_experts=*/false));
+      ops.push_back(EpProbsAllToAll("ep-dispatch-probs-bwd", s));
+    }
+    // Permutation 1 backward: sum each token's top_k row gradients; scatter
+    // the probabilities' gradient into [tokens, experts] fp32.
+    ops.push_back(Memory("permute-bwd", ActBytes(s, copies * h + Tl * h) + copies * 4.0 + Tl * D(s.experts) * 8.0,
+                         s, 2, KernelKind::kElementwise, 1.0, 5));
+  }
+  RouterBackward(ops, s);
 }
 
 // Index of the overlapped (ring) CP K/V exchange just emitted (-1 when there
@@ -508,7 +711,8 @@ int64_t LayerShape::tokens_per_local_expert() const {
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(mean * load_factor - 1e-9)));
 }
 
-LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanConfig& plan) const {
+LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanConfig& plan,
+                           int domain_gpus) const {
   LayerShape m = *this;
   m.moe = true;
   m.experts = model.num_experts;
@@ -517,7 +721,70 @@ LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanC
   m.shared_ffn = model.shared_expert_intermediate_size;
   m.ep = plan.ep;
   m.load_factor = MoeLoadFactor(model, plan);
+  m.dispatcher = plan.dispatcher;
+  m.capacity_padded = plan.capacity_factor > 0;
+  // The EP group is ep consecutive ranks (placement.cc): whole nodes, or
+  // part of one.
+  m.ep_per_node = domain_gpus > 0 ? std::min(plan.ep, domain_gpus) : 0;
+  m.expert_groups = model.expert_groups;
+  m.expert_groups_per_token = model.expert_groups_per_token;
   return m;
+}
+
+namespace {
+
+// log C(n, k); -infinity when k is out of range.
+double LogChoose(double n, double k) {
+  if (k < 0 || k > n) return -std::numeric_limits<double>::infinity();
+  return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
+}
+
+}  // namespace
+
+double ExpectedDistinctUnits(int64_t experts, int64_t top_k, int64_t units, int64_t groups, int64_t groups_per_token) {
+  if (units <= 1 || experts <= 0) return units == 1 ? 1.0 : 0.0;
+  // Without group limits: one group holding every expert, always chosen.
+  if (groups <= 1 || groups_per_token <= 0 || groups_per_token >= groups) {
+    groups = 1;
+    groups_per_token = 1;
+  }
+  const int64_t per_group = experts / groups;
+  const int64_t per_unit = experts / units;
+  const double pool = D(groups_per_token * per_group);  // experts a token picks from
+  const double log_pool = LogChoose(pool, D(top_k));
+  const double log_groups = LogChoose(D(groups), D(groups_per_token));
+  double distinct = 0;
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t lo = u * per_unit, hi = lo + per_unit;
+    // The unit's experts in each group it overlaps (contiguous blocks).
+    std::vector<int64_t> in_group;
+    for (int64_t g = lo / per_group; g * per_group < hi; ++g) {
+      in_group.push_back(std::min(hi, (g + 1) * per_group) - std::max(lo, g * per_group));
+    }
+    const int c = static_cast<int>(in_group.size());
+    // ways[j][x]: sets of j of those groups holding x of the unit's experts.
+    std::vector<std::vector<double>> ways(c + 1, std::vector<double>(per_unit + 1, 0.0));
+    ways[0][0] = 1;
+    for (int64_t a : in_group) {
+      for (int j = c - 1; j >= 0; --j) {
+        for (int64_t x = per_unit - a; x >= 0; --x) ways[j + 1][x + a] += ways[j][x];
+      }
+    }
+    // P(unit missed) = sum over the chosen groups' overlap with the unit of
+    // P(that choice) x P(all top_k experts fall outside the unit's x).
+    double missed = 0;
+    for (int j = 0; j <= c; ++j) {
+      const double log_choice = LogChoose(D(groups - c), D(groups_per_token - j)) - log_groups;
+      if (!std::isfinite(log_choice)) continue;
+      for (int64_t x = 0; x <= per_unit; ++x) {
+        if (ways[j][x] == 0) continue;
+        const double log_miss = LogChoose(pool - D(x), D(top_k)) - log_pool;
+        if (std::isfinite(log_miss)) missed += ways[j][x] * std::exp(log_choice + log_miss);
+      }
+    }
+    distinct += 1.0 - missed;
+  }
+  return distinct;
 }
 
 namespace {

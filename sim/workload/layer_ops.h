@@ -30,6 +30,9 @@ inline constexpr const char* kLabelDp = "dp-comm";
 inline constexpr const char* kLabelPp = "pp-comm";
 // Expert-parallel token dispatch/combine: a blocking all-to-all on the compute stream.
 inline constexpr const char* kLabelEp = "ep-comm";
+// The GPU idling while the host waits on a device-to-host copy (the MoE token
+// dispatcher's token counts) and then issues the next work.
+inline constexpr const char* kLabelHostSync = "host-sync";
 
 struct Op {
   bool is_collective = false;   // a tensor-parallel collective, else compute
@@ -44,6 +47,11 @@ struct Op {
   int wait_for = -1;
   bool ep_group = false;        // collective over the expert-parallel group (else TP)
   bool cp_group = false;        // collective over the context-parallel group (else TP)
+  // All-to-all only: trace::CommOp::scale_out_bytes (negative: flat pairwise).
+  Bytes scale_out_bytes{-1};
+  // > 0: not a kernel but a host-side wait of this length on the compute
+  // stream (a trace::TaskKind::kDelay).
+  Time host_wait;
   // A weight-gradient GEMM: zero-bubble schedules (ZB-H1, DualPipe) run it as
   // a separate W pass after the B pass (everything else of the backward).
   bool weight_grad = false;
@@ -104,19 +112,41 @@ struct LayerShape {
   // Tokens the busiest EP rank computes over the mean (routing imbalance, or
   // the capacity factor's padded buffers); 1 for perfectly balanced routing.
   double load_factor = 1.0;
+  // How tokens reach the experts (plan.moe_dispatcher), EP ranks per node
+  // (0: the whole EP group in one node), and group-limited routing (the
+  // model's n_group / topk_group; 0: none).
+  config::MoeDispatcher dispatcher = config::MoeDispatcher::kAllToAll;
+  // Every expert buffer padded to a capacity (plan.moe_capacity_factor): the
+  // sizes are static, so the dispatcher needs no host sync.
+  bool capacity_padded = false;
+  int ep_per_node = 0;
+  int64_t expert_groups = 0;
+  int64_t expert_groups_per_token = 0;
 
   // Tokens of the micro-batch on this rank (its context-parallel share).
   int64_t tokens() const { return micro_batch * seq / cp; }
   double element_bytes() const;
   static LayerShape From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq);
   // The same shape for a MoE layer of `model` (REQUIRES: model.is_moe()).
-  LayerShape Moe(const config::ModelConfig& model, const config::PlanConfig& plan) const;
+  // domain_gpus: GPUs per node (NVLink domain); 0 puts the EP group in one node.
+  LayerShape Moe(const config::ModelConfig& model, const config::PlanConfig& plan, int domain_gpus = 0) const;
   // MoE: tokens this rank routes per micro-batch (its sequence-parallel shard).
   double routed_tokens() const;
   // MoE: tokens per local expert on the busiest EP rank (rounded up).
   int64_t tokens_per_local_expert() const;
   int64_t local_experts() const { return experts / ep; }
+  // EP nodes: the nodes the EP group spans.
+  int ep_nodes() const { return ep_per_node > 0 && ep > ep_per_node ? ep / ep_per_node : 1; }
 };
+
+// Expected number of distinct units a token's top_k experts fall on, when the
+// experts are split into `units` equal contiguous blocks (EP ranks, or EP
+// nodes) and routing is uniform: top_k distinct experts drawn at random,
+// within groups_per_token of `groups` equal expert groups drawn at random
+// when routing is group-limited (groups > 0; DeepSeek-V3 §2.1.2).
+// REQUIRES: units and groups (if > 0) divide experts.
+double ExpectedDistinctUnits(int64_t experts, int64_t top_k, int64_t units, int64_t groups = 0,
+                             int64_t groups_per_token = 0);
 
 // Tokens on the busiest EP rank over the mean tokens per EP rank, for the
 // plan's routing (uniform: 1; Zipf or a histogram with Megatron's contiguous

@@ -139,6 +139,7 @@ TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>
       task.kind = TaskKind::kCollective;
       task.comm.kind = op.collective;
       task.comm.bytes = op.bytes;
+      task.comm.scale_out_bytes = op.scale_out_bytes;
       task.comm.group = op.ep_group ? ep_group_[rank] : op.cp_group ? cp_group_[rank] : tp_group_[rank];
       if (op.async) {
         task.stream = tp_stream_;
@@ -146,6 +147,10 @@ TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>
       } else {
         task.stream = compute_;
       }
+    } else if (op.host_wait > Time::Zero()) {  // the GPU idles while the host waits
+      task.kind = TaskKind::kDelay;
+      task.stream = compute_;
+      task.duration = op.host_wait;
     } else {
       task.kind = TaskKind::kCompute;
       task.stream = compute_;
@@ -374,7 +379,7 @@ trace::Trace StepBuilder::Build() {
   n_xfer_bwd_ = t_.InternName("send-gradient");
 
   for (int kind = 0; kind < (s_.model.is_moe() ? 2 : 1); ++kind) {
-    LayerShape ls = kind == 1 ? shape_.Moe(s_.model, plan_) : shape_;
+    LayerShape ls = kind == 1 ? shape_.Moe(s_.model, plan_, DomainSize(s_.topology)) : shape_;
     fwd_[kind] = Intern(LayerForward(ls));
     bwd_[kind] = Intern(LayerBackward(ls));
     recompute_full_[kind] = Intern(LayerForward(ls), "recompute-");
