@@ -1,4 +1,5 @@
-// Wall time of one simulated training step of the flagship scenarios:
+// Wall time of one simulated training step of the flagship scenarios and of
+// the MoE one (DeepSeek-V3 on 2048 H800 with DualPipe, EP 64):
 // scenario already loaded, everything else (trace generation, memory model,
 // replay, attribution) timed. Target: at most 1 s per step on a 2-core machine.
 #include <benchmark/benchmark.h>
@@ -25,9 +26,11 @@ void SimulateScenario(benchmark::State& state, const std::string& name) {
 
 void BM_Gpt3_175B_1024xH100(benchmark::State& state) { SimulateScenario(state, "gpt3-175b-1024xh100.json"); }
 void BM_Llama3_405B_16384xH100(benchmark::State& state) { SimulateScenario(state, "llama3-405b-16384xh100.json"); }
+void BM_DeepSeekV3_2048xH800(benchmark::State& state) { SimulateScenario(state, "deepseek-v3-2048xh800.json"); }
 
 BENCHMARK(BM_Gpt3_175B_1024xH100)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_Llama3_405B_16384xH100)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_DeepSeekV3_2048xH800)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace
 

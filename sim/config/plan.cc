@@ -79,6 +79,8 @@ const char* ScheduleName(PipelineScheduleKind s) {
     case PipelineScheduleKind::kGpipe: return "gpipe";
     case PipelineScheduleKind::kOneFOneB: return "1f1b";
     case PipelineScheduleKind::kInterleaved: return "interleaved";
+    case PipelineScheduleKind::kZeroBubbleH1: return "zb-h1";
+    case PipelineScheduleKind::kDualPipe: return "dualpipe";
   }
   return "?";
 }
@@ -161,10 +163,12 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
 
   std::optional<JsonNode> schedule_node = obj.Optional("schedule");
   if (schedule_node) {
-    std::string s = schedule_node->OneOf({"gpipe", "1f1b", "interleaved"});
-    p.schedule = s == "gpipe" ? PipelineScheduleKind::kGpipe
-                 : s == "1f1b" ? PipelineScheduleKind::kOneFOneB
-                               : PipelineScheduleKind::kInterleaved;
+    std::string s = schedule_node->OneOf({"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe"});
+    p.schedule = s == "gpipe"      ? PipelineScheduleKind::kGpipe
+                 : s == "1f1b"     ? PipelineScheduleKind::kOneFOneB
+                 : s == "zb-h1"    ? PipelineScheduleKind::kZeroBubbleH1
+                 : s == "dualpipe" ? PipelineScheduleKind::kDualPipe
+                                   : PipelineScheduleKind::kInterleaved;
   } else if (p.vp > 1) {
     p.schedule = PipelineScheduleKind::kInterleaved;
   } else if (p.schedule == PipelineScheduleKind::kInterleaved) {

@@ -24,7 +24,14 @@ namespace stacksim::config {
 
 enum class Recompute { kNone, kSelective, kFull };
 enum class Sharding { kNone, kZero1, kZero2, kZero3 };
-enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved };
+// Pipeline schedules: GPipe; 1F1B (PipeDream-Flush); Megatron's interleaved
+// 1F1B (vp > 1); ZB-H1 (Qi et al., ICLR 2024: backward split into B, the
+// activation gradient, and W, the weight gradient, with W deferred to fill
+// the bubble at 1F1B's memory); DualPipe (DeepSeek-V3 technical report,
+// arXiv:2412.19437 §3.2.1: bidirectional, two model copies per rank, a
+// forward and a backward chunk overlapped so the EP all-to-all hides behind
+// the other chunk's compute).
+enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZeroBubbleH1, kDualPipe };
 // Attention kernels: the fastest fused kernel the GPU's profile describes
 // (cuDNN / FlashAttention-3 class on Hopper), FlashAttention-2 (Dao 2023), or
 // the unfused QK^T / softmax / PV of Megatron-LM before 2023.
@@ -48,6 +55,12 @@ const char* RoutingName(Routing r);  // "uniform", "zipf", "histogram"
 enum class MoeDispatcher { kAllToAll, kHierarchical };
 const char* MoeDispatcherName(MoeDispatcher d);  // "alltoall", "hierarchical"
 
+// Where optimizer state (fp32 master weights, Adam moments) or the 16-bit
+// parameters live when they do not stay in GPU memory: host DRAM over PCIe,
+// or NVMe behind the host.
+enum class OffloadTarget { kNone, kHost, kNvme };
+const char* OffloadName(OffloadTarget t);  // "none", "host", "nvme"
+
 // How context-parallel ranks obtain the other ranks' keys and values: ring
 // attention's point-to-point exchange overlapped with the attention of the
 // block already held (Megatron-Core's default cp_comm_type "p2p"), or one
@@ -55,12 +68,6 @@ const char* MoeDispatcherName(MoeDispatcher d);  // "alltoall", "hierarchical"
 // reduce-scattered after the backward (Llama 3, arXiv:2407.21783 §3.3.2).
 enum class CpComm { kP2p, kAllGather };
 const char* CpCommName(CpComm c);  // "p2p", "allgather"
-
-// Where optimizer state (fp32 master weights, Adam moments) or the 16-bit
-// parameters live when they do not stay in GPU memory: host DRAM over PCIe,
-// or NVMe behind the host.
-enum class OffloadTarget { kNone, kHost, kNvme };
-const char* OffloadName(OffloadTarget t);  // "none", "host", "nvme"
 
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);

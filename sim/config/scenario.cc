@@ -220,6 +220,17 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                                       Str(p.micro_batches()) + " = global batch / (micro_batch x dp)) to be a " +
                                       "multiple of pp (" + Str(p.pp) + "), as Megatron-LM requires");
   }
+  if (p.schedule == PipelineScheduleKind::kDualPipe) {
+    if (p.pp % 2 != 0) {
+      fail("plan.pp", "DualPipe runs two model copies from opposite ends of the pipeline and needs an even pp (pp is " +
+                          Str(p.pp) + ")");
+    }
+    if (p.micro_batches() % 2 != 0 || p.micro_batches() < 2 * p.pp) {
+      fail("training.global_batch", "DualPipe needs an even number of micro-batches of at least 2 x pp = " +
+                                        Str(2 * p.pp) + " (global batch / (micro_batch x dp) = " +
+                                        Str(p.micro_batches()) + ")");
+    }
+  }
   if (s.gpus > t.gpus_per_node && s.gpus % t.gpus_per_node != 0) {
     fail("gpus", Str(s.gpus) + " GPUs is not a whole number of " + Str(t.gpus_per_node) + "-GPU nodes of topology " +
                      t.name);

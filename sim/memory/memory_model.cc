@@ -100,11 +100,13 @@ Bytes RuntimeOverhead() {
 std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const auto& plan = s.plan;
   const int p = plan.pp;
-  const int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
-  const int m = static_cast<int>(plan.micro_batches());
+  const auto layout = workload::PipelineLayout::Of(plan);
+  const int v = layout.chunks();  // model chunks per rank (two model copies for DualPipe)
   const auto shape = workload::LayerShape::From(s.model, plan, s.seq_len);
-  const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.num_layers), p, v);
-  const auto schedule = workload::BuildSchedule(plan.schedule, p, v, m);
+  const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.num_layers), p, layout.v);
+  std::vector<int> first_layer(layers.size(), 0);
+  for (size_t i = 1; i < layers.size(); ++i) first_layer[i] = first_layer[i - 1] + layers[i - 1];
+  const auto schedule = workload::BuildSchedule(layout);
   const double e = shape.element_bytes();
   const double dp = plan.dp * plan.cp;  // optimizer state shards over dp x cp (same weights)
   const double layer_params = D(s.model.LayerParameterCount()) / plan.tp;
@@ -173,10 +175,12 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     int peak_chunks = workload::PeakInFlightChunks(schedule[st]);
     // Layers of each kind (dense, MoE) on this stage.
     double stage_layers[2] = {0, 0};
-    for (int vs = 0, first = 0; vs < p * v; first += layers[vs], ++vs) {
-      if (vs % p != st) continue;
-      for (int l = first; l < first + layers[vs]; ++l) stage_layers[s.model.IsMoeLayer(l) ? 1 : 0] += 1;
+    const std::vector<int> held = layout.StagesOfRank(st);
+    for (int vs : held) {
+      for (int l = first_layer[vs]; l < first_layer[vs] + layers[vs]; ++l) stage_layers[s.model.IsMoeLayer(l) ? 1 : 0] += 1;
     }
+    const bool has_embedding = std::find(held.begin(), held.end(), 0) != held.end();
+    const bool has_head = std::find(held.begin(), held.end(), layout.stages() - 1) != held.end();
     double act = peak_chunks / static_cast<double>(v) *
                  (stage_layers[0] * LayerActivations(shape, plan.recompute).value +
                   stage_layers[1] * LayerActivations(moe_shape, plan.recompute).value);
@@ -187,8 +191,8 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     }
     const double T = D(shape.tokens());
     const double Tn = shape.sequence_parallel ? T / plan.tp : T;
-    if (st == 0) act += peak_chunks / static_cast<double>(v) * (e * Tn * D(s.model.hidden_size));  // embedding output
-    if (st == p - 1) {
+    if (has_embedding) act += peak_chunks / static_cast<double>(v) * (e * Tn * D(s.model.hidden_size));  // embedding output
+    if (has_head) {
       // Logits (16-bit) and the fp32 softmax kept for the loss backward, one micro-batch.
       act += T * D(s.model.vocab_size / plan.tp) * (e + 4.0);
     }

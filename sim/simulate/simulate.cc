@@ -81,8 +81,10 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int ra
         } else if (comm) {
           *bucket += exposed;
           Time rest = gap - exposed;
-          // Waiting for a pipeline neighbour beyond the transfer itself is bubble.
-          (bucket == &b.pp_exposed ? b.bubble : b.other) += rest;
+          // Waiting for a pipeline neighbour beyond the transfer itself is
+          // bubble; an expert all-to-all queued behind another one (DualPipe's
+          // overlapped chunks share the EP stream) is still all-to-all time.
+          (bucket == &b.pp_exposed ? b.bubble : bucket == &b.ep_exposed ? b.ep_exposed : b.other) += rest;
         } else {
           b.other += gap;
         }

@@ -16,19 +16,56 @@
 
 namespace stacksim::workload {
 
+// kBackward is the whole backward of a chunk; zero-bubble schedules split it
+// into kBackwardInput (B: activation gradients, what the previous stage
+// waits for) and kWeight (W: the weight-gradient GEMMs, run later).
+enum class Pass : uint8_t { kForward, kBackward, kBackwardInput, kWeight };
+
 struct PipelineStep {
-  bool forward = true;
+  Pass pass = Pass::kForward;
   int micro_batch = 0;
-  int chunk = 0;  // model chunk on this rank, 0..v-1
+  int chunk = 0;  // model chunk on this rank, 0..chunks()-1
+  // DualPipe: this step and the next one run as one overlapped forward-
+  // backward pair (their communication hides behind the other's compute).
+  bool overlap_with_next = false;
+
+  bool forward() const { return pass == Pass::kForward; }
 };
 
-// REQUIRES: p >= 1, v >= 1, m >= 1; for kInterleaved, m % p == 0 (Megatron's rule).
-// Returns, per pipeline rank, the ordered steps (each micro-batch's forward and
-// backward of each chunk exactly once).
-std::vector<std::vector<PipelineStep>> BuildSchedule(config::PipelineScheduleKind kind, int p, int v, int m);
+// Where the pieces of the model live. The layer stack is cut into stages()
+// consecutive model stages; each pipeline rank holds chunks() of them.
+// Interleaved: stage c*p + r is chunk c of rank r (v chunks). DualPipe: two
+// copies of a p-stage model run in opposite directions; chunk 0 of rank r is
+// stage r of the copy fed at rank 0, chunk 1 stage p-1-r of the copy fed at
+// rank p-1; the first half of the micro-batches take the first copy.
+struct PipelineLayout {
+  config::PipelineScheduleKind kind = config::PipelineScheduleKind::kOneFOneB;
+  int p = 1, v = 1, m = 1;
 
-// The most forward passes whose backward has not run yet, over the schedule,
-// for rank `stage`, counted in chunks (divide by v for whole-model micro-batches).
+  static PipelineLayout Of(const config::PlanConfig& plan);
+  int chunks() const;
+  int stages() const;
+  bool dual() const { return kind == config::PipelineScheduleKind::kDualPipe; }
+  // Direction of a micro-batch (DualPipe; 0 otherwise).
+  int Direction(int micro_batch) const { return dual() && micro_batch >= m / 2 ? 1 : 0; }
+  int Stage(int rank, int chunk) const;
+  int Rank(int stage, int micro_batch) const;
+  int Chunk(int stage, int micro_batch) const;
+  // The model stages rank `rank` holds (one per chunk).
+  std::vector<int> StagesOfRank(int rank) const;
+};
+
+// REQUIRES: p >= 1, v >= 1, m >= 1; for kInterleaved, m % p == 0 (Megatron's
+// rule); for kDualPipe, p even and m even with m >= 2p (ValidatePlan checks).
+// Returns, per pipeline rank, the ordered steps (each micro-batch's forward and
+// backward of each chunk exactly once; split schedules give B and W once each).
+std::vector<std::vector<PipelineStep>> BuildSchedule(config::PipelineScheduleKind kind, int p, int v, int m);
+std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout);
+
+// The most chunk forwards whose activations are still held, over the
+// schedule, counted in chunks (divide by chunks() for whole micro-batches). A
+// chunk's activations are released by its backward, or by its W pass when the
+// backward is split (the W pass still needs the GEMM inputs: conservative).
 int PeakInFlightChunks(const std::vector<PipelineStep>& steps);
 
 }  // namespace stacksim::workload

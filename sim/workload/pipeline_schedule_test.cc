@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <tuple>
+#include <vector>
 
 #include "sim/engine/engine.h"
 
@@ -12,74 +15,112 @@ namespace {
 
 using config::PipelineScheduleKind;
 
-// Replays a schedule as one compute task per step (forward 1 ms per chunk of
-// 1/v of the stage, backward 2 ms per chunk) with free transfers, and returns
-// the pipeline's idle fraction on stage 0.
-double BubbleFraction(PipelineScheduleKind kind, int p, int v, int m) {
-  auto sched = BuildSchedule(kind, p, v, m);
+// Replays a schedule as one compute task per step with free transfers:
+// forward 1 ms per stage of a 1/p model piece, backward 2 ms, split into B 1 ms
+// and W 1 ms, DualPipe's overlapped pairs back to back. Every rank then works
+// 3 ms per micro-batch; returns the idle time on the slowest rank in ms.
+double IdleMs(PipelineScheduleKind kind, int p, int v, int m) {
+  PipelineLayout layout;
+  layout.kind = kind;
+  layout.p = p;
+  layout.v = v;
+  layout.m = m;
+  auto sched = BuildSchedule(layout);
+  const double scale = static_cast<double>(p) / layout.stages();  // 1/v of a stage per chunk
   trace::Trace t;
   t.SetRankCount(p);
   auto compute = t.InternStream("compute");
   auto send = t.InternStream("pp");
   t.InternLabel("work");
   trace::GroupId pair = t.AddGroup({"pair", 2, 1, 2, {}});
-  // (micro-batch, virtual stage, forward?) -> transfer task out of it
+  // (micro-batch, model stage, forward?) -> transfer task out of it
   std::map<std::tuple<int, int, bool>, trace::TaskId> out;
   std::vector<size_t> next(p, 0);
   size_t left = 0;
   for (auto& s : sched) left += s.size();
-  const int last = p * v - 1;
+  const int last = layout.stages() - 1;
   while (left > 0) {
+    size_t before = left;
     for (int r = 0; r < p; ++r) {
       while (next[r] < sched[r].size()) {
-        const auto& st = sched[r][next[r]];
-        int vs = st.chunk * p + r;
-        trace::TaskId dep = -1;
-        if (st.forward && vs > 0) {
-          auto it = out.find({st.micro_batch, vs - 1, true});
-          if (it == out.end()) break;
-          dep = it->second;
+        // One step, or DualPipe's overlapped pair as one task of both lengths
+        // whose outputs are ready at its end (the report's "F&B" unit).
+        const size_t n = sched[r][next[r]].overlap_with_next ? 2 : 1;
+        std::vector<trace::TaskId> deps;
+        double ms = 0;
+        bool ready = true;
+        for (size_t k = 0; k < n && ready; ++k) {
+          const auto& st = sched[r][next[r] + k];
+          const int vs = layout.Stage(r, st.chunk);
+          const bool fwd = st.pass == Pass::kForward;
+          const bool bwd = st.pass == Pass::kBackward || st.pass == Pass::kBackwardInput;
+          ms += (st.pass == Pass::kBackward ? 2.0 : 1.0) * scale;
+          if ((fwd && vs > 0) || (bwd && vs < last)) {
+            auto it = out.find({st.micro_batch, fwd ? vs - 1 : vs + 1, fwd});
+            if (it == out.end()) ready = false;
+            else deps.push_back(it->second);
+          }
         }
-        if (!st.forward && vs < last) {
-          auto it = out.find({st.micro_batch, vs + 1, false});
-          if (it == out.end()) break;
-          dep = it->second;
-        }
+        if (!ready) break;
         trace::Task task;
         task.kind = trace::TaskKind::kDelay;
         task.rank = r;
         task.stream = compute;
-        task.duration = Time::Ms((st.forward ? 1.0 : 2.0) / v);
-        trace::TaskId id = t.Add(task, {dep});
-        if ((st.forward && vs < last) || (!st.forward && vs > 0)) {
-          trace::Task x;
-          x.kind = trace::TaskKind::kTransfer;
-          x.rank = r;
-          x.stream = send;
-          x.transfer.dst = (st.forward ? vs + 1 : vs - 1) % p;
-          x.transfer.group = pair;
-          out[{st.micro_batch, vs, st.forward}] = t.Add(x, {id});
+        task.duration = Time::Ms(ms);
+        trace::TaskId id = t.Add(task, deps);
+        for (size_t k = 0; k < n; ++k) {
+          const auto& st = sched[r][next[r] + k];
+          const int vs = layout.Stage(r, st.chunk);
+          const bool fwd = st.pass == Pass::kForward;
+          const bool bwd = st.pass == Pass::kBackward || st.pass == Pass::kBackwardInput;
+          if ((fwd && vs < last) || (bwd && vs > 0)) {
+            trace::Task x;
+            x.kind = trace::TaskKind::kTransfer;
+            x.rank = r;
+            x.stream = send;
+            x.transfer.dst = layout.Rank(fwd ? vs + 1 : vs - 1, st.micro_batch);
+            x.transfer.group = pair;
+            out[{st.micro_batch, vs, fwd}] = t.Add(x, {id});
+          }
         }
-        ++next[r];
-        --left;
+        next[r] += n;
+        left -= n;
       }
     }
+    if (left == before) ADD_FAILURE() << "schedule deadlocks";
+    if (left == before) return -1;
   }
   engine::FixedCostModel cost(FlopRate{1e12});
   engine::FixedNetworkModel net(Time::Zero(), Bandwidth{1e18});
   auto res = engine::Engine(cost, net).Replay(t);
-  double busy = m * 3.0e-3;
-  return (res.makespan.seconds() - busy) / res.makespan.seconds();
+  return res.makespan.seconds() * 1e3 - m * 3.0;
+}
+
+double BubbleFraction(PipelineScheduleKind kind, int p, int v, int m) {
+  double idle = IdleMs(kind, p, v, m);
+  return idle / (idle + m * 3.0);
 }
 
 TEST(PipelineSchedule, EveryStepRunsOnce) {
-  for (auto kind : {PipelineScheduleKind::kGpipe, PipelineScheduleKind::kOneFOneB, PipelineScheduleKind::kInterleaved}) {
-    auto s = BuildSchedule(kind, 4, kind == PipelineScheduleKind::kInterleaved ? 3 : 1, 8);
-    int v = kind == PipelineScheduleKind::kInterleaved ? 3 : 1;
+  for (auto kind : {PipelineScheduleKind::kGpipe, PipelineScheduleKind::kOneFOneB, PipelineScheduleKind::kInterleaved,
+                    PipelineScheduleKind::kZeroBubbleH1, PipelineScheduleKind::kDualPipe}) {
+    const int v = kind == PipelineScheduleKind::kInterleaved ? 3 : 1;
+    const bool split = kind == PipelineScheduleKind::kZeroBubbleH1;
+    auto s = BuildSchedule(kind, 4, v, 8);
     for (const auto& steps : s) {
-      std::map<std::tuple<bool, int, int>, int> seen;
-      for (const auto& st : steps) seen[{st.forward, st.micro_batch, st.chunk}]++;
-      EXPECT_EQ(seen.size(), static_cast<size_t>(2 * 8 * v));
+      std::map<std::tuple<Pass, int, int>, int> seen;
+      int weights = 0, split_backwards = 0;
+      for (const auto& st : steps) {
+        seen[{st.pass, st.micro_batch, st.chunk}]++;
+        weights += st.pass == Pass::kWeight;
+        split_backwards += st.pass == Pass::kBackwardInput;
+        // DualPipe: the first half of the micro-batches take model copy 0.
+        if (kind == PipelineScheduleKind::kDualPipe) EXPECT_EQ(st.chunk, st.micro_batch < 4 ? 0 : 1);
+      }
+      EXPECT_EQ(weights, split_backwards);
+      // A forward and a backward per micro-batch and chunk, plus a W pass for each split backward.
+      EXPECT_EQ(seen.size(), static_cast<size_t>(2 * 8 * v + weights)) << config::ScheduleName(kind);
+      if (split) EXPECT_EQ(weights, 8);
       for (const auto& [k, n] : seen) EXPECT_EQ(n, 1);
     }
   }
@@ -117,6 +158,56 @@ TEST(PipelineSchedule, InterleavedFirstStageHoldsMoreChunks) {
   // Megatron: warm-up of (p - 1) * 2 + (v - 1) * p chunk forwards, plus one.
   auto s = BuildSchedule(PipelineScheduleKind::kInterleaved, 4, 2, 8);
   EXPECT_EQ(PeakInFlightChunks(s[0]), (4 - 1) * 2 + (2 - 1) * 4 + 1);
+}
+
+TEST(PipelineSchedule, ZeroBubbleH1CutsTheBubbleToAThird) {
+  // Qi et al. ICLR 2024 §2.1: with F = B = W the 1F1B bubble (p-1)(F+B+W)
+  // becomes (p-1)(F+B-W).
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{8, 16}, std::pair{8, 32}}) {
+    EXPECT_NEAR(IdleMs(PipelineScheduleKind::kOneFOneB, p, 1, m), 3.0 * (p - 1), 1e-6) << p << " " << m;
+    EXPECT_NEAR(IdleMs(PipelineScheduleKind::kZeroBubbleH1, p, 1, m), 1.0 * (p - 1), 1e-6) << p << " " << m;
+  }
+}
+
+TEST(PipelineSchedule, ZeroBubbleH1HoldsNoMoreThanOneFOneBsFirstStage) {
+  auto s = BuildSchedule(PipelineScheduleKind::kZeroBubbleH1, 4, 1, 16);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(PeakInFlightChunks(s[r]), 4) << r;
+}
+
+TEST(PipelineSchedule, DualPipeBubbleMatchesDeepSeekClosedForm) {
+  // DeepSeek-V3 report Table 2: (p/2 - 1)(F&B + B - 3W), B the whole backward;
+  // with F = 1, B = 2, W = 1 and no overlap gain (F&B = 3): p - 2.
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{8, 16}, std::pair{8, 32}, std::pair{16, 32}}) {
+    EXPECT_NEAR(IdleMs(PipelineScheduleKind::kDualPipe, p, 1, m), p - 2.0, 1e-6) << p << " " << m;
+  }
+}
+
+TEST(PipelineSchedule, DualPipeLayoutRunsTheTwoCopiesInOppositeDirections) {
+  PipelineLayout l;
+  l.kind = PipelineScheduleKind::kDualPipe;
+  l.p = 8;
+  l.m = 16;
+  EXPECT_EQ(l.chunks(), 2);
+  EXPECT_EQ(l.stages(), 8);
+  EXPECT_EQ(l.StagesOfRank(0), (std::vector<int>{0, 7}));
+  EXPECT_EQ(l.StagesOfRank(5), (std::vector<int>{5, 2}));
+  EXPECT_EQ(l.Rank(2, 3), 2);   // copy 0: stage s on rank s
+  EXPECT_EQ(l.Rank(2, 12), 5);  // copy 1: stage s on rank p-1-s
+  EXPECT_EQ(l.Chunk(2, 12), 1);
+}
+
+TEST(PipelineSchedule, DualPipeInFlightActivations) {
+  // DeepSeek-V3 report Table 2: DualPipe holds PP + 1 micro-batch chunks at its
+  // peak (each a 1/p model piece).
+  auto s = BuildSchedule(PipelineScheduleKind::kDualPipe, 8, 1, 32);
+  int peak = 0;
+  for (const auto& steps : s) peak = std::max(peak, PeakInFlightChunks(steps));
+  EXPECT_EQ(peak, 8 + 1);
+}
+
+TEST(PipelineSchedule, DualPipeRejectsOddOrTooFewMicroBatches) {
+  EXPECT_THROW(BuildSchedule(PipelineScheduleKind::kDualPipe, 8, 1, 14), std::invalid_argument);
+  EXPECT_THROW(BuildSchedule(PipelineScheduleKind::kDualPipe, 5, 1, 20), std::invalid_argument);
 }
 
 }  // namespace

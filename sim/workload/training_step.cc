@@ -1,8 +1,12 @@
 #include "sim/workload/training_step.h"
 
 #include <algorithm>
+#include <coroutine>
+#include <exception>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/offload.h"
@@ -30,6 +34,65 @@ struct OpList {
   std::vector<int32_t> names;
 };
 
+// The backward of an op list split for zero-bubble schedules: B (everything
+// but the weight-gradient GEMMs) and W (those GEMMs).
+std::pair<std::vector<Op>, std::vector<Op>> SplitWeightGradients(const std::vector<Op>& ops) {
+  std::vector<Op> b, w;
+  std::vector<int> index(ops.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Op op = ops[i];
+    if (op.weight_grad) {
+      op.wait_for = -1;  // W waits for all of B's async collectives instead
+      w.push_back(op);
+    } else {
+      if (op.wait_for >= 0) op.wait_for = index[op.wait_for];
+      index[i] = static_cast<int>(b.size());
+      b.push_back(op);
+    }
+  }
+  return {b, w};
+}
+
+// A pass being emitted that can stop after each expert-parallel all-to-all,
+// so that DualPipe can interleave a forward and a backward chunk: while one
+// chunk's all-to-all runs, the other chunk's kernels are queued on the GPU.
+class PassEmission {
+ public:
+  struct promise_type {
+    std::exception_ptr error;
+    PassEmission get_return_object() {
+      return PassEmission(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    std::suspend_always yield_value(int) noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { error = std::current_exception(); }
+  };
+
+  explicit PassEmission(std::coroutine_handle<promise_type> h) : h_(h) {}
+  PassEmission(PassEmission&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  PassEmission(const PassEmission&) = delete;
+  PassEmission& operator=(const PassEmission&) = delete;
+  ~PassEmission() {
+    if (h_) h_.destroy();
+  }
+  // Emits up to the next stopping point; false once the pass is complete.
+  bool Resume() {
+    if (h_.done()) return false;
+    h_.resume();
+    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
+    return !h_.done();
+  }
+  void RunToEnd() {
+    while (Resume()) {
+    }
+  }
+
+ private:
+  std::coroutine_handle<promise_type> h_;
+};
+
 class StepBuilder {
  public:
   explicit StepBuilder(const config::ScenarioConfig& s) : s_(s), plan_(s.plan) {}
@@ -38,23 +101,47 @@ class StepBuilder {
 
  private:
   OpList Intern(std::vector<Op> ops, const std::string& prefix = "");
+  // Emitting one op list, possibly in several parts.
+  struct Cursor {
+    const OpList* list = nullptr;
+    size_t next = 0;
+    std::vector<TaskId> ids;
+    TaskId prev = -1;        // last task of the list on the compute stream
+    TaskId pending_ep = -1;  // overlapped: the async all-to-all the next op waits for
+    std::vector<TaskId> first_deps;
+    std::vector<TaskId>* async_out = nullptr;  // collects async collectives (for a later W pass)
+    bool done() const { return next >= list->ops.size(); }
+  };
+  // Emits ops of the cursor's list on `rank`; the first task waits for
+  // `first_deps`. Overlapped: stops after an expert-parallel all-to-all, which
+  // then runs asynchronously on its own stream.
+  void EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapped);
   // Emits `list` on `rank`; the first task waits for `first_deps`. Returns the
   // last task on the compute stream (or the last of `first_deps` if empty).
-  TaskId Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb);
+  TaskId Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb,
+              std::vector<TaskId>* async_out = nullptr);
   TaskId Collective(int rank, trace::StreamId stream, const char* label, const std::string& name,
                     CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
                     int instance = -1, int layer = -1, int mb = -1);
   // A pipeline send of one micro-batch's activation (or its gradient).
   TaskId Send(int rank, int mb, int dst, trace::GroupId pair, int32_t name, TaskId after);
-  void EmitForward(int rank, const PipelineStep& st);
-  void EmitBackward(int rank, const PipelineStep& st);
+  // Sends the output of model stage `stage` (forward) or its input gradient
+  // (backward) to the rank holding the neighbouring stage.
+  TaskId SendOut(int rank, int stage, int mb, bool forward, TaskId after);
+  PassEmission EmitForward(int rank, PipelineStep st, bool overlapped);
+  PassEmission EmitBackward(int rank, PipelineStep st, bool overlapped);
+  void EmitWeight(int rank, const PipelineStep& st);
+  // Gradient accounting after a layer's weight gradients are complete.
+  void LayerGradientsDone(int rank, int layer, TaskId last);
+  void StageGradientsDone(int rank, int stage, TaskId last);
+  int LastMicroBatch(int chunk) const { return layout_.dual() && chunk == 0 ? m_ / 2 - 1 : m_ - 1; }
   void AddGradients(int rank, Bytes bytes, TaskId after, int layer);
   void FlushGradients(int rank, TaskId after);
   void EmitStepEnd();
   bool CanRun(int rank, const PipelineStep& st) const;
 
-  int Virtual(int rank, int chunk) const { return chunk * p_ + rank; }
-  int RankOf(int vs) const { return vs % p_; }
+  PipelineLayout layout_;
+  int last_stage() const { return layout_.stages() - 1; }
 
   const config::ScenarioConfig& s_;
   const config::PlanConfig& plan_;
@@ -65,13 +152,21 @@ class StepBuilder {
   std::vector<int> first_layer_; // per virtual stage
   // Per layer kind: [0] dense, [1] MoE.
   OpList fwd_[2], bwd_[2], recompute_full_[2], recompute_sel_[2];
+  OpList bwd_input_[2], bwd_weight_[2];  // bwd_ split into B and W
   OpList emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
+  OpList head_b_input_, head_b_weight_;
+  // Split backward: per (micro-batch, stage), B's async collectives W waits for.
+  std::map<std::pair<int, int>, std::vector<TaskId>> b_async_;
   int Kind(int layer) const { return s_.model.IsMoeLayer(layer) ? 1 : 0; }
-  trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0;
+  trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0, ep_stream_ = 0;
   trace::LabelId label_compute_ = 0;
   std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_, ep_group_, edp_group_, cp_group_;
   trace::GroupId embedding_group_ = trace::kNoGroup;
-  // Cross-stage hand-offs: [micro-batch][virtual stage] -> transfer task.
+  // DualPipe: the rank holding the same two stages (of the other copy), whose
+  // gradients are summed with this rank's.
+  std::vector<trace::GroupId> mirror_group_;
+  std::vector<int> mirror_instance_;
+  // Cross-stage hand-offs: [micro-batch][model stage] -> transfer task.
   std::vector<std::vector<TaskId>> fwd_out_, bwd_out_;
   // Per rank: gradient bytes waiting in the current bucket, and DP tasks.
   std::vector<double> bucket_;
@@ -120,30 +215,42 @@ TaskId StepBuilder::Collective(int rank, trace::StreamId stream, const char* lab
   return t_.Add(task, deps);
 }
 
-TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb) {
-  std::vector<TaskId> ids(list.ops.size(), -1);
-  TaskId prev = -1;
+void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapped) {
+  const OpList& list = *c.list;
+  if (c.ids.empty()) c.ids.assign(list.ops.size(), -1);
   std::vector<TaskId> deps;
-  for (size_t i = 0; i < list.ops.size(); ++i) {
+  while (c.next < list.ops.size()) {
+    const size_t i = c.next++;
     const Op& op = list.ops[i];
     deps.clear();
-    if (prev < 0) deps = first_deps;
-    if (op.wait_for >= 0) deps.push_back(ids[op.wait_for]);
+    if (c.prev < 0) deps = c.first_deps;
+    if (op.wait_for >= 0) deps.push_back(c.ids[op.wait_for]);
+    if (c.pending_ep >= 0) {
+      deps.push_back(c.pending_ep);
+      c.pending_ep = -1;
+    }
     trace::Task task;
     task.rank = rank;
     task.label = t_.InternLabel(op.label);
     task.name = list.names[i];
     task.layer = layer;
     task.micro_batch = mb;
+    bool async = op.async;
+    bool stop = false;
     if (op.is_collective) {
       task.kind = TaskKind::kCollective;
       task.comm.kind = op.collective;
       task.comm.bytes = op.bytes;
       task.comm.scale_out_bytes = op.scale_out_bytes;
       task.comm.group = op.ep_group ? ep_group_[rank] : op.cp_group ? cp_group_[rank] : tp_group_[rank];
-      if (op.async) {
+      if (overlapped && op.ep_group && op.collective == CollectiveKind::kAllToAll) {
+        task.stream = ep_stream_;
+        if (c.prev >= 0) deps.push_back(c.prev);
+        async = true;
+        stop = true;
+      } else if (op.async) {
         task.stream = tp_stream_;
-        if (prev >= 0) deps.push_back(prev);
+        if (c.prev >= 0) deps.push_back(c.prev);
       } else {
         task.stream = compute_;
       }
@@ -156,12 +263,32 @@ TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>
       task.stream = compute_;
       task.compute = op.compute;
     }
-    ids[i] = t_.Add(task, deps);
-    if (!op.async) prev = ids[i];
+    c.ids[i] = t_.Add(task, deps);
+    if (async) {
+      if (c.async_out) c.async_out->push_back(c.ids[i]);
+      if (stop) c.pending_ep = c.ids[i];
+    } else {
+      c.prev = c.ids[i];
+    }
+    if (stop && c.next < list.ops.size()) return;
   }
-  if (prev < 0) return first_deps.empty() ? -1 : first_deps.back();
-  last_compute_[rank] = prev;
-  return prev;
+  // A list that ends in an overlapped all-to-all: its result is the list's output.
+  if (c.pending_ep >= 0) {
+    c.prev = c.pending_ep;
+    c.pending_ep = -1;
+  }
+}
+
+TaskId StepBuilder::Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb,
+                         std::vector<TaskId>* async_out) {
+  Cursor c;
+  c.list = &list;
+  c.first_deps = first_deps;
+  c.async_out = async_out;
+  EmitSome(rank, c, layer, mb, false);
+  if (c.prev < 0) return first_deps.empty() ? -1 : first_deps.back();
+  last_compute_[rank] = c.prev;
+  return c.prev;
 }
 
 TaskId StepBuilder::Send(int rank, int mb, int dst, trace::GroupId pair, int32_t name, TaskId after) {
@@ -182,13 +309,29 @@ TaskId StepBuilder::Send(int rank, int mb, int dst, trace::GroupId pair, int32_t
 }
 
 bool StepBuilder::CanRun(int rank, const PipelineStep& st) const {
-  int vs = Virtual(rank, st.chunk);
-  if (st.forward) return vs == 0 || fwd_out_[st.micro_batch][vs - 1] >= 0;
-  return vs == p_ * v_ - 1 || bwd_out_[st.micro_batch][vs + 1] >= 0;
+  const int stage = layout_.Stage(rank, st.chunk);
+  switch (st.pass) {
+    case Pass::kForward:
+      return stage == 0 || fwd_out_[st.micro_batch][stage - 1] >= 0;
+    case Pass::kBackward:
+    case Pass::kBackwardInput:
+      return stage == last_stage() || bwd_out_[st.micro_batch][stage + 1] >= 0;
+    case Pass::kWeight:
+      return true;  // after its B pass, earlier on the same rank
+  }
+  return false;
 }
 
-void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
-  const int vs = Virtual(rank, st.chunk);
+TaskId StepBuilder::SendOut(int rank, int stage, int mb, bool forward, TaskId after) {
+  const int dst = layout_.Rank(forward ? stage + 1 : stage - 1, mb);
+  // Pairs are placed lower rank first: r -> r+1 uses this rank's "next" pair.
+  const bool up = dst == (rank + 1) % p_ && !(p_ == 2 && layout_.Direction(mb) == 1);
+  const trace::GroupId pair = up ? next_pair_[rank] : prev_pair_[rank];
+  return Send(rank, mb, dst, pair, forward ? n_xfer_fwd_ : n_xfer_bwd_, after);
+}
+
+PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped) {
+  const int vs = layout_.Stage(rank, st.chunk);
   const int mb = st.micro_batch;
   const bool zero3 = plan_.sharding == Sharding::kZero3;
   std::vector<TaskId> deps;
@@ -210,13 +353,20 @@ void StepBuilder::EmitForward(int rank, const PipelineStep& st) {
       deps.push_back(g);
       gather_gate_[rank] = last_compute_[rank];
     }
-    last = Emit(rank, fwd_[Kind(l)], deps, l, mb);
+    Cursor c;
+    c.list = &fwd_[Kind(l)];
+    c.first_deps = deps;
+    while (!c.done()) {
+      EmitSome(rank, c, l, mb, overlapped);
+      if (!c.done()) co_yield 0;
+    }
+    if (c.prev >= 0) last = last_compute_[rank] = c.prev;
     deps = {last};
   }
-  if (vs == p_ * v_ - 1) {
+  if (vs == last_stage()) {
     last = Emit(rank, head_f_, deps, -1, mb);
   } else {
-    fwd_out_[mb][vs] = Send(rank, mb, RankOf(vs + 1), next_pair_[rank], n_xfer_fwd_, last);
+    fwd_out_[mb][vs] = SendOut(rank, vs, mb, true, last);
   }
 }
 
@@ -247,16 +397,36 @@ void StepBuilder::FlushGradients(int rank, TaskId after) {
   bucket_[rank] = 0;
 }
 
-void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
-  const int vs = Virtual(rank, st.chunk);
+void StepBuilder::LayerGradientsDone(int rank, int layer, TaskId last) {
+  if (plan_.sharding == Sharding::kZero3 || plan_.dp * plan_.cp == 1) return;
+  expert_bucket_[rank] += expert_grad_bytes_[Kind(layer)].value;
+  AddGradients(rank, grad_bytes_[Kind(layer)], last, layer);
+}
+
+void StepBuilder::StageGradientsDone(int rank, int stage, TaskId last) {
+  if (stage == 0 || stage == last_stage()) embedding_grad_ready_[rank] = last;
+  if (plan_.sharding == Sharding::kZero3 || plan_.dp * plan_.cp == 1) return;
+  if (stage == 0 || stage == last_stage()) {
+    double emb = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
+    bool has_copy = stage == 0 || !s_.model.tie_word_embeddings || last_stage() > 0;
+    if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.grad_reduce_precision)}, last, -1);
+  }
+  if (plan_.overlap_grad_reduce) FlushGradients(rank, last);
+}
+
+PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlapped) {
+  const int vs = layout_.Stage(rank, st.chunk);
   const int mb = st.micro_batch;
   const bool zero3 = plan_.sharding == Sharding::kZero3;
-  const bool reduce_now = !zero3 && mb == m_ - 1 && plan_.dp > 1;
+  const bool split = st.pass == Pass::kBackwardInput;
+  // Gradients are complete after this chunk's last micro-batch (whole backward).
+  const bool grads_done = !split && mb == LastMicroBatch(st.chunk);
+  std::vector<TaskId>* async_out = split ? &b_async_[{mb, vs}] : nullptr;
   std::vector<TaskId> deps;
-  if (vs < p_ * v_ - 1) deps.push_back(bwd_out_[mb][vs + 1]);
+  if (vs < last_stage()) deps.push_back(bwd_out_[mb][vs + 1]);
   TaskId last = -1;
-  if (vs == p_ * v_ - 1) {
-    last = Emit(rank, head_b_, deps, -1, mb);
+  if (vs == last_stage()) {
+    last = Emit(rank, split ? head_b_input_ : head_b_, deps, -1, mb, async_out);
     deps = {last};
   }
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
@@ -277,16 +447,23 @@ void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
       last = Emit(rank, recompute_sel_[Kind(l)], deps, l, mb);
       deps = {last};
     }
-    last = Emit(rank, bwd_[Kind(l)], deps, l, mb);
+    Cursor c;
+    c.list = split ? &bwd_input_[Kind(l)] : &bwd_[Kind(l)];
+    c.first_deps = deps;
+    c.async_out = async_out;
+    while (!c.done()) {
+      EmitSome(rank, c, l, mb, overlapped);
+      if (!c.done()) co_yield 0;
+    }
+    if (c.prev >= 0) last = last_compute_[rank] = c.prev;
     deps = {last};
-    if (zero3 && plan_.dp > 1) {
-      // FSDP reduce-scatters each layer's gradients as soon as they exist.
+    if (zero3 && plan_.dp > 1 && !split) {
+      // FSDP reduces-scatters each layer's gradients as soon as they exist.
       dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
                                            CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
                                            dp_group_[rank], {last}, -1, l, mb));
-    } else if (reduce_now) {
-      expert_bucket_[rank] += expert_grad_bytes_[Kind(l)].value;
-      AddGradients(rank, grad_bytes_[Kind(l)], last, l);
+    } else if (grads_done) {
+      LayerGradientsDone(rank, l, last);
     }
   }
   if (vs == 0) {
@@ -295,20 +472,36 @@ void StepBuilder::EmitBackward(int rank, const PipelineStep& st) {
       deps = {last};
     }
     last = Emit(rank, emb_b_, deps, -1, mb);
-    embedding_grad_ready_[rank] = last;
   }
-  if (vs == p_ * v_ - 1) embedding_grad_ready_[rank] = last;
-  if (reduce_now) {
-    if (vs == 0 || vs == p_ * v_ - 1) {
-      double emb = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
-      bool has_copy = vs == 0 || !s_.model.tie_word_embeddings || p_ * v_ > 1;
-      if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.grad_reduce_precision)}, last, -1);
+  if (vs > 0) bwd_out_[mb][vs] = SendOut(rank, vs, mb, false, last);
+  if (grads_done) StageGradientsDone(rank, vs, last);
+}
+
+void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
+  const int vs = layout_.Stage(rank, st.chunk);
+  const int mb = st.micro_batch;
+  const bool zero3 = plan_.sharding == Sharding::kZero3;
+  const bool grads_done = mb == LastMicroBatch(st.chunk);
+  std::vector<TaskId> deps = b_async_[{mb, vs}];
+  b_async_.erase({mb, vs});
+  deps.push_back(last_compute_[rank]);
+  TaskId last = deps.back();
+  if (vs == last_stage()) {
+    last = Emit(rank, head_b_weight_, deps, -1, mb);
+    deps = {last};
+  }
+  for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
+    last = Emit(rank, bwd_weight_[Kind(l)], deps, l, mb);
+    deps = {last};
+    if (zero3 && plan_.dp > 1) {
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
+                                           CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
+                                           dp_group_[rank], {last}, -1, l, mb));
+    } else if (grads_done) {
+      LayerGradientsDone(rank, l, last);
     }
-    if (plan_.overlap_grad_reduce) FlushGradients(rank, last);
   }
-  if (vs > 0) {
-    bwd_out_[mb][vs] = Send(rank, mb, RankOf(vs - 1), prev_pair_[rank], n_xfer_bwd_, last);
-  }
+  if (grads_done) StageGradientsDone(rank, vs, last);
 }
 
 void StepBuilder::EmitStepEnd() {
@@ -327,6 +520,19 @@ void StepBuilder::EmitStepEnd() {
   const bool sharded_optimizer = plan_.sharding != Sharding::kNone;
   for (int r = 0; r < p_; ++r) {
     if (!plan_.overlap_grad_reduce) FlushGradients(r, last_compute_[r]);
+    if (layout_.dual()) {
+      // Sum with the mirror rank's gradients of the same stages (this rank's
+      // reduced shard; DualPipe keeps two copies of every stage).
+      const double all = static_cast<double>(StageParameters(s_, r));
+      const double expert = static_cast<double>(StageExpertParameters(s_, r));
+      const double shard = plan_.sharding == Sharding::kNone ? all : (all - expert) / (plan_.dp * plan_.cp) + expert / edp_;
+      std::vector<TaskId> deps = dp_tasks_[r];
+      deps.push_back(last_compute_[r]);
+      dp_tasks_[r].push_back(Collective(r, dp_stream_, kLabelDp, "dualpipe-mirror-grad-allreduce",
+                                        CollectiveKind::kAllReduce,
+                                        Bytes{shard * config::PrecisionBytes(plan_.grad_reduce_precision)},
+                                        mirror_group_[r], deps, mirror_instance_[r]));
+    }
     const double expert = static_cast<double>(StageExpertParameters(s_, r));
     double params = sharded_optimizer
                         ? (static_cast<double>(StageParameters(s_, r)) - expert) / plan_.dp + expert / edp_
@@ -358,11 +564,12 @@ void StepBuilder::EmitStepEnd() {
 }
 
 trace::Trace StepBuilder::Build() {
-  p_ = plan_.pp;
-  v_ = plan_.schedule == config::PipelineScheduleKind::kInterleaved ? plan_.vp : 1;
-  m_ = static_cast<int>(plan_.micro_batches());
+  layout_ = PipelineLayout::Of(plan_);
+  p_ = layout_.p;
+  v_ = layout_.chunks();
+  m_ = layout_.m;
   shape_ = LayerShape::From(s_.model, plan_, s_.seq_len);
-  layers_ = LayersPerVirtualStage(static_cast<int>(s_.model.num_layers), p_, v_);
+  layers_ = LayersPerVirtualStage(static_cast<int>(s_.model.num_layers), p_, layout_.v);
   first_layer_.assign(layers_.size(), 0);
   for (size_t i = 1; i < layers_.size(); ++i) first_layer_[i] = first_layer_[i - 1] + layers_[i - 1];
 
@@ -371,6 +578,7 @@ trace::Trace StepBuilder::Build() {
   tp_stream_ = t_.InternStream("tp");
   dp_stream_ = t_.InternStream("dp");
   pp_stream_ = t_.InternStream("pp");
+  if (layout_.dual()) ep_stream_ = t_.InternStream("ep");
   for (const char* l :
        {kLabelGemm, kLabelAttention, kLabelMemory, kLabelOptimizer, kLabelTp, kLabelDp, kLabelPp, kLabelEp}) {
     t_.InternLabel(l);
@@ -384,6 +592,9 @@ trace::Trace StepBuilder::Build() {
     bwd_[kind] = Intern(LayerBackward(ls));
     recompute_full_[kind] = Intern(LayerForward(ls), "recompute-");
     recompute_sel_[kind] = Intern(SelectiveRecompute(ls));
+    auto [b, w] = SplitWeightGradients(LayerBackward(ls));
+    bwd_input_[kind] = Intern(std::move(b));
+    bwd_weight_[kind] = Intern(std::move(w));
   }
   edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ep;
   emb_f_ = Intern(EmbeddingForward(shape_));
@@ -391,6 +602,11 @@ trace::Trace StepBuilder::Build() {
   emb_recompute_ = Intern(EmbeddingForward(shape_), "recompute-");
   head_f_ = Intern(HeadForward(shape_));
   head_b_ = Intern(HeadBackward(shape_));
+  {
+    auto [b, w] = SplitWeightGradients(HeadBackward(shape_));
+    head_b_input_ = Intern(std::move(b));
+    head_b_weight_ = Intern(std::move(w));
+  }
 
   const double layer_params = static_cast<double>(s_.model.LayerParameterCount()) / plan_.tp;
   layer_param_bytes_ = Bytes{layer_params / plan_.dp * shape_.element_bytes()};  // one rank's shard
@@ -436,8 +652,21 @@ trace::Trace StepBuilder::Build() {
     emb.simulated = {0, p_ - 1};
     embedding_group_ = t_.AddGroup(emb);
   }
+  if (layout_.dual()) {
+    // DualPipe: ranks r and p-1-r hold the same two stages; each pair sums
+    // its gradients (one collective instance shared by both ranks).
+    mirror_group_.assign(p_, trace::kNoGroup);
+    mirror_instance_.assign(p_, -1);
+    for (int r = 0; r < p_ / 2; ++r) {
+      trace::CommGroup g = PlacePipelinePair(plan_, s_.topology, r, p_ - 1 - r);
+      g.name = "dualpipe-mirror";
+      g.simulated = {r, p_ - 1 - r};
+      mirror_group_[r] = mirror_group_[p_ - 1 - r] = t_.AddGroup(g);
+      mirror_instance_[r] = mirror_instance_[p_ - 1 - r] = next_instance_++;
+    }
+  }
 
-  const int vstages = p_ * v_;
+  const int vstages = layout_.stages();
   fwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
   bwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
   bucket_.assign(p_, 0);
@@ -457,7 +686,7 @@ trace::Trace StepBuilder::Build() {
     for (int r = 0; r < p_; ++r) {
       chunk_gather_[r].assign(v_, -1);
       for (int c = 0; c < v_; ++c) {
-        const int vs = Virtual(r, c);
+        const int vs = layout_.Stage(r, c);
         double params = 0, expert = 0;
         for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
           double e = s_.model.IsMoeLayer(l) ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
@@ -478,7 +707,7 @@ trace::Trace StepBuilder::Build() {
     }
   }
 
-  auto schedule = BuildSchedule(plan_.schedule, p_, v_, m_);
+  auto schedule = BuildSchedule(layout_);
   std::vector<size_t> next(p_, 0);
   size_t remaining = 0;
   for (const auto& steps : schedule) remaining += steps.size();
@@ -489,10 +718,32 @@ trace::Trace StepBuilder::Build() {
     for (int r = 0; r < p_; ++r) {
       while (next[r] < schedule[r].size() && CanRun(r, schedule[r][next[r]])) {
         const PipelineStep& st = schedule[r][next[r]];
-        if (st.forward) {
-          EmitForward(r, st);
+        auto pass = [&](const PipelineStep& step, bool overlapped) {
+          return step.forward() ? EmitForward(r, step, overlapped) : EmitBackward(r, step, overlapped);
+        };
+        if (st.pass == Pass::kWeight) {
+          EmitWeight(r, st);
+        } else if (st.overlap_with_next) {
+          const PipelineStep& other = schedule[r][next[r] + 1];
+          if (!CanRun(r, other)) break;
+          // A forward and a backward chunk overlapped: alternate between
+          // them at every expert-parallel all-to-all, backward first. A
+          // backward layer opens with a short segment (up to its combine
+          // all-to-all) and a forward one with attention, so each all-to-all
+          // is issued just before the other chunk's long stretch of compute:
+          // the backward's combine under the forward's attention, the
+          // forward's dispatch under the backward's expert GEMMs, and so on
+          // (DeepSeek-V3 report §3.2.1, Figure 4).
+          PassEmission a = pass(other, true), b = pass(st, true);
+          bool more_a = true, more_b = true;
+          while (more_a || more_b) {
+            if (more_a) more_a = a.Resume();
+            if (more_b) more_b = b.Resume();
+          }
+          ++next[r];
+          --remaining;
         } else {
-          EmitBackward(r, st);
+          pass(st, false).RunToEnd();
         }
         ++next[r];
         --remaining;
@@ -527,25 +778,26 @@ std::vector<int> LayersPerVirtualStage(int layers, int pp, int vp) {
 
 int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
   const auto& plan = s.plan;
-  int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
-  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, v);
-  int64_t params = 0;
-  int first = 0;
-  for (int vs = 0; vs < static_cast<int>(layers.size()); ++vs) {
-    if (vs % plan.pp == stage) {
-      for (int l = first; l < first + layers[vs]; ++l) {
-        int64_t expert = s.model.IsMoeLayer(l) ? s.model.ExpertParameterCount() : 0;
-        params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ep;
-      }
-    }
-    first += layers[vs];
-  }
+  const PipelineLayout layout = PipelineLayout::Of(plan);
+  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, layout.v);
+  std::vector<int> first(layers.size(), 0);
+  for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
   const int64_t embedding = s.model.vocab_size * s.model.hidden_size / plan.tp;
-  if (stage == 0) params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);
-  if (stage == plan.pp - 1) {
-    // The output head: its own weights, or the tied copy when it lives on another stage.
-    if (!s.model.tie_word_embeddings || plan.pp > 1) params += embedding;
-    params += 2 * s.model.hidden_size;  // final norm
+  const int last = layout.stages() - 1;
+  int64_t params = 0;
+  for (int vs : layout.StagesOfRank(stage)) {
+    for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
+      int64_t expert = s.model.IsMoeLayer(l) ? s.model.ExpertParameterCount() : 0;
+      params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ep;
+    }
+    if (vs == 0) {
+      params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);
+    }
+    if (vs == last) {
+      // The output head: its own weights, or the tied copy when it lives on another stage.
+      if (!s.model.tie_word_embeddings || last > 0) params += embedding;
+      params += 2 * s.model.hidden_size;  // final norm
+    }
   }
   return params;
 }
@@ -553,17 +805,15 @@ int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
 int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage) {
   if (!s.model.is_moe()) return 0;
   const auto& plan = s.plan;
-  int v = plan.schedule == config::PipelineScheduleKind::kInterleaved ? plan.vp : 1;
-  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, v);
+  const PipelineLayout layout = PipelineLayout::Of(plan);
+  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, layout.v);
+  std::vector<int> first(layers.size(), 0);
+  for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
   int64_t params = 0;
-  int first = 0;
-  for (int vs = 0; vs < static_cast<int>(layers.size()); ++vs) {
-    if (vs % plan.pp == stage) {
-      for (int l = first; l < first + layers[vs]; ++l) {
-        if (s.model.IsMoeLayer(l)) params += s.model.ExpertParameterCount() / plan.ep;
-      }
+  for (int vs : layout.StagesOfRank(stage)) {
+    for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
+      if (s.model.IsMoeLayer(l)) params += s.model.ExpertParameterCount() / plan.ep;
     }
-    first += layers[vs];
   }
   return params;
 }
