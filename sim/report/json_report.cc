@@ -118,6 +118,7 @@ json JsonReport(const simulate::SimulationResult& r) {
            {"expert_compute_s", Seconds(r.moe_expert_time)},
            {"imbalance_cost_s", Seconds(r.moe_imbalance_cost)},
            {"all_to_all_share", step > 0 ? r.breakdown.ep_exposed.seconds() / step : 0.0},
+           {"all_to_all_s", Seconds(r.moe_alltoall_time)},
            {"active_parameters", s.model.ActiveParameterCount()},
            {"parameters", s.model.ParameterCount()}};
   }

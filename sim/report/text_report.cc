@@ -207,6 +207,12 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
                        plan.capacity_factor > 0 ? fmt::format(", capacity factor {:.2f}", plan.capacity_factor)
                                                 : std::string(", dropless"));
     out += fmt::format("  busiest EP rank      {:.3f}x the mean tokens\n", r.moe_load_factor);
+    // All of the rank's dispatch/combine time, and the part the step waited for.
+    out += fmt::format("  EP all-to-all        {:>9} s {:>6} of the step, {} s ({}) exposed\n",
+                       Seconds(r.moe_alltoall_time, decimals),
+                       Percent(step > Time::Zero() ? r.moe_alltoall_time.seconds() / step.seconds() : 0.0),
+                       Seconds(r.breakdown.ep_exposed, decimals),
+                       Percent(step > Time::Zero() ? r.breakdown.ep_exposed.seconds() / step.seconds() : 0.0));
     out += fmt::format("  cost of imbalance    {:>9} s {:>6}\n", Seconds(r.moe_imbalance_cost, decimals),
                        Percent(share));
     if (r.moe_dropped_fraction > 0) {

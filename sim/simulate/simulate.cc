@@ -232,9 +232,11 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     Time scaled = Time::Zero();
     for (size_t i = 0; i < trace->size(); ++i) {
       const trace::Task& task = trace->task(static_cast<TaskId>(i));
-      if (task.rank != res.breakdown_stage || task.stream != compute) continue;
-      const std::string& name = trace->name(task.name);
+      if (task.rank != res.breakdown_stage) continue;
       Time d = replay->timings[i].end - replay->timings[i].start;
+      if (trace->label(task.label) == workload::kLabelEp) res.moe_alltoall_time += d;
+      if (task.stream != compute) continue;
+      const std::string& name = trace->name(task.name);
       bool expert = name.find("expert-") != std::string::npos;
       if (expert) res.moe_expert_time += d;
       if (expert || trace->label(task.label) == workload::kLabelEp) scaled += d;

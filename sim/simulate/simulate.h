@@ -89,6 +89,7 @@ struct SimulationResult {
   // their time x (1 - 1/factor) (to first order: GEMM quantization aside).
   Time moe_imbalance_cost;
   Time moe_expert_time;           // that rank's grouped expert GEMMs and activations
+  Time moe_alltoall_time;         // that rank's EP dispatch/combine collectives, hidden or not (any stream)
 
   size_t tasks = 0;
   int simulated_ranks = 0;

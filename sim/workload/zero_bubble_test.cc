@@ -125,6 +125,10 @@ TEST(ZeroBubble, DualPipeOverlapsTheExpertAllToAll) {
   // flight (and vice versa): much less of the all-to-all is exposed.
   EXPECT_LT(dual.breakdown.ep_exposed.seconds(), 0.6 * one.breakdown.ep_exposed.seconds());
   EXPECT_LT(dual.iteration, one.iteration);
+  // 1F1B blocks on every all-to-all; DualPipe issues the same ones and waits
+  // for under half of their time.
+  EXPECT_NEAR(one.breakdown.ep_exposed.seconds() / one.moe_alltoall_time.seconds(), 1.0, 0.05);
+  EXPECT_LT(dual.breakdown.ep_exposed.seconds(), 0.6 * dual.moe_alltoall_time.seconds());
 }
 
 TEST(ZeroBubble, DualPipeNeedsEvenPipelineAndEnoughMicroBatches) {
