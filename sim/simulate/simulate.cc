@@ -166,10 +166,13 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   // Model FLOPs per step: 6N per token for the matrix products plus
   // 12 * layers * hidden * seq for attention (Chowdhery et al. 2022, PaLM,
   // App. B), halved for the causal mask that causal attention kernels skip
-  // (so that HFU >= MFU whenever the kernels do not recompute).
+  // (so that HFU >= MFU whenever the kernels do not recompute). MLA's QK^T
+  // is head_dim (nope + rope) wide, its PV v_head_dim: their mean stands for d.
+  const double v_dim = static_cast<double>(scenario.model.is_mla() ? scenario.model.v_head_dim : scenario.model.head_dim);
+  const double attn_dim = (static_cast<double>(scenario.model.head_dim) + v_dim) / 2.0;
   res.model_flops = Flops{tokens * (6.0 * NonEmbeddingFlopParams(scenario.model) +
                                     6.0 * scenario.model.num_layers * scenario.model.num_attention_heads *
-                                        scenario.model.head_dim * scenario.seq_len)};
+                                        attn_dim * scenario.seq_len)};
   if (res.out_of_memory && !options.simulate_if_out_of_memory) {
     res.notes.push_back("the plan does not fit in GPU memory; not simulated");
     res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

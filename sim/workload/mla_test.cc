@@ -263,6 +263,15 @@ TEST(Mla, DeepSeekV3StepSimulates) {
     if (r.trace->name(task.name) == "kv-up") ++kv_up;
   }
   EXPECT_EQ(kv_up, 4 * 2);  // 4 layers x 2 micro-batches on the one simulated rank
+
+  // Model FLOPs: 6 x active non-embedding parameters (with the head) per token
+  // plus causal attention fwd+bwd, 3 x layers x heads x seq x (192 + 128)
+  // per token: QK^T over nope+rope, PV over v_head_dim.
+  double params = static_cast<double>(m.vocab_size) * m.hidden_size;
+  for (int64_t l = 0; l < m.num_layers; ++l) params += static_cast<double>(m.ActiveLayerParameterCount(l));
+  const double tokens = 2.0 * 4096;
+  const double attention = 3.0 * 4 * 128 * 4096.0 * (192 + 128);
+  EXPECT_NEAR(r.model_flops.value / (tokens * (6.0 * params + attention)), 1.0, 1e-12);
 }
 
 }  // namespace
