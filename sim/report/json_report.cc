@@ -29,6 +29,7 @@ json PlanJson(const config::PlanConfig& p) {
       {"pp", p.pp},
       {"dp", p.dp},
       {"cp", p.cp},
+      {"cp_comm", config::CpCommName(p.cp_comm)},
       {"ep", p.ep},
       {"vp", p.vp},
       {"sequence_parallel", p.sequence_parallel},

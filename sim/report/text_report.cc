@@ -72,9 +72,12 @@ void AppendHeader(const simulate::SimulationResult& r, std::string& out) {
   out += fmt::format("cluster   {} x {} on {}, {} node{}\n", s.gpus, gpu, s.topology.name, nodes,
                      nodes == 1 ? "" : "s");
   out += fmt::format(
-      "plan      TP {} PP {} DP {} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
+      "plan      TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
       "SP {}, recompute {}, sharding {}, {}, {}{}\n",
-      p.tp, p.pp, p.dp, p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
+      p.tp, p.pp, p.dp,
+      p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
+               : std::string(),
+      p.ep > 1 ? fmt::format(" EP {}", p.ep) : std::string(), p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
       p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
       config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
       config::PrecisionName(p.precision),

@@ -188,3 +188,20 @@ TEST(TextReport, ListsContentionBottlenecksOfAFlowLevelNetwork) {
 
 }  // namespace
 }  // namespace stacksim::report
+
+namespace stacksim::report {
+namespace {
+
+TEST(TextReport, PlanLineNamesContextAndExpertParallelismWhenUsed) {
+  simulate::SimulationResult r = TenSecondStep();
+  std::string plain = TextReport(r);
+  EXPECT_NE(plain.find("TP 4 PP 2 DP 2 VP 1"), std::string::npos);
+  r.scenario.plan.cp = 2;
+  r.scenario.plan.cp_comm = config::CpComm::kAllGather;
+  r.scenario.plan.ep = 4;
+  std::string both = TextReport(r);
+  EXPECT_NE(both.find("TP 4 PP 2 DP 2 CP 2 (all-gather) EP 4 VP 1"), std::string::npos) << both;
+}
+
+}  // namespace
+}  // namespace stacksim::report
