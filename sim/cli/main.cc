@@ -3,6 +3,7 @@
 // Exit status: 0 success, 2 bad input (InputError, bad arguments), 1 internal failure.
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include "sim/report/json_report.h"
 #include "sim/report/perfetto.h"
 #include "sim/report/text_report.h"
+#include "sim/search/mpi_runner.h"
+#include "sim/search/search.h"
+#include "sim/search/search_report.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
 #include "sim/validate/validate.h"
@@ -48,6 +52,66 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
     std::cout << report::JsonReport(result).dump(2) << "\n";
   } else {
     std::cout << report::TextReport(result);
+  }
+  return 0;
+}
+
+struct SearchArgs {
+  std::string scenario;
+  config::ScenarioOptions opts;
+  std::string format = "text";
+  std::string objective = "time";
+  std::string gpus;
+  int top = 10;
+  int threads = 0;
+  int batch = 16;
+  double gpu_hour_usd = 0;
+  double gpu_watts = 0;
+};
+
+int RunSearch(const SearchArgs& a) {
+  // Replays allocate and free traces of up to hundreds of MB, hundreds of
+  // times: keep freed memory in the heap instead of returning it to the
+  // kernel and faulting it in again (a third of the search's time otherwise).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  config::ScenarioConfig scenario = config::LoadScenario(a.scenario, a.opts);
+  search::SearchSpace space;
+  space.scenario = scenario;
+  if (!a.gpus.empty()) space.gpu_counts = search::ParseGpuRange(a.gpus, scenario.topology);
+  search::SearchOptions options;
+  options.objective = search::ParseObjective(a.objective);
+  options.top = a.top;
+  options.batch = a.batch;
+  options.economics = search::LookUpEconomics(scenario);
+  if (a.gpu_hour_usd > 0) {
+    options.economics.gpu_hour_usd = a.gpu_hour_usd;
+    options.economics.price_source = "--gpu-hour-usd";
+  }
+  if (a.gpu_watts > 0) {
+    options.economics.gpu_watts = a.gpu_watts;
+    options.economics.power_source = "--gpu-watts";
+  }
+  search::MpiContext mpi;
+  // Ranks sharing a machine share its cores.
+  options.threads = a.threads > 0 ? a.threads : std::max(1, search::Workers(0) / mpi.local_size());
+  search::MpiRunner runner(mpi, options.threads);
+  if (mpi.active()) options.runner = &runner;
+  search::SearchResult result = search::Search(space, options);
+  if (mpi.rank() != 0) return result.plans.empty() ? 2 : 0;
+  if (a.format == "json") {
+    std::cout << search::SearchJson(result).dump(2) << "\n";
+  } else if (a.format == "csv") {
+    std::cout << search::SearchCsv(result);
+  } else {
+    std::cout << search::SearchText(result);
+  }
+  if (result.plans.empty()) {
+    std::cerr << "error: " << scenario.file << ": no plan of the search space is valid and fits in memory ("
+              << result.counts.enumeration.invalid_total() << " invalid, " << result.counts.out_of_memory
+              << " out of GPU memory, " << result.counts.host_memory << " out of host memory)\n";
+    return 2;
   }
   return 0;
 }
@@ -139,6 +203,25 @@ int main(int argc, char** argv) {
   val->add_option("--run", only, "Validate only the run with this id");
   add_format(val);
 
+  CLI::App* srch = app.add_subcommand("search", "Search parallel plans for a scenario's model, cluster and batch");
+  SearchArgs search_args;
+  srch->add_option("scenario", search_args.scenario, "Scenario JSON file (its plan fixes what is not searched)")->required();
+  srch->add_option("--format", search_args.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
+  srch->add_option("--top", search_args.top, "Plans to rank")->check(CLI::Range(1, 100000));
+  srch->add_option("--objective", search_args.objective, "What to minimise (throughput: maximise tokens/s)")
+      ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));
+  srch->add_option("--gpus", search_args.gpus, "GPU count N or range LO..HI (whole nodes); default: the scenario's");
+  srch->add_option("--threads", search_args.threads, "Threads (default: all cores, shared by local MPI ranks)")
+      ->check(CLI::Range(1, 4096));
+  srch->add_option("--batch", search_args.batch, "Plans simulated per round (changes pruning counts, not the ranking)")
+      ->check(CLI::Range(1, 100000));
+  srch->add_option("--gpu-hour-usd", search_args.gpu_hour_usd, "Price per GPU-hour (overrides the topology and economics/gpus.json)")
+      ->check(CLI::PositiveNumber);
+  srch->add_option("--gpu-watts", search_args.gpu_watts, "Power per GPU in W (overrides economics/gpus.json)")
+      ->check(CLI::PositiveNumber);
+  srch->add_option("--set", search_args.opts.overrides, "Override a scenario field: key.path=value (repeatable)");
+  srch->add_option("--profile", search_args.opts.profile_path, "Use this hardware profile instead of the topology's");
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -159,6 +242,7 @@ int main(int argc, char** argv) {
       return RunSimulate(scenario_path, opts, format, trace_path, print_config, network);
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
+    if (srch->parsed()) return RunSearch(search_args);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
   } catch (const stacksim::InputError& e) {

@@ -1,0 +1,257 @@
+#include "sim/search/search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "sim/memory/memory_model.h"
+#include "sim/search/economics.h"
+#include "sim/search/search_report.h"
+#include "sim/simulate/simulate.h"
+#include "sim/workload/training_step.h"
+#include "tests/fixtures.h"
+#include "tests/input_error.h"
+
+namespace stacksim::search {
+namespace {
+
+using config::PipelineScheduleKind;
+using config::Recompute;
+using config::Sharding;
+
+SearchSpace TinySpace(std::vector<int> gpus, int64_t global_batch) {
+  config::PlanConfig plan;
+  plan.global_batch = global_batch;
+  SearchSpace space;
+  space.scenario = testing::Scenario(testing::GptModel(4, 512, 8, 2048), gpus.front(), 512, plan);
+  space.scenario.topology.host = config::HostResources{Bytes{2e12}, Bandwidth{400e9}};
+  space.gpu_counts = gpus;
+  return space;
+}
+
+struct Expected {
+  double score;
+  Time step;
+  Bytes peak;
+  PlanPoint point;
+  bool operator<(const Expected& o) const {
+    return std::tie(score, step, peak, point) < std::tie(o.score, o.step, o.peak, o.point);
+  }
+};
+
+// Every candidate simulated, no bounds: what the search must reproduce.
+std::vector<Expected> Exhaustive(const SearchSpace& space, const SearchOptions& options, int64_t* out_of_memory) {
+  EnumerationCounts counts;
+  std::vector<Expected> all;
+  const double mtokens = static_cast<double>(space.scenario.tokens_per_step()) / 1e6;
+  for (const PlanPoint& p : EnumeratePlans(space, &counts)) {
+    config::ScenarioConfig s = space.scenario;
+    s.gpus = p.gpus;
+    s.plan = ApplyPoint(space.scenario.plan, p);
+    Bytes peak;
+    for (const auto& f : memory::EstimateMemory(s)) peak = std::max(peak, f.total());
+    if (peak > s.profile.hbm_capacity.value) {
+      ++*out_of_memory;
+      continue;
+    }
+    Time step = SimulateStep(s, s.plan);
+    double factor = 1.0;
+    if (options.objective == Objective::kCost) factor = options.economics.gpu_hour_usd * p.gpus / 3600.0 / mtokens;
+    if (options.objective == Objective::kEnergy) factor = options.economics.gpu_watts * p.gpus / 3.6e6 / mtokens;
+    all.push_back({factor * step.seconds(), step, peak, p});
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+void ExpectSameTop(const SearchSpace& space, const SearchOptions& options) {
+  int64_t oom = 0;
+  std::vector<Expected> want = Exhaustive(space, options, &oom);
+  SearchResult got = Search(space, options);
+  ASSERT_EQ(got.plans.size(), std::min<size_t>(options.top, want.size()));
+  for (size_t i = 0; i < got.plans.size(); ++i) {
+    EXPECT_EQ(PlanName(got.plans[i].point), PlanName(want[i].point)) << "rank " << i + 1;
+    EXPECT_EQ(got.plans[i].point.gpus, want[i].point.gpus) << "rank " << i + 1;
+    EXPECT_EQ(got.plans[i].step, want[i].step) << "rank " << i + 1;
+    EXPECT_LE(got.plans[i].bound, got.plans[i].step);
+  }
+  // The bounds did their job: most plans were never simulated.
+  EXPECT_LT(got.counts.evaluated, static_cast<int64_t>(want.size()) / 2);
+}
+
+// Branch and bound against brute force: the top list is exact.
+TEST(Search, TopListEqualsExhaustiveSimulation) {
+  SearchSpace space = TinySpace({8}, 16);
+  SearchOptions options;
+  options.top = 12;
+  options.threads = 2;
+  options.batch = 4;
+  ExpectSameTop(space, options);
+}
+
+TEST(Search, TopListEqualsExhaustiveSimulationForCostOverGpuCounts) {
+  SearchSpace space = TinySpace({8, 16}, 16);
+  // A little HBM, so that memory prunes some plans too.
+  space.scenario.profile.hbm_capacity.value = Bytes{2.25 * kGiB};
+  SearchOptions options;
+  options.top = 8;
+  options.threads = 2;
+  options.objective = Objective::kCost;
+  options.economics.gpu_hour_usd = 2.0;
+  ExpectSameTop(space, options);
+  SearchResult r = Search(space, options);
+  EXPECT_GT(r.counts.out_of_memory, 0);
+  // Cost per million tokens from the price: USD/h x GPUs x step / tokens.
+  const RankedPlan& best = r.plans.front();
+  EXPECT_NEAR(best.cost_per_mtok_usd,
+              2.0 * best.point.gpus * best.step.seconds() / 3600.0 / (space.scenario.tokens_per_step() / 1e6), 1e-12);
+  EXPECT_DOUBLE_EQ(best.objective, best.cost_per_mtok_usd);
+}
+
+// A small model on one 8-GPU node with a large batch: every plan does the
+// same FLOPs; tensor parallelism adds blocking collectives and thinner
+// GEMMs, pipelining a bubble, context parallelism a K/V exchange, while data
+// parallelism only adds a gradient all-reduce that overlaps the backward.
+// Pure data parallelism must win, with few micro-batches (fewer kernels).
+TEST(Search, SmallModelOnOneNodeIsBestDataParallel) {
+  SearchSpace space = TinySpace({8}, 64);
+  SearchOptions options;
+  options.top = 5;
+  SearchResult r = Search(space, options);
+  ASSERT_FALSE(r.plans.empty());
+  const PlanPoint& best = r.plans[0].point;
+  EXPECT_EQ(best.tp, 1);
+  EXPECT_EQ(best.pp, 1);
+  EXPECT_EQ(best.cp, 1);
+  EXPECT_EQ(best.dp, 8);
+  EXPECT_EQ(best.recompute, Recompute::kNone);
+  EXPECT_FALSE(best.offload);
+  EXPECT_GE(best.micro_batch, 4);
+  for (size_t i = 1; i < r.plans.size(); ++i) EXPECT_GE(r.plans[i].score, r.plans[i - 1].score);
+}
+
+// Across two nodes, TP may not leave the NVLink domain: those plans are
+// invalid, counted under plan.tp, and never ranked.
+TEST(Search, TensorParallelismStaysInTheNode) {
+  SearchSpace space = TinySpace({16}, 16);
+  SearchOptions options;
+  options.top = 20;
+  SearchResult r = Search(space, options);
+  EXPECT_GT(r.counts.enumeration.invalid.at("plan.tp"), 0);
+  for (const RankedPlan& p : r.plans) EXPECT_LE(p.point.tp, 8);
+}
+
+TEST(Search, CountsAddUpToTheEnumeratedPlans) {
+  SearchSpace space = TinySpace({8, 16}, 16);
+  space.scenario.profile.hbm_capacity.value = Bytes{2.25 * kGiB};
+  SearchResult r = Search(space, {});
+  const SearchCounts& c = r.counts;
+  EXPECT_EQ(c.enumeration.enumerated, c.enumeration.invalid_total() + c.enumeration.equivalent + c.out_of_memory +
+                                          c.host_memory + c.bounded + c.evaluated);
+  EXPECT_LE(c.simulations, c.evaluated);
+  EXPECT_GT(c.bounded, 0);
+}
+
+TEST(Search, SameOutputWhateverTheThreadCount) {
+  SearchSpace space = TinySpace({8, 16}, 16);
+  SearchOptions one;
+  one.threads = 1;
+  one.top = 7;
+  SearchOptions three = one;
+  three.threads = 3;
+  EXPECT_EQ(SearchJson(Search(space, one)).dump(), SearchJson(Search(space, three)).dump());
+}
+
+TEST(Search, CostAndEnergyNeedAPriceAndAPower) {
+  SearchSpace space = TinySpace({8}, 16);
+  SearchOptions options;
+  options.objective = Objective::kCost;
+  InputError e = testing::ErrorFrom([&] { Search(space, options); });
+  EXPECT_EQ(e.key_path(), "gpu_hour_usd");
+  EXPECT_NE(std::string(e.what()).find("--gpu-hour-usd"), std::string::npos);
+  options.objective = Objective::kEnergy;
+  e = testing::ErrorFrom([&] { Search(space, options); });
+  EXPECT_NE(e.key_path().find("tdp_watts"), std::string::npos);
+}
+
+TEST(Search, SimulateStepIsSimulatesIterationAndMfuMatches) {
+  SearchSpace space = TinySpace({8}, 16);
+  SearchResult r = Search(space, {});
+  ASSERT_FALSE(r.plans.empty());
+  config::ScenarioConfig s = space.scenario;
+  s.plan = r.plans[0].plan;
+  simulate::SimulationResult full = simulate::Simulate(s);
+  EXPECT_EQ(full.iteration, r.plans[0].step);
+  EXPECT_NEAR(full.mfu, r.plans[0].mfu, 1e-12);
+  EXPECT_NEAR(full.tokens_per_s, r.plans[0].tokens_per_s, 1e-6);
+  Bytes peak;
+  for (const auto& m : full.memory) peak = std::max(peak, m.total());
+  EXPECT_EQ(peak, r.plans[0].peak_memory);
+}
+
+// The search replays zero1 and zero2 once (and, without data parallelism,
+// none as well): their traces must really be the same.
+TEST(Search, PlansSharingAReplayBuildTheSameTrace) {
+  SearchSpace space = TinySpace({8}, 16);
+  auto replay = [&](int dp, Sharding sh) {
+    PlanPoint p;
+    p.gpus = 8;
+    p.tp = 8 / dp / 2;
+    p.pp = 2;
+    p.dp = dp;
+    p.sharding = sh;
+    config::ScenarioConfig s = space.scenario;
+    s.plan = ApplyPoint(s.plan, p);
+    return std::make_pair(workload::BuildTrainingStep(s).size(), SimulateStep(s, s.plan));
+  };
+  EXPECT_EQ(replay(2, Sharding::kZero1), replay(2, Sharding::kZero2));
+  EXPECT_NE(replay(2, Sharding::kZero1), replay(2, Sharding::kNone));
+  EXPECT_EQ(replay(1, Sharding::kNone), replay(1, Sharding::kZero1));
+  EXPECT_EQ(replay(1, Sharding::kNone), replay(1, Sharding::kZero2));
+}
+
+TEST(GpuRange, WholeNodesInTheRange) {
+  config::TopologyConfig t = testing::DgxTopology();
+  EXPECT_EQ(ParseGpuRange("32..64", t), (std::vector<int>{32, 40, 48, 56, 64}));
+  EXPECT_EQ(ParseGpuRange("30..42", t), (std::vector<int>{32, 40}));
+  EXPECT_EQ(ParseGpuRange("16", t), (std::vector<int>{16}));
+  EXPECT_EQ(ParseGpuRange("4", t), (std::vector<int>{4}));  // less than a node, asked for alone
+  EXPECT_EQ(testing::ErrorFrom([&] { ParseGpuRange("3..5", t); }).file(), "--gpus");
+  EXPECT_EQ(testing::ErrorFrom([&] { ParseGpuRange("64..32", t); }).file(), "--gpus");
+  EXPECT_EQ(testing::ErrorFrom([&] { ParseGpuRange("lots", t); }).file(), "--gpus");
+  EXPECT_EQ(testing::ErrorFrom([&] { ParseGpuRange("8..", t); }).file(), "--gpus");
+}
+
+TEST(Objective, ParsesItsNames) {
+  EXPECT_EQ(ParseObjective("time"), Objective::kTime);
+  EXPECT_EQ(ParseObjective("throughput"), Objective::kThroughput);
+  EXPECT_EQ(ParseObjective("cost"), Objective::kCost);
+  EXPECT_EQ(ParseObjective("energy"), Objective::kEnergy);
+  EXPECT_EQ(testing::ErrorFrom([] { ParseObjective("speed"); }).file(), "--objective");
+}
+
+TEST(Economics, ShippedPricesAndPowerCarrySources) {
+  config::ScenarioConfig s;
+  s.topology = testing::DgxTopology();
+  s.topology.gpu = "h100-sxm-80gb";
+  Economics e = LookUpEconomics(s);
+  EXPECT_NEAR(e.gpu_hour_usd, 98.32 / 8, 0.01);  // AWS p5.48xlarge on-demand / 8
+  EXPECT_EQ(e.gpu_watts, 700);
+  EXPECT_NE(e.price_source.find("p5.48xlarge"), std::string::npos);
+  EXPECT_NE(e.power_source.find("700 W"), std::string::npos);
+  // A topology's own price wins.
+  s.topology.gpu_hour_usd = 2.5;
+  e = LookUpEconomics(s);
+  EXPECT_EQ(e.gpu_hour_usd, 2.5);
+  EXPECT_NE(e.price_source.find("gpu_hour_usd of topology"), std::string::npos);
+  // Unknown GPU: nothing.
+  s.topology.gpu = "no-such-gpu";
+  s.topology.gpu_hour_usd = 0;
+  e = LookUpEconomics(s);
+  EXPECT_EQ(e.gpu_hour_usd, 0);
+  EXPECT_EQ(e.gpu_watts, 0);
+}
+
+}  // namespace
+}  // namespace stacksim::search

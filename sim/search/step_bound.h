@@ -1,0 +1,82 @@
+// A lower bound on the simulated step time of a plan, in microseconds of
+// work instead of a replay: what lets a search skip plans that cannot reach
+// the current top of the ranking.
+//
+// The bound is the work each pipeline rank must do on its compute stream
+// (its kernels, host waits and blocking collectives, each at its unshared
+// cost from the same cost and network models the replay uses), plus the
+// pipeline's unavoidable fill and drain: a rank's first kernel waits for the
+// forward of every earlier stage, and (schedules with a whole backward pass)
+// the backward of the last micro-batch must still pass every earlier stage
+// after the rank's last backward. Everything left out (overlapped
+// collectives, pipeline sends, data-parallel reduction, the optimizer step,
+// contention) only adds time in the replay, so bound <= simulated step. The
+// replay may wait longer than the fill and drain (1F1B's bubble); the bound
+// never assumes it does. Tests check bound <= Simulate over many plans.
+//
+// Costs per layer depend on (tp, cp, ep, sp, micro-batch) only and are
+// cached. Not thread-safe: one instance per thread.
+#ifndef STACKSIM_SIM_SEARCH_STEP_BOUND_H_
+#define STACKSIM_SIM_SEARCH_STEP_BOUND_H_
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "sim/config/scenario.h"
+#include "sim/cost/profile_cost_model.h"
+#include "sim/net/analytic_network.h"
+#include "sim/util/units.h"
+#include "sim/workload/pipeline_schedule.h"
+
+namespace stacksim::search {
+
+class StepTimeBound {
+ public:
+  // The scenario supplies model, topology, profile, sequence length and the
+  // plan fields a search leaves fixed; its own plan and GPU count are unused.
+  explicit StepTimeBound(const config::ScenarioConfig& scenario);
+
+  // REQUIRES: config::ValidatePlan passes for the scenario with this plan
+  // and `gpus`.
+  Time Bound(const config::PlanConfig& plan, int gpus);
+
+  // A tighter bound (>= Bound): the plan's pipeline schedule replayed with
+  // one node per forward / backward / weight pass of a chunk (its compute-
+  // stream work), pipeline sends as delays on the edges between stages at
+  // their unshared cost, and the distributed optimizer's parameter gathers
+  // that the first forward of each chunk waits for. Each node stands for a
+  // chain of trace tasks that takes at least as long and has at least its
+  // dependencies, so this replay ends no later than the full one (DualPipe's
+  // overlapped pairs: see the .cc). Costs O(p x v x m); schedules are cached.
+  Time PipelineBound(const config::PlanConfig& plan, int gpus);
+
+ private:
+  // Per micro-batch, on one rank's compute stream.
+  struct LayerCosts {
+    Time fwd[2], bwd[2], bwd_input[2], weight[2], recompute_full[2], recompute_selective[2];  // [dense, MoE]
+    Time emb_fwd, emb_bwd, head_fwd, head_bwd, head_bwd_input, head_weight;
+  };
+  const LayerCosts& Costs(const config::PlanConfig& plan, int gpus);
+  // Per virtual stage, per micro-batch: forward, whole backward (with
+  // recomputation), the backward's activation-gradient part, its weight part.
+  struct StageCosts {
+    std::vector<Time> fwd, bwd, bwd_input, weight;
+  };
+  StageCosts PerStage(const config::PlanConfig& plan, int gpus);
+  const std::vector<std::vector<workload::PipelineStep>>& Schedule(const workload::PipelineLayout& layout);
+  Time GradientTail(const config::PlanConfig& plan, const workload::PipelineLayout& layout,
+                    const std::vector<Time>& grads_done);
+
+  config::ScenarioConfig scenario_;
+  config::ScenarioConfig scratch_;  // scenario_ with the plan being bounded
+  cost::ProfileCostModel cost_;
+  net::AnalyticNetwork network_;
+  std::map<std::tuple<int, int, int, bool, int64_t, bool, int>, std::unique_ptr<LayerCosts>> cache_;
+  std::map<std::tuple<int, int, int, int>, std::vector<std::vector<workload::PipelineStep>>> schedules_;
+};
+
+}  // namespace stacksim::search
+
+#endif  // STACKSIM_SIM_SEARCH_STEP_BOUND_H_

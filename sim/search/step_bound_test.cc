@@ -1,0 +1,79 @@
+#include "sim/search/step_bound.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/memory/memory_model.h"
+#include "sim/search/plan_space.h"
+#include "sim/search/search.h"
+#include "tests/fixtures.h"
+
+namespace stacksim::search {
+namespace {
+
+// The bound must never exceed the simulated step: a search trusts it to skip
+// plans. Checked on every `stride`-th candidate of a space.
+void ExpectBoundBelowSimulation(const SearchSpace& space, size_t stride, int max_checks) {
+  EnumerationCounts counts;
+  std::vector<PlanPoint> plans = EnumeratePlans(space, &counts);
+  ASSERT_FALSE(plans.empty());
+  StepTimeBound bound(space.scenario);
+  int checked = 0;
+  double tightest = 0;
+  for (size_t i = 0; i < plans.size() && checked < max_checks; i += stride) {
+    config::ScenarioConfig s = space.scenario;
+    s.gpus = plans[i].gpus;
+    s.plan = ApplyPoint(space.scenario.plan, plans[i]);
+    const Time simple = bound.Bound(s.plan, s.gpus);
+    const Time pipeline = bound.PipelineBound(s.plan, s.gpus);
+    const Time step = SimulateStep(s, s.plan);
+    EXPECT_LE(simple, pipeline) << PlanName(plans[i]);
+    EXPECT_LE(pipeline, step) << PlanName(plans[i]);
+    EXPECT_GT(simple, Time::Zero());
+    tightest = std::max(tightest, pipeline.seconds() / step.seconds());
+    ++checked;
+  }
+  // A bound that is far below every step would prune nothing.
+  EXPECT_GT(tightest, 0.95);
+}
+
+TEST(StepTimeBound, NeverAboveTheSimulatedStepDense) {
+  config::PlanConfig plan;
+  plan.global_batch = 16;
+  SearchSpace space;
+  space.scenario = testing::Scenario(testing::GptModel(4, 256, 8, 1024), 16, 256, plan);
+  space.scenario.topology.host = config::HostResources{Bytes{2e12}, Bandwidth{400e9}};
+  ExpectBoundBelowSimulation(space, 7, 400);
+}
+
+TEST(StepTimeBound, NeverAboveTheSimulatedStepUnfusedAttention) {
+  config::PlanConfig plan;
+  plan.global_batch = 16;
+  plan.attention = config::AttentionImpl::kUnfused;
+  SearchSpace space;
+  space.scenario = testing::Scenario(testing::GptModel(8, 512, 8, 2048), 16, 512, plan);
+  ExpectBoundBelowSimulation(space, 5, 300);
+}
+
+TEST(StepTimeBound, NeverAboveTheSimulatedStepMoe) {
+  config::ModelConfig m = testing::GptModel(4, 256, 8, 1024);
+  m.num_experts = 8;
+  m.experts_per_token = 2;
+  m.moe_intermediate_size = 512;
+  m.tie_word_embeddings = false;
+  config::PlanConfig plan;
+  plan.global_batch = 16;
+  SearchSpace space;
+  space.scenario = testing::Scenario(m, 16, 256, plan);
+  ASSERT_TRUE(space.scenario.model.is_moe());
+  ExpectBoundBelowSimulation(space, 3, 300);
+}
+
+TEST(StepTimeBound, NeverAboveTheSimulatedStepOnAShippedScenario) {
+  // Llama 3 8B on 8 H100 (GQA, SwiGLU, RMSNorm, untied embeddings).
+  SearchSpace space;
+  space.scenario = config::LoadScenario(config::DataRoot() + "/scenarios/llama3-8b-8xh100.json", {});
+  ExpectBoundBelowSimulation(space, 97, 60);
+}
+
+}  // namespace
+}  // namespace stacksim::search
