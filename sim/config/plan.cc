@@ -64,6 +64,19 @@ const char* RecomputeName(Recompute r) {
   return "?";
 }
 
+const char* RecomputeModuleName(RecomputeModule m) {
+  switch (m) {
+    case RecomputeModule::kCoreAttn: return "core_attn";
+    case RecomputeModule::kLayerNorm: return "layernorm";
+    case RecomputeModule::kMlaUpProj: return "mla_up_proj";
+    case RecomputeModule::kMlp: return "mlp";
+    case RecomputeModule::kMoeAct: return "moe_act";
+    case RecomputeModule::kMoe: return "moe";
+    case RecomputeModule::kSharedExperts: return "shared_experts";
+  }
+  return "?";
+}
+
 const char* ShardingName(Sharding s) {
   switch (s) {
     case Sharding::kNone: return "none";
@@ -145,6 +158,24 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("recompute")) {
     std::string s = v->OneOf({"none", "selective", "full"});
     p.recompute = s == "full" ? Recompute::kFull : s == "selective" ? Recompute::kSelective : Recompute::kNone;
+  }
+  if (auto v = obj.Optional("recompute_modules")) {
+    if (!v->IsArray()) v->Fail("expected an array of module names, e.g. [\"core_attn\", \"layernorm\"]");
+    RecomputeModules modules;
+    for (const JsonNode& e : v->Elements()) {
+      const std::string name = e.OneOf({"core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe", "shared_experts"});
+      for (int i = 0; i < kRecomputeModuleCount; ++i) {
+        const auto m = static_cast<RecomputeModule>(i);
+        if (name != RecomputeModuleName(m)) continue;
+        if (modules.Has(m)) e.Fail("module \"" + name + "\" is listed twice");
+        modules.Add(m);
+      }
+    }
+    if (p.recompute != Recompute::kSelective) {
+      v->Fail(std::string("recompute_modules needs recompute \"selective\" (recompute is \"") +
+              RecomputeName(p.recompute) + "\")");
+    }
+    p.recompute_modules = modules;
   }
   if (auto v = obj.Optional("sharding")) {
     std::string s = v->OneOf({"none", "zero1", "zero2", "zero3"});
@@ -254,6 +285,14 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
   // Only with an offload target: ParsePlan rejects a fraction of nothing.
   if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
+  if (p.recompute == Recompute::kSelective) {
+    nlohmann::json modules = nlohmann::json::array();
+    for (int i = 0; i < kRecomputeModuleCount; ++i) {
+      const auto m = static_cast<RecomputeModule>(i);
+      if (p.recompute_modules.Has(m)) modules.push_back(RecomputeModuleName(m));
+    }
+    j["recompute_modules"] = modules;
+  }
   if (p.routing == Routing::kZipf) j["moe_zipf_exponent"] = p.zipf_exponent;
   if (p.routing == Routing::kHistogram) j["moe_routing_histogram"] = p.routing_histogram;
   return j;

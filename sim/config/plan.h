@@ -69,6 +69,33 @@ const char* OffloadName(OffloadTarget t);  // "none", "host", "nvme"
 enum class CpComm { kP2p, kAllGather };
 const char* CpCommName(CpComm c);  // "p2p", "allgather"
 
+// The submodules selective recomputation re-runs in the backward, as
+// Megatron-Core's --recompute-modules (TransformerConfig.recompute_modules,
+// megatron/core/transformer/transformer_config.py) names them: core_attn (the
+// core attention), layernorm (the input and pre-MLP norms that are modules of
+// their own: MLA's input norm and a MoE layer's norm; norms fused into the next
+// linear, Transformer Engine's LayerNormLinear, stay), mla_up_proj (MLA's
+// up-projections and RoPE), mlp (a dense MLP), moe_act (the routed experts'
+// activation), moe (the whole MoE layer), shared_experts (the shared-expert
+// MLP). The list is in sim/workload/layer_ops.cc SelectiveRecompute and
+// sim/memory/memory_model.cc LayerActivations.
+enum class RecomputeModule { kCoreAttn, kLayerNorm, kMlaUpProj, kMlp, kMoeAct, kMoe, kSharedExperts };
+inline constexpr int kRecomputeModuleCount = 7;
+const char* RecomputeModuleName(RecomputeModule m);  // "core_attn", "layernorm", ...
+
+// A set of recompute modules (bit i: RecomputeModule i).
+struct RecomputeModules {
+  uint32_t bits = 0;
+  bool Has(RecomputeModule m) const { return (bits >> static_cast<int>(m)) & 1u; }
+  RecomputeModules& Add(RecomputeModule m) {
+    bits |= 1u << static_cast<int>(m);
+    return *this;
+  }
+  bool operator==(const RecomputeModules& o) const { return bits == o.bits; }
+  // Megatron-Core's default, ["core_attn"]: Korthikanti et al.'s selective recomputation.
+  static RecomputeModules Default() { return RecomputeModules{}.Add(RecomputeModule::kCoreAttn); }
+};
+
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
 const char* ScheduleName(PipelineScheduleKind s);
@@ -85,6 +112,8 @@ struct PlanConfig {
   int64_t micro_batch = 1;          // sequences per micro-batch
   int64_t global_batch = 1;         // sequences per optimizer step
   Recompute recompute = Recompute::kNone;
+  // With recompute kSelective: which submodules are recomputed.
+  RecomputeModules recompute_modules = RecomputeModules::Default();
   Sharding sharding = Sharding::kNone;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   Precision precision = Precision::kBf16;
@@ -131,7 +160,9 @@ struct PlanConfig {
 // key): a global_batch
 // key (it lives in the scenario's training object), interleaved with vp 1,
 // vp > 1 without interleaving. sequence_parallel with tp 1 is switched off, as
-// Megatron-LM does. Rules that need the model or cluster are ValidatePlan's.
+// Megatron-LM does. recompute_modules needs recompute "selective"; an unknown
+// or repeated module name is an error. Rules that need the model or cluster
+// are ValidatePlan's.
 PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults);
 // Every plan key, explicit (global_batch is not a plan key: it belongs to the
 // scenario's training object). ParsePlan reads it back.

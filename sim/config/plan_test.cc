@@ -141,6 +141,53 @@ TEST(Plan, KeepsCallerDefaultsForAbsentFields) {
   EXPECT_EQ(p.tp, 2);
 }
 
+TEST(Plan, RecomputeModulesDefaultToCoreAttention) {
+  // Megatron-Core's default recompute_modules: ["core_attn"].
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4})").recompute_modules, RecomputeModules::Default());
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective"})");
+  EXPECT_TRUE(p.recompute_modules.Has(RecomputeModule::kCoreAttn));
+  EXPECT_FALSE(p.recompute_modules.Has(RecomputeModule::kLayerNorm));
+}
+
+TEST(Plan, ParsesRecomputeModules) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective",
+      "recompute_modules": ["layernorm", "mla_up_proj", "moe_act"]})");
+  EXPECT_TRUE(p.recompute_modules.Has(RecomputeModule::kLayerNorm));
+  EXPECT_TRUE(p.recompute_modules.Has(RecomputeModule::kMlaUpProj));
+  EXPECT_TRUE(p.recompute_modules.Has(RecomputeModule::kMoeAct));
+  EXPECT_FALSE(p.recompute_modules.Has(RecomputeModule::kCoreAttn));  // not listed, so not recomputed
+  EXPECT_FALSE(p.recompute_modules.Has(RecomputeModule::kMoe));
+  PlanConfig all = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective", "recompute_modules":
+      ["core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe", "shared_experts"]})");
+  for (int i = 0; i < kRecomputeModuleCount; ++i) EXPECT_TRUE(all.recompute_modules.Has(static_cast<RecomputeModule>(i)));
+  // An empty list is valid (Megatron-Core accepts it): selective with nothing recomputed.
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective", "recompute_modules": []})")
+                .recompute_modules.bits,
+            0u);
+}
+
+TEST(Plan, BadRecomputeModulesAreErrors) {
+  InputError unknown = ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective",
+      "recompute_modules": ["layernorm", "rmsnorm"]})");
+  EXPECT_EQ(unknown.key_path(), "plan.recompute_modules[1]");
+  EXPECT_NE(std::string(unknown.what()).find("mla_up_proj"), std::string::npos);  // lists the choices
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective", "recompute_modules": ["moe", "moe"]})")
+                .key_path(),
+            "plan.recompute_modules[1]");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective", "recompute_modules": "moe"})")
+                .key_path(),
+            "plan.recompute_modules");
+  // Only selective recomputation takes modules.
+  for (const char* mode : {"none", "full"}) {
+    InputError e = ParseError(std::string(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": ")") + mode +
+                              R"(", "recompute_modules": ["layernorm"]})");
+    EXPECT_EQ(e.key_path(), "plan.recompute_modules") << mode;
+    EXPECT_NE(std::string(e.what()).find("selective"), std::string::npos);
+  }
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "recompute_modules": ["layernorm"]})").key_path(),
+            "plan.recompute_modules");
+}
+
 TEST(Plan, MicroBatchesPerPipeline) {
   PlanConfig p = Parse(R"({"tp": 8, "pp": 8, "dp": 16, "micro_batch": 2})");
   p.global_batch = 1536;
@@ -153,6 +200,8 @@ TEST(Plan, Names) {
   EXPECT_STREQ(ScheduleName(PipelineScheduleKind::kOneFOneB), "1f1b");
   EXPECT_STREQ(ScheduleName(PipelineScheduleKind::kInterleaved), "interleaved");
   EXPECT_STREQ(CpCommName(CpComm::kAllGather), "allgather");
+  EXPECT_STREQ(RecomputeModuleName(RecomputeModule::kMlaUpProj), "mla_up_proj");
+  EXPECT_STREQ(RecomputeModuleName(RecomputeModule::kSharedExperts), "shared_experts");
 }
 
 TEST(Plan, WritesBackWhatItReads) {
@@ -166,6 +215,14 @@ TEST(Plan, WritesBackWhatItReads) {
   EXPECT_EQ(j["schedule"], "interleaved");
   EXPECT_FALSE(j.contains("global_batch"));
   EXPECT_EQ(j["cp_comm"], "p2p");
+  EXPECT_FALSE(j.contains("recompute_modules"));  // only with selective recomputation
+
+  PlanConfig sel = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "recompute": "selective",
+      "recompute_modules": ["moe_act", "layernorm"]})");
+  nlohmann::json js = PlanToJson(sel);
+  EXPECT_EQ(js["recompute_modules"], nlohmann::json({"layernorm", "moe_act"}));
+  EXPECT_EQ(ParsePlan(JsonNode(js, "x", ""), PlanConfig{}).recompute_modules, sel.recompute_modules);
+
   PlanConfig ag = Parse(R"({"tp": 8, "pp": 1, "dp": 2, "cp": 4, "cp_comm": "allgather"})");
   nlohmann::json ja = PlanToJson(ag);
   EXPECT_EQ(ja["cp_comm"], "allgather");

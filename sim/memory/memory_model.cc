@@ -15,10 +15,12 @@ namespace {
 double D(int64_t v) { return static_cast<double>(v); }
 
 // What a Megatron-Core MLA attention block (MLASelfAttention with Transformer
-// Engine, flash attention) keeps for its backward, per TP rank, without
-// recomputation; the core attention's log-sum-exp (or unfused scores) is added
-// by the caller. `l` is the bytes per element of a saved linear input.
-double MlaAttentionActivations(const workload::LayerShape& s, double e, double l) {
+// Engine, flash attention) keeps for its backward, per TP rank; the core
+// attention's log-sum-exp (or unfused scores) is added by the caller. `l` is
+// the bytes per element of a saved linear input. `norm`: the input norm is
+// recomputed (recompute module layernorm); `up_proj`: the up-projections and
+// RoPE are (mla_up_proj).
+double MlaAttentionActivations(const workload::LayerShape& s, double e, double l, bool norm, bool up_proj) {
   const double T = D(s.tokens());
   const double Tn = s.sequence_parallel ? T / s.tp : T;
   const double h = D(s.hidden);
@@ -30,10 +32,18 @@ double MlaAttentionActivations(const workload::LayerShape& s, double e, double l
   double a = e * Tn * h;                  // input norm's input (the residual stream)
   // The input norm's output, read by the two duplicated down-projections (or
   // W_Q and W_DKV): one shared 16-bit tensor, or each linear's own FP8 copy.
-  a += (fp8 ? 2.0 : e) * Tn * h;
+  // Recomputed, neither is kept (under FP8 the linears keep the 16-bit output,
+  // which the recomputation discards: Megatron's set_save_original_input).
+  if (!norm) a += (fp8 ? 2.0 : e) * Tn * h;
   a += e * Tn * latents;                  // down-projection outputs: the latent norms' inputs
-  a += l * Tn * latents;                  // normed latents, the up-projections' inputs (SP shard, re-gathered)
-  a += e * T * hr * (2.0 * qk + v);       // Q, K (nope + rope wide) and V, flash attention's inputs
+  if (up_proj) {
+    // Only the unit's inputs stay: the latents above and the RoPE key (all
+    // tokens, gathered under SP), which K held before.
+    a += e * T * D(s.qk_rope_dim);
+  } else {
+    a += l * Tn * latents;                // normed latents, the up-projections' inputs (SP shard, re-gathered)
+    a += e * T * hr * (2.0 * qk + v);     // Q, K (nope + rope wide) and V, flash attention's inputs
+  }
   a += e * T * hr * v;                    // attention output O, kept by flash attention and read by W_O
   if (fp8) a += T * hr * v;               // W_O's own FP8 copy of O
   a += mask * Tn * h;                     // residual dropout mask
@@ -55,16 +65,25 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // weight gradient as FP8 (one byte); everything else stays 16-bit.
   const double l = s.precision == config::Precision::kFp8 ? 1.0 : e;
   if (recompute == config::Recompute::kFull) return Bytes{e * Tn * h};
+  // Selective recomputation by module (Megatron-Core recompute_modules; see
+  // workload::SelectiveRecompute for what each re-runs): a recomputed module
+  // keeps only its input, which a neighbour usually keeps already.
+  using config::RecomputeModule;
+  auto recomputed = [&](RecomputeModule m) {
+    return recompute == config::Recompute::kSelective && s.recompute_modules.Has(m);
+  };
 
   // Attention block (Korthikanti et al. 2022, §4.1): norm input, QKV input,
   // Q and K, V, the projection's input (the attention output) and the
-  // residual dropout mask.
-  double attn = s.mla ? MlaAttentionActivations(s, e, l)
+  // residual dropout mask. The input norm is fused into the QKV GEMM (TE's
+  // LayerNormLinear keeps its output), so layernorm does not touch it.
+  double attn = s.mla ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
+                                                recomputed(RecomputeModule::kMlaUpProj))
                       : e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
   const double scores = D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq) * D(s.seq);
   if (s.flash_attention) {
     attn += 4.0 * D(s.tokens()) * D(s.heads / s.tp);  // fp32 log-sum-exp per (local) row
-  } else if (recompute != config::Recompute::kSelective) {
+  } else if (!recomputed(RecomputeModule::kCoreAttn)) {
     attn += e * scores + mask * scores + e * scores;  // softmax output, dropout mask, dropout output: 5as^2b/t
   }
   if (s.moe) {
@@ -76,19 +95,49 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     const double Tl = s.routed_tokens();
     const double copies = D(s.tokens_per_local_expert()) * D(s.local_experts());
     const double fe = D(s.expert_ffn);
-    double moe = e * Tn * h + e * Tl * h + 4.0 * Tl * D(s.experts) + l * copies * h +
-                 e * copies * fe * (s.gated ? 2 : 1) + l * copies * fe + e * Tl * D(s.top_k) * h + mask * Tn * h;
+    const bool norm = recomputed(RecomputeModule::kLayerNorm);
+    const bool whole = recomputed(RecomputeModule::kMoe);
+    const bool shared = whole || recomputed(RecomputeModule::kSharedExperts);
+    double moe = e * Tn * h + mask * Tn * h;
+    // The norm's output is the MoE block's input (the router's, and the
+    // checkpoint's under moe): gone only when the norm is recomputed.
+    if (!norm) moe += e * Tl * h;
+    if (!whole) {
+      moe += 4.0 * Tl * D(s.experts) + l * copies * h + e * copies * fe * (s.gated ? 2 : 1) + e * Tl * D(s.top_k) * h;
+      if (!recomputed(RecomputeModule::kMoeAct)) moe += l * copies * fe;  // the activation's output
+    }
     if (s.shared_ffn > 0) {
       const double fs = D(s.shared_ffn / s.tp);
-      moe += l * Tn * h + e * T * fs * (s.gated ? 2 : 1) + l * T * fs;
+      // Shared FC1's input is the norm's output (or its FP8 copy): dropped by
+      // either recomputation.
+      if (!norm && !shared) moe += l * Tn * h;
+      if (!shared) moe += e * T * fs * (s.gated ? 2 : 1) + l * T * fs;
     }
     return Bytes{attn + moe};
   }
   // MLP block: norm input, FC1 input, activation input (both halves when
-  // gated), FC2 input, dropout mask.
-  double mlp = e * Tn * h + l * Tn * h + e * T * f * (s.gated ? 2 : 1) + l * T * f + mask * Tn * h;
+  // gated), FC2 input, dropout mask. Recomputed (mlp), the MLP module keeps
+  // only its input, the norm's input (the norm is inside FC1).
+  double mlp = e * Tn * h + mask * Tn * h;
+  if (!recomputed(RecomputeModule::kMlp)) mlp += l * Tn * h + e * T * f * (s.gated ? 2 : 1) + l * T * f;
   return Bytes{attn + mlp};
 }
+
+namespace {
+
+// What one layer's selective recomputation brings back during its backward:
+// the recomputed modules' tensors, held until the layer's backward ends (as
+// full recomputation holds one whole layer). core_attn's transient scores are
+// left out, as Korthikanti et al. leave them out.
+double RecomputedTransient(const workload::LayerShape& s) {
+  workload::LayerShape kept = s;
+  kept.recompute_modules = config::RecomputeModules{};
+  if (s.recompute_modules.Has(config::RecomputeModule::kCoreAttn)) kept.recompute_modules.Add(config::RecomputeModule::kCoreAttn);
+  return LayerActivations(kept, config::Recompute::kSelective).value -
+         LayerActivations(s, config::Recompute::kSelective).value;
+}
+
+}  // namespace
 
 Bytes RuntimeOverhead() {
   // CUDA context and kernels (~0.5 GiB), NCCL channel buffers for a few
@@ -188,6 +237,9 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
       // The layer being recomputed holds its full activations during its backward.
       act += std::max(LayerActivations(shape, config::Recompute::kNone).value,
                       stage_layers[1] > 0 ? LayerActivations(moe_shape, config::Recompute::kNone).value : 0.0);
+    } else if (plan.recompute == config::Recompute::kSelective) {
+      act += std::max(stage_layers[0] > 0 ? RecomputedTransient(shape) : 0.0,
+                      stage_layers[1] > 0 ? RecomputedTransient(moe_shape) : 0.0);
     }
     const double T = D(shape.tokens());
     const double Tn = shape.sequence_parallel ? T / plan.tp : T;

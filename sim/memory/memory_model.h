@@ -28,7 +28,9 @@ struct StageFootprint {
 
 // Activations one layer saves for its backward, for one micro-batch on one
 // tensor-parallel rank, without recomputation or with the given mode. Full
-// recomputation keeps only the layer's input.
+// recomputation keeps only the layer's input; selective recomputation drops
+// what the modules in shape.recompute_modules would keep (each keeps only its
+// input; see workload::SelectiveRecompute).
 Bytes LayerActivations(const workload::LayerShape& shape, config::Recompute recompute);
 
 // Memory not tied to the model: CUDA context, NCCL buffers, library

@@ -316,25 +316,34 @@ Op MlaRope(const LayerShape& s, bool backward) {
                 s, 2);
 }
 
-// From the input norm's output to Q, K, V.
-void MlaForward(std::vector<Op>& ops, const LayerShape& s) {
-  const int64_t T = s.tokens();
+// The down-projections: from the input norm's output to the latents.
+void MlaDownForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t Tn = static_cast<int64_t>(NormTokens(s));
-  const int64_t hr = QHeads(s);
-  const int64_t nope = s.head_dim - s.qk_rope_dim;
   if (s.q_lora_rank > 0) {
     AddForwardCasts(ops, "q-down", Tn, s.q_lora_rank, s.hidden, 1, /*input_is_fp8=*/false, s);
     ops.push_back(Gemm("q-down", Tn, s.q_lora_rank, s.hidden, 1, s));
   }
   AddForwardCasts(ops, "kv-down", Tn, MlaKvDownWidth(s), s.hidden, 1, /*input_is_fp8=*/false, s);
   ops.push_back(Gemm("kv-down", Tn, MlaKvDownWidth(s), s.hidden, 1, s));
+}
+
+// From the latents to Q, K, V: latent norms, the SP all-gather, the
+// up-projections and RoPE, which is Megatron-Core's mla_up_proj recompute
+// unit (MLASelfAttention's qkv_up_proj_and_rope_apply). Recomputed, the
+// gather moves only the latents: the RoPE key was gathered in the forward and
+// kept as the unit's input.
+void MlaUpForward(std::vector<Op>& ops, const LayerShape& s, bool recompute = false) {
+  const int64_t T = s.tokens();
+  const int64_t Tn = static_cast<int64_t>(NormTokens(s));
+  const int64_t hr = QHeads(s);
+  const int64_t nope = s.head_dim - s.qk_rope_dim;
   if (s.q_lora_rank > 0) {
     ops.push_back(Memory("q-norm", ActBytes(s, 2.0 * D(Tn) * D(s.q_lora_rank)), s, 1, NormKernel(s)));
   }
   ops.push_back(Memory("kv-norm", ActBytes(s, 2.0 * D(Tn) * D(s.kv_lora_rank)), s, 1, NormKernel(s)));
   if (s.tp > 1 && s.sequence_parallel) {
-    ops.push_back(Collective("ag-attn", CollectiveKind::kAllGather,
-                             ActBytes(s, D(T) * D(MlaQueryInput(s) + MlaKvDownWidth(s)))));
+    const int64_t gathered = MlaQueryInput(s) + (recompute ? s.kv_lora_rank : MlaKvDownWidth(s));
+    ops.push_back(Collective("ag-attn", CollectiveKind::kAllGather, ActBytes(s, D(T) * D(gathered))));
   }
   // The query input is the fused norm's FP8 output, except without query
   // compression (W_Q reads the input norm's output).
@@ -343,6 +352,12 @@ void MlaForward(std::vector<Op>& ops, const LayerShape& s) {
   AddForwardCasts(ops, "kv-up", T, hr * (nope + s.v_head_dim), s.kv_lora_rank, 1, /*input_is_fp8=*/true, s);
   ops.push_back(Gemm("kv-up", T, hr * (nope + s.v_head_dim), s.kv_lora_rank, 1, s));
   ops.push_back(MlaRope(s, /*backward=*/false));
+}
+
+// From the input norm's output to Q, K, V.
+void MlaForward(std::vector<Op>& ops, const LayerShape& s) {
+  MlaDownForward(ops, s);
+  MlaUpForward(ops, s);
 }
 
 // From the gradients of Q, K, V back to the input norm's output.
@@ -882,13 +897,36 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.rms_norm = model.norm == config::NormKind::kRmsNorm;
   s.bias = model.mlp_bias;
   s.precision = plan.precision;
+  s.recompute_modules = plan.recompute_modules;
   return s;
 }
+
+namespace {
+
+// A dense MLP after its norm: SP all-gather, FC1, activation, FC2 and its TP
+// reduction (Megatron-Core's MLP module, whose Transformer Engine FC1 also
+// holds the norm).
+void DenseMlpForward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t T = s.tokens();
+  const int64_t f_rank = s.ffn / s.tp;
+  AddGather(ops, "ag-mlp", s);
+  AddForwardCasts(ops, "fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, /*input_is_fp8=*/true, s);
+  ops.push_back(Gemm("fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, s));
+  // Eager GeLU with a bias is two kernels (bias add, activation); the eager
+  // SwiGLU efficiency was measured on the unfused silu-then-multiply pair.
+  ops.push_back(Memory(s.gated ? "swiglu" : "gelu", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f_rank)), s, 1,
+                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu, !s.gated && s.bias ? 2.0 : 1.0,
+                       !s.gated && s.bias ? 2 : 1));
+  AddForwardCasts(ops, "fc2", T, s.hidden, f_rank, 1, false, s);
+  ops.push_back(Gemm("fc2", T, s.hidden, f_rank, 1, s));
+  AddReduce(ops, "tp-mlp", s);
+}
+
+}  // namespace
 
 std::vector<Op> LayerForward(const LayerShape& s) {
   std::vector<Op> ops;
   const int64_t T = s.tokens();
-  const int64_t f_rank = s.ffn / s.tp;
   ops.push_back(NormForward("input-norm", s));
   if (s.mla) {
     MlaForward(ops, s);
@@ -911,17 +949,7 @@ std::vector<Op> LayerForward(const LayerShape& s) {
     ops.push_back(ResidualForward("mlp-residual", s));
     return ops;
   }
-  AddGather(ops, "ag-mlp", s);
-  AddForwardCasts(ops, "fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, /*input_is_fp8=*/true, s);
-  ops.push_back(Gemm("fc1", T, (s.gated ? 2 : 1) * f_rank, s.hidden, 1, s));
-  // Eager GeLU with a bias is two kernels (bias add, activation); the eager
-  // SwiGLU efficiency was measured on the unfused silu-then-multiply pair.
-  ops.push_back(Memory(s.gated ? "swiglu" : "gelu", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f_rank)), s, 1,
-                       s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu, !s.gated && s.bias ? 2.0 : 1.0,
-                       !s.gated && s.bias ? 2 : 1));
-  AddForwardCasts(ops, "fc2", T, s.hidden, f_rank, 1, false, s);
-  ops.push_back(Gemm("fc2", T, s.hidden, f_rank, 1, s));
-  AddReduce(ops, "tp-mlp", s);
+  DenseMlpForward(ops, s);
   ops.push_back(ResidualForward("mlp-residual", s));
   return ops;
 }
@@ -967,10 +995,59 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   return ops;
 }
 
+// Selective recomputation by module (Megatron-Core recompute_modules; DeepSeek-V3,
+// arXiv:2412.19437 §3.2.3, recomputes every RMSNorm and the MLA
+// up-projections). Output-discarding modules (layernorm, mla_up_proj, moe_act)
+// keep their input and drop their output; checkpointed modules (core_attn,
+// mlp, moe, shared_experts) keep their input and drop everything inside. Each
+// re-runs its forward here, before the layer's backward, in backward order
+// (the MLP side first). Megatron re-runs a unit when the backward reaches
+// it; the difference within one layer is not modelled.
 std::vector<Op> SelectiveRecompute(const LayerShape& s) {
+  using config::RecomputeModule;
+  const config::RecomputeModules& m = s.recompute_modules;
+  const int64_t T = s.tokens();
+  const double Tn = NormTokens(s);
   std::vector<Op> ops;
-  if (s.flash_attention) return ops;
-  AttentionCoreForward(ops, s);
+  // MLP side. A MoE layer's norm is a module of its own; under FP8 the linear
+  // layers it feeds then keep its 16-bit output instead of their FP8 copy
+  // (Megatron's set_save_original_input) and cast it again for the backward.
+  if (s.moe && m.Has(RecomputeModule::kLayerNorm)) {
+    ops.push_back(NormForward("mlp-norm", s));
+    if (s.shared_ffn > 0 && !m.Has(RecomputeModule::kMoe) && !m.Has(RecomputeModule::kSharedExperts)) {
+      AddCast(ops, "shared-fc1-cast-x", D(T) * D(s.hidden), s);
+    }
+  }
+  if (!s.moe && m.Has(RecomputeModule::kMlp)) {
+    ops.push_back(NormForward("mlp-norm", s));  // inside FC1 (TE LayerNormLinear)
+    DenseMlpForward(ops, s);
+  }
+  if (s.moe && m.Has(RecomputeModule::kMoe)) {
+    MoeForward(ops, s);
+  } else if (s.moe) {
+    if (m.Has(RecomputeModule::kMoeAct)) {
+      // As MoeForward's expert activation; FC2 keeps the activation's 16-bit
+      // output instead of its FP8 copy and casts it again.
+      ops.push_back(Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
+                           s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
+      AddCast(ops, "expert-fc2-cast-x", ExpertTokens(s) * D(s.expert_ffn), s);
+    }
+    if (m.Has(RecomputeModule::kSharedExperts)) SharedExpertForward(ops, s);
+  }
+  // Attention side.
+  if (m.Has(RecomputeModule::kCoreAttn) && !s.flash_attention) AttentionCoreForward(ops, s);
+  if (s.mla && m.Has(RecomputeModule::kMlaUpProj)) MlaUpForward(ops, s, /*recompute=*/true);
+  if (s.mla && m.Has(RecomputeModule::kLayerNorm)) {
+    // MLA's input norm is a module of its own (the down-projections are plain
+    // linears); without MLA it is fused into the QKV GEMM and stays.
+    ops.push_back(NormForward("input-norm", s));
+    if (s.q_lora_rank > 0) {
+      AddCast(ops, "q-down-cast-x", Tn * D(s.hidden), s);
+    } else {
+      AddCast(ops, "q-proj-cast-x", D(T) * D(s.hidden), s);
+    }
+    AddCast(ops, "kv-down-cast-x", Tn * D(s.hidden), s);
+  }
   for (Op& op : ops) op.name = "recompute-" + op.name;
   return ops;
 }

@@ -99,6 +99,9 @@ struct LayerShape {
   bool rms_norm = false;
   bool bias = false;         // linear layers carry biases (separate eager kernels)
   config::Precision precision = config::Precision::kBf16;
+  // What selective recomputation (plan.recompute "selective") re-runs; see
+  // SelectiveRecompute.
+  config::RecomputeModules recompute_modules = config::RecomputeModules::Default();
   // Mixture of experts: this layer's MLP is a MoE block (router, routed
   // experts as grouped GEMMs between an EP dispatch and combine all-to-all,
   // shared experts as a dense TP MLP). Expert tensor parallelism is 1: each
@@ -158,9 +161,26 @@ double MoeDroppedFraction(const config::ModelConfig& model, const config::PlanCo
 
 std::vector<Op> LayerForward(const LayerShape& s);
 std::vector<Op> LayerBackward(const LayerShape& s);
-// The part of the forward that selective recomputation re-runs before the
-// backward (core attention; empty for fused flash attention, which recomputes
-// inside its own backward kernel).
+// The forward ops selective recomputation re-runs before the layer's backward,
+// for the modules in s.recompute_modules (Megatron-Core's recompute_modules;
+// names "recompute-..."):
+//   core_attn       the unfused QK^T / softmax / PV (Korthikanti et al. 2022);
+//                   nothing for fused flash attention, whose backward kernel
+//                   recomputes the scores itself
+//   layernorm       the norms that are modules of their own: MLA's input norm
+//                   and a MoE layer's pre-MLP norm (under FP8 with the casts of
+//                   the linear inputs they feed); a norm fused into the next
+//                   linear (standard attention, dense MLP) is not recomputed
+//   mla_up_proj     MLA's latent norms, the latents' SP all-gather, the q/kv
+//                   up-projections and RoPE
+//   mlp             a dense layer's whole MLP (norm, FC1, activation, FC2 and
+//                   its TP reduction)
+//   moe_act         the routed experts' activation (and under FP8 the cast of
+//                   FC2's input)
+//   moe             a MoE layer's whole MoE block, all-to-alls included
+//   shared_experts  the shared-expert MLP
+// Modules a layer does not have (moe on a dense layer, mla_up_proj without
+// MLA) add nothing, as in Megatron-Core; moe subsumes moe_act and shared_experts.
 std::vector<Op> SelectiveRecompute(const LayerShape& s);
 
 std::vector<Op> EmbeddingForward(const LayerShape& s);
