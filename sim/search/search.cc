@@ -228,17 +228,37 @@ SearchResult Search(const SearchSpace& space, const SearchOptions& options) {
     return 1.0;
   };
 
-  // 2. Bound and sort.
+  // 2. Bound and sort. Per-layer costs are what a bound costs (op lists,
+  // collective prices) and depend on (tp, cp, ep, sp, micro-batch) only, so
+  // each thread takes whole groups of candidates sharing them.
+  const int workers = Workers(options.threads);
+  std::vector<std::unique_ptr<StepTimeBound>> bounds;
+  for (int w = 0; w < workers; ++w) bounds.push_back(std::make_unique<StepTimeBound>(base));
   std::vector<Candidate> cands(points.size());
   {
-    StepTimeBound bound(base);
-    for (size_t i = 0; i < points.size(); ++i) {
-      Candidate& c = cands[i];
-      c.point = points[i];
-      c.scenario = scenario_of[c.point.gpus];
-      c.bound = bound.Bound(ApplyPoint(base.plan, c.point), c.point.gpus);
-      c.score_bound = score_factor(c.point.gpus) * c.bound.seconds();
+    auto cost_key = [](const PlanPoint& p) {
+      return std::make_tuple(p.tp, p.cp, p.ep, p.sequence_parallel, p.micro_batch,
+                             p.schedule == config::PipelineScheduleKind::kDualPipe);
+    };
+    std::vector<size_t> order(points.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return cost_key(points[a]) < cost_key(points[b]); });
+    std::vector<size_t> group_begin;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i == 0 || cost_key(points[order[i]]) != cost_key(points[order[i - 1]])) group_begin.push_back(i);
     }
+    group_begin.push_back(order.size());
+    ParallelFor(static_cast<int64_t>(group_begin.size()) - 1, options.threads, [&](int64_t g, int worker) {
+      for (size_t k = group_begin[g]; k < group_begin[g + 1]; ++k) {
+        const size_t i = order[k];
+        Candidate& c = cands[i];
+        c.point = points[i];
+        c.scenario = scenario_of.at(c.point.gpus);
+        c.bound = bounds[worker]->Bound(ApplyPoint(base.plan, c.point), c.point.gpus);
+        c.score_bound = score_factor(c.point.gpus) * c.bound.seconds();
+      }
+    });
   }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.score_bound != b.score_bound) return a.score_bound < b.score_bound;
@@ -253,10 +273,7 @@ SearchResult Search(const SearchSpace& space, const SearchOptions& options) {
   ThreadRunner local(options.threads);
   const PlanRunner& runner = options.runner ? *options.runner : static_cast<const PlanRunner&>(local);
   const bool moe = base.model.is_moe();
-  const int workers = Workers(options.threads);
-  std::vector<std::unique_ptr<StepTimeBound>> bounds;
   std::vector<config::ScenarioConfig> scratch(workers, base);
-  for (int w = 0; w < workers; ++w) bounds.push_back(std::make_unique<StepTimeBound>(base));
   std::vector<MemoryCheck> memory(cands.size());
   std::vector<double> refined(cands.size(), 0);
   constexpr size_t kRefineChunk = 64;  // fixed: results must not depend on threads

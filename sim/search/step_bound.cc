@@ -114,15 +114,21 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
   return ref;
 }
 
-StepTimeBound::StageCosts StepTimeBound::PerStage(const config::PlanConfig& plan, int gpus) {
+const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfig& plan, int gpus) {
+  const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
+  const bool dual_key = plan.schedule == PipelineScheduleKind::kDualPipe;
+  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.sequence_parallel, plan.micro_batch, dual_key, plan.pp,
+                             layout.v, static_cast<int>(plan.recompute));
+  auto it = stage_costs_.find(key);
+  if (it != stage_costs_.end()) return *it->second;
   const LayerCosts& c = Costs(plan, gpus);
   const auto& model = scenario_.model;
-  const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
   const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), plan.pp, layout.v);
   const int stages = layout.stages();
   const bool full = plan.recompute == config::Recompute::kFull;
   const bool selective = plan.recompute == config::Recompute::kSelective;
-  StageCosts out;
+  auto owned = std::make_unique<StageCosts>();
+  StageCosts& out = *owned;
   out.fwd.assign(stages, Time::Zero());
   out.bwd.assign(stages, Time::Zero());
   out.bwd_input.assign(stages, Time::Zero());
@@ -156,11 +162,11 @@ StepTimeBound::StageCosts StepTimeBound::PerStage(const config::PlanConfig& plan
     out.weight[vs] = w;
     out.bwd_input[vs] = bi;
   }
-  return out;
+  return *stage_costs_.emplace(key, std::move(owned)).first->second;
 }
 
 Time StepTimeBound::Bound(const config::PlanConfig& plan, int gpus) {
-  const StageCosts sc = PerStage(plan, gpus);
+  const StageCosts& sc = PerStage(plan, gpus);
   const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
   const bool dual = layout.dual();
   // Split-backward schedules may defer weight gradients past the last
@@ -175,7 +181,8 @@ Time StepTimeBound::Bound(const config::PlanConfig& plan, int gpus) {
   Time fill = Time::Zero(), drain = Time::Zero();
   for (int r = 0; r < plan.pp; ++r) {
     Time work = Time::Zero();
-    for (int vs : layout.StagesOfRank(r)) {
+    for (int chunk = 0; chunk < layout.chunks(); ++chunk) {
+      const int vs = layout.Stage(r, chunk);
       // A split backward (B, then W after B's async collectives) can take
       // less than the whole one, whose weight GEMMs wait for them in place.
       const Time b = whole_backward ? sc.bwd[vs] : std::min(sc.bwd[vs], sc.bwd_input[vs] + sc.weight[vs]);
@@ -202,7 +209,7 @@ const std::vector<std::vector<workload::PipelineStep>>& StepTimeBound::Schedule(
 }
 
 Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
-  const StageCosts sc = PerStage(plan, gpus);
+  const StageCosts& sc = PerStage(plan, gpus);
   const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
   const auto& schedule = Schedule(layout);
   const int p = layout.p, stages = layout.stages(), m = layout.m;

@@ -64,7 +64,8 @@ class StepTimeBound {
   struct StageCosts {
     std::vector<Time> fwd, bwd, bwd_input, weight;
   };
-  StageCosts PerStage(const config::PlanConfig& plan, int gpus);
+  // Cached per (layer costs, pp, chunks, recompute).
+  const StageCosts& PerStage(const config::PlanConfig& plan, int gpus);
   const std::vector<std::vector<workload::PipelineStep>>& Schedule(const workload::PipelineLayout& layout);
   Time GradientTail(const config::PlanConfig& plan, const workload::PipelineLayout& layout,
                     const std::vector<Time>& grads_done);
@@ -75,6 +76,7 @@ class StepTimeBound {
   net::AnalyticNetwork network_;
   std::map<std::tuple<int, int, int, bool, int64_t, bool, int>, std::unique_ptr<LayerCosts>> cache_;
   std::map<std::tuple<int, int, int, int>, std::vector<std::vector<workload::PipelineStep>>> schedules_;
+  std::map<std::tuple<int, int, int, bool, int64_t, bool, int, int, int>, std::unique_ptr<StageCosts>> stage_costs_;
 };
 
 }  // namespace stacksim::search
