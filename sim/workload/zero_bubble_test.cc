@@ -141,3 +141,25 @@ TEST(ZeroBubble, DualPipeNeedsEvenPipelineAndEnoughMicroBatches) {
 
 }  // namespace
 }  // namespace stacksim::workload
+
+namespace stacksim::workload {
+namespace {
+
+// The shipped DeepSeek-V3 scenario (TP 1, PP 16, EP 64, ZeRO-1, DualPipe on
+// 2048 H800) fits, holds two stages per rank and hides part of its all-to-all.
+TEST(ZeroBubble, DeepSeekV3ScenarioFitsAndHidesPartOfItsAllToAll) {
+  auto s = config::LoadScenario(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/deepseek-v3-2048xh800.json", {});
+  ASSERT_EQ(s.plan.schedule, PipelineScheduleKind::kDualPipe);
+  auto r = simulate::Simulate(s);
+  EXPECT_FALSE(r.out_of_memory);
+  ASSERT_GT(r.iteration.seconds(), 0.0);
+  ASSERT_EQ(r.memory.size(), 16u);
+  EXPECT_GT(r.breakdown.ep_exposed.seconds(), 0.0);
+  EXPECT_LT(r.breakdown.ep_exposed.seconds(), 0.8 * r.moe_alltoall_time.seconds());
+  // Ranks 0 and 15 both hold the embedding and the output head.
+  EXPECT_NEAR(r.memory[0].weights.value, r.memory[15].weights.value, 1.0);
+  EXPECT_GT(r.memory[0].weights.value, r.memory[1].weights.value);
+}
+
+}  // namespace
+}  // namespace stacksim::workload
