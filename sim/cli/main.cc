@@ -16,6 +16,7 @@
 
 #include "calibrate/fit/fit_profile.h"
 #include "sim/config/scenario.h"
+#include "sim/diagnose/diagnose.h"
 #include "sim/report/json_report.h"
 #include "sim/report/perfetto.h"
 #include "sim/report/text_report.h"
@@ -112,6 +113,20 @@ int RunSearch(const SearchArgs& a) {
               << result.counts.enumeration.invalid_total() << " invalid, " << result.counts.out_of_memory
               << " out of GPU memory, " << result.counts.host_memory << " out of host memory)\n";
     return 2;
+  }
+  return 0;
+}
+
+int RunDiagnose(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
+                const std::string& network) {
+  config::ScenarioConfig scenario = config::LoadScenario(path, opts);
+  diagnose::DiagnoseOptions options;
+  options.network = network;
+  diagnose::Diagnosis d = diagnose::Diagnose(scenario, options);
+  if (format == "json") {
+    std::cout << diagnose::DiagnosisJson(d).dump(2) << "\n";
+  } else {
+    std::cout << diagnose::DiagnosisText(d);
   }
   return 0;
 }
@@ -222,6 +237,15 @@ int main(int argc, char** argv) {
   srch->add_option("--set", search_args.opts.overrides, "Override a scenario field: key.path=value (repeatable)");
   srch->add_option("--profile", search_args.opts.profile_path, "Use this hardware profile instead of the topology's");
 
+  CLI::App* diag = app.add_subcommand(
+      "diagnose", "Attribute the gap to an ideal step to the five layers and re-simulate remedies");
+  std::string diag_path;
+  config::ScenarioOptions diag_opts;
+  diag->add_option("scenario", diag_path, "Scenario JSON file")->required();
+  add_format(diag);
+  diag->add_option("--set", diag_opts.overrides, "Override a scenario field: key.path=value (repeatable)");
+  diag->add_option("--profile", diag_opts.profile_path, "Use this hardware profile instead of the topology's");
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -243,6 +267,7 @@ int main(int argc, char** argv) {
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (srch->parsed()) return RunSearch(search_args);
+    if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic");
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
   } catch (const stacksim::InputError& e) {
