@@ -47,7 +47,13 @@ Economics LookUpEconomics(const config::ScenarioConfig& s) {
   const std::string path = config::DataRoot() + "/economics/gpus.json";
   std::error_code ec;
   Economics e;
-  if (std::filesystem::is_regular_file(path, ec)) e = LookUpEconomics(path, s.topology.gpu);
+  if (std::filesystem::is_regular_file(path, ec)) {
+    e = LookUpEconomics(path, s.topology.gpu);
+    // Name the file as the data root's, not this machine's path.
+    for (std::string* src : {&e.price_source, &e.power_source}) {
+      if (src->rfind(path, 0) == 0) *src = "economics/gpus.json" + src->substr(path.size());
+    }
+  }
   if (s.topology.gpu_hour_usd > 0) {
     e.gpu_hour_usd = s.topology.gpu_hour_usd;
     e.price_source = "gpu_hour_usd of topology " + s.topology.name +

@@ -330,6 +330,8 @@ int64_t EnumerationCounts::invalid_total() const {
 std::vector<PlanPoint> EnumeratePlans(const SearchSpace& space, EnumerationCounts* counts) {
   std::vector<int> gpus = space.gpu_counts;
   if (gpus.empty()) gpus.push_back(space.scenario.gpus);
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   std::vector<PlanPoint> out;
   for (int g : gpus) {
     if (g < 1) throw InputError("", "--gpus", "a GPU count must be positive (got " + std::to_string(g) + ")");

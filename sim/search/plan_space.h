@@ -63,7 +63,7 @@ struct SearchSpace {
   // Model, topology, profile, sequence length and global batch; its plan
   // supplies every field the search does not vary. Need not be valid itself.
   config::ScenarioConfig scenario;
-  // GPU counts to search (empty: scenario.gpus).
+  // GPU counts to search (empty: scenario.gpus; sorted, duplicates dropped).
   std::vector<int> gpu_counts;
   std::vector<config::PipelineScheduleKind> schedules;  // default 1f1b, interleaved, zb-h1, dualpipe
   std::vector<config::Recompute> recomputes;            // default none, selective, full

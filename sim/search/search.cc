@@ -207,6 +207,8 @@ SearchResult Search(const SearchSpace& space, const SearchOptions& options) {
   // 1. Enumerate.
   std::vector<PlanPoint> points = EnumeratePlans(space, &result.counts.enumeration);
   result.gpu_counts = space.gpu_counts.empty() ? std::vector<int>{base.gpus} : space.gpu_counts;
+  std::sort(result.gpu_counts.begin(), result.gpu_counts.end());
+  result.gpu_counts.erase(std::unique(result.gpu_counts.begin(), result.gpu_counts.end()), result.gpu_counts.end());
   std::vector<config::ScenarioConfig> scenarios;
   std::map<int, int> scenario_of;
   for (int g : result.gpu_counts) {
