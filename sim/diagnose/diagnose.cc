@@ -601,32 +601,37 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       if (sa != sc) return sa;
       return sa && a.gain > c.gain;
     });
-    // Combine the gaining remedies that touch different plan keys.
+    // Combine the gaining remedies that touch different plan keys: greedily,
+    // best first, keeping a change only if the plan with it is valid, fits
+    // and is faster than without it.
     nlohmann::json merged = config::PlanToJson(p);
     std::set<std::string> keys;
     std::vector<std::string> changes;
+    Remedy best;
+    best.predicted = d.step;
     for (const Remedy& r : d.remedies) {
       if (r.status != "simulated" || r.gain <= Time::Zero()) continue;
       bool clash = false;
       for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) clash |= keys.count(it.key()) > 0;
       if (clash) continue;
-      for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) {
-        keys.insert(it.key());
-        merged[it.key()] = it.value();
-      }
-      changes.push_back(r.change);
-    }
-    if (changes.size() >= 2) {
+      nlohmann::json trial = merged;
+      for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) trial[it.key()] = it.value();
+      Candidate c{0, "the gaining remedies that change different plan keys", "", p};
+      for (const auto& ch : changes) c.change += ch + " + ";
+      c.change += r.change;
       try {
-        Candidate c{0, "the gaining remedies that change different plan keys", "", p};
-        for (size_t i = 0; i < changes.size(); ++i) c.change += (i ? " + " : "") + changes[i];
-        c.plan = config::ParsePlan(JsonNode(merged, s.file, "plan"), p);
-        d.combined = Evaluate(s, c, d.step, options);
-      } catch (const InputError& e) {
-        d.combined.status = "invalid";
-        d.combined.reason = e.what();
+        c.plan = config::ParsePlan(JsonNode(trial, s.file, "plan"), p);
+      } catch (const InputError&) {
+        continue;
       }
+      Remedy e = Evaluate(s, c, d.step, options);
+      if (e.status != "simulated" || e.predicted >= best.predicted) continue;
+      best = e;
+      merged = trial;
+      changes.push_back(r.change);
+      for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) keys.insert(it.key());
     }
+    if (changes.size() >= 2) d.combined = best;
   }
   d.result.trace.reset();
   d.result.replay.reset();

@@ -79,8 +79,9 @@ struct Diagnosis {
   std::vector<OpStat> ops;           // by time beyond ideal, largest first
   std::vector<Remedy> remedies;      // simulated ones by gain, largest first; then the rest
   // The remedies that gain, applied together where they change different plan
-  // keys (greedily, best first), re-simulated; layer 0, status "" when fewer
-  // than two combine.
+  // keys (greedily, best first, each kept only if the plan stays valid, fits
+  // and gets faster), re-simulated; layer 0, status "" when fewer than two
+  // combine.
   Remedy combined;
 };
 

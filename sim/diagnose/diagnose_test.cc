@@ -65,7 +65,9 @@ TEST(Diagnose, FewMicroBatchesMakeTheBubbleTheGapAndTheScheduleTheRemedy) {
   const auto& parts = d.layer_parts[1];
   double pipeline = parts["bubble_s"].get<double>() + parts["cross_stage_wait_s"].get<double>();
   for (const auto& [key, v] : parts.items()) {
-    if (v.is_number()) EXPECT_LE(v.get<double>(), pipeline) << key;
+    if (v.is_number()) {
+      EXPECT_LE(v.get<double>(), pipeline) << key;
+    }
   }
   EXPECT_GT(parts["cross_stage_wait_s"].get<double>(), 0);
   EXPECT_GT(pipeline, 0.3 * d.step.seconds());  // (p-1)/(m+p-1) = 7/15 of a 1F1B pipeline, less the comm
@@ -74,6 +76,11 @@ TEST(Diagnose, FewMicroBatchesMakeTheBubbleTheGapAndTheScheduleTheRemedy) {
   EXPECT_EQ(top->layer, 2);
   EXPECT_TRUE(top->plan_changes.contains("schedule") || top->plan_changes.contains("vp")) << top->plan_changes;
   EXPECT_GT(top->gain, d.step * 0.1);
+  // Remedies together are kept only when they beat the best one alone.
+  if (!d.combined.status.empty()) {
+    EXPECT_EQ(d.combined.status, "simulated");
+    EXPECT_LT(d.combined.predicted, top->predicted);
+  }
   // Ranked by gain.
   for (size_t i = 1; i < d.remedies.size(); ++i) {
     if (d.remedies[i].status != "simulated") break;
