@@ -498,8 +498,8 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
                               config::ScheduleName(p.schedule)));
     }
     if (cross_stage_wait > Time::Zero()) {
-      f.push_back(fmt::format("waiting {:.3f} s at a collective shared with other stages (tied-embedding gradient "
-                              "all-reduce) for a stage still draining the pipeline",
+      f.push_back(fmt::format("waiting {:.3f} s at a gradient all-reduce shared with other stages (tied "
+                              "embedding, DualPipe mirror) for a stage still draining the pipeline",
                               cross_stage_wait.seconds()));
     }
     f.push_back(fmt::format("busiest stage ({}) computes {:.3f} s more than the stages' mean", rank,
