@@ -59,9 +59,10 @@ struct Candidate {
 bool Divides(int64_t a, int64_t b) { return a > 0 && b % a == 0; }
 
 // The remedies that fit what the step shows. Each is one change (or one
-// coupled set, as moving TP into the NVLink domain) of the scenario's plan.
+// coupled set, as tp / 2 with dp x 2) of the scenario's plan. TP never spans NVLink
+// domains here: ValidatePlan rejects it, so "move TP into the domain" cannot arise.
 std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnosis& d, Time launch_excess,
-                                  Time eager_excess, Time recompute, Time below_peak, bool tp_on_nic) {
+                                  Time eager_excess, Time recompute, Time below_peak, const std::string& tp_link) {
   const config::PlanConfig& p = s.plan;
   const simulate::Breakdown& b = d.result.breakdown;
   const Time step = d.step;
@@ -174,23 +175,13 @@ std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnos
 
   // Layer 2: tensor parallelism.
   const int domain = s.topology.scale_up.domain_gpus;
-  if (b.tp_exposed > Time::Zero()) {
+  // Reshaping the plan for a communication stream that costs under 1% of
+  // the step is noise, not a remedy.
+  const Time noise = step * 0.01;
+  if (b.tp_exposed > noise) {
     std::string f = fmt::format("exposed TP communication {:.3f} s ({:.1f}% of the step; tp {} {})",
                                 b.tp_exposed.seconds(), share(b.tp_exposed), p.tp,
-                                tp_on_nic ? "spans nodes: its collectives cross the NICs" : "inside the NVLink domain");
-    if (p.tp > domain && domain > 0 && p.tp % domain == 0) {
-      int k = p.tp / domain;
-      add(2, f, fmt::format("move TP inside the NVLink domain: tp {} -> {}, pp {} -> {}", p.tp, domain, p.pp, p.pp * k),
-          [domain, k](config::PlanConfig& q) {
-            q.tp = domain;
-            q.pp *= k;
-          });
-      add(2, f, fmt::format("move TP inside the NVLink domain: tp {} -> {}, dp {} -> {}", p.tp, domain, p.dp, p.dp * k),
-          [domain, k](config::PlanConfig& q) {
-            q.tp = domain;
-            q.dp *= k;
-          });
-    }
+                                tp_link.empty() ? "" : "over " + tp_link);
     if (p.tp > 1 && !p.sequence_parallel) {
       add(2, f, "sequence parallelism on", [](config::PlanConfig& q) { q.sequence_parallel = true; });
     }
@@ -205,7 +196,7 @@ std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnos
   }
 
   // Layer 2: data parallelism.
-  if (b.dp_exposed > Time::Zero()) {
+  if (b.dp_exposed > noise) {
     std::string f = fmt::format("exposed DP communication {:.3f} s ({:.1f}% of the step; dp {}, {})",
                                 b.dp_exposed.seconds(), share(b.dp_exposed), p.dp, config::ShardingName(p.sharding));
     if (!p.overlap_grad_reduce) {
@@ -527,7 +518,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
                                               s.profile.Peak(config::Precision::kFp8)->value / 1e12, peak / 1e12)
                                 : ""));
   }
-  bool tp_on_nic = false;
+  std::string tp_link;
   {
     auto& f = d.layer_findings[4];
     // Exposed time per link: each breakdown bucket goes to the link its
@@ -543,7 +534,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     expose(workload::kLabelPp, b.pp_exposed);
     expose(workload::kLabelEp, b.ep_exposed);
     if (auto it = comm_busy.find(workload::kLabelTp); it != comm_busy.end()) {
-      tp_on_nic = it->second.second.find("NIC") != std::string::npos;
+      tp_link = it->second.second;
     }
     for (const auto& [label, v] : comm_busy) {
       f.push_back(fmt::format("{} traffic on {}: {:.3f} s busy", label, v.second, v.first.seconds()));
@@ -592,7 +583,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
 
   if (options.simulate_remedies) {
     std::set<std::string> seen{config::PlanToJson(p).dump()};
-    for (const Candidate& c : Candidates(s, d, launch_excess, eager_excess, recompute, compute_class, tp_on_nic)) {
+    for (const Candidate& c : Candidates(s, d, launch_excess, eager_excess, recompute, compute_class, tp_link)) {
       if (!seen.insert(config::PlanToJson(c.plan).dump()).second) continue;
       d.remedies.push_back(Evaluate(s, c, d.step, options));
     }

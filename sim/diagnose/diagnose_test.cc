@@ -88,6 +88,30 @@ TEST(Diagnose, FewMicroBatchesMakeTheBubbleTheGapAndTheScheduleTheRemedy) {
   }
 }
 
+// tp 8 on a PCIe node (no NVLink): the TP collectives crawl over PCIe, which
+// is named as the binding link, and less tensor parallelism ranks first.
+TEST(Diagnose, TpOverPcieIsCommunicationBoundAndLessTpRanksFirst) {
+  config::PlanConfig plan;
+  plan.tp = 8;
+  plan.sequence_parallel = true;
+  plan.micro_batch = 1;
+  plan.global_batch = 8;
+  config::ScenarioConfig s = Scenario(GptModel(4, 4096, 32, 32000), 8, 2048, plan);
+  s.topology.scale_up.kind = config::ScaleUpKind::kPcie;
+  s.topology.scale_up.per_gpu_bandwidth = Bandwidth{16e9};
+  Diagnosis d = Diagnose(s);
+  EXPECT_EQ(Sum(d), d.step);
+  EXPECT_EQ(d.step_class, "communication-bound");
+  bool pcie = false;
+  for (const auto& line : d.layer_findings[4]) pcie |= line.find("binding link: PCIe") != std::string::npos;
+  EXPECT_TRUE(pcie);
+  const Remedy* top = Top(d);
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->layer, 2);
+  EXPECT_LT(top->plan_changes.value("tp", 8), 8) << top->change;
+  EXPECT_GT(top->gain, d.step * 0.2);
+}
+
 // Remedies that break the plan's rules are listed as invalid, never simulated.
 TEST(Diagnose, InvalidRemediesAreReportedNotSimulated) {
   config::PlanConfig plan;
