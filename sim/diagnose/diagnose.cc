@@ -135,8 +135,10 @@ std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnos
   const int64_t layers = s.model.num_layers;
   const Time bubble = b.bubble + d.cross_stage_wait;
   if (p.pp > 1 && bubble > Time::Zero()) {
-    std::string f = fmt::format("pipeline bubble {:.3f} s ({:.1f}% of the step; pp {}, {} micro-batches per pipeline)",
-                                bubble.seconds(), share(bubble), p.pp, p.micro_batches());
+    std::string f = fmt::format(
+        "pipeline idle {:.3f} s ({:.1f}% of the step: bubble {:.3f} s + drain wait {:.3f} s; pp {}, {} micro-batches "
+        "per pipeline)",
+        bubble.seconds(), share(bubble), b.bubble.seconds(), d.cross_stage_wait.seconds(), p.pp, p.micro_batches());
     if (p.schedule == config::PipelineScheduleKind::kOneFOneB || p.schedule == config::PipelineScheduleKind::kGpipe) {
       for (int vp : {2, 3, 4, 6, 8}) {
         if (!Divides(p.pp * vp, layers)) continue;
