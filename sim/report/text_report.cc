@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/report/number_text.h"
+
 namespace stacksim::report {
 namespace {
 
@@ -29,18 +31,6 @@ int SecondsDecimals(Time step) {
 }
 
 std::string Seconds(Time t, int decimals) { return fmt::format("{:.{}f}", t.seconds(), decimals); }
-
-// 1234567.8 -> "1,234,568".
-std::string Grouped(double v) {
-  if (!std::isfinite(v)) return fmt::format("{}", v);
-  std::string digits = fmt::format("{:.0f}", std::fabs(v));
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
 
 std::string Percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 

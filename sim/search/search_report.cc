@@ -5,22 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "sim/report/number_text.h"
+
 namespace stacksim::search {
 namespace {
 
-double GiB(Bytes b) { return b.value / kGiB; }
+using report::Grouped;
 
-// 1234567.8 -> "1,234,568".
-std::string Grouped(double v) {
-  if (!std::isfinite(v)) return fmt::format("{}", v);
-  std::string digits = fmt::format("{:.0f}", std::fabs(v));
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
+double GiB(Bytes b) { return b.value / kGiB; }
 
 double GapPercent(double score, double reference) { return reference > 0 ? 100.0 * (score / reference - 1.0) : 0.0; }
 
