@@ -131,6 +131,10 @@ class StepBuilder {
   PassEmission EmitForward(int rank, PipelineStep st, bool overlapped);
   PassEmission EmitBackward(int rank, PipelineStep st, bool overlapped);
   void EmitWeight(int rank, const PipelineStep& st);
+  // A layer's weight gradients of micro-batch `mb` exist (after its whole
+  // backward or its W pass): FSDP reduce-scatters them now; otherwise they
+  // join the bucketed reduction after the chunk's last micro-batch.
+  void WeightGradientsDone(int rank, int layer, int mb, TaskId last, bool last_micro_batch);
   // Gradient accounting after a layer's weight gradients are complete.
   void LayerGradientsDone(int rank, int layer, TaskId last);
   void StageGradientsDone(int rank, int stage, TaskId last);
@@ -324,8 +328,9 @@ bool StepBuilder::CanRun(int rank, const PipelineStep& st) const {
 
 TaskId StepBuilder::SendOut(int rank, int stage, int mb, bool forward, TaskId after) {
   const int dst = layout_.Rank(forward ? stage + 1 : stage - 1, mb);
-  // Pairs are placed lower rank first: r -> r+1 uses this rank's "next" pair.
-  const bool up = dst == (rank + 1) % p_ && !(p_ == 2 && layout_.Direction(mb) == 1);
+  // Pairs are placed lower rank first: r -> r+1 (forward in copy 0, backward
+  // in DualPipe's copy 1) uses this rank's "next" pair.
+  const bool up = (layout_.Direction(mb) == 0) == forward;
   const trace::GroupId pair = up ? next_pair_[rank] : prev_pair_[rank];
   return Send(rank, mb, dst, pair, forward ? n_xfer_fwd_ : n_xfer_bwd_, after);
 }
@@ -397,6 +402,19 @@ void StepBuilder::FlushGradients(int rank, TaskId after) {
   bucket_[rank] = 0;
 }
 
+void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, bool last_micro_batch) {
+  if (plan_.sharding == Sharding::kZero3) {
+    // FSDP reduce-scatters each layer's gradients as soon as they exist.
+    if (plan_.dp > 1) {
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
+                                           CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
+                                           dp_group_[rank], {last}, -1, layer, mb));
+    }
+  } else if (last_micro_batch) {
+    LayerGradientsDone(rank, layer, last);
+  }
+}
+
 void StepBuilder::LayerGradientsDone(int rank, int layer, TaskId last) {
   if (plan_.sharding == Sharding::kZero3 || plan_.dp * plan_.cp == 1) return;
   expert_bucket_[rank] += expert_grad_bytes_[Kind(layer)].value;
@@ -457,14 +475,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     }
     if (c.prev >= 0) last = last_compute_[rank] = c.prev;
     deps = {last};
-    if (zero3 && plan_.dp > 1 && !split) {
-      // FSDP reduces-scatters each layer's gradients as soon as they exist.
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
-                                           CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
-                                           dp_group_[rank], {last}, -1, l, mb));
-    } else if (grads_done) {
-      LayerGradientsDone(rank, l, last);
-    }
+    if (!split) WeightGradientsDone(rank, l, mb, last, grads_done);
   }
   if (vs == 0) {
     if (plan_.recompute == config::Recompute::kFull) {
@@ -480,7 +491,6 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
 void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
   const int vs = layout_.Stage(rank, st.chunk);
   const int mb = st.micro_batch;
-  const bool zero3 = plan_.sharding == Sharding::kZero3;
   const bool grads_done = mb == LastMicroBatch(st.chunk);
   std::vector<TaskId> deps = b_async_[{mb, vs}];
   b_async_.erase({mb, vs});
@@ -493,13 +503,7 @@ void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
     last = Emit(rank, bwd_weight_[Kind(l)], deps, l, mb);
     deps = {last};
-    if (zero3 && plan_.dp > 1) {
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
-                                           CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
-                                           dp_group_[rank], {last}, -1, l, mb));
-    } else if (grads_done) {
-      LayerGradientsDone(rank, l, last);
-    }
+    WeightGradientsDone(rank, l, mb, last, grads_done);
   }
   if (grads_done) StageGradientsDone(rank, vs, last);
 }
