@@ -114,11 +114,11 @@ TEST(SearchCli, BadInputIsExitStatusTwoWithAMessage) {
   EXPECT_EQ(r.status, 2);
   r = Stacksim("search /no/such/scenario.json");
   EXPECT_EQ(r.status, 2);
-  // H200 has no price in economics/gpus.json: the cost objective names the field to add.
-  r = Stacksim("search " + kScenario + " --set topology=hgx-h200 --objective cost");
+  // H800 has no price in economics/gpus.json: the cost objective names the field to add.
+  r = Stacksim("search " + kScenario + " --set topology=h800-node --objective cost");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("gpu_hour_usd"), std::string::npos) << r.err;
-  r = Stacksim("search " + kScenario + " --set topology=hgx-h200 --objective cost --gpu-hour-usd 4 --top 1");
+  r = Stacksim("search " + kScenario + " --set topology=h800-node --objective cost --gpu-hour-usd 4 --top 1");
   EXPECT_EQ(r.status, 0) << r.err;
 }
 

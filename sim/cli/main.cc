@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "calibrate/fit/fit_profile.h"
+#include "sim/compare/compare.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
 #include "sim/report/json_report.h"
@@ -115,6 +116,63 @@ int RunSearch(const SearchArgs& a) {
     return 2;
   }
   return 0;
+}
+
+struct CompareArgs {
+  std::string model, scenario;
+  config::ScenarioOptions opts;   // --set and --profile apply to --scenario
+  int64_t seq_len = 0, global_batch = 0;
+  std::string precision = "bf16";
+  std::string tokens;
+  std::vector<std::string> clusters;
+  std::string objective = "time";
+  std::string format = "text";
+  int threads = 0;
+};
+
+// Sequences per step when only a model is given: about 4M tokens, the
+// global batch of Llama 3's first pre-training stage (arXiv:2407.21783
+// section 3.4.1), at the given sequence length.
+constexpr int64_t kDefaultBatchTokens = int64_t{4} << 20;
+constexpr int64_t kDefaultSeqLen = 4096;
+
+int RunCompare(const CompareArgs& a) {
+  mallopt(M_MMAP_MAX, 0);  // as RunSearch: replays reuse the heap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  if (a.model.empty() == a.scenario.empty()) {
+    throw InputError("compare", "", "give either --model or --scenario (the model, batch and fixed plan fields)");
+  }
+  compare::CompareRequest request;
+  if (!a.scenario.empty()) {
+    if (a.precision != "bf16") {
+      throw InputError("--precision", "", "applies to --model; with --scenario use --set plan.precision=...");
+    }
+    request.base = config::LoadScenario(a.scenario, a.opts);
+    if (a.seq_len > 0) request.base.seq_len = a.seq_len;
+    if (a.global_batch > 0) request.base.plan.global_batch = a.global_batch;
+  } else {
+    if (!a.opts.overrides.empty()) throw InputError("--set", "", "applies to --scenario, not to --model");
+    const int64_t seq = a.seq_len > 0 ? a.seq_len : kDefaultSeqLen;
+    const int64_t batch = a.global_batch > 0 ? a.global_batch : std::max<int64_t>(1, kDefaultBatchTokens / seq);
+    request.base = compare::BaseScenario(a.model, seq, batch,
+                                         a.precision == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16);
+  }
+  request.tokens = compare::ParseTokenCount(a.tokens);
+  for (const std::string& c : a.clusters) request.clusters.push_back(compare::ParseClusterSpec(c));
+  compare::CompareOptions options;
+  options.objective = search::ParseObjective(a.objective);
+  search::MpiContext mpi;
+  options.threads = a.threads > 0 ? a.threads : std::max(1, search::Workers(0) / mpi.local_size());
+  search::MpiRunner runner(mpi, options.threads);
+  if (mpi.active()) options.runner = &runner;
+  compare::Comparison c = compare::Compare(request, options);
+  if (mpi.rank() != 0) return 0;
+  if (a.format == "json") {
+    std::cout << compare::ComparisonJson(c).dump(2) << "\n";
+  } else {
+    std::cout << compare::ComparisonText(c);
+  }
+  return c.best >= 0 ? 0 : 2;
 }
 
 int RunDiagnose(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
@@ -246,6 +304,26 @@ int main(int argc, char** argv) {
   diag->add_option("--set", diag_opts.overrides, "Override a scenario field: key.path=value (repeatable)");
   diag->add_option("--profile", diag_opts.profile_path, "Use this hardware profile instead of the topology's");
 
+  CLI::App* cmp = app.add_subcommand("compare", "Compare clusters for one model and token budget: best plan, days, cost, energy");
+  CompareArgs compare_args;
+  cmp->add_option("--model", compare_args.model, "Model name (models/) or file");
+  cmp->add_option("--scenario", compare_args.scenario, "Take model, batch and fixed plan fields from this scenario");
+  cmp->add_option("--tokens", compare_args.tokens, "Token budget to train, e.g. 15T, 300B")->required();
+  cmp->add_option("--cluster", compare_args.clusters, "TOPOLOGY:GPUS[@USD per GPU-hour], GPUS as N or LO..HI (repeatable)")
+      ->required();
+  cmp->add_option("--seq-len", compare_args.seq_len, "Tokens per sequence (default: the scenario's, else 4096)")
+      ->check(CLI::PositiveNumber);
+  cmp->add_option("--global-batch", compare_args.global_batch,
+                  "Sequences per step (default: the scenario's, else about 4M tokens)")
+      ->check(CLI::PositiveNumber);
+  cmp->add_option("--precision", compare_args.precision, "Training precision with --model")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
+  cmp->add_option("--objective", compare_args.objective, "Best plan per cluster by (and best cluster by)")
+      ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));
+  cmp->add_option("--format", compare_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmp->add_option("--threads", compare_args.threads, "Threads (default: all cores)")->check(CLI::Range(1, 4096));
+  cmp->add_option("--set", compare_args.opts.overrides, "Override a field of --scenario: key.path=value (repeatable)");
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -267,6 +345,7 @@ int main(int argc, char** argv) {
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (srch->parsed()) return RunSearch(search_args);
+    if (cmp->parsed()) return RunCompare(compare_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic");
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);

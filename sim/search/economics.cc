@@ -7,11 +7,13 @@
 namespace stacksim::search {
 namespace {
 
-// {"value": number, "source": "..."}: every figure states where it is from.
-double Sourced(const JsonNode& node, std::string* source) {
+// {"value": number, "source": "..."}: every figure states where it is from;
+// prices also say what kind of price they are ("basis").
+double Sourced(const JsonNode& node, std::string* source, std::string* basis = nullptr) {
   JsonObject obj(node);
   double v = obj.Required("value").PositiveNumber();
   *source = obj.Required("source").String();
+  if (basis != nullptr) *basis = obj.Required("basis").String();
   obj.Finish();
   return v;
 }
@@ -30,7 +32,7 @@ Economics LookUpEconomics(const std::string& path, const std::string& gpu) {
     JsonObject entry(gpus.Required(name));
     Economics here;
     if (auto p = entry.Optional("gpu_hour_usd")) {
-      here.gpu_hour_usd = Sourced(*p, &here.price_source);
+      here.gpu_hour_usd = Sourced(*p, &here.price_source, &here.price_basis);
       here.price_source = path + ": " + here.price_source;
     }
     if (auto w = entry.Optional("tdp_watts")) {
@@ -56,6 +58,7 @@ Economics LookUpEconomics(const config::ScenarioConfig& s) {
   }
   if (s.topology.gpu_hour_usd > 0) {
     e.gpu_hour_usd = s.topology.gpu_hour_usd;
+    e.price_basis = "topology " + s.topology.name;
     e.price_source = "gpu_hour_usd of topology " + s.topology.name +
                      (s.topology_file.empty() ? std::string() : " (" + s.topology_file + ")");
   }

@@ -19,6 +19,9 @@ namespace stacksim::search {
 struct Economics {
   double gpu_hour_usd = 0;     // 0: unknown
   std::string price_source;
+  // What kind of price it is ("Spheron on-demand, 2026", "topology file"):
+  // prices of different bases do not compare well (compare warns).
+  std::string price_basis;
   double gpu_watts = 0;        // 0: unknown
   std::string power_source;
 };
@@ -28,8 +31,8 @@ struct Economics {
 Economics LookUpEconomics(const config::ScenarioConfig& s);
 
 // Reads one economics file (for tests): entries keyed by profile name, each
-// {"gpu_hour_usd": {"value", "source"}, "tdp_watts": {"value", "source"}},
-// both optional.
+// {"gpu_hour_usd": {"value", "source", "basis"}, "tdp_watts": {"value",
+// "source"}}, both optional.
 Economics LookUpEconomics(const std::string& path, const std::string& gpu);
 
 }  // namespace stacksim::search

@@ -336,7 +336,7 @@ SearchResult Search(const SearchSpace& space, const SearchOptions& options) {
       const double next_refined = heap.empty() ? std::numeric_limits<double>::infinity() : refined[heap.top()];
       if (next_unrefined <= threshold && next_unrefined < next_refined) {
         refine_next_chunk();
-      } else if (next_refined <= threshold) {
+      } else if (!heap.empty() && next_refined <= threshold) {  // (both infinite before the top list fills)
         batch.push_back(heap.top());
         heap.pop();
       } else {

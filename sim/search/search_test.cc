@@ -236,21 +236,43 @@ TEST(Economics, ShippedPricesAndPowerCarrySources) {
   s.topology = testing::DgxTopology();
   s.topology.gpu = "h100-sxm-80gb";
   Economics e = LookUpEconomics(s);
-  EXPECT_NEAR(e.gpu_hour_usd, 98.32 / 8, 0.01);  // AWS p5.48xlarge on-demand / 8
+  EXPECT_NEAR(e.gpu_hour_usd, 2.90, 0.001);  // Spheron on-demand, May 2026
+  EXPECT_EQ(e.price_basis, "Spheron on-demand, 2026");
   EXPECT_EQ(e.gpu_watts, 700);
-  EXPECT_NE(e.price_source.find("p5.48xlarge"), std::string::npos);
+  EXPECT_NE(e.price_source.find("H100 SXM5"), std::string::npos);
   EXPECT_NE(e.power_source.find("700 W"), std::string::npos);
   // A topology's own price wins.
   s.topology.gpu_hour_usd = 2.5;
   e = LookUpEconomics(s);
   EXPECT_EQ(e.gpu_hour_usd, 2.5);
   EXPECT_NE(e.price_source.find("gpu_hour_usd of topology"), std::string::npos);
+  EXPECT_NE(e.price_basis.find("topology"), std::string::npos);
   // Unknown GPU: nothing.
   s.topology.gpu = "no-such-gpu";
   s.topology.gpu_hour_usd = 0;
   e = LookUpEconomics(s);
   EXPECT_EQ(e.gpu_hour_usd, 0);
   EXPECT_EQ(e.gpu_watts, 0);
+}
+
+}  // namespace
+}  // namespace stacksim::search
+
+namespace stacksim::search {
+namespace {
+
+TEST(Search, NothingFitsGivesAnEmptyRankingWithTheCounts) {
+  SearchSpace space = TinySpace({8}, 64);
+  space.scenario.profile.hbm_capacity.value = Bytes{1};  // no plan fits
+  SearchOptions options;
+  options.top = 3;
+  SearchResult r = Search(space, options);
+  EXPECT_TRUE(r.plans.empty());
+  const SearchCounts& c = r.counts;
+  EXPECT_GT(c.out_of_memory, 0);
+  EXPECT_EQ(c.evaluated, 0);
+  EXPECT_EQ(c.enumeration.enumerated,
+            c.enumeration.invalid_total() + c.enumeration.equivalent + c.out_of_memory + c.host_memory + c.bounded);
 }
 
 }  // namespace

@@ -1,0 +1,362 @@
+#include "sim/compare/compare.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sim/report/number_text.h"
+#include "sim/search/search_report.h"
+#include "sim/util/error.h"
+
+namespace stacksim::compare {
+namespace {
+
+namespace fs = std::filesystem;
+using report::Grouped;
+
+constexpr double kSecondsPerDay = 86400.0;
+
+std::string RequireFile(const std::string& kind, const std::string& ref, const std::string& origin,
+                        const std::string& what) {
+  const std::string path = config::ResolveDataFile(kind, ref, "");
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw InputError(origin, "", "unknown " + what + " '" + ref + "': no file " + path);
+  }
+  return path;
+}
+
+// The figure the objective minimises over the whole budget; NaN when missing.
+double BudgetScore(const ClusterResult& c, search::Objective o) {
+  switch (o) {
+    case search::Objective::kTime:
+    case search::Objective::kThroughput: return c.days;
+    case search::Objective::kCost: return c.cost_usd > 0 ? c.cost_usd : NAN;
+    case search::Objective::kEnergy: return c.energy_mwh > 0 ? c.energy_mwh : NAN;
+  }
+  return NAN;
+}
+
+std::string FailureText(const search::SearchCounts& c) {
+  return fmt::format("no plan is valid and fits: {} enumerated, {} invalid, {} out of GPU memory, {} out of host memory",
+                     Grouped(c.enumeration.enumerated), Grouped(c.enumeration.invalid_total()),
+                     Grouped(c.out_of_memory), Grouped(c.host_memory));
+}
+
+std::string Money(double usd) {
+  if (usd >= 1e6) return fmt::format("${:.2f}M", usd / 1e6);
+  if (usd >= 1e3) return fmt::format("${:.1f}K", usd / 1e3);
+  return fmt::format("${:.0f}", usd);
+}
+
+std::string TokensText(double t) {
+  if (t >= 1e12) return fmt::format("{:.4g}T", t / 1e12);
+  if (t >= 1e9) return fmt::format("{:.4g}B", t / 1e9);
+  if (t >= 1e6) return fmt::format("{:.4g}M", t / 1e6);
+  return Grouped(t);
+}
+
+}  // namespace
+
+ClusterSpec ParseClusterSpec(const std::string& text) {
+  ClusterSpec spec;
+  spec.text = text;
+  auto fail = [&](const std::string& why) {
+    throw InputError("--cluster", "", "'" + text + "': " + why + " (expected TOPOLOGY:GPUS or TOPOLOGY:LO..HI, " +
+                                          "optionally @USD per GPU-hour, e.g. dgx-h100:1024 or gb200-nvl72:576@4.5)");
+  };
+  std::string rest = text;
+  if (size_t at = rest.rfind('@'); at != std::string::npos) {
+    const std::string price = rest.substr(at + 1);
+    char* end = nullptr;
+    errno = 0;
+    spec.gpu_hour_usd = std::strtod(price.c_str(), &end);
+    if (price.empty() || end != price.c_str() + price.size() || errno != 0 || !(spec.gpu_hour_usd > 0) ||
+        !std::isfinite(spec.gpu_hour_usd)) {
+      fail("the price after '@' must be a positive number of USD per GPU-hour");
+    }
+    rest = rest.substr(0, at);
+  }
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) fail("no GPU count");
+  spec.topology = rest.substr(0, colon);
+  spec.gpus = rest.substr(colon + 1);
+  return spec;
+}
+
+int64_t ParseTokenCount(const std::string& text, const std::string& origin) {
+  auto fail = [&] {
+    throw InputError(origin, "", "expected a positive token count such as 15T, 2.5T, 300B, 800M or 1e12, got '" +
+                                     text + "'");
+  };
+  if (text.empty()) fail();
+  double scale = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 'K': case 'k': scale = 1e3; break;
+    case 'M': case 'm': scale = 1e6; break;
+    case 'B': case 'b': case 'G': case 'g': scale = 1e9; break;
+    case 'T': case 't': scale = 1e12; break;
+    default: break;
+  }
+  if (scale != 1) number.pop_back();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(number.c_str(), &end) * scale;
+  if (number.empty() || end != number.c_str() + number.size() || errno != 0 || !std::isfinite(v) || v < 1 ||
+      v > 9e18) {
+    fail();
+  }
+  return static_cast<int64_t>(std::llround(v));
+}
+
+config::ScenarioConfig BaseScenario(const std::string& model, int64_t seq_len, int64_t global_batch,
+                                    config::Precision precision) {
+  if (seq_len <= 0) throw InputError("--seq-len", "", "must be a positive number of tokens");
+  if (global_batch <= 0) throw InputError("--global-batch", "", "must be a positive number of sequences");
+  config::ScenarioConfig s;
+  s.model_file = RequireFile("models", model, "--model", "model");
+  s.model = config::LoadModelFile(s.model_file);
+  s.name = s.model.name;
+  s.seq_len = seq_len;
+  s.plan.global_batch = global_batch;
+  s.plan.precision = precision;
+  return s;
+}
+
+Comparison Compare(const CompareRequest& request, const CompareOptions& options) {
+  if (request.clusters.empty()) throw InputError("--cluster", "", "give at least one cluster to compare");
+  if (request.tokens <= 0) throw InputError("--tokens", "", "must be a positive number of tokens");
+  const config::ScenarioConfig& base = request.base;
+  Comparison out;
+  out.model = base.model.name;
+  out.seq_len = base.seq_len;
+  out.global_batch = base.plan.global_batch;
+  out.tokens_per_step = base.tokens_per_step();
+  out.tokens = request.tokens;
+  out.objective = options.objective;
+
+  for (const ClusterSpec& spec : request.clusters) {
+    ClusterResult c;
+    c.spec = spec;
+    config::ScenarioConfig& s = c.scenario;
+    s = base;
+    s.topology_file = RequireFile("topologies", spec.topology, "--cluster", "topology");
+    s.topology = config::LoadTopologyFile(s.topology_file);
+    // The base scenario's profile belongs to its own GPU: every cluster runs
+    // on its topology's GPU profile.
+    s.profile_file = config::ResolveDataFile("profiles", s.topology.gpu, "");
+    std::error_code ec;
+    if (!fs::is_regular_file(s.profile_file, ec)) {
+      throw InputError(s.topology_file, "node.gpu",
+                       "no profile for GPU '" + s.topology.gpu + "': " + s.profile_file + " does not exist");
+    }
+    s.profile = config::LoadProfileFile(s.profile_file);
+    s.name = fmt::format("{} on {}", base.model.name, spec.text);
+
+    search::SearchSpace space;
+    space.gpu_counts = search::ParseGpuRange(spec.gpus, s.topology);
+    s.gpus = space.gpu_counts.front();
+    space.scenario = s;
+    search::SearchOptions so;
+    so.objective = options.objective;
+    so.top = 1 + std::max(0, options.runners_up);
+    so.threads = options.threads;
+    so.runner = options.runner;
+    so.economics = search::LookUpEconomics(s);
+    if (spec.gpu_hour_usd > 0) {
+      so.economics.gpu_hour_usd = spec.gpu_hour_usd;
+      so.economics.price_source = "--cluster " + spec.text;
+      so.economics.price_basis = "given with --cluster";
+    }
+    c.search = search::Search(space, so);
+    if (!c.ok()) {
+      c.failure = FailureText(c.search.counts);
+    } else {
+      const search::RankedPlan& b = c.best();
+      s.gpus = b.point.gpus;
+      s.plan = b.plan;
+      c.gpus = b.point.gpus;
+      c.days = static_cast<double>(request.tokens) / b.tokens_per_s / kSecondsPerDay;
+      c.gpu_hours = c.gpus * c.days * 24.0;
+      c.cost_usd = c.gpu_hours * c.search.economics.gpu_hour_usd;
+      c.energy_mwh = c.gpu_hours * c.search.economics.gpu_watts / 1e6;
+    }
+    out.clusters.push_back(std::move(c));
+  }
+
+  double best_score = INFINITY;
+  for (size_t i = 0; i < out.clusters.size(); ++i) {
+    const ClusterResult& c = out.clusters[i];
+    if (!c.ok()) continue;
+    const double score = BudgetScore(c, options.objective);
+    if (std::isnan(score)) continue;
+    if (score < best_score) {
+      best_score = score;
+      out.best = static_cast<int>(i);
+    }
+  }
+  std::set<std::string> bases;
+  for (const ClusterResult& c : out.clusters) {
+    if (!c.ok()) continue;
+    if (c.search.economics.gpu_hour_usd > 0) {
+      bases.insert(c.search.economics.price_basis);
+    } else {
+      out.warnings.push_back(fmt::format("{}: no price for GPU '{}': cost not shown (add it to economics/gpus.json, "
+                                         "the topology's gpu_hour_usd, or give {}@USD)",
+                                         c.spec.text, c.scenario.topology.gpu, c.spec.text));
+    }
+    if (c.search.economics.gpu_watts <= 0) {
+      out.warnings.push_back(fmt::format("{}: no power figure for GPU '{}': energy not shown", c.spec.text,
+                                         c.scenario.topology.gpu));
+    }
+  }
+  if (bases.size() > 1) {
+    std::string list;
+    for (const std::string& b : bases) list += (list.empty() ? "" : "; ") + b;
+    out.warnings.push_back("prices are of different bases (" + list +
+                           "): their ratio says as much about the providers as about the hardware");
+  }
+  return out;
+}
+
+std::string ComparisonText(const Comparison& c) {
+  std::string out;
+  out += fmt::format("stacksim compare: {}, {} tokens\n", c.model, TokensText(static_cast<double>(c.tokens)));
+  out += fmt::format("training   seq {}, global batch {} ({} tokens/step), {} steps\n", c.seq_len,
+                     Grouped(static_cast<double>(c.global_batch)), Grouped(static_cast<double>(c.tokens_per_step)),
+                     Grouped(std::ceil(static_cast<double>(c.tokens) / c.tokens_per_step)));
+  out += fmt::format("objective  best plan per cluster by {}\n\n", search::ObjectiveName(c.objective));
+
+  // Clusters side by side: one column each.
+  std::vector<std::string> heads;
+  for (const ClusterResult& r : c.clusters) heads.push_back(r.spec.text);
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const std::string& label, auto cell) {
+    std::vector<std::string> cells;
+    for (const ClusterResult& r : c.clusters) cells.push_back(r.ok() ? cell(r) : std::string("-"));
+    rows.emplace_back(label, cells);
+  };
+  row("GPU", [](const ClusterResult& r) { return r.scenario.topology.gpu; });
+  row("GPUs", [](const ClusterResult& r) { return Grouped(r.gpus); });
+  row("plan", [](const ClusterResult& r) {
+    const search::PlanPoint& p = r.best().point;
+    std::string s = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
+    if (p.cp > 1) s += fmt::format(" cp{}", p.cp);
+    if (p.ep > 1) s += fmt::format(" ep{}", p.ep);
+    return s;
+  });
+  row("step time", [](const ClusterResult& r) { return fmt::format("{:.3f} s", r.best().step.seconds()); });
+  row("tokens/s", [](const ClusterResult& r) { return Grouped(r.best().tokens_per_s); });
+  row("MFU", [](const ClusterResult& r) { return fmt::format("{:.1f}%", 100.0 * r.best().mfu); });
+  row("memory", [](const ClusterResult& r) {
+    return fmt::format("{:.1f}/{:.0f} GiB", r.best().peak_memory.value / kGiB, r.best().capacity.value / kGiB);
+  });
+  row("days", [](const ClusterResult& r) { return fmt::format("{:.1f}", r.days); });
+  row("GPU-hours", [](const ClusterResult& r) { return fmt::format("{:.3g}M", r.gpu_hours / 1e6); });
+  row("$/GPU-hour", [](const ClusterResult& r) {
+    return r.search.economics.gpu_hour_usd > 0 ? fmt::format("{:.2f}", r.search.economics.gpu_hour_usd)
+                                               : std::string("n/a");
+  });
+  row("cost", [](const ClusterResult& r) { return r.cost_usd > 0 ? Money(r.cost_usd) : std::string("n/a"); });
+  row("GPU energy", [](const ClusterResult& r) {
+    return r.energy_mwh > 0 ? fmt::format("{:.0f} MWh", r.energy_mwh) : std::string("n/a");
+  });
+  row("next plan", [](const ClusterResult& r) {
+    if (r.search.plans.size() < 2) return std::string("-");
+    return fmt::format("+{:.1f}%", 100.0 * (r.search.plans[1].score / r.best().score - 1.0));
+  });
+
+  size_t label_w = 0;
+  for (const auto& [label, cells] : rows) label_w = std::max(label_w, label.size());
+  std::vector<size_t> col_w(heads.size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    col_w[i] = heads[i].size();
+    for (const auto& [label, cells] : rows) col_w[i] = std::max(col_w[i], cells[i].size());
+  }
+  out += fmt::format("{:<{}}", "", label_w);
+  for (size_t i = 0; i < heads.size(); ++i) out += fmt::format("  {:>{}}", heads[i], col_w[i]);
+  out += "\n";
+  for (const auto& [label, cells] : rows) {
+    out += fmt::format("{:<{}}", label, label_w);
+    for (size_t i = 0; i < cells.size(); ++i) out += fmt::format("  {:>{}}", cells[i], col_w[i]);
+    out += "\n";
+  }
+
+  out += "\nplans\n";
+  for (const ClusterResult& r : c.clusters) {
+    if (r.ok()) {
+      out += fmt::format("  {}: {} (NVLink domain: {})\n", r.spec.text, search::PlanName(r.best().point),
+                         r.best().placement);
+    } else {
+      out += fmt::format("  {}: {}\n", r.spec.text, r.failure);
+    }
+  }
+  if (c.best >= 0) {
+    const ClusterResult& b = c.clusters[c.best];
+    out += fmt::format("\nbest       {}: {:.1f} days on {} {}", b.spec.text, b.days, Grouped(b.gpus),
+                       b.scenario.topology.gpu);
+    if (b.cost_usd > 0) out += ", " + Money(b.cost_usd);
+    out += "\n";
+  } else {
+    out += "\nbest       none: no cluster has a plan that fits (and the objective's figure)\n";
+  }
+  bool any_price = false;
+  for (const ClusterResult& r : c.clusters) {
+    if (r.ok() && r.search.economics.gpu_hour_usd > 0) {
+      if (!any_price) out += "\nprices\n";
+      any_price = true;
+      out += fmt::format("  {}: ${:.2f} per GPU-hour, {} ({})\n", r.spec.text, r.search.economics.gpu_hour_usd,
+                         r.search.economics.price_basis, r.search.economics.price_source);
+    }
+  }
+  out += "energy     GPU board power (datasheet TDP) x GPU-hours: an upper estimate for the GPUs alone, "
+         "without hosts, network or cooling\n";
+  for (const std::string& w : c.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+nlohmann::json ComparisonJson(const Comparison& c) {
+  nlohmann::json j;
+  j["model"] = c.model;
+  j["seq_len"] = c.seq_len;
+  j["global_batch"] = c.global_batch;
+  j["tokens_per_step"] = c.tokens_per_step;
+  j["tokens"] = c.tokens;
+  j["objective"] = search::ObjectiveName(c.objective);
+  j["best"] = c.best >= 0 ? nlohmann::json(c.clusters[c.best].spec.text) : nlohmann::json(nullptr);
+  nlohmann::json clusters = nlohmann::json::array();
+  for (const ClusterResult& r : c.clusters) {
+    nlohmann::json e;
+    e["cluster"] = r.spec.text;
+    e["topology"] = r.scenario.topology.name;
+    e["gpu"] = r.scenario.topology.gpu;
+    e["fits"] = r.ok();
+    nlohmann::json search = search::SearchJson(r.search);
+    e["economics"] = search["economics"];
+    if (!r.search.economics.price_basis.empty()) e["economics"]["price_basis"] = r.search.economics.price_basis;
+    e["pruning"] = search["pruning"];
+    if (r.ok()) {
+      e["gpus"] = r.gpus;
+      e["days"] = r.days;
+      e["gpu_hours"] = r.gpu_hours;
+      e["cost_usd"] = r.cost_usd > 0 ? nlohmann::json(r.cost_usd) : nlohmann::json(nullptr);
+      e["gpu_energy_mwh"] = r.energy_mwh > 0 ? nlohmann::json(r.energy_mwh) : nlohmann::json(nullptr);
+      // The best plan and its runners-up as search ranks them.
+      e["plans"] = search["plans"];
+    } else {
+      e["failure"] = r.failure;
+    }
+    clusters.push_back(e);
+  }
+  j["clusters"] = clusters;
+  j["warnings"] = c.warnings;
+  return j;
+}
+
+}  // namespace stacksim::compare
