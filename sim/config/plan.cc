@@ -23,6 +23,8 @@ const char* CpCommName(CpComm c) {
   return "?";
 }
 
+const char* RankOrderName(RankOrder o) { return o == RankOrder::kTpCpPpDp ? "tp-cp-pp-dp" : "tp-cp-dp-pp"; }
+
 const char* MoeDispatcherName(MoeDispatcher d) {
   return d == MoeDispatcher::kHierarchical ? "hierarchical" : "alltoall";
 }
@@ -116,6 +118,9 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.cp_comm = v->OneOf({"p2p", "allgather"}) == "allgather" ? CpComm::kAllGather : CpComm::kP2p;
   }
   if (auto v = obj.Optional("ep")) p.ep = Degree(*v);
+  if (auto v = obj.Optional("rank_order")) {
+    p.rank_order = v->OneOf({"tp-cp-dp-pp", "tp-cp-pp-dp"}) == "tp-cp-pp-dp" ? RankOrder::kTpCpPpDp : RankOrder::kTpCpDpPp;
+  }
   std::optional<JsonNode> routing_node = obj.Optional("moe_routing");
   if (routing_node) {
     std::string r = routing_node->OneOf({"uniform", "zipf", "histogram"});
@@ -263,6 +268,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"cp_comm", CpCommName(p.cp_comm)},
           {"ep", p.ep},
           {"vp", p.vp},
+          {"rank_order", RankOrderName(p.rank_order)},
           {"micro_batch", p.micro_batch},
           {"sequence_parallel", p.sequence_parallel},
           {"recompute", RecomputeName(p.recompute)},

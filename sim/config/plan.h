@@ -4,11 +4,12 @@
 // per rank for the interleaved schedule), data (dp) parallelism; micro-batch
 // and global batch in sequences; recomputation and data-parallel sharding.
 // cp (context parallelism) splits each sequence over cp ranks (ring
-// attention; ranks ordered tp fastest, then cp). ep (expert parallelism, MoE models) follows
-// Megatron-Core's MoE parallel folding with expert tensor parallelism 1:
-// the routed experts are sharded over EP ranks carved out of the data-
-// (and tensor-) parallel ranks of a stage, so ep does not multiply the GPU
-// count; ep must divide tp x dp (x cp) and the number of routed experts.
+// attention; ranks ordered tp fastest, then cp, then as rank_order says).
+// ep (expert parallelism, MoE models) follows Megatron-Core's MoE parallel
+// folding with expert tensor parallelism 1: the routed experts are sharded
+// over EP ranks carved out of the data- (and tensor-) parallel ranks of a
+// stage, so ep does not multiply the GPU count; ep must divide tp x dp (x cp)
+// and the number of routed experts.
 #ifndef STACKSIM_SIM_CONFIG_PLAN_H_
 #define STACKSIM_SIM_CONFIG_PLAN_H_
 
@@ -69,6 +70,16 @@ const char* OffloadName(OffloadTarget t);  // "none", "host", "nvme"
 enum class CpComm { kP2p, kAllGather };
 const char* CpCommName(CpComm c);  // "p2p", "allgather"
 
+// The order in which global ranks walk the parallel dimensions, fastest
+// first (sim/workload/placement.h). kTpCpDpPp is Megatron-LM's default:
+// data-parallel replicas next to each other, pipeline stages furthest apart.
+// kTpCpPpDp is Megatron-LM's --use-tp-pp-dp-mapping: the stages of one
+// pipeline follow each other right after tp x cp, so with tp x cp below the
+// NVLink domain pipeline sends stay on NVLink while the data-parallel
+// gradient collectives cross nodes.
+enum class RankOrder { kTpCpDpPp, kTpCpPpDp };
+const char* RankOrderName(RankOrder o);  // "tp-cp-dp-pp", "tp-cp-pp-dp"
+
 // The submodules selective recomputation re-runs in the backward, as
 // Megatron-Core's --recompute-modules (TransformerConfig.recompute_modules,
 // megatron/core/transformer/transformer_config.py) names them: core_attn (the
@@ -108,6 +119,7 @@ struct PlanConfig {
   CpComm cp_comm = CpComm::kP2p;    // with cp > 1
   int ep = 1;
   int vp = 1;                       // virtual stages per pipeline rank (interleaved)
+  RankOrder rank_order = RankOrder::kTpCpDpPp;
   bool sequence_parallel = false;
   int64_t micro_batch = 1;          // sequences per micro-batch
   int64_t global_batch = 1;         // sequences per optimizer step

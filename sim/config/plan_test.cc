@@ -83,6 +83,17 @@ TEST(Plan, ParsesContextParallelism) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "cp": 2, "cp_comm": "all_gather"})").key_path(), "plan.cp_comm");
 }
 
+TEST(Plan, ParsesRankOrderAndWritesItBack) {
+  EXPECT_EQ(Parse(R"({"tp": 2, "pp": 2, "dp": 2})").rank_order, RankOrder::kTpCpDpPp);  // Megatron-LM's default
+  PlanConfig p = Parse(R"({"tp": 2, "pp": 2, "dp": 2, "rank_order": "tp-cp-pp-dp"})");
+  EXPECT_EQ(p.rank_order, RankOrder::kTpCpPpDp);
+  EXPECT_EQ(PlanToJson(p).at("rank_order"), "tp-cp-pp-dp");
+  nlohmann::json written = PlanToJson(p);
+  EXPECT_EQ(ParsePlan(JsonNode(written, "s.json", "plan"), PlanConfig{}).rank_order, RankOrder::kTpCpPpDp);
+  // Megatron's flag spells it tp-pp-dp; only the full names are accepted.
+  EXPECT_EQ(ParseError(R"({"tp": 2, "pp": 2, "dp": 2, "rank_order": "tp-pp-dp"})").key_path(), "plan.rank_order");
+}
+
 TEST(Plan, ParsesExpertParallelismAndRouting) {
   PlanConfig p = ParsePlan(JsonNode(nlohmann::json::parse(
                                R"({"tp": 1, "pp": 1, "dp": 8, "ep": 8, "moe_routing": "zipf",

@@ -1,5 +1,6 @@
 #include "sim/config/scenario.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -296,6 +297,32 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     if (p.routing == Routing::kHistogram && static_cast<int64_t>(p.routing_histogram.size()) != m.num_experts) {
       fail("plan.moe_routing_histogram", "the histogram has " + Str(static_cast<int64_t>(p.routing_histogram.size())) +
                                              " entries; the model has " + Str(m.num_experts) + " routed experts");
+    }
+  }
+  // Pipeline-inner rank order (Megatron-LM's --use-tp-pp-dp-mapping, which
+  // initializes with order "tp-pp-dp": its configuration says not to combine
+  // it with EP or CP). Every group must stay
+  // ranks at one regular stride, each NVLink domain holding the same number
+  // of its members: the network models price a group by that count, and the
+  // flow-level model expands members as first + i x stride. With cp > 1 the
+  // gradient group (dp x cp) would have two strides (cp inside tp x cp, dp
+  // beyond the pipeline), and so would MoE groups folded over tp x dp.
+  if (p.rank_order == RankOrder::kTpCpPpDp) {
+    const std::string why = " with rank_order tp-cp-pp-dp: its data-parallel groups would not be evenly strided (as "
+                            "Megatron-LM's --use-tp-pp-dp-mapping, which is not to be combined with CP or EP)";
+    if (p.cp > 1) fail("plan.rank_order", "context parallelism (cp " + Str(p.cp) + ")" + why);
+    if (p.ep > 1) fail("plan.rank_order", "expert parallelism (ep " + Str(p.ep) + ")" + why);
+    if (m.is_moe() && p.tp > 1) {
+      fail("plan.rank_order", "a mixture-of-experts model with tp " + Str(p.tp) +
+                                  " (its expert-data-parallel group folds tp x dp)" + why);
+    }
+    const int64_t block = static_cast<int64_t>(p.tp) * p.cp * p.pp;  // the data-parallel stride
+    const int64_t domain_gpus =
+        t.scale_up.kind == ScaleUpKind::kPcie ? t.gpus_per_node : std::max(t.scale_up.domain_gpus, t.gpus_per_node);
+    if (domain_gpus % block != 0 && block % domain_gpus != 0) {
+      fail("plan.rank_order", "rank_order tp-cp-pp-dp puts data-parallel ranks tp x cp x pp = " + Str(block) +
+                                  " apart, which neither divides nor is a multiple of the " + Str(domain_gpus) +
+                                  "-GPU NVLink domain: the domains would hold unequal shares of a data-parallel group");
     }
   }
   ValidateOffload(s, file);

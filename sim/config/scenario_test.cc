@@ -296,6 +296,28 @@ TEST(Scenario, ContextParallelismNeedsTwoChunksPerRank) {
   EXPECT_EQ(ParseError(doc).key_path(), "plan.attention");
 }
 
+TEST(Scenario, PipelineInnerRankOrderNeedsEvenlyStridedGroups) {
+  nlohmann::json doc = Base();
+  doc["plan"]["rank_order"] = "tp-cp-pp-dp";
+  EXPECT_EQ(Parse(doc).plan.rank_order, RankOrder::kTpCpPpDp);
+  // cp > 1: the gradient group (dp x cp) would have two strides.
+  doc["plan"]["cp"] = 2;
+  doc["plan"]["dp"] = 1;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "plan.rank_order");
+  EXPECT_TRUE(Mentions(e, "context parallelism")) << e.what();
+  // tp x pp = 6 neither divides nor is a multiple of the 8-GPU domain.
+  doc = Base();
+  doc["gpus"] = 48;
+  doc["plan"] = {{"tp", 2}, {"pp", 3}, {"dp", 8}, {"rank_order", "tp-cp-pp-dp"}};
+  doc["training"]["global_batch"] = 48;
+  doc["model"] = {{"name", "six-layer"},        {"hidden_size", 512},      {"num_hidden_layers", 6},
+                  {"num_attention_heads", 8},   {"num_key_value_heads", 4}, {"intermediate_size", 1024},
+                  {"vocab_size", 1000},         {"hidden_act", "silu"},    {"rms_norm_eps", 1e-5}};
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "plan.rank_order") << e.what();
+}
+
 TEST(Scenario, GpusMustBeWholeNodesAndFitTheCluster) {
   nlohmann::json doc = Base();
   doc["gpus"] = 12;

@@ -25,22 +25,38 @@ trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int 
   return g;
 }
 
+int64_t PipelineStride(const config::PlanConfig& plan) {
+  const int64_t block = static_cast<int64_t>(plan.tp) * plan.cp;
+  return plan.rank_order == config::RankOrder::kTpCpPpDp ? block : block * plan.dp;
+}
+
+int64_t DataParallelStride(const config::PlanConfig& plan) {
+  const int64_t block = static_cast<int64_t>(plan.tp) * plan.cp;
+  return plan.rank_order == config::RankOrder::kTpCpPpDp ? block * plan.pp : block;
+}
+
 PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology) {
   int domain = DomainSize(topology);
+  const bool pp_inner = plan.rank_order == config::RankOrder::kTpCpPpDp;
+  const int64_t dp_stride = DataParallelStride(plan);
   PlanGroups out;
   out.tp = PlaceGroup("tp", 0, 1, plan.tp, domain);
-  // Every data-parallel replica (and context-parallel rank) runs its own TP group at once.
+  // Every data-parallel replica (and context-parallel rank) runs its own TP
+  // group at once: the stage's other tp blocks, contiguous in the default
+  // order; with pipeline stages in between (pp-inner, cp 1) one per replica.
   out.tp.siblings = plan.dp * plan.cp;
-  out.tp.sibling_stride = plan.tp;
+  out.tp.sibling_stride = pp_inner ? dp_stride : plan.tp;
   // Gradients (and the distributed optimizer's shards) span dp x cp: the CP
   // ranks hold the same weights (Megatron's data-parallel-with-CP group).
-  out.dp = PlaceGroup("dp", 0, plan.tp, plan.dp * plan.cp, domain);
-  out.dp.stride = plan.tp;
+  // Default order: cp and dp adjacent, one stride of tp. Pp-inner (cp 1):
+  // replicas tp x pp apart.
+  const int dp_stride_int = static_cast<int>(pp_inner ? dp_stride : plan.tp);
+  out.dp = PlaceGroup("dp", 0, dp_stride_int, plan.dp * plan.cp, domain);
+  out.dp.stride = dp_stride_int;
   // ... and every tensor-parallel rank its own DP group.
   out.dp.siblings = plan.tp;
   out.dp.sibling_stride = 1;
-  // Ring attention's K/V exchange: cp ranks, tp apart (Megatron orders tp
-  // fastest, then cp).
+  // Ring attention's K/V exchange: cp ranks, tp apart (tp fastest, then cp).
   out.cp = PlaceGroup("cp", 0, plan.tp, plan.cp, domain);
   out.cp.stride = plan.tp;
   out.cp.siblings = plan.tp * plan.dp;
@@ -50,28 +66,38 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   out.ep = PlaceGroup("ep", 0, 1, ep, domain);
   out.ep.siblings = folded / ep;
   out.ep.sibling_stride = ep;
-  out.edp = PlaceGroup("expert-dp", 0, ep, folded / ep, domain);
-  out.edp.stride = ep;
-  out.edp.siblings = ep;
-  out.edp.sibling_stride = 1;
+  if (pp_inner) {
+    // ValidatePlan allows expert layers here only with ep 1 and tp 1: the
+    // expert-data-parallel group is then the data-parallel one.
+    out.edp = out.dp;
+    out.edp.name = "expert-dp";
+  } else {
+    out.edp = PlaceGroup("expert-dp", 0, ep, folded / ep, domain);
+    out.edp.stride = ep;
+    out.edp.siblings = ep;
+    out.edp.sibling_stride = 1;
+  }
   return out;
 }
 
-int64_t StageFirstRank(const config::PlanConfig& plan, int stage) {
-  return static_cast<int64_t>(stage) * plan.tp * plan.cp * plan.dp;
-}
+int64_t StageFirstRank(const config::PlanConfig& plan, int stage) { return stage * PipelineStride(plan); }
 
 trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config::TopologyConfig& topology,
                                    int stage, int next_stage) {
   int domain = DomainSize(topology);
-  int64_t stride = static_cast<int64_t>(plan.tp) * plan.cp * plan.dp;
+  const int64_t stride = PipelineStride(plan);
   int64_t a = stage * stride, b = next_stage * stride;
   trace::CommGroup g;
   g.name = "pp " + std::to_string(stage) + "-" + std::to_string(next_stage);
   g.size = 2;
   g.first_rank = a;
   g.stride = b - a;  // negative for the wrap-around pair of the interleaved schedule
-  g.siblings = static_cast<int>(stride);  // every TP, CP and DP rank of the stage sends its share
+  // Every TP, CP and DP rank of the stage sends its share. Default order:
+  // the stage's tp x cp x dp ranks are contiguous. Pp-inner: its tp x cp
+  // ranks are; the other replicas' pairs sit tp x cp x pp further on, on
+  // other GPUs' ports (one sibling stride cannot name both; where GPUs share
+  // a NIC their load is left out).
+  g.siblings = static_cast<int>(plan.rank_order == config::RankOrder::kTpCpPpDp ? plan.tp * plan.cp : stride);
   g.sibling_stride = 1;
   bool same = a / domain == b / domain;
   g.ranks_per_node = same ? 2 : 1;

@@ -1,11 +1,17 @@
 // Where the ranks of a parallel plan sit, and the shape of each group.
 //
-// Ranks follow Megatron-LM's order, tensor-parallel fastest:
-//   rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)),
+// Ranks walk the dimensions tensor-parallel fastest, then context-parallel,
+// then as plan.rank_order says:
+//   tp-cp-dp-pp (Megatron-LM's default):
+//     rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)),
+//   tp-cp-pp-dp (Megatron-LM's --use-tp-pp-dp-mapping):
+//     rank = tp_rank + tp * (cp_rank + cp * (pp_rank + pp * dp_rank)),
 // and fill NVLink domains in rank order. A "domain" is the set of GPUs joined
 // by NVLink/NVSwitch (a node; 72 GPUs in a GB200 NVL72 rack) or, for PCIe
 // systems, one node. Groups report how many members share a domain and how
-// many domains they span: what the network model needs.
+// many domains they span: what the network model needs. Members of a group
+// are first_rank + i x stride: config::ValidatePlan keeps tp-cp-pp-dp to the
+// plans where that holds (cp 1, no expert groups folded over tp x dp).
 #ifndef STACKSIM_SIM_WORKLOAD_PLACEMENT_H_
 #define STACKSIM_SIM_WORKLOAD_PLACEMENT_H_
 
@@ -36,6 +42,11 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
 
 // Global rank of the first GPU (tp, cp, dp rank 0) of pipeline stage `stage`.
 int64_t StageFirstRank(const config::PlanConfig& plan, int stage);
+
+// Distance in global ranks between neighbouring pipeline stages, and between
+// neighbouring data-parallel replicas, under the plan's rank order.
+int64_t PipelineStride(const config::PlanConfig& plan);
+int64_t DataParallelStride(const config::PlanConfig& plan);
 
 // The pair (stage, stage+1) of pipeline neighbours, as a two-member group.
 trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config::TopologyConfig& topology,
