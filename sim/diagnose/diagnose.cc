@@ -11,6 +11,7 @@
 #include "sim/util/error.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/offload.h"
+#include "sim/workload/placement.h"
 
 namespace stacksim::diagnose {
 namespace {
@@ -48,13 +49,25 @@ std::string PlanLine(const config::PlanConfig& p) {
   return s;
 }
 
-// A candidate change of the plan, before simulation.
+// A candidate change of the plan (and of the scenario's node order, the one
+// placement choice that is not a plan key), before simulation.
 struct Candidate {
   int layer;
   std::string finding;
   std::string change;
   config::PlanConfig plan;
+  config::NodeOrder node_order = config::NodeOrder::kPacked;
 };
+
+const char* NodeOrderName(config::NodeOrder o) { return o == config::NodeOrder::kScattered ? "scattered" : "packed"; }
+
+// Whether any pair of neighbouring pipeline stages sits in different domains.
+bool PipelineCrossesDomains(const config::PlanConfig& p, const config::TopologyConfig& topo) {
+  for (int r = 0; r + 1 < p.pp; ++r) {
+    if (workload::PlacePipelinePair(p, topo, r, r + 1).nodes > 1) return true;
+  }
+  return false;
+}
 
 bool Divides(int64_t a, int64_t b) { return a > 0 && b % a == 0; }
 
@@ -62,16 +75,29 @@ bool Divides(int64_t a, int64_t b) { return a > 0 && b % a == 0; }
 // coupled set, as tp / 2 with dp x 2) of the scenario's plan. TP never spans NVLink
 // domains here: ValidatePlan rejects it, so "move TP into the domain" cannot arise.
 std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnosis& d, Time launch_excess,
-                                  Time eager_excess, Time recompute, Time below_peak, const std::string& tp_link) {
+                                  Time eager_excess, Time recompute, Time below_peak, const std::string& tp_link,
+                                  Time cp_exposed) {
   const config::PlanConfig& p = s.plan;
   const simulate::Breakdown& b = d.result.breakdown;
   const Time step = d.step;
   auto share = [&](Time t) { return 100.0 * t.seconds() / step.seconds(); };
   std::vector<Candidate> out;
   auto add = [&](int layer, std::string finding, std::string change, auto edit) {
-    Candidate c{layer, std::move(finding), std::move(change), p};
+    Candidate c{layer, std::move(finding), std::move(change), p, s.node_order};
     edit(c.plan);
     out.push_back(std::move(c));
+  };
+  // For reshapes offered only where the plan rules allow them (the rest are
+  // listed as invalid by Evaluate).
+  auto valid = [&](const config::PlanConfig& q) {
+    config::ScenarioConfig t = s;
+    t.plan = q;
+    try {
+      config::ValidatePlan(t, t.file);
+      return true;
+    } catch (const InputError&) {
+      return false;
+    }
   };
 
   // Layer 4: compilation.
@@ -222,13 +248,100 @@ std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnos
     }
   }
 
+  // Layer 2: placement of the pipeline. With tp x cp below the domain and
+  // stages in different domains, the pipeline-inner order (Megatron-LM's
+  // --use-tp-pp-dp-mapping) moves the sends onto NVLink and the gradient
+  // collectives onto the NICs; the reverse when the gradients are exposed.
+  const int domain_gpus = workload::DomainSize(s.topology);
+  if (b.pp_exposed > noise && p.pp > 1 && p.rank_order == config::RankOrder::kTpCpDpPp &&
+      p.tp * p.cp < domain_gpus && PipelineCrossesDomains(p, s.topology)) {
+    add(2, fmt::format("exposed PP communication {:.3f} s ({:.1f}% of the step); pipeline neighbours sit in different "
+                       "NVLink domains while tp x cp = {} leaves room in the {}-GPU domain",
+                       b.pp_exposed.seconds(), share(b.pp_exposed), p.tp * p.cp, domain_gpus),
+        "pipeline stages inside the NVLink domain (plan.rank_order tp-cp-pp-dp: sends on NVLink, gradients over the "
+        "NICs)",
+        [](config::PlanConfig& q) { q.rank_order = config::RankOrder::kTpCpPpDp; });
+  }
+  if (b.dp_exposed > noise && p.rank_order == config::RankOrder::kTpCpPpDp) {
+    add(2, fmt::format("exposed DP communication {:.3f} s ({:.1f}% of the step) with the pipeline-inner rank order "
+                       "(data-parallel replicas tp x cp x pp = {} ranks apart)",
+                       b.dp_exposed.seconds(), share(b.dp_exposed), p.tp * p.cp * p.pp),
+        "data-parallel replicas next to each other (plan.rank_order tp-cp-dp-pp, Megatron-LM's default)",
+        [](config::PlanConfig& q) { q.rank_order = config::RankOrder::kTpCpDpPp; });
+  }
+
+  // Layer 2: context parallelism. Its K/V exchange is a TP-stream
+  // collective on the CP group (simulate counts it in TP's exposed time).
+  if (p.cp > 1 && cp_exposed > noise) {
+    std::string f = fmt::format("exposed CP communication {:.3f} s ({:.1f}% of the step, counted in TP's; cp {}, {})",
+                                cp_exposed.seconds(), share(cp_exposed), p.cp, config::CpCommName(p.cp_comm));
+    const config::CpComm other =
+        p.cp_comm == config::CpComm::kP2p ? config::CpComm::kAllGather : config::CpComm::kP2p;
+    config::PlanConfig q = p;
+    q.cp_comm = other;
+    if (valid(q)) {
+      add(2, f,
+          other == config::CpComm::kAllGather
+              ? "all-gather context parallelism (plan.cp_comm allgather: one K/V gather, Llama 3)"
+              : "ring context parallelism (plan.cp_comm p2p: K/V exchange overlapped with attention)",
+          [other](config::PlanConfig& r) { r.cp_comm = other; });
+    }
+    if (p.cp % 2 == 0) {
+      config::PlanConfig more_dp = p, more_tp = p;
+      more_dp.cp /= 2;
+      more_dp.dp *= 2;
+      more_tp.cp /= 2;
+      more_tp.tp *= 2;
+      more_tp.sequence_parallel = true;
+      if (valid(more_dp)) {
+        add(2, f, fmt::format("less context parallelism: cp {} -> {}, dp {} -> {}", p.cp, p.cp / 2, p.dp, p.dp * 2),
+            [](config::PlanConfig& r) {
+              r.cp /= 2;
+              r.dp *= 2;
+            });
+      } else if (valid(more_tp)) {
+        add(2, f, fmt::format("less context parallelism: cp {} -> {}, tp {} -> {}", p.cp, p.cp / 2, p.tp, p.tp * 2),
+            [](config::PlanConfig& r) {
+              r.cp /= 2;
+              r.tp *= 2;
+              r.sequence_parallel = true;
+            });
+      }
+    }
+  }
+
   // Layer 2: expert parallelism.
   if (s.model.is_moe()) {
-    if (b.ep_exposed > Time::Zero() && p.dispatcher == config::MoeDispatcher::kAllToAll) {
-      add(2, fmt::format("exposed EP all-to-all {:.3f} s ({:.1f}% of the step)", b.ep_exposed.seconds(),
-                         share(b.ep_exposed)),
-          "hierarchical (DeepEP-style) token dispatch",
+    const trace::CommGroup ep_group = workload::PlacePlan(p, s.topology).ep;
+    const std::string ep_finding = fmt::format("exposed EP all-to-all {:.3f} s ({:.1f}% of the step; ep {} over {})",
+                                               b.ep_exposed.seconds(), share(b.ep_exposed), p.ep,
+                                               ep_group.nodes > 1 ? fmt::format("{} nodes", ep_group.nodes) : "NVLink");
+    // Hierarchical dispatch sends one copy per destination node: nothing to
+    // save while the whole EP group shares one domain.
+    if (b.ep_exposed > Time::Zero() && p.dispatcher == config::MoeDispatcher::kAllToAll && ep_group.nodes > 1) {
+      add(2, ep_finding, "hierarchical (DeepEP-style) token dispatch",
           [](config::PlanConfig& q) { q.dispatcher = config::MoeDispatcher::kHierarchical; });
+    }
+    if (b.ep_exposed > noise && ep_group.nodes > 1) {
+      // The largest EP degree whose group fits one NVLink domain.
+      for (int ep = std::min(p.ep / 2, domain_gpus); ep >= 2; --ep) {
+        config::PlanConfig q = p;
+        q.ep = ep;
+        if (domain_gpus % ep != 0 || !valid(q)) continue;
+        add(2, ep_finding, fmt::format("expert parallelism inside the NVLink domain: ep {} -> {}", p.ep, ep),
+            [ep](config::PlanConfig& r) { r.ep = ep; });
+        break;
+      }
+    }
+    if (b.ep_exposed > noise && p.ep % 2 == 0) {
+      config::PlanConfig q = p;
+      q.ep /= 2;
+      if (valid(q)) {
+        add(2, ep_finding, fmt::format("less expert parallelism: ep {} -> {} (fewer all-to-all peers, more experts "
+                                       "per GPU)",
+                                       p.ep, p.ep / 2),
+            [](config::PlanConfig& r) { r.ep /= 2; });
+      }
     }
     if (b.ep_exposed > Time::Zero() && p.pp > 1 && p.pp % 2 == 0 &&
         p.schedule != config::PipelineScheduleKind::kDualPipe) {
@@ -245,6 +358,20 @@ std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnos
           [](config::PlanConfig& q) { q.routing = config::Routing::kUniform; });
     }
   }
+
+  // Layer 3: job placement. Scattered nodes put every ring edge across the
+  // leaf switches; packed ones keep neighbours under one leaf. Only the
+  // flow-level network model sees the difference (Evaluate says so).
+  const Time across_nodes = b.dp_exposed + b.pp_exposed + b.ep_exposed;
+  if (s.node_order == config::NodeOrder::kScattered && across_nodes > Time::Zero()) {
+    Candidate c{3,
+                fmt::format("nodes scattered over the leaf switch groups (scenario node_order scattered) with {:.3f} s "
+                            "of exposed DP/PP/EP communication",
+                            across_nodes.seconds()),
+                "packed nodes (scenario node_order packed: consecutive nodes under one leaf switch group)", p,
+                config::NodeOrder::kPacked};
+    out.push_back(std::move(c));
+  }
   return out;
 }
 
@@ -258,9 +385,21 @@ Remedy Evaluate(const config::ScenarioConfig& base, const Candidate& c, Time ste
   for (auto it = after.begin(); it != after.end(); ++it) {
     if (!before.contains(it.key()) || before[it.key()] != it.value()) r.plan_changes[it.key()] = it.value();
   }
+  // node_order is a scenario key, not a plan key: it rides along in
+  // plan_changes under its own name (docs/diagnose.md).
+  if (c.node_order != base.node_order) r.plan_changes["node_order"] = NodeOrderName(c.node_order);
   r.plan = c.plan;
+  r.node_order = c.node_order;
   config::ScenarioConfig s = base;
   s.plan = c.plan;
+  s.node_order = c.node_order;
+  if (c.node_order != base.node_order && options.network == "analytic") {
+    r.status = "not simulated";
+    r.reason = fmt::format("the analytic network model does not see node order; measure it with stacksim simulate "
+                           "--network simgrid --set node_order={}",
+                           NodeOrderName(c.node_order));
+    return r;
+  }
   try {
     config::ValidatePlan(s, s.file);
     simulate::Options so;
@@ -318,6 +457,11 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
   std::vector<double> stage_ideal_s(t.rank_count(), 0.0);
   std::map<std::string, std::pair<Time, std::string>> comm_busy;  // label -> busy time, link
   std::map<std::string, Time> link_busy;
+  // Context-parallel collectives carry the TP label; their exposed part
+  // (blocking all-gathers, and compute waiting for the ring exchange) is
+  // told apart by group.
+  Time cp_exposed;
+  auto is_cp_group = [&](trace::GroupId g) { return g != trace::kNoGroup && t.group(g).name == "cp"; };
   for (size_t i = 0; i < t.size(); ++i) {
     const trace::Task& task = t.task(static_cast<TaskId>(i));
     const std::string& name = t.name(task.name);
@@ -329,6 +473,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     Time dur = r.timings[i].end - r.timings[i].start;
     if (task.kind == trace::TaskKind::kCollective || task.kind == trace::TaskKind::kTransfer) {
       trace::GroupId g = task.kind == trace::TaskKind::kCollective ? task.comm.group : task.transfer.group;
+      if (task.kind == trace::TaskKind::kCollective && task.stream == compute && is_cp_group(g)) cp_exposed += dur;
       std::string link = g == trace::kNoGroup ? "NVLink" : LinkOf(s.topology, t.group(g));
       auto& cb = comm_busy[t.label(task.label)];
       cb.first += dur;
@@ -406,6 +551,10 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
             blocker = *dp;
           }
         }
+        if (blocker >= 0 && t.task(blocker).kind == trace::TaskKind::kCollective &&
+            t.task(blocker).stream != compute && is_cp_group(t.task(blocker).comm.group)) {
+          cp_exposed += tm.start - prev_end;
+        }
         if (blocker >= 0) {
           const trace::Task& bt = t.task(blocker);
           if (bt.kind == trace::TaskKind::kCollective && bt.comm.group != trace::kNoGroup &&
@@ -418,6 +567,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       prev_end = std::max(prev_end, tm.end);
     }
     cross_stage_wait = std::min(cross_stage_wait, b.other);
+    cp_exposed = std::min(cp_exposed, b.tp_exposed);
   }
 
   // The split. Stage mean: the average over simulated stages of each one's
@@ -495,6 +645,14 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
                               "embedding, DualPipe mirror) for a stage still draining the pipeline",
                               cross_stage_wait.seconds()));
     }
+    if (p.cp > 1) {
+      f.push_back(fmt::format("of TP's exposed time, {:.3f} s is context-parallel K/V traffic (cp {}, {})",
+                              cp_exposed.seconds(), p.cp, config::CpCommName(p.cp_comm)));
+    }
+    if (p.pp > 1) {
+      f.push_back(fmt::format("rank order {}: pipeline neighbours {}", config::RankOrderName(p.rank_order),
+                              PipelineCrossesDomains(p, s.topology) ? "cross NVLink domains" : "share an NVLink domain"));
+    }
     f.push_back(fmt::format("busiest stage ({}) computes {:.3f} s more than the stages' mean", rank,
                             stage_imbalance.seconds()));
     if (s.model.is_moe()) {
@@ -506,7 +664,10 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       "other idle {:.3f} s (host syncs, waits not explained by communication or the pipeline)",
       (b.other - cross_stage_wait).seconds()));
   d.layer_findings[2].push_back(
-      "stragglers, failures, checkpoints and job placement are not modelled yet (issue 7): no time attributed");
+      "stragglers, failures and checkpoints are not modelled yet (issue 7): no time attributed");
+  d.layer_findings[2].push_back(fmt::format(
+      "job placement: nodes {} (scenario node_order; only the flow-level network model, --network simgrid, prices it)",
+      NodeOrderName(s.node_order)));
   {
     auto& f = d.layer_findings[3];
     f.push_back(fmt::format("kernels {}: unfused excess {:.3f} s", p.kernels == config::KernelFusion::kEager ? "eager" : "fused",
@@ -584,9 +745,13 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
   }
 
   if (options.simulate_remedies) {
-    std::set<std::string> seen{config::PlanToJson(p).dump()};
-    for (const Candidate& c : Candidates(s, d, launch_excess, eager_excess, recompute, compute_class, tp_link)) {
-      if (!seen.insert(config::PlanToJson(c.plan).dump()).second) continue;
+    auto key = [](const config::PlanConfig& plan, config::NodeOrder order) {
+      return config::PlanToJson(plan).dump() + NodeOrderName(order);
+    };
+    std::set<std::string> seen{key(p, s.node_order)};
+    for (const Candidate& c :
+         Candidates(s, d, launch_excess, eager_excess, recompute, compute_class, tp_link, cp_exposed)) {
+      if (!seen.insert(key(c.plan, c.node_order)).second) continue;
       d.remedies.push_back(Evaluate(s, c, d.step, options));
     }
     std::stable_sort(d.remedies.begin(), d.remedies.end(), [](const Remedy& a, const Remedy& c) {
@@ -598,6 +763,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     // best first, keeping a change only if the plan with it is valid, fits
     // and is faster than without it.
     nlohmann::json merged = config::PlanToJson(p);
+    config::NodeOrder order = s.node_order;
     std::set<std::string> keys;
     std::vector<std::string> changes;
     Remedy best;
@@ -608,8 +774,15 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) clash |= keys.count(it.key()) > 0;
       if (clash) continue;
       nlohmann::json trial = merged;
-      for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) trial[it.key()] = it.value();
-      Candidate c{0, "the gaining remedies that change different plan keys", "", p};
+      config::NodeOrder trial_order = order;
+      for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) {
+        if (it.key() == "node_order") {
+          trial_order = r.node_order;
+        } else {
+          trial[it.key()] = it.value();
+        }
+      }
+      Candidate c{0, "the gaining remedies that change different plan keys", "", p, trial_order};
       for (const auto& ch : changes) c.change += ch + " + ";
       c.change += r.change;
       try {
@@ -621,6 +794,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       if (e.status != "simulated" || e.predicted >= best.predicted) continue;
       best = e;
       merged = trial;
+      order = trial_order;
       changes.push_back(r.change);
       for (auto it = r.plan_changes.begin(); it != r.plan_changes.end(); ++it) keys.insert(it.key());
     }
@@ -686,9 +860,16 @@ std::string DiagnosisText(const Diagnosis& d) {
     o += fmt::format("  - [{}] {}: {:.3f} s -> {:.3f} s ({:+.1f}%)\n", r.layer, r.change, d.step.seconds(),
                      r.predicted.seconds(), -pct(r.gain));
   }
+  bool measure = false;
+  for (const Remedy& r : d.remedies) {
+    if (r.status != "not simulated") continue;
+    if (!measure) o += "not measured here:\n";
+    measure = true;
+    o += fmt::format("  - [{}] {}: {}\n      because: {}\n", r.layer, r.change, r.reason, r.finding);
+  }
   bool header = false;
   for (const Remedy& r : d.remedies) {
-    if (r.status == "simulated") continue;
+    if (r.status == "simulated" || r.status == "not simulated") continue;
     if (!header) o += "not possible:\n";
     header = true;
     o += fmt::format("  - {}: {} ({})\n", r.change, r.status, r.reason);

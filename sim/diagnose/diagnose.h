@@ -57,13 +57,18 @@ struct Remedy {
   int layer = 0;             // 1..5
   std::string finding;       // what was observed
   std::string change;        // the concrete plan change, e.g. "kernels fused"
-  nlohmann::json plan_changes;  // {"kernels": "fused"}: plan keys and their new values
-  // "simulated", "invalid" (ValidatePlan said why) or "out of memory".
+  // {"kernels": "fused"}: plan keys and their new values; also "node_order",
+  // the one scenario key a remedy may change.
+  nlohmann::json plan_changes;
+  // "simulated", "invalid" (ValidatePlan said why), "out of memory", or "not
+  // simulated" (the network model in use cannot see the change: node order
+  // under the analytic model).
   std::string status;
-  std::string reason;        // for invalid / out of memory
+  std::string reason;        // for invalid / out of memory / not simulated
   Time predicted;            // simulated step with the change (status "simulated")
   Time gain;                 // step - predicted (may be negative: the change hurts)
   config::PlanConfig plan;   // the changed plan
+  config::NodeOrder node_order = config::NodeOrder::kPacked;  // the scenario's, with the change
 };
 
 struct Diagnosis {

@@ -131,6 +131,163 @@ TEST(Diagnose, InvalidRemediesAreReportedNotSimulated) {
   EXPECT_TRUE(invalid);
 }
 
+const Remedy* Find(const Diagnosis& d, const std::string& key) {
+  for (const Remedy& r : d.remedies) {
+    if (r.plan_changes.contains(key)) return &r;
+  }
+  return nullptr;
+}
+
+// tp 4 pp 2 dp 2 on two 8-GPU nodes with slow (2 GB/s) NICs, 128
+// micro-batches per pipeline: in Megatron-LM's order each node holds one
+// stage, so every activation and gradient send crosses the NICs while the
+// gradient all-reduce (once per step, overlapped with the backward) stays on
+// NVLink. The pipeline-inner order swaps the two: 256 sends of 1 MB move to
+// NVLink, one all-reduce of a stage's gradients (four 1024-wide layers, 50 MB
+// over tp 4) moves to the NICs, and the step gets faster.
+TEST(Diagnose, CrossNodePipelineSendsProposeThePipelineInnerRankOrder) {
+  config::PlanConfig plan;
+  plan.tp = 4;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.sequence_parallel = true;
+  plan.micro_batch = 1;
+  plan.global_batch = 256;
+  config::ScenarioConfig s = Scenario(GptModel(8, 1024, 16, 51200), 16, 2048, plan);
+  s.topology.nics.bandwidth = Bandwidth{2e9};
+  Diagnosis d = Diagnose(s);
+  ASSERT_GT(d.result.breakdown.pp_exposed, d.step * 0.01);
+  const Remedy* r = Find(d, "rank_order");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->plan_changes, nlohmann::json({{"rank_order", "tp-cp-pp-dp"}}));
+  EXPECT_EQ(r->status, "simulated") << r->reason;
+  EXPECT_GT(r->gain, d.step * 0.05);
+  // With 8 micro-batches per pipeline the sends are few and the same remedy
+  // loses: the NICs then carry more in the gradient all-reduce.
+  s.plan.global_batch = 16;
+  Diagnosis few = Diagnose(s);
+  const Remedy* lost = Find(few, "rank_order");
+  ASSERT_NE(lost, nullptr);
+  EXPECT_LT(lost->gain, Time::Zero());
+}
+
+// The reverse: the pipeline-inner order with two micro-batches per pipeline
+// and the gradient all-reduce after the backward (not overlapped): the
+// all-reduce over the NICs is exposed, and putting the replicas back next to
+// each other (on NVLink) gains.
+TEST(Diagnose, ExposedGradientsUnderThePipelineInnerOrderProposeTheDefault) {
+  config::PlanConfig plan;
+  plan.tp = 4;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.sequence_parallel = true;
+  plan.micro_batch = 1;
+  plan.global_batch = 4;
+  plan.overlap_grad_reduce = false;
+  plan.rank_order = config::RankOrder::kTpCpPpDp;
+  Diagnosis d = Diagnose(Scenario(GptModel(8, 4096, 32, 51200), 16, 2048, plan));
+  ASSERT_GT(d.result.breakdown.dp_exposed, d.step * 0.01);
+  const Remedy* r = Find(d, "rank_order");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->plan_changes["rank_order"], "tp-cp-dp-pp");
+  EXPECT_EQ(r->status, "simulated") << r->reason;
+  EXPECT_GT(r->gain, Time::Zero());
+}
+
+// Scattered nodes: the remedy is packed nodes, a scenario key; the analytic
+// model cannot price it, so it is listed (with how to measure it), never
+// ranked or combined.
+TEST(Diagnose, ScatteredNodesProposePackedNodesForTheFlowLevelModel) {
+  config::PlanConfig plan;
+  plan.tp = 8;
+  plan.dp = 2;
+  plan.sequence_parallel = true;
+  plan.micro_batch = 1;
+  plan.global_batch = 4;
+  plan.overlap_grad_reduce = false;
+  config::ScenarioConfig s = Scenario(GptModel(4, 4096, 32, 51200), 16, 2048, plan);
+  s.node_order = config::NodeOrder::kScattered;
+  Diagnosis d = Diagnose(s);
+  const Remedy* r = Find(d, "node_order");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->plan_changes, nlohmann::json({{"node_order", "packed"}}));
+  EXPECT_EQ(r->layer, 3);
+  EXPECT_EQ(r->status, "not simulated");
+  EXPECT_NE(r->reason.find("--network simgrid --set node_order=packed"), std::string::npos) << r->reason;
+  EXPECT_NE(DiagnosisText(d).find("not measured here"), std::string::npos);
+  // Packed nodes propose nothing.
+  s.node_order = config::NodeOrder::kPacked;
+  EXPECT_EQ(Find(Diagnose(s), "node_order"), nullptr);
+}
+
+// 32 routed experts over ep 32 on four 8-GPU nodes: the token all-to-all
+// crosses the NICs. Expert parallelism inside one node (ep 8) puts it on
+// NVLink and gains; ep 16 (halved) and the hierarchical dispatcher are
+// offered too.
+TEST(Diagnose, ExposedExpertAllToAllProposesEpInsideTheDomain) {
+  config::ModelConfig m = GptModel(4, 2048, 16, 32000);
+  m.num_experts = 32;
+  m.experts_per_token = 2;
+  m.moe_intermediate_size = 2048;
+  config::PlanConfig plan;
+  plan.dp = 32;
+  plan.ep = 32;
+  plan.micro_batch = 1;
+  plan.global_batch = 64;
+  plan.sharding = config::Sharding::kZero1;
+  Diagnosis d = Diagnose(Scenario(m, 32, 2048, plan));
+  ASSERT_GT(d.result.breakdown.ep_exposed, d.step * 0.01);
+  const Remedy *inside = nullptr, *halved = nullptr, *hier = nullptr;
+  for (const Remedy& r : d.remedies) {
+    if (r.plan_changes == nlohmann::json({{"ep", 8}})) inside = &r;
+    if (r.plan_changes == nlohmann::json({{"ep", 16}})) halved = &r;
+    if (r.plan_changes.contains("moe_dispatcher")) hier = &r;
+  }
+  ASSERT_NE(inside, nullptr);
+  ASSERT_NE(halved, nullptr);
+  ASSERT_NE(hier, nullptr);
+  EXPECT_EQ(inside->status, "simulated") << inside->reason;
+  EXPECT_GT(inside->gain, Time::Zero());
+  EXPECT_NE(inside->change.find("inside the NVLink domain"), std::string::npos) << inside->change;
+  // Inside one node already: neither the in-domain nor the hierarchical remedy.
+  plan.dp = 8;
+  plan.ep = 8;
+  plan.global_batch = 16;
+  Diagnosis node = Diagnose(Scenario(m, 8, 2048, plan));
+  for (const Remedy& r : node.remedies) {
+    EXPECT_FALSE(r.plan_changes.contains("moe_dispatcher")) << r.change;
+    EXPECT_EQ(r.change.find("inside the NVLink domain"), std::string::npos) << r.change;
+  }
+}
+
+// All-gather context parallelism over two nodes (cp 8, tp 2): the blocking
+// K/V gathers cross the NICs and sit in TP's exposed time. Offered: the ring
+// exchange (overlapped with attention) and cp 4 with dp 2.
+TEST(Diagnose, ExposedContextParallelTrafficProposesTheOtherCpCommAndLessCp) {
+  config::PlanConfig plan;
+  plan.tp = 2;
+  plan.cp = 8;
+  plan.sequence_parallel = true;
+  plan.cp_comm = config::CpComm::kAllGather;
+  plan.micro_batch = 1;
+  plan.global_batch = 2;
+  config::ModelConfig m = GptModel(4, 4096, 32, 51200);
+  m.max_position_embeddings = 32768;
+  Diagnosis d = Diagnose(Scenario(m, 16, 32768, plan));
+  const Remedy *p2p = nullptr, *less = nullptr;
+  for (const Remedy& r : d.remedies) {
+    if (r.plan_changes.contains("cp_comm")) p2p = &r;
+    if (r.plan_changes.value("cp", 8) == 4) less = &r;
+  }
+  ASSERT_NE(p2p, nullptr);
+  ASSERT_NE(less, nullptr);
+  EXPECT_EQ(p2p->plan_changes, nlohmann::json({{"cp_comm", "p2p"}}));
+  EXPECT_EQ(less->plan_changes, nlohmann::json({{"cp", 4}, {"dp", 2}}));
+  EXPECT_EQ(p2p->status, "simulated") << p2p->reason;
+  // The overlapped ring hides most of what the gathers expose.
+  EXPECT_GT(p2p->gain, Time::Zero());
+}
+
 TEST(Diagnose, JsonCarriesTheSplitAndTheRankedFindings) {
   config::PlanConfig plan;
   plan.tp = 2;
