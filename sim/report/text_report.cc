@@ -61,19 +61,7 @@ void AppendHeader(const simulate::SimulationResult& r, std::string& out) {
   int nodes = s.topology.gpus_per_node > 0 ? s.nodes() : 0;
   out += fmt::format("cluster   {} x {} on {}, {} node{}\n", s.gpus, gpu, s.topology.name, nodes,
                      nodes == 1 ? "" : "s");
-  out += fmt::format(
-      "plan      TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
-      "SP {}, recompute {}, sharding {}, {}, {}{}\n",
-      p.tp, p.pp, p.dp,
-      p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
-               : std::string(),
-      p.ep > 1 ? fmt::format(" EP {}", p.ep) : std::string(), p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
-      p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
-      config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
-      config::PrecisionName(p.precision),
-      p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
-      : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
-                                                       : "");
+  out += fmt::format("plan      {}\n", PlanLine(p));
   out += fmt::format("network   {}\n", r.network_model);
   out += fmt::format("profile   {}{}\n", s.profile.name.empty() ? "" : s.profile.name + ": ",
                      ProfileOrigin(s.profile));
@@ -215,6 +203,22 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
 }
 
 }  // namespace
+
+std::string PlanLine(const config::PlanConfig& p) {
+  return fmt::format(
+      "TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
+      "SP {}, recompute {}, sharding {}, {}, {}{}",
+      p.tp, p.pp, p.dp,
+      p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
+               : std::string(),
+      p.ep > 1 ? fmt::format(" EP {}", p.ep) : std::string(), p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
+      p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
+      config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
+      config::PrecisionName(p.precision),
+      p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
+      : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
+                                                       : "");
+}
 
 std::string TextReport(const simulate::SimulationResult& r) {
   std::string out;

@@ -20,6 +20,10 @@ namespace stacksim::report {
 // memory table and why, and no time breakdown (the step does not run).
 std::string TextReport(const simulate::SimulationResult& result);
 
+// The plan in one line, as the report's "plan" row shows it: "TP 8 PP 8 DP 16
+// VP 3, micro-batch 1, global batch 1536 (...), SP on, recompute selective, ...".
+std::string PlanLine(const config::PlanConfig& plan);
+
 }  // namespace stacksim::report
 
 #endif  // STACKSIM_SIM_REPORT_TEXT_REPORT_H_
