@@ -18,6 +18,8 @@
 #include "sim/compare/compare.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
+#include "sim/report/html.h"
+#include "sim/report/html_pages.h"
 #include "sim/report/json_report.h"
 #include "sim/report/perfetto.h"
 #include "sim/report/text_report.h"
@@ -33,14 +35,15 @@ namespace {
 using namespace stacksim;
 
 int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
-                const std::string& trace_path, bool print_config, const std::string& network) {
+                const std::string& trace_path, bool print_config, const std::string& network,
+                const std::string& html_path) {
   config::ScenarioConfig scenario = config::LoadScenario(path, opts);
   if (print_config) {
     std::cout << config::ResolvedConfigJson(scenario).dump(2) << "\n";
     return 0;
   }
   simulate::Options sim_opts;
-  sim_opts.keep_trace = !trace_path.empty();
+  sim_opts.keep_trace = !trace_path.empty() || !html_path.empty();  // the page draws a timeline
   sim_opts.network = network;
   simulate::SimulationResult result = simulate::Simulate(scenario, sim_opts);
   if (!trace_path.empty()) {
@@ -55,6 +58,7 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
   } else {
     std::cout << report::TextReport(result);
   }
+  if (!html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result), html_path);
   return 0;
 }
 
@@ -69,6 +73,7 @@ struct SearchArgs {
   int batch = 16;
   double gpu_hour_usd = 0;
   double gpu_watts = 0;
+  std::string html;
 };
 
 int RunSearch(const SearchArgs& a) {
@@ -108,6 +113,20 @@ int RunSearch(const SearchArgs& a) {
     std::cout << search::SearchCsv(result);
   } else {
     std::cout << search::SearchText(result);
+  }
+  if (!a.html.empty()) {
+    // The page shows the best plan's step as simulate would: simulate it
+    // again, with its trace (the search keeps step times only).
+    simulate::SimulationResult best;
+    if (!result.plans.empty()) {
+      config::ScenarioConfig best_scenario = scenario;
+      best_scenario.gpus = result.plans.front().point.gpus;
+      best_scenario.plan = result.plans.front().plan;
+      simulate::Options sim_opts;
+      sim_opts.keep_trace = true;
+      best = simulate::Simulate(best_scenario, sim_opts);
+    }
+    report::WriteHtmlFile(report::SearchHtml(result, result.plans.empty() ? nullptr : &best), a.html);
   }
   if (result.plans.empty()) {
     std::cerr << "error: " << scenario.file << ": no plan of the search space is valid and fits in memory ("
@@ -176,7 +195,7 @@ int RunCompare(const CompareArgs& a) {
 }
 
 int RunDiagnose(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
-                const std::string& network) {
+                const std::string& network, const std::string& html_path) {
   config::ScenarioConfig scenario = config::LoadScenario(path, opts);
   diagnose::DiagnoseOptions options;
   options.network = network;
@@ -186,6 +205,7 @@ int RunDiagnose(const std::string& path, const config::ScenarioOptions& opts, co
   } else {
     std::cout << diagnose::DiagnosisText(d);
   }
+  if (!html_path.empty()) report::WriteHtmlFile(report::DiagnosisHtml(d), html_path);
   return 0;
 }
 
@@ -269,6 +289,8 @@ int main(int argc, char** argv) {
   sim->add_option("--profile", opts.profile_path, "Use this hardware profile instead of the topology's");
   sim->add_option("--network", network, "Network model")->check(CLI::IsMember({"analytic", "simgrid"}));
   sim->add_flag("--print-config", print_config, "Print the fully resolved configuration and exit");
+  std::string sim_html;
+  sim->add_option("--html", sim_html, "Also write a self-contained HTML report with charts to FILE");
 
   CLI::App* val = app.add_subcommand("validate", "Compare predictions with published training runs");
   std::string validation_path, only;
@@ -294,6 +316,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   srch->add_option("--set", search_args.opts.overrides, "Override a scenario field: key.path=value (repeatable)");
   srch->add_option("--profile", search_args.opts.profile_path, "Use this hardware profile instead of the topology's");
+  srch->add_option("--html", search_args.html, "Also write a self-contained HTML report with charts to FILE");
 
   CLI::App* diag = app.add_subcommand(
       "diagnose", "Attribute the gap to an ideal step to the five layers and re-simulate remedies");
@@ -303,6 +326,8 @@ int main(int argc, char** argv) {
   add_format(diag);
   diag->add_option("--set", diag_opts.overrides, "Override a scenario field: key.path=value (repeatable)");
   diag->add_option("--profile", diag_opts.profile_path, "Use this hardware profile instead of the topology's");
+  std::string diag_html;
+  diag->add_option("--html", diag_html, "Also write a self-contained HTML report with charts to FILE");
 
   CLI::App* cmp = app.add_subcommand("compare", "Compare clusters for one model and token budget: best plan, days, cost, energy");
   CompareArgs compare_args;
@@ -341,12 +366,12 @@ int main(int argc, char** argv) {
 
   try {
     if (sim->parsed()) {
-      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network);
+      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network, sim_html);
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (srch->parsed()) return RunSearch(search_args);
     if (cmp->parsed()) return RunCompare(compare_args);
-    if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic");
+    if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
   } catch (const stacksim::InputError& e) {
