@@ -16,6 +16,7 @@
 
 #include "calibrate/fit/fit_profile.h"
 #include "sim/compare/compare.h"
+#include "sim/compare/compare_html.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
 #include "sim/report/html.h"
@@ -146,6 +147,7 @@ struct CompareArgs {
   std::vector<std::string> clusters;
   std::string objective = "time";
   std::string format = "text";
+  std::string html;
   int threads = 0;
 };
 
@@ -190,6 +192,17 @@ int RunCompare(const CompareArgs& a) {
     std::cout << compare::ComparisonJson(c).dump(2) << "\n";
   } else {
     std::cout << compare::ComparisonText(c);
+  }
+  if (!a.html.empty()) {
+    // The page shows each best plan's breakdown and memory: simulate them.
+    std::vector<simulate::SimulationResult> runs;
+    for (const compare::ClusterResult& r : c.clusters) {
+      if (r.ok()) runs.push_back(simulate::Simulate(r.scenario));
+    }
+    std::vector<const simulate::SimulationResult*> best_runs;
+    size_t next = 0;
+    for (const compare::ClusterResult& r : c.clusters) best_runs.push_back(r.ok() ? &runs[next++] : nullptr);
+    report::WriteHtmlFile(compare::ComparisonHtml(c, best_runs), a.html);
   }
   return c.best >= 0 ? 0 : 2;
 }
@@ -346,6 +359,7 @@ int main(int argc, char** argv) {
   cmp->add_option("--objective", compare_args.objective, "Best plan per cluster by (and best cluster by)")
       ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));
   cmp->add_option("--format", compare_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmp->add_option("--html", compare_args.html, "Also write a self-contained HTML report with charts to FILE");
   cmp->add_option("--threads", compare_args.threads, "Threads (default: all cores)")->check(CLI::Range(1, 4096));
   cmp->add_option("--set", compare_args.opts.overrides, "Override a field of --scenario: key.path=value (repeatable)");
 

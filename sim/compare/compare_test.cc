@@ -5,7 +5,9 @@
 #include <functional>
 #include <string>
 
+#include "sim/compare/compare_html.h"
 #include "sim/search/search.h"
+#include "sim/simulate/simulate.h"
 #include "tests/input_error.h"
 
 namespace stacksim::compare {
@@ -170,6 +172,28 @@ TEST(CompareTest, JsonListsEveryClusterWithItsRankingAndBest) {
   }
   // Same request, same bytes.
   EXPECT_EQ(j.dump(), ComparisonJson(Compare(SmallRequest({"dgx-h100:8", "dgx-a100:8"}))).dump());
+}
+
+TEST(CompareHtmlTest, PageHasTheChartsTheTableAndEachBestPlansStep) {
+  Comparison c = Compare(SmallRequest({"dgx-h100:8", "dgx-a100:8", "h800-node:8"}));
+  simulate::SimulationResult h100 = simulate::Simulate(c.clusters[0].scenario);
+  const std::string html = ComparisonHtml(c, {&h100, nullptr, nullptr});
+  for (const char* section : {"Days to train the budget", "Cost", "GPU energy", "MFU of the best plan",
+                              "Clusters side by side", "Prices and their sources", "Warnings",
+                              "Best plan on dgx-h100:8"}) {
+    EXPECT_NE(html.find(section), std::string::npos) << section;
+  }
+  EXPECT_EQ(html.find("Best plan on dgx-a100:8"), std::string::npos);  // not simulated: no section
+  // The best cluster's bar has its own colour, once per chart (days, cost,
+  // energy, MFU; the page without step sections, which use it for memory).
+  const std::string charts = ComparisonHtml(c, {});
+  size_t best_bars = 0;
+  for (size_t at = charts.find("#59a14f"); at != std::string::npos; at = charts.find("#59a14f", at + 1)) ++best_bars;
+  EXPECT_EQ(best_bars, 4u);
+  // Self-contained and deterministic.
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html, ComparisonHtml(c, {&h100, nullptr, nullptr}));
 }
 
 }  // namespace
