@@ -6,6 +6,7 @@
 #include "sim/memory/memory_model.h"
 #include "sim/util/error.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/placement.h"
 
 namespace stacksim::search {
 namespace {
@@ -77,6 +78,10 @@ class Enumerator {
             // MoE with TP requires SP: the permissive choice where it is allowed.
             p.sequence_parallel = s_.model.is_moe() && tp > 1 && space_.allow_sequence_parallel;
             Degrees(p);
+            if (PipelineInnerChangesPlacement(p)) {
+              p.rank_order = config::RankOrder::kTpCpPpDp;
+              Degrees(p);
+            }
           }
         }
       }
@@ -84,6 +89,19 @@ class Enumerator {
   }
 
  private:
+  // Whether the pipeline-inner rank order places this point differently from
+  // the default one, and ValidatePlan allows it (its rank-order rule, decided
+  // here without an exception per point). Elsewhere it would only repeat the
+  // default order's plans: with pp or dp 1 the two orders are one, with tp x
+  // cp filling the domain neither puts pp or dp inside it, and within one
+  // domain everything is on NVLink either way.
+  bool PipelineInnerChangesPlacement(const PlanPoint& p) const {
+    const int64_t domain = workload::DomainSize(s_.topology);
+    const int64_t block = static_cast<int64_t>(p.tp) * p.cp * p.pp;
+    return p.pp > 1 && p.dp > 1 && p.cp == 1 && p.ep == 1 && !(s_.model.is_moe() && p.tp > 1) &&
+           p.tp * p.cp < domain && p.gpus > domain && (domain % block == 0 || block % domain == 0);
+  }
+
   std::vector<bool> SpChoices(const PlanPoint& p) const {
     if (p.tp > 1 && space_.allow_sequence_parallel) return {false, true};
     return {false};
@@ -271,6 +289,7 @@ config::PlanConfig ApplyPoint(const config::PlanConfig& base, const PlanPoint& p
   c.cp = p.cp;
   c.ep = p.ep;
   c.vp = p.vp;
+  c.rank_order = p.rank_order;
   c.micro_batch = p.micro_batch;
   c.schedule = p.schedule;
   c.recompute = p.recompute;
@@ -293,18 +312,21 @@ std::string PlanName(const PlanPoint& p) {
   s += std::string(" recompute=") + config::RecomputeName(p.recompute);
   s += std::string(" ") + config::ShardingName(p.sharding);
   if (p.offload) s += " offload=host";
+  if (p.rank_order != config::RankOrder::kTpCpDpPp) s += std::string(" order=") + config::RankOrderName(p.rank_order);
   return s;
 }
 
 std::string PlacementText(const PlanPoint& p, int domain_gpus) {
-  // Megatron's order: tp fastest, then cp, dp, pp. A dimension has
-  // min(degree, room) ranks in a domain, where room is what the faster
-  // dimensions leave of it.
+  // Ranks walk tp fastest, then cp, then dp and pp in the plan's order. A
+  // dimension has min(degree, room) ranks in a domain, where room is what
+  // the faster dimensions leave of it.
   struct Dim {
     const char* name;
     int degree;
   };
-  const Dim dims[] = {{"tp", p.tp}, {"cp", p.cp}, {"dp", p.dp}, {"pp", p.pp}};
+  const bool pp_inner = p.rank_order == config::RankOrder::kTpCpPpDp;
+  const Dim dims[] = {{"tp", p.tp}, {"cp", p.cp}, pp_inner ? Dim{"pp", p.pp} : Dim{"dp", p.dp},
+                      pp_inner ? Dim{"dp", p.dp} : Dim{"pp", p.pp}};
   std::string out;
   int64_t room = std::max(1, domain_gpus);
   for (const Dim& d : dims) {

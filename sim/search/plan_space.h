@@ -2,15 +2,19 @@
 // global batch, and how much of it is invalid or redundant.
 //
 // A point fixes the dimensions a planner chooses: the GPU count (when a range
-// is searched), tp, pp, dp, cp, ep (MoE models), vp, micro-batch, recompute,
-// sharding, optimizer offload to host memory, pipeline schedule and sequence
-// parallelism. Everything else (precision, attention kernels, MoE routing,
-// bucket sizes, ...) comes from the scenario's own plan and stays fixed.
+// is searched), tp, pp, dp, cp, ep (MoE models), the rank order, vp,
+// micro-batch, recompute, sharding, optimizer offload to host memory,
+// pipeline schedule and sequence parallelism. Everything else (precision,
+// attention kernels, MoE routing, bucket sizes, ...) comes from the
+// scenario's own plan and stays fixed.
 //
-// Placement is not a dimension: the simulator places ranks in Megatron-LM's
-// order (tp fastest, then cp, dp, pp; workload/placement.h), so which
-// dimensions sit inside the NVLink domain follows from the degrees.
-// PlacementText() reports it per plan.
+// Placement: ranks walk tp fastest, then cp, then dp and pp in the plan's
+// rank order (workload/placement.h). Megatron-LM's tp-cp-dp-pp is every
+// plan's; tp-cp-pp-dp (pipeline stages inside tp x cp) is enumerated as well
+// only where it moves a dimension across the NVLink domain's edge and
+// ValidatePlan allows it: pp > 1, dp > 1, cp 1, ep 1 (and tp 1 on MoE
+// models), tp below the domain, more GPUs than one domain, and tp x pp
+// dividing the domain or a multiple of it. PlacementText() reports which dimensions share a domain.
 //
 // Enumeration is a tree (degrees -> sharding/offload -> sequence parallelism
 // -> schedule/vp -> micro-batch -> recompute). Each node is checked with
@@ -38,6 +42,7 @@ namespace stacksim::search {
 struct PlanPoint {
   int gpus = 0;
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vp = 1;
+  config::RankOrder rank_order = config::RankOrder::kTpCpDpPp;
   int micro_batch = 1;
   config::PipelineScheduleKind schedule = config::PipelineScheduleKind::kOneFOneB;
   config::Recompute recompute = config::Recompute::kNone;
@@ -51,11 +56,13 @@ struct PlanPoint {
 // `base` with the point's dimensions set (offload: host, whole optimizer).
 config::PlanConfig ApplyPoint(const config::PlanConfig& base, const PlanPoint& p);
 // "tp8 pp8 dp16 vp3 mb1 interleaved sp recompute=selective zero1" (and
-// "offload=host", "cp2", "ep8" when used): a short stable name.
+// "offload=host", "cp2", "ep8", "order=tp-cp-pp-dp" when used): a short
+// stable name.
 std::string PlanName(const PlanPoint& p);
 // Which parallel dimensions share one NVLink domain, with how many of their
 // ranks: "tp8", "tp2 cp2 dp2", "tp8 | pp pair" ... e.g. "tp4 dp2" for tp 4
-// and dp >= 2 on 8-GPU nodes. Ranks in Megatron's order fill domains in turn.
+// and dp >= 2 on 8-GPU nodes, "tp4 pp2" with the pipeline-inner order. Ranks
+// fill domains in the plan's order.
 std::string PlacementText(const PlanPoint& p, int domain_gpus);
 
 // What a search may vary. Empty lists mean every choice the simulator offers.
@@ -98,7 +105,7 @@ struct EnumerationCounts {
 };
 
 // Enumerates the valid, distinct plans of `space` in a fixed order (GPU
-// count, then tp, pp, cp, ep, sharding/offload, sp, schedule/vp,
+// count, then tp, pp, cp, ep, rank order, sharding/offload, sp, schedule/vp,
 // micro-batch, recompute). Throws InputError for a space that cannot hold any
 // plan (no GPU counts, a non-positive count).
 std::vector<PlanPoint> EnumeratePlans(const SearchSpace& space, EnumerationCounts* counts);

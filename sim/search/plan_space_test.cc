@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
+#include "sim/workload/placement.h"
 #include "tests/fixtures.h"
 
 namespace stacksim::search {
@@ -22,6 +24,25 @@ config::ScenarioConfig TinyScenario(int gpus, int64_t global_batch) {
   auto s = testing::Scenario(testing::GptModel(4, 256, 8, 1024), gpus, 256, plan);
   s.topology.host = config::HostResources{Bytes{2e12}, Bandwidth{400e9}};
   return s;
+}
+
+// Whether the pipeline-inner rank order puts some group of the point on a
+// different number of domains than Megatron-LM's order does.
+bool PipelineInnerPlacesDifferently(const PlanPoint& p, const config::TopologyConfig& topo) {
+  config::PlanConfig a;
+  a.tp = p.tp;
+  a.pp = p.pp;
+  a.dp = p.dp;
+  a.cp = p.cp;
+  config::PlanConfig b = a;
+  b.rank_order = config::RankOrder::kTpCpPpDp;
+  const auto ga = workload::PlacePlan(a, topo), gb = workload::PlacePlan(b, topo);
+  bool differs = ga.dp.ranks_per_node != gb.dp.ranks_per_node || ga.tp.nodes != gb.tp.nodes;
+  for (int r = 0; r + 1 < p.pp; ++r) {
+    differs |=
+        workload::PlacePipelinePair(a, topo, r, r + 1).nodes != workload::PlacePipelinePair(b, topo, r, r + 1).nodes;
+  }
+  return differs;
 }
 
 TEST(Divisors, InIncreasingOrder) {
@@ -51,38 +72,53 @@ TEST(EnumeratePlans, AgreesWithValidatePlanOnEveryPlan) {
     for (int64_t tp : Divisors(gpus)) {
       for (int64_t pp : Divisors(gpus / tp)) {
         for (int64_t cp : Divisors(gpus / tp / pp)) {
-          for (Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
-            for (bool off : {false, true}) {
-              for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-                for (auto [kind, vp] : schedules) {
-                  for (int64_t mb : Divisors(8)) {
-                    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-                      PlanPoint p;
-                      p.gpus = gpus;
-                      p.tp = static_cast<int>(tp);
-                      p.pp = static_cast<int>(pp);
-                      p.cp = static_cast<int>(cp);
-                      p.dp = static_cast<int>(gpus / tp / pp / cp);
-                      p.sharding = sh;
-                      p.offload = off;
-                      p.sequence_parallel = sp;
-                      p.schedule = kind;
-                      p.vp = vp;
-                      p.micro_batch = static_cast<int>(mb);
-                      p.recompute = rc;
-                      s.plan = ApplyPoint(space.scenario.plan, p);
-                      ++total;
-                      try {
-                        config::ValidatePlan(s, s.file);
-                        ++valid;
-                        // Equivalent plans are left out on purpose; all others must be found.
-                        const bool equivalent =
-                            rc == Recompute::kSelective ||
-                            (sh == Sharding::kZero1 && !off && p.dp * p.cp == 1);
-                        if (!equivalent) EXPECT_TRUE(found.count(p)) << PlanName(p);
-                      } catch (const InputError&) {
-                        ++invalid;
-                        EXPECT_FALSE(found.count(p)) << PlanName(p);
+          // The pipeline-inner order where it places the plan differently
+          // and its own rule allows it (cp 1: on this power-of-two space no
+          // other part of that rule can fail).
+          PlanPoint degrees;
+          degrees.tp = static_cast<int>(tp);
+          degrees.pp = static_cast<int>(pp);
+          degrees.cp = static_cast<int>(cp);
+          degrees.dp = static_cast<int>(gpus / tp / pp / cp);
+          std::vector<config::RankOrder> orders = {config::RankOrder::kTpCpDpPp};
+          if (cp == 1 && PipelineInnerPlacesDifferently(degrees, s.topology)) {
+            orders.push_back(config::RankOrder::kTpCpPpDp);
+          }
+          for (config::RankOrder order : orders) {
+            for (Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
+              for (bool off : {false, true}) {
+                for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+                  for (auto [kind, vp] : schedules) {
+                    for (int64_t mb : Divisors(8)) {
+                      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                        PlanPoint p;
+                        p.gpus = gpus;
+                        p.tp = static_cast<int>(tp);
+                        p.pp = static_cast<int>(pp);
+                        p.cp = static_cast<int>(cp);
+                        p.dp = static_cast<int>(gpus / tp / pp / cp);
+                        p.sharding = sh;
+                        p.offload = off;
+                        p.sequence_parallel = sp;
+                        p.schedule = kind;
+                        p.vp = vp;
+                        p.micro_batch = static_cast<int>(mb);
+                        p.recompute = rc;
+                        p.rank_order = order;
+                        s.plan = ApplyPoint(space.scenario.plan, p);
+                        ++total;
+                        try {
+                          config::ValidatePlan(s, s.file);
+                          ++valid;
+                          // Equivalent plans are left out on purpose; all others must be found.
+                          const bool equivalent =
+                              rc == Recompute::kSelective ||
+                              (sh == Sharding::kZero1 && !off && p.dp * p.cp == 1);
+                          if (!equivalent) EXPECT_TRUE(found.count(p)) << PlanName(p);
+                        } catch (const InputError&) {
+                          ++invalid;
+                          EXPECT_FALSE(found.count(p)) << PlanName(p);
+                        }
                       }
                     }
                   }
@@ -99,6 +135,11 @@ TEST(EnumeratePlans, AgreesWithValidatePlanOnEveryPlan) {
     EXPECT_EQ(counts.candidates, static_cast<int64_t>(plans.size()));
     EXPECT_GT(counts.equivalent, 0);
     if (gpus == 16) EXPECT_GT(counts.invalid["plan.tp"], 0) << "tp 16 is beyond the 8-GPU NVLink domain";
+    // Within one domain the order changes nothing and is not enumerated.
+    const bool pp_inner = std::any_of(plans.begin(), plans.end(), [](const PlanPoint& p) {
+      return p.rank_order == config::RankOrder::kTpCpPpDp;
+    });
+    EXPECT_EQ(pp_inner, gpus == 16);
   }
 }
 
@@ -157,6 +198,13 @@ TEST(PlacementText, NamesTheDimensionsInsideTheDomain) {
   EXPECT_EQ(PlacementText(p, 8), "pp4");
   p.pp = 1;
   EXPECT_EQ(PlacementText(p, 8), "-");
+  // Pipeline-inner order: the stages follow tp inside the domain.
+  p.tp = 4;
+  p.pp = 2;
+  p.dp = 2;
+  EXPECT_EQ(PlacementText(p, 8), "tp4 dp2");
+  p.rank_order = config::RankOrder::kTpCpPpDp;
+  EXPECT_EQ(PlacementText(p, 8), "tp4 pp2");
 }
 
 TEST(PlanName, IsShortAndComplete) {
@@ -170,6 +218,9 @@ TEST(PlanName, IsShortAndComplete) {
   p.recompute = Recompute::kSelective;
   p.sharding = Sharding::kZero1;
   EXPECT_EQ(PlanName(p), "tp8 pp8 dp16 vp3 mb1 interleaved sp recompute=selective zero1");
+  p.tp = 4;
+  p.rank_order = config::RankOrder::kTpCpPpDp;
+  EXPECT_EQ(PlanName(p), "tp4 pp8 dp16 vp3 mb1 interleaved sp recompute=selective zero1 order=tp-cp-pp-dp");
 }
 
 }  // namespace

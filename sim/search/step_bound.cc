@@ -85,6 +85,10 @@ StepTimeBound::StepTimeBound(const config::ScenarioConfig& scenario)
 
 const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& plan, int gpus) {
   const bool dual = plan.schedule == PipelineScheduleKind::kDualPipe;
+  // The rank order is not part of the key: it moves dp and pp ranks only, and
+  // the tp, cp and ep groups these op lists use sit the same under both
+  // orders (tp-cp-pp-dp needs cp 1 and ep 1). PipelineBound and
+  // GradientTail place pipeline pairs and DP groups per plan.
   auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.sequence_parallel, plan.micro_batch, dual, 0);
   auto it = cache_.find(key);
   if (it != cache_.end()) return *it->second;
@@ -365,6 +369,31 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   Time end = Time::Zero();
   for (Time t : stream) end = std::max(end, t);
   end = std::max(end, GradientTail(plan, layout, grads_done));
+
+  // ZeRO-3 (FSDP): per micro-batch every layer's parameters are all-gathered
+  // for its forward and again for its backward, and its gradients
+  // reduce-scattered, all on the rank's one DP stream (training_step.cc),
+  // which runs one task at a time: the step lasts at least their sum. Where
+  // the DP group crosses nodes (large dp, or the pipeline-inner rank order)
+  // this is what bounds the plan.
+  if (plan.sharding == config::Sharding::kZero3 && plan.dp > 1) {
+    const workload::PlanGroups groups = workload::PlacePlan(plan, topo);
+    const double layer_params = static_cast<double>(model.LayerParameterCount()) / plan.tp;
+    trace::CommOp gather, scatter;
+    gather.kind = trace::CollectiveKind::kAllGather;
+    gather.bytes = Bytes{layer_params * shape.element_bytes()};
+    scatter.kind = trace::CollectiveKind::kReduceScatter;
+    scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.precision)};
+    const engine::CommCost g = network_.Collective(gather, groups.dp), rs = network_.Collective(scatter, groups.dp);
+    const Time per_layer = (g.latency + g.transfer) + (g.latency + g.transfer) + rs.latency + rs.transfer;
+    const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
+    const int64_t per_chunk_mb = layout.dual() ? m / 2 : m;
+    for (int r = 0; r < p; ++r) {
+      int64_t passes = 0;
+      for (int c = 0; c < layout.chunks(); ++c) passes += per_chunk_mb * layers[layout.Stage(r, c)];
+      end = std::max(end, Time::Ns(per_layer.ns() * passes));
+    }
+  }
   return std::max(end, Bound(plan, gpus));
 }
 

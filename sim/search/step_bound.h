@@ -49,7 +49,10 @@ class StepTimeBound {
   // that the first forward of each chunk waits for. Each node stands for a
   // chain of trace tasks that takes at least as long and has at least its
   // dependencies, so this replay ends no later than the full one (DualPipe's
-  // overlapped pairs: see the .cc). Costs O(p x v x m); schedules are cached.
+  // overlapped pairs: see the .cc). With ZeRO-3 it is also at least the sum
+  // of a rank's per-layer parameter gathers and gradient reduce-scatters,
+  // which its DP stream runs one at a time. Costs O(p x v x m); schedules are
+  // cached.
   Time PipelineBound(const config::PlanConfig& plan, int gpus);
 
  private:

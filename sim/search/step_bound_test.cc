@@ -12,9 +12,13 @@ namespace {
 
 // The bound must never exceed the simulated step: a search trusts it to skip
 // plans. Checked on every `stride`-th candidate of a space.
-void ExpectBoundBelowSimulation(const SearchSpace& space, size_t stride, int max_checks) {
+void ExpectBoundBelowSimulation(const SearchSpace& space, size_t stride, int max_checks,
+                                bool pp_inner_only = false) {
   EnumerationCounts counts;
   std::vector<PlanPoint> plans = EnumeratePlans(space, &counts);
+  if (pp_inner_only) {
+    std::erase_if(plans, [](const PlanPoint& p) { return p.rank_order != config::RankOrder::kTpCpPpDp; });
+  }
   ASSERT_FALSE(plans.empty());
   StepTimeBound bound(space.scenario);
   int checked = 0;
@@ -43,6 +47,17 @@ TEST(StepTimeBound, NeverAboveTheSimulatedStepDense) {
   space.scenario = testing::Scenario(testing::GptModel(4, 256, 8, 1024), 16, 256, plan);
   space.scenario.topology.host = config::HostResources{Bytes{2e12}, Bandwidth{400e9}};
   ExpectBoundBelowSimulation(space, 7, 400);
+}
+
+// Pipeline-inner plans: sends on NVLink, gradients across nodes; slow NICs
+// so that the refined bound's placement-dependent terms matter.
+TEST(StepTimeBound, NeverAboveTheSimulatedStepPipelineInnerOrder) {
+  config::PlanConfig plan;
+  plan.global_batch = 32;
+  SearchSpace space;
+  space.scenario = testing::Scenario(testing::GptModel(8, 512, 8, 1024), 32, 512, plan);
+  space.scenario.topology.nics.bandwidth = Bandwidth{5e9};
+  ExpectBoundBelowSimulation(space, 3, 200, /*pp_inner_only=*/true);
 }
 
 TEST(StepTimeBound, NeverAboveTheSimulatedStepUnfusedAttentionNoOverlap) {
