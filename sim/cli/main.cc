@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "calibrate/fit/fit_profile.h"
+#include "sim/cluster/cluster_report.h"
+#include "sim/cluster/cluster_scenario.h"
 #include "sim/compare/compare.h"
 #include "sim/compare/compare_html.h"
 #include "sim/config/scenario.h"
@@ -222,6 +224,26 @@ int RunDiagnose(const std::string& path, const config::ScenarioOptions& opts, co
   return 0;
 }
 
+struct ClusterArgs {
+  std::string scenario;
+  std::string scheduler, placement;  // empty: the scenario's
+  std::string format = "text";
+};
+
+int RunClusterCommand(const ClusterArgs& a) {
+  cluster::ClusterScenario scenario = cluster::LoadClusterScenario(a.scenario);
+  cluster::ClusterOptions options = scenario.options;
+  if (!a.scheduler.empty()) options.scheduler = cluster::ParseScheduler(a.scheduler, "--scheduler");
+  if (!a.placement.empty()) options.placement = cluster::ParsePlacement(a.placement, "--placement");
+  cluster::ClusterResult result = cluster::RunClusterScenario(scenario, options);
+  if (a.format == "json") {
+    std::cout << cluster::ClusterJson(result).dump(2) << "\n";
+  } else {
+    std::cout << cluster::ClusterText(result);
+  }
+  return 0;
+}
+
 int RunValidate(const std::string& path, const std::string& format, const std::string& only) {
   validate::ValidationOptions opts;
   opts.only_id = only;
@@ -363,6 +385,15 @@ int main(int argc, char** argv) {
   cmp->add_option("--threads", compare_args.threads, "Threads (default: all cores)")->check(CLI::Range(1, 4096));
   cmp->add_option("--set", compare_args.opts.overrides, "Override a field of --scenario: key.path=value (repeatable)");
 
+  CLI::App* clus = app.add_subcommand("cluster", "Simulate many jobs sharing one cluster: scheduler, placement, failures");
+  ClusterArgs cluster_args;
+  clus->add_option("scenario", cluster_args.scenario, "Cluster scenario JSON file (topology, nodes, jobs)")->required();
+  clus->add_option("--scheduler", cluster_args.scheduler, "Scheduler (default: the scenario's, else backfill)")
+      ->check(CLI::IsMember({"fifo", "backfill", "fairshare"}));
+  clus->add_option("--placement", cluster_args.placement, "Placement policy (default: the scenario's, else topology)")
+      ->check(CLI::IsMember({"topology", "first-fit"}));
+  clus->add_option("--format", cluster_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -385,6 +416,7 @@ int main(int argc, char** argv) {
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (srch->parsed()) return RunSearch(search_args);
     if (cmp->parsed()) return RunCompare(compare_args);
+    if (clus->parsed()) return RunClusterCommand(cluster_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
