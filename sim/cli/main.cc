@@ -12,9 +12,12 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "calibrate/fit/fit_profile.h"
+#include "sim/campaign/campaign_report.h"
+#include "sim/campaign/training_campaign.h"
 #include "sim/cluster/cluster_report.h"
 #include "sim/cluster/cluster_scenario.h"
 #include "sim/compare/compare.h"
@@ -244,6 +247,50 @@ int RunClusterCommand(const ClusterArgs& a) {
   return 0;
 }
 
+struct CampaignArgs {
+  std::string scenario;
+  config::ScenarioOptions opts;
+  std::string format = "text";
+  std::string tokens, duration;
+  std::string interval = "auto";
+  bool async_checkpoint = false;
+  int spares = 0;
+  std::string reliability;
+  std::string storage_write, storage_read;
+  int trials = 200;
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+int RunCampaign(const CampaignArgs& a) {
+  campaign::CampaignRequest request;
+  if (!a.tokens.empty()) request.tokens = campaign::ParseTokens(a.tokens);
+  if (!a.duration.empty()) request.duration = campaign::ParseDuration(a.duration, "--duration", "");
+  request.interval = campaign::ParseInterval(a.interval, "--checkpoint-interval");
+  request.async_checkpoint = a.async_checkpoint;
+  request.spares = a.spares;
+  if (!a.storage_write.empty()) request.storage_write = ParseBandwidth(a.storage_write, "--storage-write", "");
+  if (!a.storage_read.empty()) request.storage_read = ParseBandwidth(a.storage_read, "--storage-read", "");
+  request.mc.trials = a.trials;
+  request.mc.seed = a.seed;
+  request.mc.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  campaign::CheckCampaignRequest(request);  // before the step is simulated
+  request.reliability = campaign::LoadReliabilityFile(
+      a.reliability.empty() ? campaign::DefaultReliabilityFile() : a.reliability);
+  config::ScenarioConfig scenario = config::LoadScenario(a.scenario, a.opts);
+  simulate::SimulationResult step = simulate::Simulate(scenario);
+  if (step.out_of_memory) {
+    throw InputError(scenario.file, "plan", "the plan does not fit GPU memory: no step time to run a campaign on");
+  }
+  campaign::TrainingCampaign c = campaign::RunTrainingCampaign(scenario, step.iteration, request);
+  if (a.format == "json") {
+    std::cout << campaign::CampaignJson(c).dump(2) << "\n";
+  } else {
+    std::cout << campaign::CampaignText(c);
+  }
+  return 0;
+}
+
 int RunValidate(const std::string& path, const std::string& format, const std::string& only) {
   validate::ValidationOptions opts;
   opts.only_id = only;
@@ -394,6 +441,29 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"topology", "first-fit"}));
   clus->add_option("--format", cluster_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  CLI::App* camp = app.add_subcommand(
+      "run-campaign", "Monte Carlo of a whole training run: failures, restarts, checkpoints, time to train");
+  CampaignArgs campaign_args;
+  camp->add_option("scenario", campaign_args.scenario, "Scenario JSON file (its step time is simulated)")->required();
+  camp->add_option("--tokens", campaign_args.tokens, "Token budget to train, e.g. 15T, 300B");
+  camp->add_option("--duration", campaign_args.duration, "Instead of --tokens: a wall-clock span, e.g. 54d");
+  camp->add_option("--checkpoint-interval", campaign_args.interval,
+                   "Training time between checkpoints, e.g. 30min, 2h, or auto (the sweep's best)");
+  camp->add_flag("--async-checkpoint", campaign_args.async_checkpoint,
+                 "Snapshot to host memory, write in the background (default: the job stops for the write)");
+  camp->add_option("--spares", campaign_args.spares, "Spare nodes (0: a failed node's job waits for its repair)")
+      ->check(CLI::Range(0, 1000000));
+  camp->add_option("--reliability", campaign_args.reliability,
+                   "Failure rates and recovery times (default: reliability/llama3-16k-h100.json)");
+  camp->add_option("--storage-write", campaign_args.storage_write, "Checkpoint write bandwidth, e.g. '2 TB/s' (overrides the topology)");
+  camp->add_option("--storage-read", campaign_args.storage_read, "Checkpoint read bandwidth (overrides the topology)");
+  camp->add_option("--trials", campaign_args.trials, "Monte Carlo trials")->check(CLI::Range(1, 10000000));
+  camp->add_option("--seed", campaign_args.seed, "Random seed (trial i uses (seed, i): same output for any --threads)");
+  camp->add_option("--threads", campaign_args.threads, "Threads (default: all cores)")->check(CLI::Range(1, 4096));
+  camp->add_option("--set", campaign_args.opts.overrides, "Override a scenario field: key.path=value (repeatable)");
+  camp->add_option("--profile", campaign_args.opts.profile_path, "Use this hardware profile instead of the topology's");
+  camp->add_option("--format", campaign_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -417,6 +487,7 @@ int main(int argc, char** argv) {
     if (srch->parsed()) return RunSearch(search_args);
     if (cmp->parsed()) return RunCompare(compare_args);
     if (clus->parsed()) return RunClusterCommand(cluster_args);
+    if (camp->parsed()) return RunCampaign(campaign_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);

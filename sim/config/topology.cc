@@ -68,6 +68,16 @@ NvmeStorage ParseNvme(const JsonNode& node) {
   return n;
 }
 
+ClusterStorage ParseStorage(const JsonNode& node) {
+  JsonObject obj(node);
+  ClusterStorage s;
+  s.write_bandwidth = PositiveBandwidth(obj.Required("write_bandwidth"));
+  s.read_bandwidth = PositiveBandwidth(obj.Required("read_bandwidth"));
+  s.source = obj.Required("source").String();
+  obj.Finish();
+  return s;
+}
+
 FatTreeLevel ParseLevel(const JsonNode& node) {
   JsonObject obj(node);
   FatTreeLevel l;
@@ -155,6 +165,7 @@ TopologyConfig ParseTopology(const JsonNode& node) {
   }
 
   t.fabric = ParseFabric(obj.Required("fabric"));
+  if (auto storage = obj.Optional("storage")) t.storage = ParseStorage(*storage);
   if (auto mn = obj.Optional("max_nodes")) {
     int64_t v = mn->Int();
     if (v < 0 || v > INT_MAX / 2) mn->Fail("expected a node count >= 0 (0: unbounded), got " + std::to_string(v));
@@ -204,6 +215,11 @@ nlohmann::json TopologyToJson(const TopologyConfig& t) {
                       {"hop_latency", TimeText(l.hop_latency)}});
   }
   j["fabric"] = {{"rail_optimized", t.fabric.rail_optimized}, {"levels", levels}};
+  if (t.storage) {
+    j["storage"] = {{"write_bandwidth", BandwidthText(t.storage->write_bandwidth)},
+                    {"read_bandwidth", BandwidthText(t.storage->read_bandwidth)},
+                    {"source", t.storage->source}};
+  }
   j["max_nodes"] = t.max_nodes;
   if (t.gpu_hour_usd > 0) j["gpu_hour_usd"] = t.gpu_hour_usd;
   return j;

@@ -6,7 +6,8 @@
 // latency) and how many nodes it may hold. Bandwidths are per direction.
 // Optional per-node host resources (DRAM and its bandwidth) and local NVMe:
 // what optimizer/parameter offload uses (and checkpoints may, later); a node
-// that does not describe them cannot offload.
+// that does not describe them cannot offload. Optional cluster storage (a
+// parallel file system's aggregate bandwidth): where checkpoints go.
 #ifndef STACKSIM_SIM_CONFIG_TOPOLOGY_H_
 #define STACKSIM_SIM_CONFIG_TOPOLOGY_H_
 
@@ -49,6 +50,14 @@ struct NvmeStorage {
   Bandwidth bandwidth_write;      // sequential write, all drives together
 };
 
+// The cluster's shared storage as a whole job sees it: aggregate bandwidth
+// when all of its nodes write (checkpoint) or read (restart) together.
+struct ClusterStorage {
+  Bandwidth write_bandwidth;
+  Bandwidth read_bandwidth;
+  std::string source;             // where the figures come from (required)
+};
+
 struct FatTreeLevel {
   std::string name;               // "leaf", "spine", "core"
   int nodes_below = 0;            // nodes reachable under one switch group of this level
@@ -71,6 +80,7 @@ struct TopologyConfig {
   std::optional<HostResources> host;  // node.host (absent: no offload to host memory)
   std::optional<NvmeStorage> nvme;    // node.nvme (absent: no NVMe offload)
   Fabric fabric;
+  std::optional<ClusterStorage> storage;  // "storage" (absent: a campaign must be told)
   int max_nodes = 0;              // largest cluster this fabric describes (0: unbounded)
   double gpu_hour_usd = 0;        // price, for cost objectives (0: not given)
   std::string source;             // where the figures come from (the file's "source")
