@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,8 @@
 #include "sim/search/search.h"
 #include "sim/search/search_report.h"
 #include "sim/simulate/simulate.h"
+#include "sim/straggler/straggler.h"
+#include "sim/straggler/straggler_report.h"
 #include "sim/util/error.h"
 #include "sim/validate/validate.h"
 
@@ -40,9 +43,16 @@ namespace {
 
 using namespace stacksim;
 
+struct StragglerArgs {
+  std::string spec;  // --stragglers: text form or a distribution file (.json)
+  int steps = 1;
+  uint64_t seed = 1;
+  int threads = 1;
+};
+
 int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
                 const std::string& trace_path, bool print_config, const std::string& network,
-                const std::string& html_path) {
+                const std::string& html_path, const StragglerArgs& straggler_args) {
   config::ScenarioConfig scenario = config::LoadScenario(path, opts);
   if (print_config) {
     std::cout << config::ResolvedConfigJson(scenario).dump(2) << "\n";
@@ -51,7 +61,24 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
   simulate::Options sim_opts;
   sim_opts.keep_trace = !trace_path.empty() || !html_path.empty();  // the page draws a timeline
   sim_opts.network = network;
+  // Straggler input errors before the (possibly long) simulation.
+  std::optional<straggler::StragglerSpec> spec;
+  straggler::StragglerOptions straggler_opts;
+  straggler_opts.steps = straggler_args.steps;
+  straggler_opts.seed = straggler_args.seed;
+  straggler_opts.threads = straggler_args.threads;
+  straggler_opts.network = network;
+  if (!straggler_args.spec.empty()) {
+    spec = straggler::ParseStragglerArgument(straggler_args.spec, "--stragglers");
+    straggler::CheckStragglerOptions(straggler_opts);
+  }
   simulate::SimulationResult result = simulate::Simulate(scenario, sim_opts);
+  std::optional<straggler::StragglerResult> stragglers;
+  if (spec && result.out_of_memory) {
+    std::cerr << "note: no straggler analysis: the plan was not simulated (out of memory)\n";
+  } else if (spec) {
+    stragglers = straggler::AnalyzeStragglers(scenario, *spec, straggler_opts);
+  }
   if (!trace_path.empty()) {
     if (result.trace) {
       report::WritePerfettoTraceFile(*result.trace, *result.replay, scenario.name, trace_path);
@@ -60,9 +87,12 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
     }
   }
   if (format == "json") {
-    std::cout << report::JsonReport(result).dump(2) << "\n";
+    nlohmann::json j = report::JsonReport(result);
+    if (stragglers) j["stragglers"] = straggler::StragglerJson(*stragglers);
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << report::TextReport(result);
+    if (stragglers) std::cout << straggler::StragglerText(*stragglers);
   }
   if (!html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result), html_path);
   return 0;
@@ -373,6 +403,16 @@ int main(int argc, char** argv) {
   sim->add_flag("--print-config", print_config, "Print the fully resolved configuration and exit");
   std::string sim_html;
   sim->add_option("--html", sim_html, "Also write a self-contained HTML report with charts to FILE");
+  StragglerArgs straggler_args;
+  CLI::Option* stragglers_opt = sim->add_option(
+      "--stragglers", straggler_args.spec,
+      "Slow nodes/GPUs: FRACTION%:SLOWDOWNx terms (e.g. 0.1%:1.5x,gpu:0.5%:1.2x) or a distribution .json");
+  sim->add_option("--straggler-steps", straggler_args.steps, "Steps to simulate; transient stragglers are redrawn each")
+      ->check(CLI::Range(1, 1000000))
+      ->needs(stragglers_opt);
+  sim->add_option("--seed", straggler_args.seed, "Seed of the straggler draws");
+  sim->add_option("--threads", straggler_args.threads, "Threads for the straggler replays (results do not depend on it)")
+      ->check(CLI::Range(1, 4096));
 
   CLI::App* val = app.add_subcommand("validate", "Compare predictions with published training runs");
   std::string validation_path, only;
@@ -481,7 +521,7 @@ int main(int argc, char** argv) {
 
   try {
     if (sim->parsed()) {
-      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network, sim_html);
+      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network, sim_html, straggler_args);
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (srch->parsed()) return RunSearch(search_args);

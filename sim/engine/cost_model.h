@@ -15,6 +15,13 @@ class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual Time ComputeTime(const trace::ComputeOp& op) const = 0;
+  // The time of `op` on simulated rank `rank` (what the engine asks). Ranks
+  // run alike unless a model says otherwise: a straggler model slows the
+  // ranks that stand for slow GPUs (sim/straggler).
+  virtual Time ComputeTimeOnRank(const trace::ComputeOp& op, trace::RankId rank) const {
+    (void)rank;
+    return ComputeTime(op);
+  }
 };
 
 // Test double: every compute task takes flops / rate (+ a fixed time).

@@ -252,7 +252,7 @@ void Replayer::StartTask(TaskId t, Time now) {
   Time duration;
   switch (task.kind) {
     case TaskKind::kCompute:
-      duration = cost_.ComputeTime(task.compute);
+      duration = cost_.ComputeTimeOnRank(task.compute, task.rank);
       break;
     case TaskKind::kDelay:
       duration = task.duration;
