@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "sim/cluster/cluster_report.h"
@@ -38,6 +39,20 @@ TEST(ClusterScenario, BackfillExampleFromItsFiles) {
   EXPECT_DOUBLE_EQ(easy["gpu_time"]["idle_gpu_h"]["head_blocked"].get<double>(), 24);
   EXPECT_DOUBLE_EQ(easy["wait_s"]["p90"].get<double>(), 9 * 3600.0);
   EXPECT_EQ(easy["series"]["busy_gpus"].size(), 15u);
+}
+
+TEST(ClusterScenario, EveryShippedClusterScenarioLoads) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kRoot + "/scenarios")) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".json" || name.rfind("cluster-", 0) != 0) continue;
+    SCOPED_TRACE(name);
+    ClusterScenario c = LoadClusterScenario(entry.path().string());
+    EXPECT_FALSE(c.question.empty());
+    EXPECT_FALSE(c.jobs.empty());
+    ++count;
+  }
+  EXPECT_GE(count, 2);
 }
 
 nlohmann::json SmallScenario() {
