@@ -159,12 +159,10 @@ std::vector<Candidate> Candidates(const config::ScenarioConfig& s, const Diagnos
 
   // Layer 2: pipeline bubble.
   const int64_t layers = s.model.num_layers;
-  const Time bubble = b.bubble + d.cross_stage_wait;
+  const Time bubble = b.bubble;
   if (p.pp > 1 && bubble > Time::Zero()) {
-    std::string f = fmt::format(
-        "pipeline idle {:.3f} s ({:.1f}% of the step: bubble {:.3f} s + drain wait {:.3f} s; pp {}, {} micro-batches "
-        "per pipeline)",
-        bubble.seconds(), share(bubble), b.bubble.seconds(), d.cross_stage_wait.seconds(), p.pp, p.micro_batches());
+    std::string f = fmt::format("pipeline idle {:.3f} s ({:.1f}% of the step; pp {}, {} micro-batches per pipeline)",
+                                bubble.seconds(), share(bubble), p.pp, p.micro_batches());
     if (p.schedule == config::PipelineScheduleKind::kOneFOneB || p.schedule == config::PipelineScheduleKind::kGpipe) {
       for (int vp : {2, 3, 4, 6, 8}) {
         if (!Divides(p.pp * vp, layers)) continue;
@@ -531,11 +529,9 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     return ga != gc ? ga > gc : a.name < c.name;
   });
 
-  // Idle that simulate files under "other" but is a pipeline wait: the
-  // breakdown rank waiting at a collective shared with other stages (the
-  // tied-embedding gradient all-reduce) for a stage that is still working,
-  // i.e. before the collective could start. Same walk as simulate's Attribute.
-  Time cross_stage_wait;
+  // Context-parallel K/V traffic inside TP's exposed time: compute waiting
+  // on a CP collective off the compute stream. Same walk as simulate's
+  // Attribute.
   {
     Time prev_end;
     for (size_t i = 0; i < t.size(); ++i) {
@@ -555,18 +551,9 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
             t.task(blocker).stream != compute && is_cp_group(t.task(blocker).comm.group)) {
           cp_exposed += tm.start - prev_end;
         }
-        if (blocker >= 0) {
-          const trace::Task& bt = t.task(blocker);
-          if (bt.kind == trace::TaskKind::kCollective && bt.comm.group != trace::kNoGroup &&
-              t.group(bt.comm.group).simulated.size() > 1 && t.label(bt.label) == workload::kLabelDp) {
-            Time before = std::min(tm.start, r.timings[blocker].start);
-            if (before > prev_end) cross_stage_wait += before - prev_end;
-          }
-        }
       }
       prev_end = std::max(prev_end, tm.end);
     }
-    cross_stage_wait = std::min(cross_stage_wait, b.other);
     cp_exposed = std::min(cp_exposed, b.tp_exposed);
   }
 
@@ -599,16 +586,15 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
                       {"graph_launch_floor_s", graph_launch.seconds()},
                       {"moe_imbalance_moved_to_parallelization_s", -moe_imbalance.seconds()}};
   // 2 parallelization
-  d.layer_gap[1] = b.tp_exposed + b.dp_exposed + b.pp_exposed + b.ep_exposed + b.bubble + cross_stage_wait +
-                   stage_imbalance + moe_imbalance;
+  d.layer_gap[1] = b.tp_exposed + b.dp_exposed + b.pp_exposed + b.ep_exposed + b.bubble + stage_imbalance + moe_imbalance;
   d.layer_parts[1] = {{"tp_exposed_s", b.tp_exposed.seconds()}, {"dp_exposed_s", b.dp_exposed.seconds()},
                       {"pp_exposed_s", b.pp_exposed.seconds()}, {"ep_exposed_s", b.ep_exposed.seconds()},
-                      {"bubble_s", b.bubble.seconds()},         {"cross_stage_wait_s", cross_stage_wait.seconds()},
+                      {"bubble_s", b.bubble.seconds()},
                       {"stage_imbalance_s", stage_imbalance.seconds()},
                       {"moe_imbalance_s", moe_imbalance.seconds()}};
   // 3 runtime orchestration
-  d.layer_gap[2] = b.other - cross_stage_wait;
-  d.layer_parts[2] = {{"other_idle_s", (b.other - cross_stage_wait).seconds()}, {"stragglers", "not modelled"}, {"failures", "not modelled"}};
+  d.layer_gap[2] = b.other;
+  d.layer_parts[2] = {{"other_idle_s", b.other.seconds()}, {"stragglers", "not modelled"}, {"failures", "not modelled"}};
   // 4 compilation
   d.layer_gap[3] = eager_excess + eager_launch;
   d.layer_parts[3] = {{"unfused_kernels_s", eager_excess.seconds()},
@@ -640,11 +626,6 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
                               b.bubble.seconds(), pct(b.bubble), p.pp, p.vp, p.micro_batches(),
                               config::ScheduleName(p.schedule)));
     }
-    if (cross_stage_wait > Time::Zero()) {
-      f.push_back(fmt::format("waiting {:.3f} s at a gradient all-reduce shared with other stages (tied "
-                              "embedding, DualPipe mirror) for a stage still draining the pipeline",
-                              cross_stage_wait.seconds()));
-    }
     if (p.cp > 1) {
       f.push_back(fmt::format("of TP's exposed time, {:.3f} s is context-parallel K/V traffic (cp {}, {})",
                               cp_exposed.seconds(), p.cp, config::CpCommName(p.cp_comm)));
@@ -662,7 +643,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
   }
   d.layer_findings[2].push_back(fmt::format(
       "other idle {:.3f} s (host syncs, waits not explained by communication or the pipeline)",
-      (b.other - cross_stage_wait).seconds()));
+      b.other.seconds()));
   d.layer_findings[2].push_back(
       "stragglers, failures and checkpoints are not modelled yet (issue 7): no time attributed");
   d.layer_findings[2].push_back(fmt::format(
@@ -732,8 +713,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
   }
 
   // What kind of step this is.
-  d.cross_stage_wait = cross_stage_wait;
-  Time comm = b.tp_exposed + b.dp_exposed + b.pp_exposed + b.ep_exposed + b.bubble + cross_stage_wait + b.offload_exposed;
+  Time comm = b.tp_exposed + b.dp_exposed + b.pp_exposed + b.ep_exposed + b.bubble + b.offload_exposed;
   Time mem = memory_class + eager_excess + launch_excess + launch_class;
   Time cmp = b.compute() - mem;
   if (comm >= cmp && comm >= mem) {

@@ -79,7 +79,6 @@ struct Diagnosis {
   std::array<std::vector<std::string>, 5> layer_findings;  // lines, per layer
   // Parts (seconds) that make up each layer's gap, for the JSON.
   std::array<nlohmann::json, 5> layer_parts;
-  Time cross_stage_wait;             // "other" idle that is a wait on another pipeline stage (in layer 2)
   std::string step_class;            // "compute-bound", "memory-bound", "communication-bound"
   std::vector<OpStat> ops;           // by time beyond ideal, largest first
   std::vector<Remedy> remedies;      // simulated ones by gain, largest first; then the rest

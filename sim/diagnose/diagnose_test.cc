@@ -60,16 +60,17 @@ TEST(Diagnose, FewMicroBatchesMakeTheBubbleTheGapAndTheScheduleTheRemedy) {
     if (d.layer_gap[l] > d.layer_gap[largest]) largest = l;
   }
   EXPECT_EQ(largest, 1) << "parallelization";
-  // The pipeline's idle: the bubble proper, and the last stage's wait for
-  // stage 0 at the tied-embedding all-reduce (the drain of the pipeline).
+  // The pipeline's idle: the bubble proper, including the last stage's wait
+  // for stage 0 at the tied-embedding all-reduce (the drain of the
+  // pipeline), which simulate counts as bubble, not "other".
   const auto& parts = d.layer_parts[1];
-  double pipeline = parts["bubble_s"].get<double>() + parts["cross_stage_wait_s"].get<double>();
+  double pipeline = parts["bubble_s"].get<double>();
   for (const auto& [key, v] : parts.items()) {
     if (v.is_number()) {
       EXPECT_LE(v.get<double>(), pipeline) << key;
     }
   }
-  EXPECT_GT(parts["cross_stage_wait_s"].get<double>(), 0);
+  EXPECT_LT(d.layer_parts[2]["other_idle_s"].get<double>(), 0.01 * d.step.seconds());
   EXPECT_GT(pipeline, 0.3 * d.step.seconds());  // (p-1)/(m+p-1) = 7/15 of a 1F1B pipeline, less the comm
   const Remedy* top = Top(d);
   ASSERT_NE(top, nullptr);

@@ -40,7 +40,8 @@ Time* Bucket(Breakdown& b, const std::string& label) {
 // compute stream goes to the running task's label. An idle gap before a task
 // goes to what the task was waiting for: the part of the gap during which
 // that dependency was itself running is exposed communication of its kind (a
-// pipeline transfer: send/recv); the rest of a wait on another stage is
+// pipeline transfer: send/recv); the rest of a wait on another stage (a
+// pipeline neighbour, or the last stage to reach a collective they share) is
 // pipeline bubble, and anything else is "other".
 Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int rank, trace::StreamId compute,
                     Time makespan) {
@@ -82,9 +83,17 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, int ra
           *bucket += exposed;
           Time rest = gap - exposed;
           // Waiting for a pipeline neighbour beyond the transfer itself is
-          // bubble; an expert all-to-all queued behind another one (DualPipe's
-          // overlapped chunks share the EP stream) is still all-to-all time.
-          (bucket == &b.pp_exposed ? b.bubble : bucket == &b.ep_exposed ? b.ep_exposed : b.other) += rest;
+          // bubble, and so is waiting at a collective shared with other
+          // stages (the tied-embedding or DualPipe-mirror gradient
+          // all-reduce) before the last of them arrives; an expert
+          // all-to-all queued behind another one (DualPipe's overlapped
+          // chunks share the EP stream) is still all-to-all time.
+          const bool shared_with_stages = bt.kind == trace::TaskKind::kCollective &&
+                                          bt.comm.group != trace::kNoGroup &&
+                                          t.group(bt.comm.group).simulated.size() > 1;
+          (bucket == &b.pp_exposed || shared_with_stages ? b.bubble
+           : bucket == &b.ep_exposed                     ? b.ep_exposed
+                                                         : b.other) += rest;
         } else {
           b.other += gap;
         }
