@@ -49,7 +49,7 @@ TEST(DiagnoseCli, TextWalksTheFiveLayersAndRanksRemedies) {
   CmdResult r = Stacksim("diagnose " + kScenario);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* s : {"1 model definition", "2 parallelization", "3 runtime orchestration", "4 compilation",
-                        "5 hardware", "not modelled", "remedies, re-simulated, ranked by gain", "roofline"}) {
+                        "5 hardware", "--stragglers", "remedies, re-simulated, ranked by gain", "roofline"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   }
 }

@@ -19,6 +19,7 @@
 #include "calibrate/fit/fit_profile.h"
 #include "sim/campaign/campaign_report.h"
 #include "sim/campaign/training_campaign.h"
+#include "sim/cluster/cluster_html.h"
 #include "sim/cluster/cluster_report.h"
 #include "sim/cluster/cluster_scenario.h"
 #include "sim/compare/compare.h"
@@ -261,6 +262,7 @@ struct ClusterArgs {
   std::string scenario;
   std::string scheduler, placement;  // empty: the scenario's
   std::string format = "text";
+  std::string html;
 };
 
 int RunClusterCommand(const ClusterArgs& a) {
@@ -274,6 +276,7 @@ int RunClusterCommand(const ClusterArgs& a) {
   } else {
     std::cout << cluster::ClusterText(result);
   }
+  if (!a.html.empty()) report::WriteHtmlFile(cluster::ClusterHtml(result), a.html);
   return 0;
 }
 
@@ -480,6 +483,7 @@ int main(int argc, char** argv) {
   clus->add_option("--placement", cluster_args.placement, "Placement policy (default: the scenario's, else topology)")
       ->check(CLI::IsMember({"topology", "first-fit"}));
   clus->add_option("--format", cluster_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  clus->add_option("--html", cluster_args.html, "Also write a self-contained HTML report with charts to FILE");
 
   CLI::App* camp = app.add_subcommand(
       "run-campaign", "Monte Carlo of a whole training run: failures, restarts, checkpoints, time to train");

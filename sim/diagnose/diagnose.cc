@@ -594,7 +594,8 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
                       {"moe_imbalance_s", moe_imbalance.seconds()}};
   // 3 runtime orchestration
   d.layer_gap[2] = b.other;
-  d.layer_parts[2] = {{"other_idle_s", b.other.seconds()}, {"stragglers", "not modelled"}, {"failures", "not modelled"}};
+  d.layer_parts[2] = {{"other_idle_s", b.other.seconds()}, {"stragglers", "not in one healthy step: stacksim simulate --stragglers"},
+                      {"failures", "not in one step: stacksim run-campaign"}};
   // 4 compilation
   d.layer_gap[3] = eager_excess + eager_launch;
   d.layer_parts[3] = {{"unfused_kernels_s", eager_excess.seconds()},
@@ -645,7 +646,8 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       "other idle {:.3f} s (host syncs, waits not explained by communication or the pipeline)",
       b.other.seconds()));
   d.layer_findings[2].push_back(
-      "stragglers, failures and checkpoints are not modelled yet (issue 7): no time attributed");
+      "the step assumes healthy hardware: for slow nodes run `stacksim simulate SCENARIO --stragglers 0.1%:1.5x`, "
+      "for failures, restarts and checkpoints over a whole run `stacksim run-campaign SCENARIO --tokens N`");
   d.layer_findings[2].push_back(fmt::format(
       "job placement: nodes {} (scenario node_order; only the flow-level network model, --network simgrid, prices it)",
       NodeOrderName(s.node_order)));

@@ -11,8 +11,9 @@
 //     model-FLOP count; launch floor under CUDA graphs.
 //   2 parallelization: exposed TP/DP/PP/EP communication, pipeline bubble,
 //     the busiest stage's compute beyond the stages' mean, MoE imbalance.
-//   3 runtime orchestration: host waits ("other"); stragglers and failures
-//     are not modelled (said so, never invented).
+//   3 runtime orchestration: host waits ("other"); one healthy step has no
+//     stragglers or failures: the findings point to `simulate --stragglers`
+//     and `run-campaign`, which model them (never invented here).
 //   4 compilation: eager (unfused) kernels beyond their fused time, kernel
 //     launch cost beyond kernel time without CUDA graphs.
 //   5 hardware: recomputation (the price of the memory capacity), offload

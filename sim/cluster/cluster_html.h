@@ -1,0 +1,19 @@
+// The HTML page of `stacksim cluster --html FILE`, built from the blocks in
+// sim/report/html.h: headline numbers, where the GPU-time went (busy and each
+// idle reason), GPUs over time by state (the time series folded to at most
+// kMaxRows windows), queue length over time, waits, and the jobs placement
+// slowed most. Deterministic and self-contained (html.h).
+#ifndef STACKSIM_SIM_CLUSTER_CLUSTER_HTML_H_
+#define STACKSIM_SIM_CLUSTER_CLUSTER_HTML_H_
+
+#include <string>
+
+#include "sim/cluster/cluster_sim.h"
+
+namespace stacksim::cluster {
+
+std::string ClusterHtml(const ClusterResult& r);
+
+}  // namespace stacksim::cluster
+
+#endif  // STACKSIM_SIM_CLUSTER_CLUSTER_HTML_H_
