@@ -1,0 +1,249 @@
+#include "sim/serve/iteration_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/util/error.h"
+
+namespace stacksim::serve {
+namespace {
+
+// vLLM captures CUDA graphs for decode batches of up to 256 sequences (V0's
+// _BATCH_SIZES_TO_CAPTURE); larger decode batches and every iteration with
+// prefill tokens run eagerly.
+constexpr int64_t kGraphMaxBatch = 256;
+// Assumption: CUDA context, NCCL buffers and captured graphs take about
+// 1 GiB per GPU outside the model's tensors (vLLM reports 0.5-1.5 GiB of
+// "non-torch memory" in its startup profile on H100).
+constexpr double kRuntimeBytes = 1.0 * kGiB;
+// Assumption: sampling (temperature, softmax, top-p/top-k) reads the fp32
+// logits a few times in about five kernels.
+constexpr int kSamplingKernels = 5;
+constexpr double kSamplingPasses = 3.0;
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
+  prefill_tokens += chunk;
+  prefill_pairs += D(chunk) * D(cached) + D(chunk) * D(chunk + 1) / 2;
+  prefill_cached += cached;
+  if (last_chunk) ++sampled;
+}
+
+void BatchShape::AddDecode(int64_t context) {
+  ++decode_seqs;
+  decode_context += context;
+  ++sampled;
+}
+
+IterationCost::IterationCost(const ServeConfig& c)
+    : c_(c), eager_(c.profile, false), graphs_(c.profile, true), network_(c.topology, c.profile) {
+  const config::ModelConfig& m = c.model;
+  plan_.tp = c.tp;
+  plan_.pp = c.pp;
+  plan_.ep = c.ep;
+  plan_.micro_batch = 1;
+  plan_.precision = c.compute;
+  q_heads_rank_ = m.num_attention_heads / c.tp;
+  // KV bytes per token and layer on one GPU: K and V of the rank's KV heads
+  // (a head is replicated when TP exceeds the KV heads); MLA caches one
+  // latent (kv_lora_rank) plus the shared RoPE key, the same on every rank
+  // (DeepSeek-V2 §2.1.3; vLLM's MLA backend).
+  const double kv_bytes = KvBytes(c.kv);
+  if (m.is_mla()) {
+    kv_layer_token_gpu_ = D(m.kv_lora_rank + m.qk_rope_head_dim) * kv_bytes;
+  } else {
+    const int64_t kv_heads_rank = (m.num_kv_heads + c.tp - 1) / c.tp;
+    kv_layer_token_gpu_ = D(kv_heads_rank) * D(m.head_dim) * 2.0 * kv_bytes;
+  }
+  const int64_t stage_layers = m.num_layers / c.pp;
+  kv_replica_token_ = Bytes{kv_layer_token_gpu_ * D(m.num_layers) * c.tp};
+
+  // Weights on one GPU of the largest stage. Embedding and LM head stay bf16
+  // (quantized checkpoints such as AWQ, GPTQ and FP8 keep them unquantized).
+  KvCachePlan& p = kv_plan_;
+  p.hbm = c.profile.hbm_capacity.value;
+  p.reserve = p.hbm * (1.0 - c.gpu_memory_utilization);
+  double worst = 0;
+  for (int stage = 0; stage < c.pp; ++stage) {
+    double params = 0;
+    for (int64_t l = stage * stage_layers; l < (stage + 1) * stage_layers; ++l) params += D(m.LayerParameterCount(l));
+    double bytes = params * WeightBytes(c.weights);
+    if (stage == 0) bytes += D(m.EmbeddingParameterCount()) * 2.0;
+    if (stage == c.pp - 1) bytes += D(m.OutputHeadParameterCount() + m.NormParameterCount()) * 2.0;
+    worst = std::max(worst, bytes);
+  }
+  p.weights = Bytes{worst / c.tp};
+  // Peak activations of a forward over max_batched_tokens (what vLLM's
+  // profile run measures): the residual stream, the norm output and the
+  // attention output (3 x hidden), the QKV output, the gated FC1 output and
+  // the activation output, in 16-bit; plus fp32 logits of max_sequences.
+  const double T = D(c.max_batched_tokens);
+  const double qkv = D((m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim) / c.tp;
+  const double ffn = D(std::max(m.intermediate_size, m.moe_intermediate_size * m.experts_per_token)) / c.tp;
+  p.activations = Bytes{T * (3.0 * D(m.hidden_size) + qkv + 3.0 * ffn) * 2.0 +
+                        D(c.max_sequences) * D(m.vocab_size) / c.tp * 4.0};
+  p.runtime = Bytes{kRuntimeBytes};
+  p.kv_capacity = p.hbm - p.reserve - p.weights - p.activations - p.runtime;
+  p.kv_bytes_per_token = Bytes{kv_layer_token_gpu_ * D(stage_layers)};
+  p.block_tokens = c.block_tokens;
+  p.blocks = p.kv_capacity.value > 0
+                 ? static_cast<int64_t>(std::floor(p.kv_capacity.value / (p.kv_bytes_per_token.value * D(c.block_tokens))))
+                 : 0;
+  if (p.blocks < 1) {
+    throw InputError(c.file, "replica",
+                     "no room for the KV cache: " + std::to_string(p.weights.value / kGiB) + " GiB of weights and " +
+                         std::to_string(p.activations.value / kGiB) + " GiB of activations per GPU leave nothing of " +
+                         std::to_string(p.hbm.value / kGiB) + " GiB (raise tp/pp or quantize)");
+  }
+}
+
+void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, const cost::ProfileCostModel& model,
+                           IterationBreakdown& out) const {
+  const double in_bytes = c_.compute == config::Precision::kFp8 ? 1.0 : 2.0;
+  for (const workload::Op& op : ops) {
+    if (op.label == workload::kLabelAttention) continue;  // costed per request context
+    if (op.host_wait > Time::Zero()) {
+      out.overhead += op.host_wait * times;
+      continue;
+    }
+    if (op.is_collective) {
+      const int size = op.ep_group ? c_.ep : c_.tp;
+      if (size <= 1) continue;
+      trace::CommOp comm;
+      comm.kind = op.collective;
+      comm.bytes = op.bytes;
+      trace::CommGroup group;
+      group.size = size;
+      group.ranks_per_node = size;
+      engine::CommCost cost = network_.Collective(comm, group);
+      out.communication += (cost.latency + cost.transfer) * times;
+      continue;
+    }
+    trace::ComputeOp k = op.compute;
+    if (k.op_class == trace::OpClass::kGemm) {
+      // Serving reads the stored weights (k x n per GEMM of the batch) at
+      // their format's size; inputs at the compute precision, outputs 16-bit.
+      k.bytes = Bytes{D(k.batch) * (D(k.k) * D(k.n) * WeightBytes(c_.weights) + D(k.m) * D(k.k) * in_bytes +
+                                    D(k.m) * D(k.n) * 2.0)};
+      out.gemm += model.ComputeTime(k) * times;
+    } else {
+      out.memory_ops += model.ComputeTime(k) * times;
+    }
+  }
+}
+
+const IterationBreakdown& IterationCost::LinearPart(int64_t tokens, bool graphs) {
+  auto& cache = graphs ? linear_graphs_ : linear_eager_;
+  auto it = cache.find(tokens);
+  if (it != cache.end()) return it->second;
+  const cost::ProfileCostModel& model = graphs ? graphs_ : eager_;
+  const config::ModelConfig& m = c_.model;
+  IterationBreakdown b;
+  workload::LayerShape shape = workload::LayerShape::From(m, plan_, tokens);
+  const int64_t moe_layers = m.is_moe() ? m.MoeLayerCount() : 0;
+  AddOps(workload::LayerForward(shape), D(m.num_layers - moe_layers), model, b);
+  if (moe_layers > 0) {
+    AddOps(workload::LayerForward(shape.Moe(m, plan_, c_.topology.gpus_per_node)), D(moe_layers), model, b);
+  }
+  AddOps(workload::EmbeddingForward(shape), 1.0, model, b);
+  // Activations pass between pipeline stages.
+  if (c_.pp > 1) {
+    const bool one_node = c_.gpus_per_replica() <= c_.topology.gpus_per_node;
+    trace::TransferOp send;
+    send.bytes = Bytes{D(tokens) * D(m.hidden_size) * 2.0};
+    trace::CommGroup pair;
+    pair.size = 2;
+    pair.ranks_per_node = one_node ? 2 : 1;
+    pair.nodes = one_node ? 1 : 2;
+    engine::CommCost cost = network_.Transfer(send, pair);
+    b.communication += (cost.latency + cost.transfer) * D(c_.pp - 1);
+  }
+  return cache.emplace(tokens, b).first->second;
+}
+
+IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
+  const bool graphs = c_.cuda_graphs && batch.prefill_tokens == 0 && batch.decode_seqs <= kGraphMaxBatch;
+  const cost::ProfileCostModel& model = graphs ? graphs_ : eager_;
+  const config::ModelConfig& m = c_.model;
+  IterationBreakdown b;
+  if (batch.tokens() == 0) return b;
+  b = LinearPart(batch.tokens(), graphs);
+  b.overhead += c_.iteration_overhead;
+
+  // Attention: per layer, one fused kernel over the prefill chunks and one
+  // over the decode tokens. MLA decodes in the latent space (absorbed
+  // weights): keys kv_lora + rope wide, values kv_lora wide.
+  const double qk = D(m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim);
+  const double v = D(m.is_mla() ? m.kv_lora_rank : (m.v_head_dim > 0 ? m.v_head_dim : m.head_dim));
+  const double heads = D(q_heads_rank_);
+  auto attention = [&](double pairs, double kv_tokens, double query_tokens) {
+    trace::ComputeOp op;
+    op.op_class = trace::OpClass::kAttention;
+    op.precision = config::Precision::kBf16;
+    op.flops = Flops{2.0 * pairs * heads * (qk + v)};
+    op.bytes = Bytes{kv_tokens * kv_layer_token_gpu_ + query_tokens * heads * (qk + v) * 2.0};
+    return model.ComputeTime(op) * D(m.num_layers);
+  };
+  if (batch.prefill_tokens > 0) {
+    b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens), D(batch.prefill_tokens));
+  }
+  if (batch.decode_seqs > 0) {
+    b.attention += attention(D(batch.decode_context), D(batch.decode_context), D(batch.decode_seqs));
+  }
+
+  // Output head for the sequences that sample: final norm, logits (bf16
+  // weights), gather of the vocabulary shards, sampling in fp32.
+  if (batch.sampled > 0) {
+    const double s = D(batch.sampled);
+    const int64_t v_rank = m.vocab_size / c_.tp;
+    trace::ComputeOp norm;
+    norm.bytes = Bytes{s * D(m.hidden_size) * 2.0 * 2.0};
+    b.memory_ops += model.ComputeTime(norm);
+    trace::ComputeOp logits;
+    logits.op_class = trace::OpClass::kGemm;
+    logits.precision = config::Precision::kBf16;
+    logits.m = batch.sampled;
+    logits.n = v_rank;
+    logits.k = m.hidden_size;
+    logits.flops = Flops{2.0 * s * D(v_rank) * D(m.hidden_size)};
+    logits.bytes = Bytes{(D(v_rank) * D(m.hidden_size) + s * D(m.hidden_size) + s * D(v_rank)) * 2.0};
+    b.gemm += model.ComputeTime(logits);
+    if (c_.tp > 1) {
+      trace::CommOp gather;
+      gather.kind = trace::CollectiveKind::kAllGather;
+      gather.bytes = Bytes{s * D(m.vocab_size) * 2.0};
+      trace::CommGroup group;
+      group.size = c_.tp;
+      group.ranks_per_node = c_.tp;
+      engine::CommCost cost = network_.Collective(gather, group);
+      b.communication += cost.latency + cost.transfer;
+    }
+    trace::ComputeOp sampling;
+    sampling.bytes = Bytes{s * D(m.vocab_size) * 4.0 * kSamplingPasses};
+    sampling.kernels = kSamplingKernels;
+    b.memory_ops += model.ComputeTime(sampling);
+  }
+  return b;
+}
+
+Time IterationCost::KvTransferTime(int64_t tokens) const {
+  // Every GPU of the prefill replica sends its shard to its peer in the
+  // decode replica, all in parallel; the replicas sit in different nodes.
+  trace::TransferOp send;
+  send.bytes = kv_plan_.kv_bytes_per_token * D(tokens);
+  trace::CommGroup pair;
+  pair.size = 2;
+  pair.ranks_per_node = 1;
+  pair.nodes = 2;
+  engine::CommCost cost = network_.Transfer(send, pair);
+  return cost.latency + cost.transfer;
+}
+
+Time IterationCost::KvSwapTime(int64_t tokens) const {
+  return TransferTime(kv_plan_.kv_bytes_per_token * D(tokens), c_.profile.host_bandwidth.value);
+}
+
+}  // namespace stacksim::serve

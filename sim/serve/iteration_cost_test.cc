@@ -1,0 +1,93 @@
+#include "sim/serve/iteration_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/serve/serve_test_util.h"
+
+namespace stacksim::serve {
+namespace {
+
+ServeConfig Llama70bTp8() { return ParseServeScenario(TestServeDoc(), "test.json"); }
+
+// A decode step streams every weight and the batch's KV cache from HBM once;
+// at batch 64 the GEMMs and attention are memory-bound, so their time is
+// those bytes over the profile's achievable bandwidth (hbm_bandwidth x
+// copy_efficiency = 3350 GB/s x 0.866 on h100-sxm-80gb).
+TEST(IterationCost, DecodeStepReadsWeightsAndKvAtHbmBandwidth) {
+  ServeConfig c = Llama70bTp8();
+  IterationCost cost(c);
+  BatchShape b;
+  for (int i = 0; i < 64; ++i) b.AddDecode(1024);
+  IterationBreakdown t = cost.Breakdown(b);
+
+  // Per GPU (TP8): the GEMMs' (k, n) and their 64-token activations in bf16.
+  const double m = 64, h = 8192;
+  struct G { double k, n; } gemms[] = {
+      {h, (64 + 2 * 8) * 128 / 8.0},  // qkv: 8 query heads + 1 K + 1 V head per rank
+      {64 / 8 * 128.0, h},            // attention output projection
+      {h, 2 * 28672 / 8.0},           // fc1 (gate and up)
+      {28672 / 8.0, h},               // fc2
+  };
+  double layer = 0;
+  for (const G& g : gemms) layer += (g.k * g.n + m * g.k + m * g.n) * 2.0;
+  // Attention: 1 KV head per rank, K and V of 128 bf16 = 512 B per token and
+  // layer, over 64 x 1024 cached tokens; plus q and o of the 8 local heads.
+  layer += 64.0 * 1024 * 512 + m * 8 * (128 + 128) * 2.0;
+  const double vocab_rank = 128256 / 8.0;
+  const double logits = (vocab_rank * h + m * h + m * vocab_rank) * 2.0;
+  const double bytes = 80 * layer + logits;
+  const double expected_s = bytes / (3350e9 * 0.866);
+  EXPECT_NEAR((t.gemm + t.attention).seconds(), expected_s, expected_s * 0.005);
+  // About 20.6 GB, 7.1 ms of reads; communication and small kernels come on top.
+  EXPECT_NEAR(expected_s, 7.08e-3, 0.02e-3);
+  EXPECT_GT(t.communication, Time::Zero());
+  EXPECT_GT(t.total(), t.gemm + t.attention);
+}
+
+TEST(IterationCost, KvCapacityOfLlama3_70bTp8OnH100MatchesHandCount) {
+  IterationCost cost(Llama70bTp8());
+  const KvCachePlan& p = cost.kv_plan();
+  const double gib = 1024.0 * 1024 * 1024;
+  // Parameters: 80 x (attention 8192 x 10240 + 8192 x 8192, MLP 3 x 8192 x
+  // 28672, two norms 2 x 8192) + embedding and LM head 128256 x 8192 each +
+  // final norm = 70,553,706,496; bf16 over 8 GPUs.
+  const double weights = 70553706496.0 * 2 / 8;
+  EXPECT_NEAR(p.weights.value, weights, 1.0);
+  // Activations at 8192 batched tokens: (3 x 8192 + 1280 + 3 x 3584) x 2 B
+  // per token, plus fp32 logits of 256 sequences over 16032 vocabulary rows.
+  const double activations = 8192.0 * (3 * 8192 + 1280 + 3 * 3584) * 2 + 256.0 * 16032 * 4;
+  EXPECT_NEAR(p.activations.value, activations, 1.0);
+  const double kv = 80 * gib * 0.9 - weights - activations - 1 * gib;
+  EXPECT_NEAR(p.kv_capacity.value, kv, 1.0);
+  EXPECT_EQ(p.kv_bytes_per_token.value, 80 * 512);  // 1 KV head x 128 x K,V x 2 B x 80 layers
+  EXPECT_EQ(p.blocks, static_cast<int64_t>(kv / (80 * 512 * 16)));
+  EXPECT_NEAR(p.tokens(), 1.415e6, 0.005e6);
+}
+
+TEST(IterationCost, CheaperWeightFormatsShortenDecode) {
+  nlohmann::json doc = TestServeDoc();
+  BatchShape b;
+  for (int i = 0; i < 8; ++i) b.AddDecode(512);
+  IterationCost bf16(ParseServeScenario(doc, "t.json"));
+  doc["precision"] = {{"weights", "int4"}, {"compute", "bf16"}};
+  IterationCost int4(ParseServeScenario(doc, "t.json"));
+  Time a = bf16.Breakdown(b).gemm, q = int4.Breakdown(b).gemm;
+  // The layers' weights shrink 2 / (0.5 + 2/128); the bf16 LM head does not.
+  EXPECT_LT(q.seconds(), 0.35 * a.seconds());
+  EXPECT_GT(int4.kv_plan().blocks, bf16.kv_plan().blocks);
+}
+
+TEST(IterationCost, AttentionGrowsWithContextAndGraphsCutLaunches) {
+  nlohmann::json doc = TestServeDoc();
+  IterationCost cost(ParseServeScenario(doc, "t.json"));
+  BatchShape short_ctx, long_ctx;
+  short_ctx.AddDecode(100);
+  long_ctx.AddDecode(100000);
+  EXPECT_GT(cost.Breakdown(long_ctx).attention.seconds(), 20 * cost.Breakdown(short_ctx).attention.seconds());
+  doc["cuda_graphs"] = false;
+  IterationCost eager(ParseServeScenario(doc, "t.json"));
+  EXPECT_GT(eager.Cost(short_ctx), cost.Cost(short_ctx));
+}
+
+}  // namespace
+}  // namespace stacksim::serve

@@ -1,0 +1,32 @@
+// The requests a serving simulation replays: drawn from the scenario's
+// arrival process and length distributions with an explicit seed
+// (std::mt19937_64; the same seed gives the same requests on one standard
+// library), or read from a CSV trace.
+#ifndef STACKSIM_SIM_SERVE_REQUEST_WORKLOAD_H_
+#define STACKSIM_SIM_SERVE_REQUEST_WORKLOAD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/serve/serve_config.h"
+#include "sim/util/units.h"
+
+namespace stacksim::serve {
+
+struct Request {
+  Time arrival;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;  // >= 1: the first comes out of the prefill
+};
+
+// Sorted by arrival. Throws InputError for an unreadable or malformed trace
+// (naming the file and line).
+std::vector<Request> GenerateRequests(const WorkloadConfig& w);
+// CSV with a header "arrival_s,prompt_tokens,output_tokens"; at most
+// `limit` rows (0: all).
+std::vector<Request> ReadRequestTrace(const std::string& path, int64_t limit = 0);
+
+}  // namespace stacksim::serve
+
+#endif  // STACKSIM_SIM_SERVE_REQUEST_WORKLOAD_H_

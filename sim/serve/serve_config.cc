@@ -1,0 +1,253 @@
+#include "sim/serve/serve_config.h"
+
+#include <filesystem>
+
+#include "sim/config/scenario.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::serve {
+namespace {
+
+std::string Resolve(const JsonNode& node, const std::string& kind) {
+  std::string dir = std::filesystem::path(node.file()).parent_path().string();
+  std::string path = config::ResolveDataFile(kind, node.String(), dir);
+  if (!std::filesystem::is_regular_file(path)) node.Fail("no such " + kind + " file: " + path);
+  return path;
+}
+
+LengthDistribution ParseLengths(const JsonNode& node) {
+  LengthDistribution d;
+  JsonObject obj(node);
+  std::string kind = obj.Required("kind").OneOf({"fixed", "uniform", "lognormal", "empirical"});
+  if (kind == "fixed") {
+    d.kind = LengthDistribution::Kind::kFixed;
+    d.value = obj.Required("tokens").PositiveInt();
+  } else if (kind == "uniform") {
+    d.kind = LengthDistribution::Kind::kUniform;
+    d.min = obj.Required("min").PositiveInt();
+    JsonNode max = obj.Required("max");
+    d.max = max.PositiveInt();
+    if (d.max < d.min) max.Fail("max must be at least min");
+  } else if (kind == "lognormal") {
+    d.kind = LengthDistribution::Kind::kLogNormal;
+    d.median = obj.Required("median").PositiveNumber();
+    d.sigma = obj.Required("sigma").PositiveNumber();
+    d.min = 1;
+    if (auto n = obj.Optional("min")) d.min = n->PositiveInt();
+    JsonNode max = obj.Required("max");
+    d.max = max.PositiveInt();
+    if (d.max < d.min) max.Fail("max must be at least min");
+  } else {
+    d.kind = LengthDistribution::Kind::kEmpirical;
+    JsonNode values = obj.Required("values");
+    for (const JsonNode& v : values.Elements()) d.values.push_back(v.PositiveInt());
+    if (d.values.empty()) values.Fail("needs at least one value");
+  }
+  obj.Finish();
+  return d;
+}
+
+WorkloadConfig ParseWorkload(const JsonNode& node) {
+  WorkloadConfig w;
+  JsonObject obj(node);
+  if (auto trace = obj.Optional("trace")) {
+    std::string dir = std::filesystem::path(node.file()).parent_path().string();
+    std::string ref = trace->String();
+    w.trace_file = std::filesystem::path(ref).is_absolute() || dir.empty() ? ref : dir + "/" + ref;
+    if (!std::filesystem::is_regular_file(w.trace_file)) trace->Fail("no such trace file: " + w.trace_file);
+    if (auto n = obj.Optional("requests")) w.requests = n->PositiveInt();
+    obj.Finish();
+    return w;
+  }
+  std::string arrival = obj.Required("arrival").OneOf({"poisson", "gamma"});
+  w.arrival = arrival == "poisson" ? WorkloadConfig::Arrival::kPoisson : WorkloadConfig::Arrival::kGamma;
+  w.rate_per_s = obj.Required("rate_per_s").PositiveNumber();
+  if (w.arrival == WorkloadConfig::Arrival::kGamma) w.cv = obj.Required("cv").PositiveNumber();
+  w.requests = obj.Required("requests").PositiveInt();
+  w.seed = static_cast<uint64_t>(obj.Required("seed").Int());
+  w.prompt_tokens = ParseLengths(obj.Required("prompt_tokens"));
+  w.output_tokens = ParseLengths(obj.Required("output_tokens"));
+  obj.Finish();
+  return w;
+}
+
+}  // namespace
+
+const char* WeightFormatName(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBf16: return "bf16";
+    case WeightFormat::kFp8: return "fp8";
+    case WeightFormat::kInt8: return "int8";
+    case WeightFormat::kInt4: return "int4";
+  }
+  return "?";
+}
+
+const char* KvFormatName(KvFormat f) {
+  switch (f) {
+    case KvFormat::kBf16: return "bf16";
+    case KvFormat::kFp8: return "fp8";
+    case KvFormat::kInt8: return "int8";
+  }
+  return "?";
+}
+
+double WeightBytes(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBf16: return 2.0;
+    case WeightFormat::kFp8:
+    case WeightFormat::kInt8: return 1.0;
+    case WeightFormat::kInt4: return 0.5 + 2.0 / 128.0;
+  }
+  return 2.0;
+}
+
+double KvBytes(KvFormat f) { return f == KvFormat::kBf16 ? 2.0 : 1.0; }
+
+const char* SchedulerName(SchedulerKind k) {
+  switch (k) {
+    case SchedulerKind::kStatic: return "static";
+    case SchedulerKind::kContinuous: return "continuous";
+    case SchedulerKind::kChunked: return "chunked-prefill";
+    case SchedulerKind::kDisaggregated: return "disaggregated";
+  }
+  return "?";
+}
+
+ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& file) {
+  ServeConfig c;
+  c.file = file;
+  JsonNode root_node(doc, file, "");
+  JsonObject root(root_node);
+  root.Ignore({"notes", "source", "question"});
+  c.name = root.Required("name").String();
+  c.model = config::LoadModelFile(Resolve(root.Required("model"), "models"));
+  c.topology = config::LoadTopologyFile(Resolve(root.Required("topology"), "topologies"));
+  if (auto p = root.Optional("profile")) {
+    c.profile = config::LoadProfileFile(Resolve(*p, "profiles"));
+  } else {
+    c.profile = config::LoadProfileFile(config::ResolveDataFile("profiles", c.topology.gpu, ""));
+  }
+
+  JsonObject rep(root.Required("replica"));
+  c.tp = static_cast<int>(rep.Required("tp").PositiveInt());
+  if (auto n = rep.Optional("pp")) c.pp = static_cast<int>(n->PositiveInt());
+  if (auto n = rep.Optional("ep")) c.ep = static_cast<int>(n->PositiveInt());
+  rep.Finish();
+  if (auto n = root.Optional("replicas")) c.replicas = static_cast<int>(n->PositiveInt());
+
+  if (auto prec = root.Optional("precision")) {
+    JsonObject p(*prec);
+    if (auto w = p.Optional("weights")) {
+      std::string s = w->OneOf({"bf16", "fp8", "int8", "int4"});
+      c.weights = s == "bf16" ? WeightFormat::kBf16 : s == "fp8" ? WeightFormat::kFp8
+                  : s == "int8" ? WeightFormat::kInt8 : WeightFormat::kInt4;
+    }
+    if (auto k = p.Optional("kv_cache")) {
+      std::string s = k->OneOf({"bf16", "fp8", "int8"});
+      c.kv = s == "bf16" ? KvFormat::kBf16 : s == "fp8" ? KvFormat::kFp8 : KvFormat::kInt8;
+    }
+    if (auto m = p.Optional("compute")) {
+      c.compute = m->OneOf({"bf16", "fp8"}) == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16;
+      if (c.compute == config::Precision::kFp8 && c.weights != WeightFormat::kFp8) {
+        m->Fail("compute fp8 needs fp8 weights (int8/int4 weights are weight-only: compute bf16)");
+      }
+      if (c.compute == config::Precision::kFp8 && !c.profile.Peak(config::Precision::kFp8)) {
+        m->Fail("profile " + c.profile.name + " has no fp8 peak");
+      }
+    }
+    p.Finish();
+  }
+  if (auto g = root.Optional("cuda_graphs")) c.cuda_graphs = g->Bool();
+
+  if (auto mem = root.Optional("memory")) {
+    JsonObject m(*mem);
+    if (auto u = m.Optional("gpu_memory_utilization")) c.gpu_memory_utilization = u->Fraction();
+    m.Finish();
+  }
+  if (auto kv = root.Optional("kv_cache")) {
+    JsonObject k(*kv);
+    if (auto b = k.Optional("block_tokens")) c.block_tokens = b->PositiveInt();
+    if (auto p = k.Optional("preemption")) {
+      c.preemption = p->OneOf({"recompute", "swap"}) == "swap" ? Preemption::kSwap : Preemption::kRecompute;
+    }
+    k.Finish();
+  }
+
+  JsonObject sch(root.Required("scheduler"));
+  JsonNode kind_node = sch.Required("kind");
+  std::string kind = kind_node.OneOf({"static", "continuous", "chunked-prefill", "disaggregated"});
+  c.scheduler = kind == "static" ? SchedulerKind::kStatic : kind == "continuous" ? SchedulerKind::kContinuous
+                : kind == "chunked-prefill" ? SchedulerKind::kChunked : SchedulerKind::kDisaggregated;
+  if (auto n = sch.Optional("max_batched_tokens")) c.max_batched_tokens = n->PositiveInt();
+  if (auto n = sch.Optional("max_sequences")) c.max_sequences = n->PositiveInt();
+  if (auto r = sch.Optional("router")) {
+    c.router = r->OneOf({"round-robin", "least-loaded"}) == "least-loaded" ? RouterKind::kLeastLoaded
+                                                                            : RouterKind::kRoundRobin;
+  }
+  if (auto t = sch.Optional("iteration_overhead")) c.iteration_overhead = t->TimeValue();
+  std::optional<JsonNode> prefill_node = sch.Optional("prefill_replicas");
+  std::optional<JsonNode> decode_node = sch.Optional("decode_replicas");
+  if (prefill_node) c.prefill_replicas = static_cast<int>(prefill_node->PositiveInt());
+  if (decode_node) c.decode_replicas = static_cast<int>(decode_node->PositiveInt());
+  if (c.scheduler == SchedulerKind::kDisaggregated && (!prefill_node || !decode_node)) {
+    kind_node.Fail("disaggregated needs scheduler.prefill_replicas and scheduler.decode_replicas");
+  }
+  if (c.scheduler != SchedulerKind::kDisaggregated && (prefill_node || decode_node)) {
+    (prefill_node ? *prefill_node : *decode_node).Fail("only for the disaggregated scheduler");
+  }
+  sch.Finish();
+
+  c.workload = ParseWorkload(root.Required("workload"));
+  if (auto slo = root.Optional("slo")) {
+    JsonObject s(*slo);
+    c.slo_ttft = s.Required("ttft").TimeValue();
+    c.slo_tpot = s.Required("tpot").TimeValue();
+    s.Finish();
+  }
+  root.Finish();
+  ValidateServeConfig(c);
+  return c;
+}
+
+void ValidateServeConfig(const ServeConfig& c) {
+  const config::ModelConfig& m = c.model;
+  if (m.num_attention_heads % c.tp != 0) {
+    throw InputError(c.file, "replica.tp", "tp " + std::to_string(c.tp) + " does not divide the model's " +
+                                               std::to_string(m.num_attention_heads) + " attention heads");
+  }
+  if (m.num_kv_heads % c.tp != 0 && c.tp % m.num_kv_heads != 0) {
+    throw InputError(c.file, "replica.tp", "tp must divide the KV heads or be a multiple of them");
+  }
+  if (c.tp > c.topology.gpus_per_node) {
+    throw InputError(c.file, "replica.tp", "tp exceeds the node's " + std::to_string(c.topology.gpus_per_node) + " GPUs");
+  }
+  if (m.num_layers % c.pp != 0) {
+    throw InputError(c.file, "replica.pp", "pp does not divide the model's layers");
+  }
+  if (c.ep > 1 && (!m.is_moe() || m.num_experts % c.ep != 0 || c.ep > c.tp)) {
+    throw InputError(c.file, "replica.ep",
+                     "ep needs a MoE model whose experts it divides, and ep <= tp (experts spread over the TP ranks)");
+  }
+  if (c.workload.trace_file.empty() && c.workload.requests <= 0) {
+    throw InputError(c.file, "workload.requests", "must be positive");
+  }
+}
+
+ServeConfig LoadServeScenario(const std::string& path, const ServeOverrides& o) {
+  nlohmann::json doc = ReadJsonFile(path);
+  // Overrides go into the document so they pass the same checks as the file.
+  if (doc.is_object() && doc.contains("workload") && doc["workload"].is_object()) {
+    nlohmann::json& w = doc["workload"];
+    if (o.rate_per_s) w["rate_per_s"] = *o.rate_per_s;
+    if (o.requests) w["requests"] = *o.requests;
+    if (o.seed) w["seed"] = *o.seed;
+  }
+  if (o.scheduler && doc.is_object() && doc.contains("scheduler") && doc["scheduler"].is_object()) {
+    doc["scheduler"]["kind"] = *o.scheduler;
+  }
+  return ParseServeScenario(doc, path);
+}
+
+}  // namespace stacksim::serve

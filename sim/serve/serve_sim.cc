@@ -1,0 +1,356 @@
+#include "sim/serve/serve_sim.h"
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <tuple>
+
+#include "sim/util/error.h"
+
+namespace stacksim::serve {
+namespace {
+
+// vLLM keeps 1% of the blocks free when admitting new prompts (V0's
+// watermark) so running sequences can grow without immediate preemption.
+constexpr double kWatermark = 0.01;
+
+enum class Role { kColocated, kPrefill, kDecode };
+
+struct Seq {
+  int64_t prompt = 0, output = 0;
+  int64_t to_prefill = 0;   // tokens the next prefill must compute in all
+  int64_t prefilled = 0;    // of those, already computed
+  int64_t cached = 0;       // tokens in the KV cache
+  int64_t generated = 0;
+  int64_t blocks = 0;       // blocks held on its replica
+  bool done = false;
+  bool swapped = false;     // its KV cache waits in host memory
+  int replica = -1;
+};
+
+struct Work {
+  int seq;
+  int64_t chunk;  // prefill tokens this iteration; 0: a decode step
+};
+
+struct Replica {
+  Role role = Role::kColocated;
+  std::deque<int> waiting;    // need (re)prefill
+  std::deque<int> resumable;  // KV outside the GPU (swapped, or arriving from a prefill pool)
+  std::vector<int> running;   // hold blocks
+  std::vector<int> static_batch;
+  bool busy = false;
+  int64_t free_blocks = 0;
+  std::vector<Work> work;     // the iteration in flight
+  int outstanding() const { return static_cast<int>(waiting.size() + resumable.size() + running.size()); }
+};
+
+struct Event {
+  Time t;
+  int kind;        // 0: iteration done, 1: request arrival, 2: KV arrives at a decode replica
+  int64_t order;   // insertion order: ties resolve deterministically
+  int replica;
+  int seq;
+  bool operator>(const Event& o) const { return std::tie(t, kind, order) > std::tie(o.t, o.kind, o.order); }
+};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class Simulation {
+ public:
+  Simulation(const ServeConfig& c, const std::vector<Request>& requests)
+      : c_(c), cost_(c), block_(c.block_tokens), total_blocks_(cost_.kv_plan().blocks) {
+    const bool disagg = c.scheduler == SchedulerKind::kDisaggregated;
+    const int n = c.total_replicas();
+    replicas_.resize(n);
+    for (int i = 0; i < n; ++i) {
+      replicas_[i].free_blocks = total_blocks_;
+      if (disagg) replicas_[i].role = i < c.prefill_replicas ? Role::kPrefill : Role::kDecode;
+    }
+    seqs_.resize(requests.size());
+    result_.requests.resize(requests.size());
+    result_.kv_plan = cost_.kv_plan();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& r = requests[i];
+      Seq& s = seqs_[i];
+      s.prompt = s.to_prefill = r.prompt_tokens;
+      s.output = r.output_tokens;
+      RequestOutcome& o = result_.requests[i];
+      o.arrival = r.arrival;
+      o.prompt_tokens = r.prompt_tokens;
+      o.output_tokens = r.output_tokens;
+      const int64_t need = c.scheduler == SchedulerKind::kStatic ? r.prompt_tokens + r.output_tokens
+                                                                 : r.prompt_tokens + r.output_tokens - 1;
+      if (CeilDiv(need, block_) > total_blocks_) {
+        throw InputError(c.file, "workload", "request " + std::to_string(i) + " needs " + std::to_string(need) +
+                                                 " tokens of KV cache; a replica holds " +
+                                                 std::to_string(total_blocks_ * block_));
+      }
+      Push(r.arrival, 1, -1, static_cast<int>(i));
+    }
+  }
+
+  ServeResult Run() {
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      now_ = e.t;
+      if (e.kind == 0) {
+        Complete(e.replica);
+        Schedule(e.replica);
+      } else if (e.kind == 1) {
+        int r = Route(c_.scheduler == SchedulerKind::kDisaggregated ? Role::kPrefill : Role::kColocated);
+        seqs_[e.seq].replica = r;
+        replicas_[r].waiting.push_back(e.seq);
+        Schedule(r);
+      } else {
+        int r = Route(Role::kDecode);
+        seqs_[e.seq].replica = r;
+        replicas_[r].resumable.push_back(e.seq);
+        Schedule(r);
+      }
+    }
+    return std::move(result_);
+  }
+
+ private:
+  void Push(Time t, int kind, int replica, int seq) { events_.push({t, kind, order_++, replica, seq}); }
+
+  int Route(Role role) {
+    std::vector<int> pool;
+    for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
+      if (replicas_[i].role == role) pool.push_back(i);
+    }
+    if (c_.router == RouterKind::kRoundRobin) return pool[(role == Role::kDecode ? rr_decode_++ : rr_++) % pool.size()];
+    int best = pool[0];
+    for (int i : pool) {
+      if (replicas_[i].outstanding() < replicas_[best].outstanding()) best = i;
+    }
+    return best;
+  }
+
+  // Blocks to grow `s` to `tokens` cached tokens.
+  int64_t Grow(const Seq& s, int64_t tokens) const { return std::max<int64_t>(0, CeilDiv(tokens, block_) - s.blocks); }
+
+  void Take(Replica& r, Seq& s, int64_t blocks) {
+    r.free_blocks -= blocks;
+    s.blocks += blocks;
+  }
+
+  void Release(Replica& r, Seq& s) {
+    r.free_blocks += s.blocks;
+    s.blocks = 0;
+  }
+
+  // Preempts the newest running sequence; returns the extra
+  // time swapping it out costs.
+  Time Preempt(Replica& r) {
+    int victim = r.running.back();
+    r.running.pop_back();
+    Seq& s = seqs_[victim];
+    ++result_.requests[victim].preemptions;
+    ++result_.preemptions;
+    Time extra;
+    if (c_.preemption == Preemption::kSwap) {
+      extra = cost_.KvSwapTime(s.cached);
+      s.swapped = true;
+      Release(r, s);
+      r.resumable.push_front(victim);
+    } else {
+      Release(r, s);
+      s.cached = 0;
+      s.prefilled = 0;
+      s.to_prefill = s.prompt + s.generated;
+      r.waiting.push_front(victim);
+    }
+    return extra;
+  }
+
+  void Schedule(int ri) {
+    Replica& r = replicas_[ri];
+    if (r.busy) return;
+    BatchShape shape;
+    Time extra;
+    r.work.clear();
+    if (c_.scheduler == SchedulerKind::kStatic) {
+      ScheduleStatic(r, shape);
+    } else {
+      extra = ScheduleIteration(r, shape);
+    }
+    if (r.work.empty()) return;
+    r.busy = true;
+    ++result_.iterations;
+    result_.kv_usage.push_back({now_, ri, 1.0 - static_cast<double>(r.free_blocks) / total_blocks_});
+    Push(now_ + cost_.Cost(shape) + extra, 0, ri, -1);
+  }
+
+  // Static batching: a batch is admitted whole (blocks for prompt and all
+  // output reserved up front), prefilled in one iteration, then decoded
+  // until its longest request ends; finished requests stay in the batch as
+  // padding (their slots are still computed), as in FasterTransformer-style
+  // serving before iteration-level scheduling (Orca, OSDI'22 §2).
+  void ScheduleStatic(Replica& r, BatchShape& shape) {
+    if (r.static_batch.empty()) {
+      int64_t tokens = 0;
+      while (!r.waiting.empty() && static_cast<int64_t>(r.static_batch.size()) < c_.max_sequences) {
+        Seq& s = seqs_[r.waiting.front()];
+        int64_t need = CeilDiv(s.prompt + s.output, block_);
+        if (need > r.free_blocks || (!r.static_batch.empty() && tokens + s.prompt > c_.max_batched_tokens)) break;
+        Take(r, s, need);
+        tokens += s.prompt;
+        r.static_batch.push_back(r.waiting.front());
+        r.waiting.pop_front();
+      }
+      for (int id : r.static_batch) {
+        shape.AddPrefill(seqs_[id].prompt, 0, true);
+        r.work.push_back({id, seqs_[id].prompt});
+      }
+      return;
+    }
+    for (int id : r.static_batch) {
+      Seq& s = seqs_[id];
+      shape.AddDecode(s.cached + (s.done ? 0 : 1));
+      r.work.push_back({id, 0});
+    }
+  }
+
+  // Continuous batching (vLLM V0: a prefill-only iteration whenever new
+  // prompts fit, else one decode step of every running sequence), chunked
+  // prefill (Sarathi-Serve / vLLM chunked prefill: decodes first, then
+  // prefill chunks in the remaining token budget), and the pools of a
+  // disaggregated deployment (prefill-only; decode-only with transferred KV).
+  Time ScheduleIteration(Replica& r, BatchShape& shape) {
+    Time extra;
+    const int64_t watermark = static_cast<int64_t>(kWatermark * static_cast<double>(total_blocks_));
+    // Resume swapped-out (or transferred-in) sequences first, oldest first.
+    while (!r.resumable.empty() && static_cast<int64_t>(r.running.size()) < c_.max_sequences) {
+      Seq& s = seqs_[r.resumable.front()];
+      int64_t need = CeilDiv(s.cached + 1, block_);
+      if (need > r.free_blocks) break;
+      Take(r, s, need);
+      if (s.swapped) extra += cost_.KvSwapTime(s.cached);
+      s.swapped = false;
+      r.running.push_back(r.resumable.front());
+      r.resumable.pop_front();
+    }
+    const bool chunked = c_.scheduler == SchedulerKind::kChunked;
+    int64_t budget = c_.max_batched_tokens;
+    // Decode steps (chunked: always; continuous: only when no prompt is admitted).
+    auto decode_all = [&]() {
+      for (size_t i = 0; i < r.running.size(); ++i) {
+        Seq& s = seqs_[r.running[i]];
+        if (s.prefilled < s.to_prefill) continue;  // mid-prefill (chunked)
+        int64_t need = Grow(s, s.cached + 1);
+        while (need > r.free_blocks && r.running.size() > i + 1) extra += Preempt(r);
+        if (need > r.free_blocks) {  // the sequence itself is the newest: preempt it
+          extra += Preempt(r);
+          break;
+        }
+        Take(r, s, need);
+        shape.AddDecode(s.cached + 1);
+        r.work.push_back({r.running[i], 0});
+        --budget;
+      }
+    };
+    if (chunked && r.role == Role::kColocated) decode_all();
+    // Prefill: continue partial prefills, then admit waiting prompts.
+    if (r.role != Role::kDecode || !r.waiting.empty()) {
+      for (int id : r.running) {
+        Seq& s = seqs_[id];
+        if (s.prefilled >= s.to_prefill || budget <= 0) continue;
+        int64_t chunk = std::min(budget, s.to_prefill - s.prefilled);
+        int64_t need = Grow(s, s.cached + chunk);
+        if (need > r.free_blocks) continue;
+        Take(r, s, need);
+        shape.AddPrefill(chunk, s.cached, s.prefilled + chunk == s.to_prefill);
+        r.work.push_back({id, chunk});
+        budget -= chunk;
+      }
+      while (!r.waiting.empty() && budget > 0 && static_cast<int64_t>(r.running.size()) < c_.max_sequences) {
+        Seq& s = seqs_[r.waiting.front()];
+        int64_t remaining = s.to_prefill - s.prefilled;
+        // Without chunking a prompt is prefilled whole; a prompt longer than
+        // the budget runs alone.
+        int64_t chunk = chunked ? std::min(budget, remaining) : remaining;
+        if (!chunked && chunk > budget && !r.work.empty()) break;
+        int64_t need = Grow(s, s.cached + chunk);
+        if (need + watermark > r.free_blocks && !(r.running.empty() && need <= r.free_blocks)) break;
+        Take(r, s, need);
+        shape.AddPrefill(chunk, s.cached, chunk == remaining);
+        r.work.push_back({r.waiting.front(), chunk});
+        r.running.push_back(r.waiting.front());
+        r.waiting.pop_front();
+        budget -= chunk;
+      }
+    }
+    if (!chunked && r.work.empty() && r.role != Role::kPrefill) decode_all();
+    return extra;
+  }
+
+  void Finish(Replica& r, int id) {
+    Seq& s = seqs_[id];
+    s.done = true;
+    result_.requests[id].finish = now_;
+    result_.makespan = std::max(result_.makespan, now_);
+    if (c_.scheduler != SchedulerKind::kStatic) {
+      Release(r, s);
+      r.running.erase(std::find(r.running.begin(), r.running.end(), id));
+    }
+  }
+
+  void Complete(int ri) {
+    Replica& r = replicas_[ri];
+    r.busy = false;
+    for (const Work& w : r.work) {
+      Seq& s = seqs_[w.seq];
+      if (s.done) continue;  // static padding
+      if (w.chunk > 0) {
+        s.prefilled += w.chunk;
+        s.cached += w.chunk;
+        if (s.prefilled < s.to_prefill) continue;
+        if (s.generated == 0) result_.requests[w.seq].first_token = now_;
+      } else {
+        s.cached += 1;
+      }
+      ++s.generated;
+      if (s.generated >= s.output) {
+        Finish(r, w.seq);
+      } else if (r.role == Role::kPrefill) {
+        // Hand the KV cache to a decode replica over the network.
+        Time transfer = cost_.KvTransferTime(s.cached);
+        result_.requests[w.seq].kv_transfer = transfer;
+        Release(r, s);
+        r.running.erase(std::find(r.running.begin(), r.running.end(), w.seq));
+        s.prefilled = s.to_prefill = 0;
+        Push(now_ + transfer, 2, -1, w.seq);
+      }
+    }
+    if (c_.scheduler == SchedulerKind::kStatic) {
+      bool all_done = std::all_of(r.static_batch.begin(), r.static_batch.end(), [&](int id) { return seqs_[id].done; });
+      if (all_done) {
+        for (int id : r.static_batch) Release(r, seqs_[id]);
+        r.static_batch.clear();
+      }
+    }
+  }
+
+  const ServeConfig& c_;
+  IterationCost cost_;
+  const int64_t block_;
+  const int64_t total_blocks_;
+  std::vector<Replica> replicas_;
+  std::vector<Seq> seqs_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  int64_t order_ = 0;
+  size_t rr_ = 0, rr_decode_ = 0;
+  Time now_;
+  ServeResult result_;
+};
+
+}  // namespace
+
+ServeResult SimulateServing(const ServeConfig& c, const std::vector<Request>& requests) {
+  return Simulation(c, requests).Run();
+}
+
+}  // namespace stacksim::serve

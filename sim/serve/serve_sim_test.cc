@@ -1,0 +1,154 @@
+#include "sim/serve/serve_sim.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/serve/serve_report.h"
+#include "sim/serve/serve_test_util.h"
+#include "sim/util/error.h"
+
+namespace stacksim::serve {
+namespace {
+
+struct Outcome {
+  ServeConfig config;
+  ServeResult result;
+  ServeMetrics metrics;
+};
+
+Outcome Simulate(const nlohmann::json& doc) {
+  Outcome r{ParseServeScenario(doc, "t.json"), {}, {}};
+  r.result = SimulateServing(r.config, GenerateRequests(r.config.workload));
+  r.metrics = ComputeMetrics(r.config, r.result, 0, "");
+  return r;
+}
+
+TEST(ServeSim, EveryRequestFinishesAfterItsFirstToken) {
+  Outcome r = Simulate(TestServeDoc());
+  ASSERT_EQ(r.result.requests.size(), 200u);
+  for (const RequestOutcome& o : r.result.requests) {
+    EXPECT_GT(o.first_token, o.arrival);
+    EXPECT_GE(o.finish, o.first_token);
+  }
+  EXPECT_GT(r.metrics.output_tokens_per_s, 0);
+}
+
+// Output lengths spread 10-400: a static batch runs until its longest request
+// ends and admits nobody meanwhile; iteration-level scheduling refills slots.
+TEST(ServeSim, ContinuousBatchingBeatsStaticBatching) {
+  nlohmann::json doc = TestServeDoc();
+  doc["workload"]["rate_per_s"] = 20;
+  doc["scheduler"]["max_sequences"] = 32;
+  Outcome continuous = Simulate(doc);
+  doc["scheduler"]["kind"] = "static";
+  Outcome fixed = Simulate(doc);
+  EXPECT_GT(continuous.metrics.tokens_per_s, 1.2 * fixed.metrics.tokens_per_s);
+  EXPECT_LT(continuous.metrics.e2e.mean, 0.8 * fixed.metrics.e2e.mean);
+}
+
+// Long prompts prefilled whole stall every running decode for the prefill's
+// duration; chunks of 512 tokens mixed into decode steps bound the stall.
+TEST(ServeSim, ChunkedPrefillLowersTpotTailUnderLongPrompts) {
+  nlohmann::json doc = TestServeDoc();
+  doc["workload"]["rate_per_s"] = 1.5;
+  doc["workload"]["prompt_tokens"] = {{"kind", "uniform"}, {"min", 4000}, {"max", 8000}};
+  doc["workload"]["output_tokens"] = {{"kind", "uniform"}, {"min", 100}, {"max", 300}};
+  Outcome continuous = Simulate(doc);
+  doc["scheduler"]["kind"] = "chunked-prefill";
+  doc["scheduler"]["max_batched_tokens"] = 512;
+  Outcome chunked = Simulate(doc);
+  EXPECT_LT(chunked.metrics.tpot.p99, 0.8 * continuous.metrics.tpot.p99);
+}
+
+// One request alone: the disaggregated pair runs the same prefill and decode
+// iterations as one replica, plus the KV transfer between them.
+TEST(ServeSim, DisaggregationAddsTheKvTransfer) {
+  nlohmann::json doc = TestServeDoc();
+  doc["workload"]["requests"] = 1;
+  doc["workload"]["prompt_tokens"] = {{"kind", "fixed"}, {"tokens", 2000}};
+  doc["workload"]["output_tokens"] = {{"kind", "fixed"}, {"tokens", 50}};
+  Outcome colocated = Simulate(doc);
+  doc["scheduler"]["kind"] = "disaggregated";
+  doc["scheduler"]["prefill_replicas"] = 1;
+  doc["scheduler"]["decode_replicas"] = 1;
+  Outcome disagg = Simulate(doc);
+  const RequestOutcome& a = colocated.result.requests[0];
+  const RequestOutcome& b = disagg.result.requests[0];
+  // 2000 tokens x 40960 B per GPU over one 400 Gb/s NIC per GPU (dgx-h100):
+  // about 2 ms.
+  Time transfer = IterationCost(disagg.config).KvTransferTime(2000);
+  EXPECT_EQ(b.kv_transfer, transfer);
+  EXPECT_GT(transfer, Time::Ms(1));
+  EXPECT_EQ(b.first_token, a.first_token);
+  EXPECT_EQ(b.finish - a.finish, transfer);
+}
+
+TEST(ServeSim, SameSeedSameResultOtherSeedOther) {
+  nlohmann::json doc = TestServeDoc();
+  Outcome a = Simulate(doc), b = Simulate(doc);
+  ASSERT_EQ(a.result.requests.size(), b.result.requests.size());
+  for (size_t i = 0; i < a.result.requests.size(); ++i) {
+    EXPECT_EQ(a.result.requests[i].finish, b.result.requests[i].finish);
+    EXPECT_EQ(a.result.requests[i].prompt_tokens, b.result.requests[i].prompt_tokens);
+  }
+  doc["workload"]["seed"] = 8;
+  Outcome c = Simulate(doc);
+  EXPECT_NE(a.result.makespan, c.result.makespan);
+}
+
+TEST(ServeSim, RunningOutOfKvPreemptsAndStillFinishes) {
+  nlohmann::json doc = TestServeDoc();
+  doc["memory"] = {{"gpu_memory_utilization", 0.25}};  // leaves about 50k tokens of KV
+  doc["workload"]["rate_per_s"] = 100;
+  Outcome recompute = Simulate(doc);
+  EXPECT_GT(recompute.result.preemptions, 0);
+  doc["kv_cache"] = {{"preemption", "swap"}};
+  Outcome swap = Simulate(doc);
+  EXPECT_GT(swap.result.preemptions, 0);
+  for (const Outcome* r : {&recompute, &swap}) {
+    for (const RequestOutcome& o : r->result.requests) EXPECT_GT(o.finish, Time::Zero());
+  }
+}
+
+TEST(ServeSim, LeastLoadedRouterSpreadsReplicas) {
+  nlohmann::json doc = TestServeDoc();
+  doc["replicas"] = 2;
+  doc["scheduler"]["router"] = "least-loaded";
+  Outcome two = Simulate(doc);
+  doc["replicas"] = 1;
+  Outcome one = Simulate(doc);
+  EXPECT_LT(two.metrics.e2e.mean, one.metrics.e2e.mean);
+}
+
+void ExpectInputError(const nlohmann::json& doc, const std::string& key) {
+  try {
+    ParseServeScenario(doc, "bad.json");
+    ADD_FAILURE() << "no error for " << key;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "bad.json");
+    EXPECT_EQ(e.key_path(), key) << e.what();
+  }
+}
+
+TEST(ServeConfig, BadFieldsNameFileAndKey) {
+  nlohmann::json doc = TestServeDoc();
+  doc["replica"]["tp"] = 3;
+  ExpectInputError(doc, "replica.tp");
+  doc = TestServeDoc();
+  doc["scheduler"]["kind"] = "fifo";
+  ExpectInputError(doc, "scheduler.kind");
+  doc = TestServeDoc();
+  doc["workload"]["rate_per_s"] = -1;
+  ExpectInputError(doc, "workload.rate_per_s");
+  doc = TestServeDoc();
+  doc["precision"] = {{"weights", "int4"}, {"compute", "fp8"}};
+  ExpectInputError(doc, "precision.compute");
+  doc = TestServeDoc();
+  doc["slo"] = {{"ttft", "2"}, {"tpot", "100 ms"}};
+  ExpectInputError(doc, "slo.ttft");
+  doc = TestServeDoc();
+  doc["workload"]["prompt_tokens"]["maxx"] = 5;
+  ExpectInputError(doc, "workload.prompt_tokens.maxx");
+}
+
+}  // namespace
+}  // namespace stacksim::serve
