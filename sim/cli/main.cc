@@ -34,6 +34,9 @@
 #include "sim/search/mpi_runner.h"
 #include "sim/search/search.h"
 #include "sim/search/search_report.h"
+#include "sim/serve/request_workload.h"
+#include "sim/serve/serve_report.h"
+#include "sim/serve/serve_sim.h"
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
 #include "sim/straggler/straggler_report.h"
@@ -324,6 +327,41 @@ int RunCampaign(const CampaignArgs& a) {
   return 0;
 }
 
+struct ServeArgs {
+  std::string scenario;
+  std::string format = "text";
+  std::optional<double> rate;
+  std::optional<int64_t> requests;
+  std::optional<uint64_t> seed;
+  std::string scheduler;
+};
+
+int RunServe(const ServeArgs& a) {
+  serve::ServeOverrides o;
+  o.rate_per_s = a.rate;
+  o.requests = a.requests;
+  o.seed = a.seed;
+  if (!a.scheduler.empty()) o.scheduler = a.scheduler;
+  serve::ServeConfig c = serve::LoadServeScenario(a.scenario, o);
+  std::vector<serve::Request> requests = serve::GenerateRequests(c.workload);
+  serve::ServeResult r = serve::SimulateServing(c, requests);
+  double price = c.topology.gpu_hour_usd;
+  std::string source = price > 0 ? "topology file" : "";
+  const std::string econ = config::DataRoot() + "/economics/gpus.json";
+  if (price <= 0 && std::filesystem::is_regular_file(econ)) {
+    search::Economics e = search::LookUpEconomics(econ, c.topology.gpu);
+    price = e.gpu_hour_usd;
+    source = e.price_basis;
+  }
+  serve::ServeMetrics m = serve::ComputeMetrics(c, r, price, source);
+  if (a.format == "json") {
+    std::cout << serve::ServeJson(c, r, m).dump(2) << "\n";
+  } else {
+    std::cout << serve::ServeText(c, r, m);
+  }
+  return 0;
+}
+
 int RunValidate(const std::string& path, const std::string& format, const std::string& only) {
   validate::ValidationOptions opts;
   opts.only_id = only;
@@ -508,6 +546,18 @@ int main(int argc, char** argv) {
   camp->add_option("--profile", campaign_args.opts.profile_path, "Use this hardware profile instead of the topology's");
   camp->add_option("--format", campaign_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  CLI::App* srv = app.add_subcommand("serve", "Simulate serving requests: batching, KV cache, TTFT/TPOT, goodput, cost");
+  ServeArgs serve_args;
+  srv->add_option("scenario", serve_args.scenario, "Serving scenario JSON file")->required();
+  srv->add_option("--rate", serve_args.rate, "Arrival rate, requests/s (overrides workload.rate_per_s)")
+      ->check(CLI::PositiveNumber);
+  srv->add_option("--requests", serve_args.requests, "Requests to simulate (overrides workload.requests)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  srv->add_option("--seed", serve_args.seed, "Workload seed (overrides workload.seed)");
+  srv->add_option("--scheduler", serve_args.scheduler, "Scheduler (overrides scheduler.kind)")
+      ->check(CLI::IsMember({"static", "continuous", "chunked-prefill", "disaggregated"}));
+  srv->add_option("--format", serve_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -532,6 +582,7 @@ int main(int argc, char** argv) {
     if (cmp->parsed()) return RunCompare(compare_args);
     if (clus->parsed()) return RunClusterCommand(cluster_args);
     if (camp->parsed()) return RunCampaign(campaign_args);
+    if (srv->parsed()) return RunServe(serve_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
