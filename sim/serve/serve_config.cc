@@ -245,7 +245,13 @@ ServeConfig LoadServeScenario(const std::string& path, const ServeOverrides& o) 
     if (o.seed) w["seed"] = *o.seed;
   }
   if (o.scheduler && doc.is_object() && doc.contains("scheduler") && doc["scheduler"].is_object()) {
-    doc["scheduler"]["kind"] = *o.scheduler;
+    nlohmann::json& sch = doc["scheduler"];
+    sch["kind"] = *o.scheduler;
+    // Switching a disaggregated scenario to one pool drops the pool sizes.
+    if (*o.scheduler != "disaggregated") {
+      sch.erase("prefill_replicas");
+      sch.erase("decode_replicas");
+    }
   }
   return ParseServeScenario(doc, path);
 }

@@ -176,6 +176,13 @@ class Simulation {
       ScheduleStatic(r, shape);
     } else {
       extra = ScheduleIteration(r, shape);
+      // Sequences mid-prefill that cannot grow and nothing else to run:
+      // free blocks by preempting until something runs.
+      while (r.work.empty() && !r.running.empty()) {
+        extra += Preempt(r);
+        shape = BatchShape();
+        extra += ScheduleIteration(r, shape);
+      }
     }
     if (r.work.empty()) return;
     r.busy = true;
