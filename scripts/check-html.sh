@@ -6,8 +6,10 @@
 # STACKSIM: the stacksim binary (default build/stacksim); this script builds
 # nothing. OUTDIR: where the pages and screenshots go (default: a new temporary
 # folder, printed at the end). Writes the simulate, search (--top 10) and
-# diagnose pages of GPT-3 175B on 1024 H100 and the simulate page of
-# DeepSeek-V3 on 2048 H800, screenshots each, and fails when
+# diagnose pages of GPT-3 175B on 1024 H100, the simulate page of
+# DeepSeek-V3 on 2048 H800, a compare page (Llama 3 70B on three clusters)
+# and the cluster page of scenarios/cluster-week.json, screenshots each, and
+# fails when
 #   - a page references anything that would be fetched (http://, https://,
 #     src=, <link, url(: the pages must be self-contained), or
 #   - a screenshot is missing or blank (a PNG of one colour is tiny, and a
@@ -45,6 +47,9 @@ echo "writing pages to $out"
 "$stacksim" search "$gpt3" --top 10 --html "$out/gpt3-search.html" >/dev/null
 "$stacksim" diagnose "$gpt3" --html "$out/gpt3-diagnose.html" >/dev/null
 "$stacksim" simulate "$dsv3" --html "$out/deepseek-simulate.html" >/dev/null
+"$stacksim" compare --model llama3-70b --tokens 2T --cluster dgx-h100:512 --cluster dgx-a100:1024 \
+    --cluster h800-node:512 --html "$out/compare.html" >/dev/null
+"$stacksim" cluster "$root/scenarios/cluster-week.json" --html "$out/cluster-week.html" >/dev/null
 
 # A screenshot is blank when its pixels take (almost) one value. Python's zlib
 # is enough to tell (no imaging library): the decompressed image data is
@@ -73,7 +78,7 @@ EOF
 }
 
 status=0
-for name in gpt3-simulate gpt3-search gpt3-diagnose deepseek-simulate; do
+for name in gpt3-simulate gpt3-search gpt3-diagnose deepseek-simulate compare cluster-week; do
   page="$out/$name.html"
   size=$(wc -c <"$page")
   if grep -nE 'https?://|src=|<link|url\(' "$page" >/dev/null; then

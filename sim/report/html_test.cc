@@ -136,7 +136,7 @@ TEST(HtmlBarChart, BarsStartAtZeroAndScaleWithValues) {
 TEST(HtmlWaterfall, StepsStackToTheTotal) {
   WaterfallChart c;
   c.unit = "s";
-  c.steps = {{"ideal", 2, "#4e79a7", ""}, {"layer 1", 1, "#76b7b2", ""}, {"layer 2", 1, "#f28e2b", ""}};
+  c.steps = {{"ideal", 2, "#4e79a7", "", ""}, {"layer 1", 1, "#76b7b2", "", ""}, {"layer 2", 1, "#f28e2b", "", ""}};
   c.total_label = "step";
   std::string svg = WaterfallSvg(c);
   std::vector<double> w = RectWidths(svg, "step");

@@ -124,8 +124,6 @@ double NonEmbeddingFlopParams(const config::ModelConfig& m) {
   return layers + static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
 }
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 }  // namespace
 
 Time Breakdown::total() const {

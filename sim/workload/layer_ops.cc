@@ -234,8 +234,6 @@ void AddCpGradReduceScatter(std::vector<Op>& ops, const LayerShape& s) {
 
 void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t bh = s.micro_batch * QHeads(s);
-  const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
-  const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
   if (s.flash_attention) {
     if (s.cp > 1) ops.push_back(CpKvExchange(s, /*backward=*/false));
     ops.push_back(FlashAttention(s, /*backward=*/false));
@@ -258,8 +256,6 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
 
 void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t bh = s.micro_batch * QHeads(s);
-  const double qo = D(s.tokens()) * D(QHeads(s)) * D(s.head_dim);
-  const double kv = D(s.tokens()) * D(KvHeads(s)) * D(s.head_dim);
   if (s.flash_attention) {
     if (s.cp > 1) ops.push_back(CpKvExchange(s, /*backward=*/true));
     ops.push_back(FlashAttention(s, /*backward=*/true));
