@@ -434,9 +434,11 @@ TEST(Scenario, EveryShippedScenarioLoads) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios")) {
     if (entry.path().extension() != ".json") continue;
-    // Cluster scenarios (stacksim cluster) are another format, with their own
-    // test in sim/cluster/cluster_scenario_test.cc.
+    // Cluster scenarios (stacksim cluster) and serving scenarios (stacksim
+    // serve) are other formats, with their own tests in
+    // sim/cluster/cluster_scenario_test.cc and sim/serve/serve_sim_test.cc.
     if (entry.path().filename().string().rfind("cluster-", 0) == 0) continue;
+    if (entry.path().filename().string().rfind("serve-", 0) == 0) continue;
     SCOPED_TRACE(entry.path().string());
     try {
       ScenarioConfig s = LoadShipped(entry.path().string());

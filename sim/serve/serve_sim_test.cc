@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "sim/config/scenario.h"
+
 #include "sim/serve/serve_report.h"
 #include "sim/serve/serve_test_util.h"
 #include "sim/util/error.h"
@@ -148,6 +152,27 @@ TEST(ServeConfig, BadFieldsNameFileAndKey) {
   doc = TestServeDoc();
   doc["workload"]["prompt_tokens"]["maxx"] = 5;
   ExpectInputError(doc, "workload.prompt_tokens.maxx");
+}
+
+}  // namespace
+}  // namespace stacksim::serve
+
+namespace stacksim::serve {
+namespace {
+
+TEST(ServeConfig, EveryShippedServingScenarioLoadsAndRuns) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(config::DataRoot() + "/scenarios")) {
+    if (entry.path().filename().string().rfind("serve-", 0) != 0) continue;
+    SCOPED_TRACE(entry.path().string());
+    ServeOverrides o;
+    o.requests = 50;
+    ServeConfig c = LoadServeScenario(entry.path().string(), o);
+    ServeResult r = SimulateServing(c, GenerateRequests(c.workload));
+    EXPECT_EQ(r.requests.size(), 50u);
+    ++count;
+  }
+  EXPECT_GE(count, 1);
 }
 
 }  // namespace
