@@ -67,6 +67,23 @@ std::vector<workload::Op> WithoutWeightGradients(const std::vector<workload::Op>
   return out;
 }
 
+// The expert all-to-alls of an op list at their unshared cost: under DualPipe
+// they run beside the compute stream (ListTime leaves them out).
+Time AllToAllTime(const std::vector<workload::Op>& ops, const engine::NetworkModel& net,
+                  const workload::PlanGroups& groups) {
+  Time t = Time::Zero();
+  for (const workload::Op& op : ops) {
+    if (!op.is_collective || !op.ep_group || op.collective != trace::CollectiveKind::kAllToAll) continue;
+    trace::CommOp c;
+    c.kind = op.collective;
+    c.bytes = op.bytes;
+    c.scale_out_bytes = op.scale_out_bytes;
+    engine::CommCost cc = net.Collective(c, groups.ep);
+    t += cc.latency + cc.transfer;
+  }
+  return t;
+}
+
 Time WeightGradTime(const std::vector<workload::Op>& ops, const engine::CostModel& cost) {
   Time t = Time::Zero();
   for (const workload::Op& op : ops) {
@@ -105,6 +122,10 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
     c->bwd_input[kind] = ListTime(WithoutWeightGradients(bwd), cost_, network_, groups, dual);
     c->recompute_full[kind] = c->fwd[kind];
     c->recompute_selective[kind] = ListTime(workload::SelectiveRecompute(ls), cost_, network_, groups, dual);
+    if (dual) {
+      c->a2a_fwd[kind] = AllToAllTime(workload::LayerForward(ls), network_, groups);
+      c->a2a_bwd[kind] = AllToAllTime(bwd, network_, groups);
+    }
   }
   c->emb_fwd = ListTime(workload::EmbeddingForward(shape), cost_, network_, groups, dual);
   c->emb_bwd = ListTime(workload::EmbeddingBackward(shape), cost_, network_, groups, dual);
@@ -137,6 +158,8 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
   out.bwd.assign(stages, Time::Zero());
   out.bwd_input.assign(stages, Time::Zero());
   out.weight.assign(stages, Time::Zero());
+  out.a2a_fwd.assign(stages, Time::Zero());
+  out.a2a_bwd.assign(stages, Time::Zero());
   int first = 0;
   for (int vs = 0; vs < stages; ++vs) {
     Time f = Time::Zero(), b = Time::Zero(), bi = Time::Zero(), w = Time::Zero();
@@ -147,6 +170,8 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
       b += c.bwd[k] + rec;
       bi += c.bwd_input[k] + rec;
       w += c.weight[k];
+      out.a2a_fwd[vs] += c.a2a_fwd[k];
+      out.a2a_bwd[vs] += c.a2a_bwd[k];
     }
     first += layers[vs];
     if (vs == 0) {
@@ -306,6 +331,21 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
     }
     return t;
   };
+  // DualPipe's expert all-to-alls (a recomputed forward's are left out: a
+  // lower bound). training_step.cc puts those of an overlapped pair on the
+  // rank's one "ep" stream, which runs one at a time, and those of any other
+  // pass on the compute stream, blocking.
+  auto all_to_all = [&](int rank, const workload::PipelineStep& st) {
+    const int vs = layout.Stage(rank, st.chunk);
+    switch (st.pass) {
+      case workload::Pass::kForward: return sc.a2a_fwd[vs];
+      case workload::Pass::kBackward:
+      case workload::Pass::kBackwardInput: return sc.a2a_bwd[vs];
+      case workload::Pass::kWeight: return Time::Zero();
+    }
+    return Time::Zero();
+  };
+  std::vector<Time> ep_stream(p, Time::Zero());
   auto cost = [&](int rank, const workload::PipelineStep& st) {
     const int vs = layout.Stage(rank, st.chunk);
     switch (st.pass) {
@@ -353,10 +393,11 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
           finish(r, st, end_a);
           finish(r, other, end_b);
           stream[r] = std::max({stream[r] + a + b, end_a, end_b});
+          ep_stream[r] += all_to_all(r, st) + all_to_all(r, other);
           next[r] += 2;
           remaining -= 2;
         } else {
-          stream[r] = std::max(stream[r], in) + cost(r, st);
+          stream[r] = std::max(stream[r], in) + cost(r, st) + (layout.dual() ? all_to_all(r, st) : Time::Zero());
           finish(r, st, stream[r]);
           ++next[r];
           --remaining;
@@ -368,6 +409,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   }
   Time end = Time::Zero();
   for (Time t : stream) end = std::max(end, t);
+  for (Time t : ep_stream) end = std::max(end, t);
   end = std::max(end, GradientTail(plan, layout, grads_done));
 
   // ZeRO-3 (FSDP): per micro-batch every layer's parameters are all-gathered

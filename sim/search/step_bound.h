@@ -60,12 +60,16 @@ class StepTimeBound {
   struct LayerCosts {
     Time fwd[2], bwd[2], bwd_input[2], weight[2], recompute_full[2], recompute_selective[2];  // [dense, MoE]
     Time emb_fwd, emb_bwd, head_fwd, head_bwd, head_bwd_input, head_weight;
+    // DualPipe only: the expert all-to-alls a layer's forward / backward
+    // issues, at their unshared cost (ListTime leaves them out there).
+    Time a2a_fwd[2], a2a_bwd[2];
   };
   const LayerCosts& Costs(const config::PlanConfig& plan, int gpus);
   // Per virtual stage, per micro-batch: forward, whole backward (with
   // recomputation), the backward's activation-gradient part, its weight part.
   struct StageCosts {
     std::vector<Time> fwd, bwd, bwd_input, weight;
+    std::vector<Time> a2a_fwd, a2a_bwd;  // DualPipe: expert all-to-alls of the forward / backward
   };
   // Cached per (layer costs, pp, chunks, recompute).
   const StageCosts& PerStage(const config::PlanConfig& plan, int gpus);
