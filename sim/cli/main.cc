@@ -36,6 +36,8 @@
 #include "sim/search/search_report.h"
 #include "sim/serve/request_workload.h"
 #include "sim/serve/serve_report.h"
+#include "sim/serve/serve_search.h"
+#include "sim/serve/serve_search_report.h"
 #include "sim/serve/serve_sim.h"
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
@@ -362,6 +364,42 @@ int RunServe(const ServeArgs& a) {
   return 0;
 }
 
+struct ServeSearchArgs {
+  std::string scenario;
+  std::string slo;
+  std::optional<double> rate;
+  std::optional<int64_t> requests;
+  std::optional<uint64_t> seed;
+  serve::ServeSearchFlags flags;
+  std::string objective = "cost-per-hour";
+  std::string format = "text";
+  int top = 5;
+  int max_replicas = 64;
+  int threads = 0;
+};
+
+int RunServeSearch(const ServeSearchArgs& a) {
+  serve::ServeSearchOptions opts;
+  opts.slo = serve::ParseSlo(a.slo, "--slo");
+  opts.objective = serve::ParseServeObjective(a.objective, "--objective");
+  serve::ServeOverrides o;
+  o.seed = a.seed;
+  if (a.rate) o.rate_per_s = a.rate;
+  serve::ServeConfig base = serve::LoadServeScenario(a.scenario, o);
+  opts.rate_per_s = base.workload.rate_per_s;
+  if (a.requests) opts.requests = *a.requests;
+  opts.max_replicas = a.max_replicas;
+  opts.threads = a.threads;
+  serve::ServeSearchSpace space = serve::BuildServeSearchSpace(base, a.flags);
+  serve::ServeSearchResult r = serve::SearchServing(space, opts);
+  if (a.format == "json") {
+    std::cout << serve::ServeSearchJson(r, a.top).dump(2) << "\n";
+  } else {
+    std::cout << serve::ServeSearchText(r, a.top);
+  }
+  return 0;
+}
+
 int RunValidate(const std::string& path, const std::string& format, const std::string& only) {
   validate::ValidationOptions opts;
   opts.only_id = only;
@@ -558,6 +596,31 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"static", "continuous", "chunked-prefill", "disaggregated"}));
   srv->add_option("--format", serve_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  CLI::App* ssrch = app.add_subcommand("serve-search", "Cheapest serving configuration that meets latency SLOs at a load");
+  ServeSearchArgs ss_args;
+  ssrch->add_option("scenario", ss_args.scenario, "Serving scenario JSON file (model, workload, memory settings)")
+      ->required();
+  ssrch->add_option("--slo", ss_args.slo, "Latency targets, e.g. ttft_p99=2s,tpot_p99=100ms")->required();
+  ssrch->add_option("--rate", ss_args.rate, "Arrival rate of the whole deployment, requests/s (default: the scenario's)")
+      ->check(CLI::PositiveNumber);
+  ssrch->add_option("--requests", ss_args.requests, "Requests per simulation (default: the scenario's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  ssrch->add_option("--seed", ss_args.seed, "Workload seed (overrides workload.seed)");
+  ssrch->add_option("--gpus", ss_args.flags.gpus, "GPU types to try, e.g. h100-sxm-80gb,h200-sxm-141gb (default: the scenario's)");
+  ssrch->add_option("--topologies", ss_args.flags.topologies, "Topologies to try instead of --gpus, e.g. dgx-h100,hgx-h200");
+  ssrch->add_option("--tp", ss_args.flags.tp, "TP sizes per replica (default: 1,2,4,... up to the node)");
+  ssrch->add_option("--pp", ss_args.flags.pp, "PP sizes per replica (default: 1)");
+  ssrch->add_option("--weights", ss_args.flags.weights, "Weight formats: bf16,fp8,int8,int4 (default: bf16,fp8)");
+  ssrch->add_option("--kv", ss_args.flags.kv, "KV cache formats: bf16,fp8,int8 (default: bf16,fp8)");
+  ssrch->add_option("--chunks", ss_args.flags.chunks, "Chunked-prefill token budgets, or none (default: 512,2048)");
+  ssrch->add_option("--max-sequences", ss_args.flags.max_sequences, "Sequence limits per replica (default: the scenario's)");
+  ssrch->add_option("--max-replicas", ss_args.max_replicas, "Most replicas to try per configuration")
+      ->check(CLI::Range(1, 100000));
+  ssrch->add_option("--objective", ss_args.objective, "Rank by cost-per-hour or cost-per-token");
+  ssrch->add_option("--top", ss_args.top, "Configurations to show")->check(CLI::Range(1, 100000));
+  ssrch->add_option("--threads", ss_args.threads, "Threads (default: all cores)")->check(CLI::Range(1, 4096));
+  ssrch->add_option("--format", ss_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
@@ -583,6 +646,7 @@ int main(int argc, char** argv) {
     if (clus->parsed()) return RunClusterCommand(cluster_args);
     if (camp->parsed()) return RunCampaign(campaign_args);
     if (srv->parsed()) return RunServe(serve_args);
+    if (ssrch->parsed()) return RunServeSearch(ss_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
