@@ -39,6 +39,7 @@
 #include "sim/serve/serve_search.h"
 #include "sim/serve/serve_search_report.h"
 #include "sim/serve/serve_sim.h"
+#include "sim/serve/serve_validate.h"
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
 #include "sim/straggler/straggler_report.h"
@@ -364,6 +365,17 @@ int RunServe(const ServeArgs& a) {
   return 0;
 }
 
+int RunServeValidate(const std::string& path, const std::string& format, const std::string& only) {
+  serve::ServingValidationReport rep = serve::RunServingValidation(path, only);
+  if (!only.empty() && rep.runs.empty()) throw InputError(path, "runs", "no entry with id '" + only + "'");
+  if (format == "json") {
+    std::cout << serve::ServingValidationJson(rep).dump(2) << "\n";
+  } else {
+    std::cout << serve::ServingValidationText(rep);
+  }
+  return 0;
+}
+
 struct ServeSearchArgs {
   std::string scenario;
   std::string slo;
@@ -596,6 +608,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"static", "continuous", "chunked-prefill", "disaggregated"}));
   srv->add_option("--format", serve_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
 
+  CLI::App* sval = app.add_subcommand("serve-validate", "Compare serving predictions with published measurements");
+  std::string serve_validation_path, serve_only;
+  sval->add_option("file", serve_validation_path, "Validation file (schema stacksim.validation.serving/1)")->required();
+  sval->add_option("--run", serve_only, "Validate only the entry with this id");
+  add_format(sval);
+
   CLI::App* ssrch = app.add_subcommand("serve-search", "Cheapest serving configuration that meets latency SLOs at a load");
   ServeSearchArgs ss_args;
   ssrch->add_option("scenario", ss_args.scenario, "Serving scenario JSON file (model, workload, memory settings)")
@@ -646,6 +664,7 @@ int main(int argc, char** argv) {
     if (clus->parsed()) return RunClusterCommand(cluster_args);
     if (camp->parsed()) return RunCampaign(campaign_args);
     if (srv->parsed()) return RunServe(serve_args);
+    if (sval->parsed()) return RunServeValidate(serve_validation_path, format, serve_only);
     if (ssrch->parsed()) return RunServeSearch(ss_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());

@@ -1,0 +1,457 @@
+#include "sim/serve/serve_validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "sim/serve/serve_report.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::serve {
+namespace {
+
+bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// The shipped system each GPU profile comes in (the profile is the topology's GPU).
+std::string TopologyFor(const std::string& gpu) {
+  if (gpu == "h100-sxm-80gb") return "dgx-h100";
+  if (gpu == "h200-sxm-141gb") return "hgx-h200";
+  if (gpu == "a100-sxm-80gb") return "dgx-a100";
+  if (gpu == "a100-sxm-40gb") return "dgx-a100-40gb";
+  return "";
+}
+
+// Storage and compute formats: fp16 has bf16's size and tensor-core peak, so
+// it is simulated as bf16.
+std::string FormatName(JsonNode node) {
+  std::string v = node.OneOf({"bf16", "fp16", "fp8", "int8", "int4"});
+  return v == "fp16" ? "bf16" : v;
+}
+
+// Engine defaults used where an entry leaves a limit open (each is reported
+// as a choice): TensorRT-LLM's BuildConfig (max_batch_size 2048,
+// max_num_tokens 8192); LMDeploy TurboMind's max_prefill_token_num (8192);
+// vLLM's max_num_seqs (256) and max_num_batched_tokens (8192 for online use).
+struct EngineLimits {
+  int64_t max_sequences;
+  int64_t max_batched_tokens;
+};
+EngineLimits DefaultLimits(const std::string& engine) {
+  if (Contains(engine, "TensorRT-LLM") || Contains(engine, "NIM")) return {2048, 8192};
+  return {256, 8192};
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return s;
+}
+
+}  // namespace
+
+const char* MetricKindName(MetricKind k) {
+  switch (k) {
+    case MetricKind::kOutputTokensPerS: return "output_tokens_per_s";
+    case MetricKind::kRequestsPerS: return "requests_per_s";
+    case MetricKind::kTtft: return "ttft";
+    case MetricKind::kTpot: return "tpot";
+    case MetricKind::kE2e: return "e2e_latency";
+  }
+  return "?";
+}
+
+ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file, const std::string& path) {
+  JsonNode node(run, file, path);
+  JsonObject obj(node);
+  ServingRunPlan plan;
+  std::string id = obj.Required("id").String();
+  std::string kind = obj.Required("kind").OneOf({"offline_throughput", "static_batch_throughput",
+                                                 "static_batch_latency", "prefill_latency_batch1",
+                                                 "online_latency_concurrency", "chunked_prefill_online_latency"});
+  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "confidence", "caveats"});
+
+  JsonObject engine_obj(obj.Required("engine"));
+  std::string engine = engine_obj.Required("name").String();
+  engine_obj.Ignore({"version"});
+  engine_obj.Finish();
+
+  nlohmann::json doc;
+  doc["name"] = id;
+
+  JsonObject m(obj.Required("model"));
+  m.Ignore({"hf_name", "notes"});
+  auto model = m.Optional("name");
+  if (!model) throw InputError(file, path + ".model.name", "no model file in models/ for this model");
+  doc["model"] = model->String();
+  m.Finish();
+
+  JsonObject hw(obj.Required("hardware"));
+  JsonNode gpu_node = hw.Required("gpu");
+  std::string gpu = gpu_node.String();
+  std::string topology = TopologyFor(gpu);
+  if (topology.empty()) gpu_node.Fail("no GPU profile and system topology for '" + gpu + "'");
+  doc["topology"] = topology;
+  JsonNode gpus_node = hw.Required("gpus");
+  int64_t gpus = gpus_node.PositiveInt();
+  hw.Ignore({"gpus_per_node", "interconnect", "notes"});
+  hw.Finish();
+
+  JsonObject par(obj.Required("parallelism"));
+  int64_t tp = par.Required("tp").PositiveInt();
+  int64_t pp = par.Has("pp") ? par.Required("pp").PositiveInt() : 1;
+  int64_t ep = par.Has("ep") ? par.Required("ep").PositiveInt() : 1;
+  int64_t replicas = par.Has("replicas") ? par.Required("replicas").PositiveInt() : 1;
+  par.Finish();
+  if (tp * pp * replicas != gpus) {
+    gpus_node.Fail(fmt::format("{} GPUs but tp {} x pp {} x replicas {} = {}", gpus, tp, pp, replicas, tp * pp * replicas));
+  }
+  doc["replica"] = {{"tp", tp}, {"pp", pp}, {"ep", ep}};
+  doc["replicas"] = replicas;
+
+  JsonObject prec(obj.Required("precision"));
+  std::string weights = FormatName(prec.Required("weights"));
+  std::string kv;
+  if (auto k = prec.Optional("kv_cache")) {
+    kv = FormatName(*k);
+  } else {
+    // Engines keep the KV cache in the activation dtype unless told otherwise
+    // (TensorRT-LLM and vLLM need an explicit fp8 KV option).
+    kv = "bf16";
+    plan.choices.push_back("kv_cache=bf16 (not stated; the engines' default)");
+  }
+  std::string compute = "bf16";
+  if (auto c = prec.Optional("compute")) compute = FormatName(*c);
+  prec.Ignore({"notes"});
+  prec.Finish();
+  doc["precision"] = {{"weights", weights}, {"kv_cache", kv}, {"compute", compute}};
+
+  // Workload fields first: the scheduler's limits depend on the batch.
+  JsonObject wl(obj.Required("workload"));
+  wl.Ignore({"dataset", "length_distribution", "arrival"});
+  auto input = wl.Optional("input_tokens");
+  auto output = wl.Optional("output_tokens");
+  if (!input || !output) {
+    throw InputError(file, path + ".workload", "prompt and output lengths are not published (a dataset sample)");
+  }
+  Request shape;
+  shape.prompt_tokens = input->PositiveInt();
+  shape.output_tokens = output->PositiveInt();
+  auto num_requests = wl.Optional("num_requests");
+  auto rate = wl.Optional("request_rate_qps");
+  auto concurrency = wl.Optional("concurrency");
+  wl.Finish();
+
+  JsonObject sch(obj.Required("scheduler"));
+  sch.Ignore({"batching", "chunk_size", "other"});
+  auto max_batch = sch.Optional("max_batch_size");
+  auto max_tokens = sch.Optional("max_num_batched_tokens");
+  sch.Finish();
+  obj.Finish();
+
+  EngineLimits limits = DefaultLimits(engine);
+  nlohmann::json scheduler;
+  int64_t requests = 0;
+  const bool static_kind =
+      kind == "static_batch_throughput" || kind == "static_batch_latency" || kind == "prefill_latency_batch1";
+  if (static_kind) {
+    if (!max_batch) throw InputError(file, path + ".scheduler.max_batch_size", "a static batch needs its size");
+    int64_t batch = max_batch->PositiveInt();
+    requests = num_requests ? num_requests->PositiveInt() : batch;
+    if (Contains(engine, "LMDeploy")) {
+      // TurboMind batches persistently: the batch's prompts are prefilled
+      // max_prefill_token_num tokens at a time while earlier ones decode.
+      scheduler = {{"kind", "continuous"}, {"max_sequences", batch},
+                   {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : 8192}};
+      if (!max_tokens) plan.choices.push_back("continuous batching, max_batched_tokens=8192 (TurboMind default)");
+    } else {
+      // gptSessionBenchmark and vLLM's latency benchmark run the batch as one
+      // unit: one prefill of every prompt, then decode steps of the batch.
+      scheduler = {{"kind", "static"}, {"max_sequences", batch},
+                   {"max_batched_tokens", std::max<int64_t>(batch * shape.prompt_tokens, 1)}};
+    }
+  } else {
+    int64_t seqs = limits.max_sequences, tokens = limits.max_batched_tokens;
+    if (max_batch) {
+      seqs = max_batch->PositiveInt();
+    } else {
+      plan.choices.push_back(fmt::format("max_sequences={} (engine default)", seqs));
+    }
+    if (max_tokens) {
+      tokens = max_tokens->PositiveInt();
+    } else {
+      plan.choices.push_back(fmt::format("max_batched_tokens={} (engine default)", tokens));
+    }
+    // TensorRT-LLM's in-flight batching runs context and generation requests
+    // in one iteration under a token budget: the chunked-prefill scheduler.
+    std::string kind_name = Contains(engine, "TensorRT-LLM") || Contains(engine, "NIM") || Contains(engine, "Sarathi")
+                                ? "chunked-prefill"
+                                : "continuous";
+    scheduler = {{"kind", kind_name}, {"max_sequences", seqs}, {"max_batched_tokens", tokens}};
+  }
+  doc["scheduler"] = scheduler;
+
+  // The scenario's own workload block describes the lengths; the requests
+  // themselves are built below (a burst, a batch or a closed loop is not an
+  // arrival process the scenario format has).
+  nlohmann::json lengths_in = {{"kind", "fixed"}, {"tokens", shape.prompt_tokens}};
+  nlohmann::json lengths_out = {{"kind", "fixed"}, {"tokens", shape.output_tokens}};
+  std::optional<double> qps;
+  if (kind == "online_latency_concurrency") {
+    if (!concurrency) throw InputError(file, path + ".workload.concurrency", "a closed loop needs its concurrency");
+    plan.clients = static_cast<int>(concurrency->PositiveInt());
+    // AIPerf's request count is not published: ten rounds per client.
+    plan.rounds = num_requests ? std::max<int64_t>(1, num_requests->PositiveInt() / plan.clients) : 10;
+    if (!num_requests) plan.choices.push_back("closed loop of 10 rounds per client (request count not published)");
+    requests = plan.clients * plan.rounds;
+  } else if (rate) {
+    qps = rate->PositiveNumber();
+    if (!num_requests) throw InputError(file, path + ".workload.num_requests", "a Poisson run needs its request count");
+    requests = num_requests->PositiveInt();
+  } else if (!static_kind) {
+    if (!num_requests) throw InputError(file, path + ".workload.num_requests", "an offline run needs its request count");
+    requests = num_requests->PositiveInt();
+  }
+  doc["workload"] = {{"arrival", "poisson"}, {"rate_per_s", qps.value_or(1.0)}, {"requests", requests}, {"seed", 1},
+                     {"prompt_tokens", lengths_in}, {"output_tokens", lengths_out}};
+
+  try {
+    plan.config = ParseServeScenario(doc, file);
+  } catch (const InputError& e) {
+    throw InputError(file, path, std::string("the scenario built from this entry is invalid: ") + e.what());
+  }
+  plan.request = shape;
+  if (qps) {
+    plan.requests = GenerateRequests(plan.config.workload);
+  } else if (plan.clients == 0) {
+    plan.requests.assign(static_cast<size_t>(requests), shape);  // all at t = 0
+  }
+  return plan;
+}
+
+ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int clients, int64_t rounds) {
+  // Request i is client i % clients, round i / clients. Arrivals not yet
+  // known are placed far beyond anything the loop reaches, so (the
+  // simulation being causal) they do not disturb what happens before them.
+  const Time kUnknown = Time::FromSeconds(1e7);
+  const size_t n = static_cast<size_t>(clients) * static_cast<size_t>(rounds);
+  std::vector<Time> arrival(n, kUnknown);
+  for (size_t i = 0; i < static_cast<size_t>(clients); ++i) arrival[i] = Time::Zero();
+  for (int64_t pass = 0; pass < rounds + 8; ++pass) {
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return arrival[a] < arrival[b]; });
+    std::vector<Request> reqs(n, request);
+    for (size_t k = 0; k < n; ++k) reqs[k].arrival = arrival[order[k]];
+    ServeResult sorted = SimulateServing(c, reqs);
+    ServeResult r = sorted;
+    for (size_t k = 0; k < n; ++k) r.requests[order[k]] = sorted.requests[k];
+    bool moved = false;
+    for (size_t i = static_cast<size_t>(clients); i < n; ++i) {
+      const Time prev_arrival = arrival[i - static_cast<size_t>(clients)];
+      const Time next = prev_arrival < kUnknown ? r.requests[i - static_cast<size_t>(clients)].finish : kUnknown;
+      if (next != arrival[i]) {
+        arrival[i] = next;
+        moved = true;
+      }
+    }
+    if (!moved) return r;
+  }
+  // Passes can alternate when a changed arrival moves a prefill into another
+  // iteration and back: reported rather than averaged over.
+  throw InputError(c.file, "workload", fmt::format("the closed loop did not settle in {} passes (arrivals alternate)", rounds + 8));
+}
+
+namespace {
+
+// Reads the entry's published metrics and compares each with `m`.
+void Compare(const JsonNode& measured, const ServeConfig& c, const ServeMetrics& m, ServingRunOutcome& o) {
+  JsonObject ms(measured);
+  ms.Ignore({"statistic"});
+  auto add = [&](MetricKind kind, const std::string& key, const char* simulated, double meas, double pred) {
+    MetricComparison mc;
+    mc.kind = kind;
+    mc.key = "measured." + key;
+    mc.simulated = simulated;
+    mc.measured = meas;
+    mc.predicted = pred;
+    mc.error_pct = (pred - meas) / meas * 100.0;
+    o.metrics.push_back(mc);
+  };
+  if (auto v = ms.Optional("output_tokens_per_s")) {
+    JsonNode scope_node = ms.Required("output_tokens_per_s_scope");
+    std::string scope = Lower(scope_node.String());
+    double pred = m.output_tokens_per_s;
+    const char* what = "output tokens/s, all GPUs";
+    if (Contains(scope, "per gpu") || Contains(scope, "ambiguous")) {
+      pred /= c.total_gpus();
+      what = "output tokens/s per GPU";
+      // The only ambiguous scope (TensorRT-LLM 0.6.1's A100 table) sits on a
+      // page whose H100 table is per GPU.
+      if (Contains(scope, "ambiguous")) o.choices.push_back("throughput scope read as per GPU (the same page's other table)");
+    }
+    add(MetricKind::kOutputTokensPerS, "output_tokens_per_s", what, v->PositiveNumber(), pred);
+  } else {
+    ms.Ignore({"output_tokens_per_s_scope"});
+  }
+  if (auto v = ms.Optional("requests_per_s")) {
+    add(MetricKind::kRequestsPerS, "requests_per_s", "requests/s", v->PositiveNumber(), m.requests_per_s);
+  }
+  if (auto v = ms.Optional("ttft_ms")) add(MetricKind::kTtft, "ttft_ms", "mean TTFT", v->PositiveNumber() / 1e3, m.ttft.mean);
+  if (auto v = ms.Optional("ttft_s")) {
+    JsonObject t(*v);
+    t.Ignore({"min", "max"});
+    add(MetricKind::kTtft, "ttft_s.avg", "mean TTFT", t.Required("avg").PositiveNumber(), m.ttft.mean);
+    t.Finish();
+  }
+  if (auto v = ms.Optional("ttft_p50_s")) add(MetricKind::kTtft, "ttft_p50_s", "p50 TTFT", v->PositiveNumber(), m.ttft.p50);
+  if (auto v = ms.Optional("itl_ms")) add(MetricKind::kTpot, "itl_ms", "mean TPOT", v->PositiveNumber() / 1e3, m.tpot.mean);
+  if (auto v = ms.Optional("token_latency_s")) {
+    // Per-token latency percentiles; the simulator keeps each request's mean
+    // time per output token, so only the median is compared (with the
+    // median request's TPOT).
+    JsonObject t(*v);
+    t.Ignore({"p75", "p95", "p99"});
+    add(MetricKind::kTpot, "token_latency_s.p50", "p50 TPOT", t.Required("p50").PositiveNumber(), m.tpot.p50);
+    t.Finish();
+    o.notes.push_back("token_latency_s p75/p95/p99 not compared: per-token times are not recorded");
+  }
+  if (auto v = ms.Optional("e2e_latency_ms")) {
+    JsonObject t(*v);
+    t.Ignore({"p50", "p99"});
+    add(MetricKind::kE2e, "e2e_latency_ms.mean", "mean e2e latency", t.Required("mean").PositiveNumber() / 1e3, m.e2e.mean);
+    t.Finish();
+  }
+  if (ms.Optional("tbt_p99_s")) o.notes.push_back("tbt_p99_s not compared: per-token times are not recorded");
+  ms.Finish();
+}
+
+std::string ScenarioLine(const ServingRunPlan& p) {
+  const ServeConfig& c = p.config;
+  std::string load = p.clients > 0 ? fmt::format("closed loop {} clients x {} rounds", p.clients, p.rounds)
+                                   : fmt::format("{} requests", p.requests.size());
+  return fmt::format("{} on {} x{} tp{} pp{}, weights {} kv {} compute {}, {} (max {} seqs, {} tokens), {} of {}/{} tokens",
+                     c.model.name, c.profile.name, c.total_gpus(), c.tp, c.pp, WeightFormatName(c.weights),
+                     KvFormatName(c.kv), config::PrecisionName(c.compute), SchedulerName(c.scheduler),
+                     c.max_sequences, c.max_batched_tokens, load, p.request.prompt_tokens, p.request.output_tokens);
+}
+
+void AddTo(ErrorSummary& s, double error_pct) {
+  s.mape_pct = (s.mape_pct * s.metrics + std::fabs(error_pct)) / (s.metrics + 1);
+  ++s.metrics;
+}
+
+}  // namespace
+
+ServingValidationReport RunServingValidation(const std::string& path, const std::string& only_id) {
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  JsonObject top(root);
+  std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.validation.serving/1") {
+    throw InputError(path, "schema", "expected 'stacksim.validation.serving/1', got '" + schema + "'");
+  }
+  top.Ignore({"notes"});
+  auto runs = top.Required("runs").Elements();
+  top.Finish();
+
+  ServingValidationReport rep;
+  for (const JsonNode& run : runs) {
+    ServingRunOutcome o;
+    JsonObject r(run);
+    o.id = r.Required("id").String();
+    if (!only_id.empty() && o.id != only_id) continue;
+    o.source = o.id.substr(0, o.id.find('-'));
+    o.tier = r.Required("tier").OneOf({"A", "B", "C"});
+    o.scored = r.Required("scored").Bool();
+    o.kind = r.Has("kind") ? r.Required("kind").String() : "";
+    if (o.scored) ++rep.scored_total;
+    try {
+      ServingRunPlan plan = PlanServingRun(run.json(), path, run.path());
+      o.choices = plan.choices;
+      o.scenario = ScenarioLine(plan);
+      ServeResult result = plan.clients > 0 ? SimulateClosedLoop(plan.config, plan.request, plan.clients, plan.rounds)
+                                            : SimulateServing(plan.config, plan.requests);
+      ServeMetrics m = ComputeMetrics(plan.config, result, 0, "");
+      Compare(r.Required("measured"), plan.config, m, o);
+      if (o.metrics.empty()) throw InputError(path, run.path() + ".measured", "no metric the simulator predicts");
+    } catch (const InputError& e) {
+      o.error = e.what();
+      o.metrics.clear();
+    }
+    if (o.scored && o.error.empty()) {
+      ++rep.scored_predicted;
+      for (const auto& mc : o.metrics) {
+        AddTo(rep.overall, mc.error_pct);
+        AddTo(rep.by_metric[MetricKindName(mc.kind)], mc.error_pct);
+        AddTo(rep.by_source[o.source], mc.error_pct);
+      }
+    }
+    rep.runs.push_back(std::move(o));
+  }
+  return rep;
+}
+
+nlohmann::json ServingValidationJson(const ServingValidationReport& report) {
+  auto summary = [](const ErrorSummary& s) { return nlohmann::json{{"mape_pct", s.mape_pct}, {"metrics", s.metrics}}; };
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& o : report.runs) {
+    nlohmann::json j = {{"id", o.id}, {"source", o.source}, {"tier", o.tier}, {"kind", o.kind}, {"scored", o.scored}};
+    if (o.error.empty()) {
+      j["scenario"] = o.scenario;
+      nlohmann::json ms = nlohmann::json::array();
+      for (const auto& mc : o.metrics) {
+        ms.push_back({{"metric", MetricKindName(mc.kind)}, {"key", mc.key}, {"simulated", mc.simulated},
+                      {"measured", mc.measured}, {"predicted", mc.predicted}, {"error_pct", mc.error_pct}});
+      }
+      j["metrics"] = ms;
+    } else {
+      j["error"] = o.error;
+    }
+    j["choices"] = o.choices;
+    j["notes"] = o.notes;
+    runs.push_back(j);
+  }
+  nlohmann::json by_metric = nlohmann::json::object(), by_source = nlohmann::json::object();
+  for (const auto& [k, s] : report.by_metric) by_metric[k] = summary(s);
+  for (const auto& [k, s] : report.by_source) by_source[k] = summary(s);
+  return {{"runs", runs},
+          {"overall", summary(report.overall)},
+          {"by_metric", by_metric},
+          {"by_source", by_source},
+          {"scored_total", report.scored_total},
+          {"scored_predicted", report.scored_predicted}};
+}
+
+std::string ServingValidationText(const ServingValidationReport& report) {
+  auto value = [](const MetricComparison& mc, double v) {
+    return mc.kind == MetricKind::kOutputTokensPerS || mc.kind == MetricKind::kRequestsPerS ? fmt::format("{:.4g}/s", v)
+                                                                                            : fmt::format("{:.4g} ms", v * 1e3);
+  };
+  std::string out;
+  for (const auto& o : report.runs) {
+    out += o.id + (o.scored ? "" : "  (not scored)") + "\n";
+    if (!o.error.empty()) {
+      out += "    not modelled: " + o.error + "\n";
+      continue;
+    }
+    out += "    " + o.scenario + "\n";
+    for (const auto& mc : o.metrics) {
+      out += fmt::format("    {:<28} {:>12} {:>12} {:>+8.1f}%   ({})\n", mc.key.substr(9), value(mc, mc.measured),
+                         value(mc, mc.predicted), mc.error_pct, mc.simulated);
+    }
+    std::string chose;
+    for (const auto& c : o.choices) chose += (chose.empty() ? "" : "; ") + c;
+    if (!chose.empty()) out += "    chosen: " + chose + "\n";
+    for (const auto& n : o.notes) out += "    note: " + n + "\n";
+  }
+  out += fmt::format("\nmean absolute error over {} metrics of {} of {} scored entries: {:.1f}%\n",
+                     report.overall.metrics, report.scored_predicted, report.scored_total, report.overall.mape_pct);
+  for (const auto& [k, s] : report.by_metric) out += fmt::format("  {:<22} {:>6.1f}% over {}\n", k, s.mape_pct, s.metrics);
+  out += "  by source:\n";
+  for (const auto& [k, s] : report.by_source) out += fmt::format("  {:<22} {:>6.1f}% over {}\n", k, s.mape_pct, s.metrics);
+  return out;
+}
+
+}  // namespace stacksim::serve

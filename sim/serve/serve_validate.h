@@ -1,0 +1,101 @@
+// Validation of the serving simulator against published measurements:
+// schema stacksim.validation.serving/1 (validation/README.md).
+//
+// Each entry becomes a serving scenario: the model file, the GPU's profile
+// through a shipped system topology, the replica's tp/pp, the weight, KV and
+// compute formats, and the engine's batching with its published limits (or
+// the engine's documented defaults where the entry gives none, reported as
+// choices). The benchmark's load becomes requests: offline runs are a burst
+// at t = 0, static batches one batch at t = 0, concurrency-N runs a closed
+// loop of N clients, Poisson runs as given. Each published metric is
+// compared with the simulated one; entries that cannot be modelled are
+// listed with the reason, never dropped. Nothing is fitted to the data.
+//
+// Units: latencies in seconds, rates per second (tokens or requests).
+#ifndef STACKSIM_SIM_SERVE_SERVE_VALIDATE_H_
+#define STACKSIM_SIM_SERVE_SERVE_VALIDATE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/serve/request_workload.h"
+#include "sim/serve/serve_config.h"
+#include "sim/serve/serve_sim.h"
+
+namespace stacksim::serve {
+
+enum class MetricKind { kOutputTokensPerS, kRequestsPerS, kTtft, kTpot, kE2e };
+const char* MetricKindName(MetricKind k);
+
+struct MetricComparison {
+  MetricKind kind = MetricKind::kOutputTokensPerS;
+  std::string key;        // the entry's field, e.g. "measured.ttft_s.avg"
+  std::string simulated;  // the simulated statistic it is compared with, e.g. "mean TTFT"
+  double measured = 0;    // seconds, or per second
+  double predicted = 0;
+  double error_pct = 0;   // (predicted - measured) / measured * 100
+};
+
+// How an entry is simulated (exposed for tests).
+struct ServingRunPlan {
+  ServeConfig config;
+  std::vector<Request> requests;  // open loop (burst, static batch, Poisson); sorted by arrival
+  // Closed loop: `clients` clients, each sending `rounds` requests of
+  // `request`'s lengths, the next when the previous finishes.
+  int clients = 0;
+  int64_t rounds = 0;
+  Request request;
+  std::vector<std::string> choices;  // what the entry leaves open and how it was filled
+};
+
+// Throws InputError naming `file` and the entry's field (`path` is the
+// entry's key path, e.g. "runs[3]") for malformed entries and for entries
+// stacksim cannot model (the message says why).
+ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file, const std::string& path);
+
+// A closed loop of `clients` clients sending `rounds` requests each; the
+// first round arrives at t = 0. Solved by iterating the (causal) simulation:
+// each pass fixes the arrivals of one more round, until none moves.
+// Throws InputError if that takes more than rounds + 8 passes.
+ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int clients, int64_t rounds);
+
+struct ServingRunOutcome {
+  std::string id;
+  std::string source;  // the id's first word: trtllm10, lmdeploy, nim, vllm, ...
+  std::string tier;
+  std::string kind;
+  bool scored = false;
+  std::string scenario;                 // one line: what was simulated
+  std::vector<std::string> choices;
+  std::vector<std::string> notes;       // published metrics that were not compared, and why
+  std::vector<MetricComparison> metrics;
+  std::string error;                    // why it could not be modelled ("" if it was)
+};
+
+struct ErrorSummary {
+  double mape_pct = 0;  // mean absolute percentage error
+  int metrics = 0;
+};
+
+struct ServingValidationReport {
+  std::vector<ServingRunOutcome> runs;
+  ErrorSummary overall;                            // every compared metric of the scored entries
+  std::map<std::string, ErrorSummary> by_metric;   // MetricKindName
+  std::map<std::string, ErrorSummary> by_source;
+  int scored_total = 0;
+  int scored_predicted = 0;
+};
+
+// only_id: "" for every entry.
+ServingValidationReport RunServingValidation(const std::string& path, const std::string& only_id = "");
+
+nlohmann::json ServingValidationJson(const ServingValidationReport& report);
+std::string ServingValidationText(const ServingValidationReport& report);
+
+}  // namespace stacksim::serve
+
+#endif  // STACKSIM_SIM_SERVE_SERVE_VALIDATE_H_

@@ -1,0 +1,201 @@
+#include "sim/serve/serve_validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/util/error.h"
+
+namespace stacksim::serve {
+namespace {
+
+// A TensorRT-LLM offline throughput entry as validation/serving_runs.json
+// writes them, with fewer requests.
+nlohmann::json OfflineEntry() {
+  return nlohmann::json::parse(R"({
+    "id": "test-offline", "source": {"title": "t"}, "tier": "A", "scored": true, "kind": "offline_throughput",
+    "engine": {"name": "TensorRT-LLM", "version": "1.0"},
+    "model": {"name": "llama3.1-8b", "hf_name": "x", "notes": null},
+    "hardware": {"gpu": "h100-sxm-80gb", "gpus": 1, "gpus_per_node": 8, "interconnect": null, "notes": null},
+    "parallelism": {"tp": 1, "pp": 1, "ep": 1, "replicas": 1},
+    "precision": {"weights": "fp8", "kv_cache": null, "compute": "fp8", "notes": null},
+    "scheduler": {"batching": "in-flight", "max_batch_size": null, "max_num_batched_tokens": null, "chunk_size": null, "other": null},
+    "workload": {"dataset": "synthetic", "input_tokens": 128, "output_tokens": 128, "length_distribution": "fixed",
+                 "num_requests": 64, "arrival": "all at once", "request_rate_qps": null, "concurrency": null},
+    "measured": {"output_tokens_per_s": 1000, "output_tokens_per_s_scope": "total"},
+    "derived_fields": [], "unverified_fields": [], "confidence": "", "caveats": ""
+  })");
+}
+
+nlohmann::json StaticEntry(const char* engine, int batch, int input) {
+  nlohmann::json e = OfflineEntry();
+  e["kind"] = "static_batch_throughput";
+  e["engine"]["name"] = engine;
+  e["model"]["name"] = "llama2-70b";
+  e["hardware"]["gpus"] = 4;
+  e["parallelism"]["tp"] = 4;
+  e["precision"] = {{"weights", "fp16"}, {"kv_cache", "fp16"}, {"compute", "fp16"}};
+  e["hardware"]["gpu"] = "a100-sxm-80gb";
+  e["scheduler"]["max_batch_size"] = batch;
+  e["workload"]["num_requests"] = batch;
+  e["workload"]["input_tokens"] = input;
+  return e;
+}
+
+std::string ErrorOf(const nlohmann::json& entry) {
+  try {
+    PlanServingRun(entry, "runs.json", "runs[0]");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ServeValidate, OfflineEntryIsABurstAtTimeZeroWithEngineDefaults) {
+  ServingRunPlan p = PlanServingRun(OfflineEntry(), "runs.json", "runs[0]");
+  ASSERT_EQ(p.requests.size(), 64u);
+  for (const auto& r : p.requests) {
+    EXPECT_EQ(r.arrival, Time::Zero());
+    EXPECT_EQ(r.prompt_tokens, 128);
+    EXPECT_EQ(r.output_tokens, 128);
+  }
+  EXPECT_EQ(p.clients, 0);
+  // In-flight batching mixes prefill and decode under a token budget.
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kChunked);
+  EXPECT_EQ(p.config.max_sequences, 2048);
+  EXPECT_EQ(p.config.max_batched_tokens, 8192);
+  EXPECT_EQ(p.config.weights, WeightFormat::kFp8);
+  EXPECT_EQ(p.config.compute, config::Precision::kFp8);
+  EXPECT_EQ(p.config.kv, KvFormat::kBf16);
+  EXPECT_EQ(p.config.profile.name, "h100-sxm-80gb");
+  EXPECT_EQ(p.choices.size(), 3u);  // kv format and both limits were not published
+}
+
+TEST(ServeValidate, StaticBatchIsPrefilledInOnePass) {
+  ServingRunPlan p = PlanServingRun(StaticEntry("TensorRT-LLM", 64, 2048), "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kStatic);
+  EXPECT_EQ(p.config.max_sequences, 64);
+  EXPECT_EQ(p.config.max_batched_tokens, 64 * 2048);
+  EXPECT_EQ(p.config.tp, 4);
+  EXPECT_EQ(p.config.weights, WeightFormat::kBf16);  // fp16 is simulated as bf16
+  EXPECT_EQ(p.requests.size(), 64u);
+}
+
+TEST(ServeValidate, LmdeployBatchesPersistentlyWithItsPrefillBudget) {
+  ServingRunPlan p = PlanServingRun(StaticEntry("LMDeploy (TurboMind)", 64, 2048), "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kContinuous);
+  EXPECT_EQ(p.config.max_sequences, 64);
+  EXPECT_EQ(p.config.max_batched_tokens, 8192);
+}
+
+TEST(ServeValidate, ConcurrencyEntryIsAClosedLoop) {
+  nlohmann::json e = OfflineEntry();
+  e["kind"] = "online_latency_concurrency";
+  e["workload"]["num_requests"] = nullptr;
+  e["workload"]["concurrency"] = 5;
+  ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.clients, 5);
+  EXPECT_EQ(p.rounds, 10);
+  EXPECT_TRUE(p.requests.empty());
+  EXPECT_EQ(p.request.prompt_tokens, 128);
+}
+
+TEST(ServeValidate, ClosedLoopSendsTheNextRequestWhenThePreviousFinishes) {
+  ServingRunPlan p = PlanServingRun(OfflineEntry(), "runs.json", "runs[0]");
+  const int clients = 3;
+  ServeResult r = SimulateClosedLoop(p.config, p.request, clients, 4);
+  ASSERT_EQ(r.requests.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    if (i < clients) {
+      EXPECT_EQ(r.requests[i].arrival, Time::Zero());
+    } else {
+      EXPECT_EQ(r.requests[i].arrival, r.requests[i - clients].finish) << i;
+    }
+    EXPECT_GT(r.requests[i].finish, r.requests[i].arrival);
+  }
+  // Never more than `clients` requests in flight.
+  for (const auto& a : r.requests) {
+    int in_flight = 0;
+    for (const auto& b : r.requests) in_flight += b.arrival <= a.arrival && a.arrival < b.finish;
+    EXPECT_LE(in_flight, clients);
+  }
+}
+
+TEST(ServeValidate, EntriesThatCannotBeModelledSayWhy) {
+  nlohmann::json e = OfflineEntry();
+  e["model"]["name"] = nullptr;
+  EXPECT_NE(ErrorOf(e).find("runs[0].model.name"), std::string::npos) << ErrorOf(e);
+
+  e = OfflineEntry();
+  e["hardware"]["gpu"] = "a100-pcie-80gb";
+  EXPECT_NE(ErrorOf(e).find("runs[0].hardware.gpu"), std::string::npos) << ErrorOf(e);
+
+  e = OfflineEntry();
+  e["workload"]["input_tokens"] = nullptr;
+  EXPECT_NE(ErrorOf(e).find("not published"), std::string::npos) << ErrorOf(e);
+}
+
+TEST(ServeValidate, MalformedEntriesNameTheField) {
+  nlohmann::json e = OfflineEntry();
+  e["workload"]["inputs"] = 3;  // a typo is not ignored
+  EXPECT_NE(ErrorOf(e).find("runs[0].workload.inputs"), std::string::npos) << ErrorOf(e);
+
+  e = OfflineEntry();
+  e["precision"]["weights"] = "fp9";
+  EXPECT_NE(ErrorOf(e).find("runs[0].precision.weights"), std::string::npos) << ErrorOf(e);
+
+  e = OfflineEntry();
+  e["hardware"]["gpus"] = 2;  // tp 1 x replicas 1
+  EXPECT_NE(ErrorOf(e).find("runs[0].hardware.gpus"), std::string::npos) << ErrorOf(e);
+
+  e = StaticEntry("TensorRT-LLM", 8, 128);
+  e["scheduler"]["max_batch_size"] = nullptr;
+  EXPECT_NE(ErrorOf(e).find("runs[0].scheduler.max_batch_size"), std::string::npos) << ErrorOf(e);
+}
+
+TEST(ServeValidate, ReportComparesEachMetricAndScopesThroughputPerGpu) {
+  nlohmann::json total = OfflineEntry();
+  nlohmann::json per_gpu = OfflineEntry();
+  per_gpu["id"] = "test-per-gpu";
+  per_gpu["hardware"]["gpus"] = 2;
+  per_gpu["parallelism"]["replicas"] = 2;
+  per_gpu["workload"]["num_requests"] = 128;
+  per_gpu["measured"]["output_tokens_per_s_scope"] = "per GPU (out tok/s/GPU)";
+  nlohmann::json missing = OfflineEntry();
+  missing["id"] = "test-missing";
+  missing["model"]["name"] = nullptr;
+  nlohmann::json doc = {{"schema", "stacksim.validation.serving/1"}, {"runs", {total, per_gpu, missing}}};
+  std::string path = (std::filesystem::temp_directory_path() / "stacksim_serve_validate_test.json").string();
+  std::ofstream(path) << doc.dump();
+  ServingValidationReport rep = RunServingValidation(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(rep.runs.size(), 3u);  // none dropped
+  ASSERT_EQ(rep.runs[0].metrics.size(), 1u);
+  ASSERT_EQ(rep.runs[1].metrics.size(), 1u);
+  EXPECT_FALSE(rep.runs[2].error.empty());
+  // Two replicas each serve the same 64 requests as the one-GPU run.
+  EXPECT_NEAR(rep.runs[1].metrics[0].predicted / rep.runs[0].metrics[0].predicted, 1.0, 0.01);
+  const auto& mc = rep.runs[0].metrics[0];
+  EXPECT_DOUBLE_EQ(mc.error_pct, (mc.predicted - 1000) / 1000 * 100);
+  EXPECT_EQ(rep.scored_total, 3);
+  EXPECT_EQ(rep.scored_predicted, 2);
+  EXPECT_EQ(rep.overall.metrics, 2);
+}
+
+TEST(ServeValidate, WrongSchemaNamesTheFile) {
+  std::string path = (std::filesystem::temp_directory_path() / "stacksim_serve_validate_schema.json").string();
+  std::ofstream(path) << R"({"schema": "stacksim.validation.training/1", "runs": []})";
+  try {
+    RunServingValidation(path);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace stacksim::serve
