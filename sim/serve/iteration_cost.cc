@@ -105,6 +105,9 @@ void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, c
   const double in_bytes = c_.compute == config::Precision::kFp8 ? 1.0 : 2.0;
   for (const workload::Op& op : ops) {
     if (op.label == workload::kLabelAttention) continue;  // costed per request context
+    // Training's FP8 recipe casts the bf16 master weights before every GEMM
+    // ("...-cast-w"); a server stores the weights in their format already.
+    if (op.name.size() > 7 && op.name.compare(op.name.size() - 7, 7, "-cast-w") == 0) continue;
     if (op.host_wait > Time::Zero()) {
       out.overhead += op.host_wait * times;
       continue;

@@ -77,6 +77,26 @@ TEST(IterationCost, CheaperWeightFormatsShortenDecode) {
   EXPECT_GT(int4.kv_plan().blocks, bf16.kv_plan().blocks);
 }
 
+// A server stores fp8 weights as fp8: unlike FP8 training, no cast of the
+// weight matrices before each GEMM (that pass over every weight would cost
+// as much as the GEMMs themselves at decode).
+TEST(IterationCost, Fp8WeightsAreNotCastEveryIteration) {
+  nlohmann::json doc = TestServeDoc();
+  BatchShape b;
+  b.AddDecode(1024);
+  IterationCost bf16(ParseServeScenario(doc, "t.json"));
+  doc["precision"] = {{"weights", "fp8"}, {"compute", "fp8"}};
+  IterationCost fp8(ParseServeScenario(doc, "t.json"));
+  const IterationBreakdown x = bf16.Breakdown(b), y = fp8.Breakdown(b);
+  // Norms, activations and residuals of one token: the same small work (the
+  // activation casts to fp8 are a few KB), far below the weight GEMMs.
+  EXPECT_LT(y.memory_ops.seconds(), 2 * x.memory_ops.seconds());
+  EXPECT_LT(y.memory_ops.seconds(), 0.2 * y.gemm.seconds());
+  // Half the weight bytes (the bf16 LM head aside).
+  EXPECT_LT(y.gemm.seconds(), 0.6 * x.gemm.seconds());
+  EXPECT_LT(y.total(), x.total());
+}
+
 TEST(IterationCost, AttentionGrowsWithContextAndGraphsCutLaunches) {
   nlohmann::json doc = TestServeDoc();
   IterationCost cost(ParseServeScenario(doc, "t.json"));
