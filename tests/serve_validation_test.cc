@@ -30,12 +30,13 @@ TEST(ServeValidation, PublishedMeasurementsArePredictedWithinCeiling) {
   for (const auto& r : j.at("runs")) {
     EXPECT_TRUE(r.contains("metrics") || !r.at("error").get<std::string>().empty()) << r.dump();
   }
-  // Measured: 31.8% over 46 metrics of 30 of the 34 scored entries
-  // (throughput 20.2%, TTFT 53.9%, TPOT 32.4%, e2e 34.8%), after fp8 serving
-  // stopped paying training's per-GEMM weight cast (52.5% before). The
+  // Measured: 32.2% over 52 metrics of 32 of the 34 scored entries
+  // (throughput 19.0%, TTFT 60.3%, TPOT 26.8%, e2e 34.8%), after fp8 serving
+  // stopped paying training's per-GEMM weight cast (52.5% before) and
+  // closed loops became one simulation (NIM c5/c25 now scored). The
   // ceilings sit a little above that; nothing was fitted to get there.
   // They guard against regressions, they are not a target (docs/serve.md).
-  EXPECT_GE(j.at("scored_predicted").get<int>(), 30);
+  EXPECT_GE(j.at("scored_predicted").get<int>(), 32);
   EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 34.0);
   EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 23.0);
 }

@@ -18,6 +18,10 @@ struct Request {
   Time arrival;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;  // >= 1: the first comes out of the prefill
+  // Closed loop: >= 0 makes this request arrive when request `after` (an
+  // earlier index) finishes, as a client that sends its next request when
+  // the previous answer is complete; `arrival` is then ignored.
+  int64_t after = -1;
 };
 
 // Sorted by arrival. Throws InputError for an unreadable or malformed trace

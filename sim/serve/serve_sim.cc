@@ -69,6 +69,7 @@ class Simulation {
     }
     seqs_.resize(requests.size());
     result_.requests.resize(requests.size());
+    next_of_.assign(requests.size(), -1);
     result_.kv_plan = cost_.kv_plan();
     for (size_t i = 0; i < requests.size(); ++i) {
       const Request& r = requests[i];
@@ -86,7 +87,16 @@ class Simulation {
                                                  " tokens of KV cache; a replica holds " +
                                                  std::to_string(total_blocks_ * block_));
       }
-      Push(r.arrival, 1, -1, static_cast<int>(i));
+      if (r.after < 0) {
+        Push(r.arrival, 1, -1, static_cast<int>(i));
+      } else {
+        if (r.after >= static_cast<int64_t>(i) || next_of_[r.after] >= 0) {
+          throw InputError(c.file, "workload", "request " + std::to_string(i) + " follows request " +
+                                                   std::to_string(r.after) +
+                                                   ": a closed loop follows one earlier request, each at most once");
+        }
+        next_of_[r.after] = static_cast<int>(i);
+      }
     }
   }
 
@@ -299,6 +309,10 @@ class Simulation {
     s.done = true;
     result_.requests[id].finish = now_;
     result_.makespan = std::max(result_.makespan, now_);
+    if (const int next = next_of_[id]; next >= 0) {  // the client's next request
+      result_.requests[next].arrival = now_;
+      Push(now_, 1, -1, next);
+    }
     if (c_.scheduler != SchedulerKind::kStatic) {
       Release(r, s);
       r.running.erase(std::find(r.running.begin(), r.running.end(), id));
@@ -347,6 +361,7 @@ class Simulation {
   const int64_t total_blocks_;
   std::vector<Replica> replicas_;
   std::vector<Seq> seqs_;
+  std::vector<int> next_of_;  // closed loop: the request that arrives when this one finishes (-1: none)
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   int64_t order_ = 0;
   size_t rr_ = 0, rr_decode_ = 0;

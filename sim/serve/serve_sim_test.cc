@@ -177,3 +177,28 @@ TEST(ServeConfig, EveryShippedServingScenarioLoadsAndRuns) {
 
 }  // namespace
 }  // namespace stacksim::serve
+
+namespace stacksim::serve {
+namespace {
+
+TEST(ServeSim, ClosedLoopRequestsFollowOneEarlierRequestEach) {
+  ServeConfig c = ParseServeScenario(TestServeDoc(), "t.json");
+  Request r;
+  r.prompt_tokens = 100;
+  r.output_tokens = 10;
+  std::vector<Request> reqs(3, r);
+  reqs[1].after = 0;
+  reqs[2].after = 1;
+  ServeResult out = SimulateServing(c, reqs);
+  EXPECT_EQ(out.requests[1].arrival, out.requests[0].finish);
+  EXPECT_EQ(out.requests[2].arrival, out.requests[1].finish);
+  reqs[0].after = 2;  // a later request: not a loop a client can run
+  EXPECT_THROW(SimulateServing(c, reqs), InputError);
+  reqs[0].after = -1;
+  reqs[2].after = 0;  // two requests after the same one
+  reqs[1].after = 0;
+  EXPECT_THROW(SimulateServing(c, reqs), InputError);
+}
+
+}  // namespace
+}  // namespace stacksim::serve

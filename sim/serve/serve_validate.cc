@@ -231,36 +231,16 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
 }
 
 ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int clients, int64_t rounds) {
-  // Request i is client i % clients, round i / clients. Arrivals not yet
-  // known are placed far beyond anything the loop reaches, so (the
-  // simulation being causal) they do not disturb what happens before them.
-  const Time kUnknown = Time::FromSeconds(1e7);
+  // Request i is client i % clients, round i / clients: the first round
+  // arrives at t = 0, every later request when its client's previous one
+  // finishes (Request::after, resolved inside one simulation).
   const size_t n = static_cast<size_t>(clients) * static_cast<size_t>(rounds);
-  std::vector<Time> arrival(n, kUnknown);
-  for (size_t i = 0; i < static_cast<size_t>(clients); ++i) arrival[i] = Time::Zero();
-  for (int64_t pass = 0; pass < rounds + 8; ++pass) {
-    std::vector<size_t> order(n);
-    for (size_t i = 0; i < n; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return arrival[a] < arrival[b]; });
-    std::vector<Request> reqs(n, request);
-    for (size_t k = 0; k < n; ++k) reqs[k].arrival = arrival[order[k]];
-    ServeResult sorted = SimulateServing(c, reqs);
-    ServeResult r = sorted;
-    for (size_t k = 0; k < n; ++k) r.requests[order[k]] = sorted.requests[k];
-    bool moved = false;
-    for (size_t i = static_cast<size_t>(clients); i < n; ++i) {
-      const Time prev_arrival = arrival[i - static_cast<size_t>(clients)];
-      const Time next = prev_arrival < kUnknown ? r.requests[i - static_cast<size_t>(clients)].finish : kUnknown;
-      if (next != arrival[i]) {
-        arrival[i] = next;
-        moved = true;
-      }
-    }
-    if (!moved) return r;
+  std::vector<Request> reqs(n, request);
+  for (size_t i = 0; i < n; ++i) {
+    reqs[i].arrival = Time::Zero();
+    reqs[i].after = i < static_cast<size_t>(clients) ? -1 : static_cast<int64_t>(i) - clients;
   }
-  // Passes can alternate when a changed arrival moves a prefill into another
-  // iteration and back: reported rather than averaged over.
-  throw InputError(c.file, "workload", fmt::format("the closed loop did not settle in {} passes (arrivals alternate)", rounds + 8));
+  return SimulateServing(c, reqs);
 }
 
 namespace {

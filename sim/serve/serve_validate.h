@@ -58,9 +58,8 @@ struct ServingRunPlan {
 ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file, const std::string& path);
 
 // A closed loop of `clients` clients sending `rounds` requests each; the
-// first round arrives at t = 0. Solved by iterating the (causal) simulation:
-// each pass fixes the arrivals of one more round, until none moves.
-// Throws InputError if that takes more than rounds + 8 passes.
+// first round arrives at t = 0, each later request when its client's
+// previous one finishes (Request::after), in one simulation.
 ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int clients, int64_t rounds);
 
 struct ServingRunOutcome {
