@@ -19,6 +19,7 @@
 #include "calibrate/fit/fit_profile.h"
 #include "sim/campaign/campaign_report.h"
 #include "sim/campaign/training_campaign.h"
+#include "sim/chakra/chakra.h"
 #include "sim/cluster/cluster_html.h"
 #include "sim/cluster/cluster_report.h"
 #include "sim/cluster/cluster_scenario.h"
@@ -26,6 +27,8 @@
 #include "sim/compare/compare_html.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
+#include "sim/net/analytic_network.h"
+#include "sim/net/simgrid_network.h"
 #include "sim/report/html.h"
 #include "sim/report/html_pages.h"
 #include "sim/report/json_report.h"
@@ -59,14 +62,15 @@ struct StragglerArgs {
 
 int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
                 const std::string& trace_path, bool print_config, const std::string& network,
-                const std::string& html_path, const StragglerArgs& straggler_args) {
+                const std::string& html_path, const StragglerArgs& straggler_args,
+                const std::string& chakra_dir) {
   config::ScenarioConfig scenario = config::LoadScenario(path, opts);
   if (print_config) {
     std::cout << config::ResolvedConfigJson(scenario).dump(2) << "\n";
     return 0;
   }
   simulate::Options sim_opts;
-  sim_opts.keep_trace = !trace_path.empty() || !html_path.empty();  // the page draws a timeline
+  sim_opts.keep_trace = !trace_path.empty() || !html_path.empty() || !chakra_dir.empty();  // the page draws a timeline
   sim_opts.network = network;
   // Straggler input errors before the (possibly long) simulation.
   std::optional<straggler::StragglerSpec> spec;
@@ -93,6 +97,13 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
       std::cerr << "note: no trace written: the plan was not simulated (out of memory)\n";
     }
   }
+  if (!chakra_dir.empty()) {
+    if (result.trace) {
+      chakra::WriteChakraDirectory(*result.trace, *result.replay, chakra_dir);
+    } else {
+      std::cerr << "note: no Chakra trace written: the plan was not simulated (out of memory)\n";
+    }
+  }
   if (format == "json") {
     nlohmann::json j = report::JsonReport(result);
     if (stragglers) j["stragglers"] = straggler::StragglerJson(*stragglers);
@@ -102,6 +113,36 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
     if (stragglers) std::cout << straggler::StragglerText(*stragglers);
   }
   if (!html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result), html_path);
+  return 0;
+}
+
+// Replays Chakra execution traces on the scenario's hardware (topology and
+// profile price the communication; the scenario's model and plan are unused).
+int RunReplayChakra(const std::string& dir, const std::string& scenario_path, const config::ScenarioOptions& opts,
+                    const std::string& network_name, bool recorded_comm, const std::string& format) {
+  config::ScenarioConfig scenario = config::LoadScenario(scenario_path, opts);
+  chakra::ImportOptions import;
+  import.recorded_comm_durations = recorded_comm;
+  import.ranks_per_node = scenario.topology.gpus_per_node;
+  trace::Trace t = chakra::ReadChakraDirectory(dir, import);
+  std::unique_ptr<engine::NetworkModel> network;
+  if (network_name == "simgrid") {
+    network = net::MakeSimGridNetwork(scenario.topology, scenario.profile, scenario.gpus, scenario.node_order);
+  } else {
+    network = std::make_unique<net::AnalyticNetwork>(scenario.topology, scenario.profile);
+  }
+  engine::FixedCostModel no_compute(FlopRate{1});  // imported compute nodes are fixed-duration tasks
+  engine::ReplayResult replay = engine::Engine(no_compute, *network).Replay(t);
+  if (format == "json") {
+    nlohmann::json j = {{"chakra_dir", dir},        {"ranks", t.rank_count()},
+                        {"tasks", t.size()},        {"network_model", network->name()},
+                        {"step_time_s", replay.makespan.seconds()}, {"step_time_ns", replay.makespan.ns()}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "Chakra trace " << dir << ": " << t.rank_count() << " ranks, " << t.size() << " tasks\n"
+              << "network model: " << network->name() << "\n"
+              << "step time: " << replay.makespan.ms() << " ms\n";
+  }
   return 0;
 }
 
@@ -504,6 +545,20 @@ int main(int argc, char** argv) {
   sim->add_option("--seed", straggler_args.seed, "Seed of the straggler draws");
   sim->add_option("--threads", straggler_args.threads, "Threads for the straggler replays (results do not depend on it)")
       ->check(CLI::Range(1, 4096));
+  std::string chakra_dir;
+  sim->add_option("--chakra", chakra_dir, "Write the replayed step as Chakra execution traces (JSON, one per rank) to DIR");
+
+  CLI::App* rchk = app.add_subcommand("replay-chakra", "Replay Chakra execution traces (DIR/NAME.RANK.json)");
+  std::string rchk_dir, rchk_scenario, rchk_network = "analytic";
+  config::ScenarioOptions rchk_opts;
+  bool rchk_recorded = false;
+  rchk->add_option("dir", rchk_dir, "Directory of Chakra JSON files, one per rank")->required();
+  rchk->add_option("--scenario", rchk_scenario, "Scenario whose topology and profile price the communication")
+      ->required();
+  rchk->add_option("--set", rchk_opts.overrides, "Override a scenario field: key.path=value (repeatable)");
+  rchk->add_option("--network", rchk_network, "Network model")->check(CLI::IsMember({"analytic", "simgrid"}));
+  rchk->add_flag("--recorded-comm", rchk_recorded, "Time collectives by their recorded duration_micros");
+  add_format(rchk);
 
   CLI::App* val = app.add_subcommand("validate", "Compare predictions with published training runs");
   std::string validation_path, only;
@@ -656,7 +711,11 @@ int main(int argc, char** argv) {
 
   try {
     if (sim->parsed()) {
-      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network, sim_html, straggler_args);
+      return RunSimulate(scenario_path, opts, format, trace_path, print_config, network, sim_html, straggler_args,
+                         chakra_dir);
+    }
+    if (rchk->parsed()) {
+      return RunReplayChakra(rchk_dir, rchk_scenario, rchk_opts, rchk_network, rchk_recorded, format);
     }
     if (val->parsed()) return RunValidate(validation_path, format, only);
     if (srch->parsed()) return RunSearch(search_args);
