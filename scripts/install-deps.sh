@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
-  libcli11-dev libfmt-dev
+  libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
 )

@@ -1,0 +1,97 @@
+// A PyTorch profiler (Kineto) trace of one training step, as recorded.
+//
+// Reads the Chrome-trace JSON that torch.profiler exports (plain or gzip) and
+// keeps what a replay needs from the profiled step: the GPU activities
+// (kernels, memsets, memcpys) with their streams and measured durations, and
+// the host calls that launched or waited for them (cuda_runtime /
+// cuda_driver events), linked to their GPU work by CUPTI correlation ids (the
+// same ids the ac2g flow events carry).
+//
+// The step is the last "ProfilerStep#N" user annotation if there is one, else
+// the whole window. All times are relative to the step's begin, in Time (ns);
+// Kineto's timestamps are microseconds with fractional digits.
+//
+// Malformed input (bad gzip, bad JSON, an event missing a field the replay
+// needs, an unknown phase type) is an InputError naming the file and the
+// event index and field ("traceEvents[17].dur").
+#ifndef STACKSIM_SIM_INGEST_KINETO_H_
+#define STACKSIM_SIM_INGEST_KINETO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config/profile.h"
+#include "sim/trace/trace.h"
+#include "sim/util/units.h"
+
+namespace stacksim::ingest {
+
+// How a re-timing scales a kernel, read from its name.
+enum class KernelClass : uint8_t {
+  kCompute,        // GEMM / attention: scales with dense peak FLOP/s
+  kMemory,         // elementwise, norms, reductions, optimizer, copies: HBM bandwidth
+  kCommunication,  // NCCL: the network model
+};
+const char* KernelClassName(KernelClass c);
+KernelClass ClassifyKernel(const std::string& name);
+// The precision a compute kernel most likely runs in (bf16 unless its name
+// says fp32/tf32 or fp8).
+config::Precision KernelPrecision(const std::string& name);
+
+struct KinetoHostCall {
+  enum class Kind : uint8_t { kLaunch, kDeviceSync, kStreamSync, kOther };
+  std::string name;
+  Kind kind = Kind::kOther;
+  int64_t thread = 0;
+  Time start, duration;
+  int64_t correlation = -1;  // -1: none
+  int64_t stream = -1;       // kStreamSync: the stream waited for, when the trace says
+};
+
+struct KinetoKernel {
+  std::string name;
+  std::string category;      // "kernel", "gpu_memset", "gpu_memcpy"
+  KernelClass kernel_class = KernelClass::kMemory;
+  config::Precision precision = config::Precision::kBf16;
+  int64_t stream = 0;
+  Time start, duration;
+  int64_t correlation = -1;
+  int launch = -1;           // index in KinetoStep::calls of the launching call (-1: not in the trace)
+  // kCommunication, from the NCCL record_function's args when present.
+  trace::CollectiveKind collective = trace::CollectiveKind::kAllReduce;
+  Bytes comm_bytes{0};
+  int group_size = 0;        // 0: unknown
+};
+
+// "Stream Wait Event" (cuda_sync): the next kernel on `stream` waits for the
+// work on `wait_on_stream` launched up to the event record's correlation.
+struct KinetoStreamWait {
+  int64_t stream = 0;
+  int64_t wait_on_stream = 0;
+  int64_t record_correlation = -1;
+  Time time;
+};
+
+struct KinetoStep {
+  std::string file;
+  std::string step_name;     // "ProfilerStep#3", or "whole trace"
+  int64_t main_thread = -1;  // the thread of the step annotation (-1: unknown)
+  Time span;                 // wall span: step begin to the later of the step's end and its last GPU activity
+  Time annotation_end;       // the step annotation's end (span's host end)
+  std::vector<KinetoHostCall> calls;    // by start time
+  std::vector<KinetoKernel> kernels;    // by start time
+  std::vector<KinetoStreamWait> waits;  // by time
+  int events = 0;            // events in the file
+};
+
+KinetoStep ParseKinetoTrace(const std::string& json_text, const std::string& origin);
+// Plain or gzip (by content, not by name).
+KinetoStep ReadKinetoTrace(const std::string& path);
+// The file's bytes, gunzipped when they are gzip. Throws InputError naming the
+// file on a read error or a truncated / corrupt stream.
+std::string ReadMaybeGzip(const std::string& path);
+
+}  // namespace stacksim::ingest
+
+#endif  // STACKSIM_SIM_INGEST_KINETO_H_

@@ -1,0 +1,337 @@
+#include "sim/ingest/replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/net/analytic_network.h"
+#include "sim/report/perfetto.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::ingest {
+namespace {
+
+using trace::Task;
+using trace::TaskId;
+using trace::TaskKind;
+
+Time Median(std::vector<Time> v) {
+  if (v.empty()) return Time::Zero();
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Launch latency and inter-kernel gap, measured from the step.
+void MeasureLaunch(const KinetoStep& step, Time* latency, Time* gap) {
+  std::vector<Time> lat, gaps;
+  std::map<int64_t, Time> stream_end;
+  for (const KinetoKernel& k : step.kernels) {
+    auto it = stream_end.find(k.stream);
+    Time prev_end = it == stream_end.end() ? Time::Ns(-1'000'000'000) : it->second;
+    if (k.launch >= 0) {
+      const KinetoHostCall& c = step.calls[k.launch];
+      Time launch_end = c.start + c.duration;
+      if (prev_end < launch_end) lat.push_back(std::max(Time::Zero(), k.start - launch_end));
+      else gaps.push_back(std::max(Time::Zero(), k.start - prev_end));
+    }
+    stream_end[k.stream] = std::max(prev_end, k.start + k.duration);
+  }
+  *latency = Median(lat);
+  *gap = Median(gaps);
+}
+
+Task Delay(trace::Trace& t, trace::StreamId s, const std::string& label, const std::string& name, Time d) {
+  Task task;
+  task.kind = TaskKind::kDelay;
+  task.stream = s;
+  task.label = t.InternLabel(label);
+  task.name = t.InternName(name);
+  task.duration = std::max(Time::Zero(), d);
+  return task;
+}
+
+}  // namespace
+
+StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool network_collectives) {
+  StepTrace out;
+  trace::Trace& t = out.trace;
+  t.SetRankCount(1);
+  MeasureLaunch(step, &out.launch_latency, &out.kernel_gap);
+  const int n = static_cast<int>(step.kernels.size());
+  out.kernel_task.assign(n, -1);
+
+  // Kernels by launching call; kernels the trace shows no launch for go in at their start.
+  std::unordered_map<int, std::vector<int>> launched;
+  std::vector<int> unlaunched;
+  for (int i = 0; i < n; ++i) {
+    if (step.kernels[i].launch >= 0) launched[step.kernels[i].launch].push_back(i);
+    else unlaunched.push_back(i);
+  }
+
+  // Inserted DP all-reduce: backward kernels are those the autograd thread
+  // launched (any thread but the step's own); bucket j is ready once backward
+  // has done (j+1)/B of its measured GPU time (DDP fills buckets in reverse
+  // parameter order as gradients appear; uniform spread is the assumption).
+  bool insert = dp.size > 1 && dp.gradient_bytes.value > 0;
+  std::vector<int> bucket_after(n, 0);  // buckets to issue after kernel i
+  int last_backward = -1;
+  if (insert) {
+    for (const KinetoKernel& k : step.kernels)
+      if (k.kernel_class == KernelClass::kCommunication) insert = false;
+  }
+  if (insert) {
+    Time total;
+    std::vector<int> bwd;
+    for (int i = 0; i < n; ++i) {
+      const KinetoKernel& k = step.kernels[i];
+      if (k.launch >= 0 && step.main_thread >= 0 && step.calls[k.launch].thread != step.main_thread) {
+        bwd.push_back(i);
+        total += k.duration;
+      }
+    }
+    if (bwd.empty()) {  // no separate autograd thread: everything before the last kernel
+      for (int i = 0; i < n; ++i) bwd.push_back(i), total += step.kernels[i].duration;
+    }
+    out.buckets = static_cast<int>(std::ceil(dp.gradient_bytes.value / dp.bucket_bytes.value));
+    last_backward = bwd.back();
+    Time done;
+    int issued = 0;
+    for (int i : bwd) {
+      done += step.kernels[i].duration;
+      int due = i == last_backward ? out.buckets
+                                   : static_cast<int>(std::floor(done.seconds() / total.seconds() * out.buckets));
+      due = std::min(due, out.buckets);
+      bucket_after[i] = due - issued;
+      issued = due;
+    }
+    out.inserted = fmt::format(
+        "inserted {} all-reduce bucket(s) of <= {:.0f} MB ({:.1f} MB of gradients) on a 'dp' stream over {} ranks "
+        "({} per node x {} nodes), overlapped with the {} backward kernels: the recording has no NCCL collectives "
+        "(one GPU), so DDP's gradient all-reduce is added; the first host call after backward waits for it",
+        out.buckets, dp.bucket_bytes.value / 1e6, dp.gradient_bytes.value / 1e6, dp.size, dp.ranks_per_node,
+        dp.nodes, bwd.size());
+  }
+  trace::GroupId dp_group = trace::kNoGroup;
+  if (insert || network_collectives) {
+    trace::CommGroup g;
+    g.name = "dp";
+    g.size = std::max(1, dp.size);
+    g.ranks_per_node = std::max(1, dp.ranks_per_node);
+    g.nodes = std::max(1, dp.nodes);
+    g.simulated = {0};
+    dp_group = t.AddGroup(g);
+  }
+  trace::StreamId dp_stream = insert ? t.InternStream("dp") : -1;
+  TaskId last_bucket = -1;
+  Bytes bucket_left = dp.gradient_bytes;
+
+  std::map<int64_t, trace::StreamId> gpu_stream;
+  std::map<int64_t, TaskId> gpu_last;  // last task on each GPU stream
+  std::map<int64_t, Time> gpu_end_time;  // recorded end of the work launched so far, per stream
+  std::vector<bool> wait_used(step.waits.size(), false);
+
+  auto add_kernel = [&](int i, TaskId launch_task) {
+    const KinetoKernel& k = step.kernels[i];
+    auto [it, fresh] = gpu_stream.try_emplace(k.stream, 0);
+    if (fresh) it->second = t.InternStream("gpu stream " + std::to_string(k.stream));
+    trace::StreamId s = it->second;
+    std::vector<TaskId> deps;
+    if (launch_task >= 0) {
+      trace::StreamId ls = t.InternStream("launch latency");
+      deps.push_back(t.Add(Delay(t, ls, "launch", "launch latency", out.launch_latency), {launch_task}));
+    }
+    for (size_t w = 0; w < step.waits.size(); ++w) {
+      const KinetoStreamWait& sw = step.waits[w];
+      if (wait_used[w] || sw.stream != k.stream || sw.time > k.start) continue;
+      wait_used[w] = true;
+      auto src = gpu_last.find(sw.wait_on_stream);
+      if (src != gpu_last.end()) deps.push_back(src->second);
+    }
+    if (gpu_last.count(k.stream)) t.Add(Delay(t, s, "gpu gap", "inter-kernel gap", out.kernel_gap));
+    Task task;
+    task.stream = s;
+    task.name = t.InternName(k.name);
+    task.label = t.InternLabel(KernelClassName(k.kernel_class));
+    if (k.kernel_class == KernelClass::kCommunication && network_collectives && k.comm_bytes.value > 0) {
+      task.kind = TaskKind::kCollective;
+      task.comm.kind = k.collective;
+      task.comm.bytes = k.comm_bytes;
+      task.comm.group = dp_group;
+    } else {
+      task.kind = TaskKind::kCompute;
+      task.compute.op_class =
+          k.kernel_class == KernelClass::kCompute ? trace::OpClass::kGemm : trace::OpClass::kMemoryBound;
+      task.compute.precision = k.precision;
+      task.compute.m = i;
+    }
+    TaskId id = t.Add(task, deps);
+    out.kernel_task[i] = id;
+    gpu_last[k.stream] = id;
+    gpu_end_time[k.stream] = std::max(gpu_end_time[k.stream], k.start + k.duration);
+    for (int b = 0; b < bucket_after[i]; ++b) {
+      Task ar;
+      ar.kind = TaskKind::kCollective;
+      ar.stream = dp_stream;
+      ar.label = t.InternLabel("dp all-reduce (inserted)");
+      ar.name = t.InternName("dp all-reduce bucket " + std::to_string(out.buckets - bucket_left.value / dp.bucket_bytes.value));
+      ar.comm.kind = trace::CollectiveKind::kAllReduce;
+      ar.comm.bytes = Bytes{std::min(bucket_left.value, dp.bucket_bytes.value)};
+      bucket_left.value -= ar.comm.bytes.value;
+      ar.comm.group = dp_group;
+      last_bucket = t.Add(ar, {id});
+    }
+  };
+
+  std::map<int64_t, trace::StreamId> host_stream;
+  std::map<int64_t, TaskId> host_last;
+  std::map<int64_t, Time> host_end;
+  TaskId prev_call = -1;
+  int64_t prev_thread = -1;
+  Time prev_call_end;
+  size_t next_unlaunched = 0;
+  bool backward_done = false;
+  TaskId tail_after = -1;
+  for (size_t ci = 0; ci < step.calls.size(); ++ci) {
+    const KinetoHostCall& c = step.calls[ci];
+    while (next_unlaunched < unlaunched.size() && step.kernels[unlaunched[next_unlaunched]].start <= c.start)
+      add_kernel(unlaunched[next_unlaunched++], -1);
+    auto [it, fresh] = host_stream.try_emplace(c.thread, 0);
+    if (fresh) it->second = t.InternStream("host thread " + std::to_string(c.thread));
+    trace::StreamId s = it->second;
+    // The host gap: since this thread's previous call, or since another
+    // thread's call when control passed between threads (autograd hand-off).
+    Time since = host_end.count(c.thread) ? host_end[c.thread] : Time::Zero();
+    std::vector<TaskId> gap_deps;
+    if (prev_call >= 0 && prev_thread != c.thread && prev_call_end <= c.start) {
+      since = std::max(since, prev_call_end);
+      gap_deps.push_back(prev_call);
+    }
+    if (backward_done && last_bucket >= 0 && c.thread == step.main_thread) {
+      gap_deps.push_back(last_bucket);  // DDP: backward returns after the all-reduce
+      backward_done = false;
+      last_bucket = -1;
+    }
+    t.Add(Delay(t, s, "host", "host gap", c.start - since), gap_deps);
+    TaskId call;
+    if (c.kind == KinetoHostCall::Kind::kDeviceSync || c.kind == KinetoHostCall::Kind::kStreamSync) {
+      std::vector<TaskId> deps;
+      Time work_end;
+      for (auto& [stream, task] : gpu_last) {
+        if (c.kind == KinetoHostCall::Kind::kStreamSync && c.stream >= 0 && stream != c.stream) continue;
+        deps.push_back(task);
+        work_end = std::max(work_end, gpu_end_time[stream]);
+      }
+      // Its own length: the wake-up after the awaited work ended.
+      Time wake = std::min(c.duration, c.start + c.duration - std::max(work_end, c.start));
+      call = t.Add(Delay(t, s, "host sync", c.name, wake), deps);
+    } else {
+      call = t.Add(Delay(t, s, c.kind == KinetoHostCall::Kind::kLaunch ? "launch" : "host", c.name, c.duration));
+    }
+    host_last[c.thread] = call;
+    host_end[c.thread] = c.start + c.duration;
+    prev_call = call;
+    prev_thread = c.thread;
+    prev_call_end = c.start + c.duration;
+    tail_after = c.thread == step.main_thread || step.main_thread < 0 ? call : tail_after;
+    auto l = launched.find(static_cast<int>(ci));
+    if (l != launched.end()) {
+      for (int k : l->second) {
+        add_kernel(k, call);
+        if (k == last_backward) backward_done = true;
+      }
+    }
+  }
+  while (next_unlaunched < unlaunched.size()) add_kernel(unlaunched[next_unlaunched++], -1);
+  // The host's tail: from its last call to the step annotation's end.
+  if (!step.calls.empty()) {
+    int64_t th = step.main_thread >= 0 && host_stream.count(step.main_thread) ? step.main_thread : step.calls.back().thread;
+    std::vector<TaskId> deps;
+    if (prev_call >= 0) deps.push_back(prev_call);
+    if (last_bucket >= 0) deps.push_back(last_bucket);
+    t.Add(Delay(t, host_stream[th], "host", "host tail", step.annotation_end - std::max(host_end[th], prev_call_end)),
+          deps);
+  }
+  std::string problem = t.Check();
+  if (!problem.empty()) throw std::logic_error("kineto replay trace: " + problem);
+  return out;
+}
+
+MeasuredCostModel::MeasuredCostModel(const KinetoStep& step, std::vector<double> scales) : scales_(std::move(scales)) {
+  for (const KinetoKernel& k : step.kernels) durations_.push_back(k.duration);
+  if (scales_.size() != durations_.size()) throw std::logic_error("MeasuredCostModel: one scale per kernel");
+}
+
+MeasuredCostModel::MeasuredCostModel(const KinetoStep& step)
+    : MeasuredCostModel(step, std::vector<double>(step.kernels.size(), 1.0)) {}
+
+Time MeasuredCostModel::ComputeTime(const trace::ComputeOp& op) const {
+  if (op.m < 0 || op.m >= static_cast<int64_t>(durations_.size()))
+    throw std::logic_error("MeasuredCostModel: task is not an imported kernel");
+  return durations_[op.m] * scales_[op.m];
+}
+
+std::vector<double> RetimeScales(const KinetoStep& step, const config::ProfileConfig& from,
+                                 const config::ProfileConfig& to) {
+  double mem = (from.hbm_bandwidth.value.value * from.copy_efficiency.value) /
+               (to.hbm_bandwidth.value.value * to.copy_efficiency.value);
+  std::vector<double> out;
+  for (const KinetoKernel& k : step.kernels) {
+    if (k.kernel_class == KernelClass::kMemory) {
+      out.push_back(mem);
+    } else if (k.kernel_class == KernelClass::kCompute) {
+      auto a = from.Peak(k.precision), b = to.Peak(k.precision);
+      if (!a || !b) a = from.Peak(config::Precision::kBf16), b = to.Peak(config::Precision::kBf16);
+      out.push_back(a && b ? a->value / b->value : 1.0);
+    } else {
+      out.push_back(1.0);
+    }
+  }
+  return out;
+}
+
+StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const engine::ReplayResult& r) {
+  StepBreakdown b;
+  b.makespan = r.makespan;
+  std::vector<std::pair<Time, Time>> busy;
+  Time last_kernel_end;
+  for (size_t i = 0; i < step.kernels.size(); ++i) {
+    const engine::TaskTiming& tm = r.timings[built.kernel_task[i]];
+    Time d = tm.end - tm.start;
+    switch (step.kernels[i].kernel_class) {
+      case KernelClass::kCompute: b.compute += d; break;
+      case KernelClass::kMemory: b.memory += d; break;
+      case KernelClass::kCommunication: b.communication += d; break;
+    }
+    busy.push_back({tm.start, tm.end});
+    last_kernel_end = std::max(last_kernel_end, tm.end);
+  }
+  std::sort(busy.begin(), busy.end());
+  Time covered, cur_s = Time::Zero(), cur_e = Time::Zero();
+  for (auto [s, e] : busy) {
+    if (s > cur_e) { covered += cur_e - cur_s; cur_s = s; cur_e = e; }
+    else cur_e = std::max(cur_e, e);
+  }
+  covered += cur_e - cur_s;
+  b.gpu_idle = r.makespan - covered;
+  const trace::Trace& t = built.trace;
+  Time last_inserted;
+  for (size_t id = 0; id < t.size(); ++id) {
+    const trace::Task& task = t.task(static_cast<TaskId>(id));
+    if (task.kind == TaskKind::kCollective && t.label(task.label) == "dp all-reduce (inserted)") {
+      b.inserted_comm += r.timings[id].end - r.timings[id].start;
+      last_inserted = std::max(last_inserted, r.timings[id].end);
+    }
+  }
+  (void)last_kernel_end;
+  return b;
+}
+
+}  // namespace stacksim::ingest

@@ -1,0 +1,100 @@
+// Replaying an imported Kineto step (sim/ingest/kineto.h) with the engine.
+//
+// The step becomes a one-rank trace::Trace:
+//  - one stream per host thread: each runtime/driver call is a delay task of
+//    its measured length, preceded by a delay task for the host time since the
+//    thread's previous call (Python, the dispatcher: "host gaps");
+//  - one stream per GPU stream: each kernel / memset / memcpy is a compute
+//    task (stream order), waiting for its launch call plus the launch latency,
+//    and preceded by the GPU's inter-kernel gap. Both are measured from the
+//    trace itself: the median delay from a launch call's end to its kernel's
+//    start when the stream was idle, and the median gap between back-to-back
+//    queued kernels;
+//  - cudaDeviceSynchronize / cudaStreamSynchronize wait for the GPU work
+//    launched before them (their own length is replaced by the measured
+//    wake-up after that work ended); "Stream Wait Event" syncs order streams.
+// Imported kernels carry no shapes: ComputeOp.m is the kernel's index in
+// KinetoStep::kernels, and ComputeOp.op_class its class (kGemm for compute-
+// bound, kMemoryBound otherwise). MeasuredCostModel answers from the measured
+// durations, each times a re-timing scale.
+#ifndef STACKSIM_SIM_INGEST_REPLAY_H_
+#define STACKSIM_SIM_INGEST_REPLAY_H_
+
+#include <string>
+#include <vector>
+
+#include "sim/config/profile.h"
+#include "sim/config/topology.h"
+#include "sim/engine/cost_model.h"
+#include "sim/engine/engine.h"
+#include "sim/ingest/kineto.h"
+#include "sim/trace/trace.h"
+
+namespace stacksim::ingest {
+
+// Data-parallel all-reduce to insert when the recording has no collectives.
+struct DpInsertion {
+  int size = 1;              // data-parallel ranks (1: none)
+  int ranks_per_node = 1;
+  int nodes = 1;
+  Bytes gradient_bytes{0};   // whole model's gradients
+  Bytes bucket_bytes{25e6};  // DDP's default bucket_cap_mb = 25
+};
+
+struct StepTrace {
+  trace::Trace trace;
+  std::vector<trace::TaskId> kernel_task;  // by kernel index
+  Time launch_latency;                     // measured: launch call end -> kernel start, idle stream
+  Time kernel_gap;                         // measured: back-to-back kernel gap, queued stream
+  int buckets = 0;                         // inserted all-reduce buckets
+  std::string inserted;                    // what was inserted and why ("" when nothing)
+};
+
+// `comm_group_size` > 0 re-prices recorded NCCL kernels that carry their sizes
+// as collectives over a group of that size (placement from `dp`); otherwise
+// they keep their measured durations.
+StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp = {}, bool network_collectives = false);
+
+// Measured kernel durations times per-kernel scales (1: own hardware).
+class MeasuredCostModel : public engine::CostModel {
+ public:
+  MeasuredCostModel(const KinetoStep& step, std::vector<double> scales);
+  explicit MeasuredCostModel(const KinetoStep& step);
+  Time ComputeTime(const trace::ComputeOp& op) const override;
+
+ private:
+  std::vector<Time> durations_;
+  std::vector<double> scales_;
+};
+
+// Per-kernel scales from one GPU's profile to another's: compute-bound by the
+// ratio of dense peaks in the kernel's precision, memory-bound by achievable
+// HBM bandwidth (hbm x copy efficiency); communication 1 (the network model
+// re-prices it, or it stays as measured).
+std::vector<double> RetimeScales(const KinetoStep& step, const config::ProfileConfig& from,
+                                 const config::ProfileConfig& to);
+
+struct StepBreakdown {
+  Time makespan;
+  Time compute, memory, communication;  // GPU busy by kernel class
+  Time gpu_idle;                        // makespan minus the union of GPU busy intervals (host/launch bound)
+  Time inserted_comm, inserted_exposed; // inserted DP all-reduce: total time, time past the last kernel
+};
+StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const engine::ReplayResult& r);
+
+struct ReplayOptions {
+  std::string trace_path;
+  std::string profile_path;     // the recording's GPU (default profiles/h200-sxm-141gb.json when needed)
+  std::string to_profile_path;  // what-if GPU
+  std::string topology_path;
+  int dp = 1;
+  double params = 0;            // model parameters for the inserted all-reduce (0: from TRACE's .meta.json)
+  std::string perfetto_path;
+  std::string format = "text";
+};
+// The `stacksim replay` command: returns the report.
+std::string RunReplayCommand(const ReplayOptions& opts);
+
+}  // namespace stacksim::ingest
+
+#endif  // STACKSIM_SIM_INGEST_REPLAY_H_
