@@ -27,6 +27,7 @@
 #include "sim/compare/compare_html.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
+#include "sim/ingest/replay.h"
 #include "sim/net/analytic_network.h"
 #include "sim/net/simgrid_network.h"
 #include "sim/report/html.h"
@@ -696,6 +697,16 @@ int main(int argc, char** argv) {
 
   CLI::App* cal = app.add_subcommand("calibrate", "Measure the local GPU and write a hardware profile (needs CUDA)");
   cal->prefix_command();  // everything after 'calibrate' goes to the harness
+  CLI::App* rep = app.add_subcommand("replay", "Replay a PyTorch profiler (Kineto) trace; what-if on another GPU or DP scale");
+  stacksim::ingest::ReplayOptions replay_opts;
+  rep->add_option("trace", replay_opts.trace_path, "Kineto Chrome-trace JSON (.json or .json.gz)")->required();
+  rep->add_option("--profile", replay_opts.profile_path, "Profile of the recording's GPU (default: H200)");
+  rep->add_option("--to-profile", replay_opts.to_profile_path, "Re-time the kernels on this GPU profile");
+  rep->add_option("--topology", replay_opts.topology_path, "Topology for --dp");
+  rep->add_option("--dp", replay_opts.dp, "Data-parallel ranks")->check(CLI::Range(1, 1 << 20));
+  rep->add_option("--params", replay_opts.params, "Model parameters for an inserted DP all-reduce (default: TRACE's .meta.json)");
+  rep->add_option("--perfetto", replay_opts.perfetto_path, "Write the replayed (re-timed) step as a Perfetto trace");
+  rep->add_option("--format", replay_opts.format, "Output format")->check(CLI::IsMember({"text", "json"}));
   CLI::App* proj = app.add_subcommand("project-profile", "Project a measured profile onto another GPU's datasheet");
   std::string measured_path, target, proj_out;
   proj->add_option("measured", measured_path, "Measured profile JSON")->required();
@@ -727,6 +738,10 @@ int main(int argc, char** argv) {
     if (ssrch->parsed()) return RunServeSearch(ss_args);
     if (diag->parsed()) return RunDiagnose(diag_path, diag_opts, format, "analytic", diag_html);
     if (cal->parsed()) return RunCalibrate(cal->remaining());
+    if (rep->parsed()) {
+      std::cout << stacksim::ingest::RunReplayCommand(replay_opts);
+      return 0;
+    }
     if (proj->parsed()) return RunProjectProfile(measured_path, target, proj_out);
   } catch (const stacksim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -334,4 +334,103 @@ StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const en
   return b;
 }
 
+namespace {
+
+double MetaParams(const std::string& trace_path) {
+  std::string meta = trace_path;
+  for (const char* ext : {".json.gz", ".json"}) {
+    size_t n = std::string(ext).size();
+    if (meta.size() > n && meta.compare(meta.size() - n, n, ext) == 0) { meta.resize(meta.size() - n); break; }
+  }
+  meta += ".meta.json";
+  if (!std::filesystem::exists(meta)) return 0;
+  nlohmann::json j = ReadJsonFile(meta);
+  if (j.contains("model") && j["model"].contains("params") && j["model"]["params"].is_number())
+    return j["model"]["params"].get<double>();
+  return 0;
+}
+
+}  // namespace
+
+std::string RunReplayCommand(const ReplayOptions& o) {
+  KinetoStep step = ReadKinetoTrace(o.trace_path);
+  engine::FixedNetworkModel no_net(Time::Zero(), Bandwidth{1e12});
+  StepTrace own = BuildStepTrace(step);
+  MeasuredCostModel measured(step);
+  engine::ReplayResult r = engine::Engine(measured, no_net).Replay(own.trace);
+  StepBreakdown b = Breakdown(step, own, r);
+  nlohmann::json out;
+  out["trace"] = o.trace_path;
+  out["step"] = step.step_name;
+  out["recorded_step_ms"] = step.span.ms();
+  out["replayed_step_ms"] = r.makespan.ms();
+  out["replay_error"] = r.makespan.seconds() / step.span.seconds() - 1;
+  out["launch_latency_us"] = own.launch_latency.us();
+  out["kernel_gap_us"] = own.kernel_gap.us();
+  out["breakdown_ms"] = {{"compute", b.compute.ms()}, {"memory", b.memory.ms()},
+                         {"communication", b.communication.ms()}, {"gpu_idle_host_bound", b.gpu_idle.ms()}};
+  std::ostringstream text;
+  text << fmt::format("{}: {} ({} kernels/memsets, {} host calls)\n", o.trace_path, step.step_name,
+                      step.kernels.size(), step.calls.size());
+  text << fmt::format("  recorded step (wall span of the step)   {:9.3f} ms\n", step.span.ms());
+  text << fmt::format("  replayed (measured kernels)             {:9.3f} ms  error {:+.2f}%\n", r.makespan.ms(),
+                      100 * (r.makespan.seconds() / step.span.seconds() - 1));
+  text << fmt::format("  measured launch latency {:.2f} us, inter-kernel gap {:.2f} us\n", own.launch_latency.us(),
+                      own.kernel_gap.us());
+  text << fmt::format("  breakdown: compute {:.3f} ms, memory {:.3f} ms, comm {:.3f} ms, GPU idle (host-bound) {:.3f} ms\n",
+                      b.compute.ms(), b.memory.ms(), b.communication.ms(), b.gpu_idle.ms());
+  std::string from_path = o.profile_path.empty() ? std::string(STACKSIM_SOURCE_DIR) + "/profiles/h200-sxm-141gb.json"
+                                                 : o.profile_path;
+  std::vector<double> scales(step.kernels.size(), 1.0);
+  config::ProfileConfig to_profile;
+  if (!o.to_profile_path.empty()) {
+    config::ProfileConfig from = config::LoadProfileFile(from_path);
+    to_profile = config::LoadProfileFile(o.to_profile_path);
+    scales = RetimeScales(step, from, to_profile);
+    MeasuredCostModel retimed(step, scales);
+    engine::ReplayResult w = engine::Engine(retimed, no_net).Replay(own.trace);
+    StepBreakdown wb = Breakdown(step, own, w);
+    out["what_if_profile"] = {{"profile", o.to_profile_path}, {"step_ms", w.makespan.ms()},
+                              {"breakdown_ms", {{"compute", wb.compute.ms()}, {"memory", wb.memory.ms()},
+                                                {"gpu_idle_host_bound", wb.gpu_idle.ms()}}}};
+    text << fmt::format("  what-if on {}: {:.3f} ms (compute {:.3f}, memory {:.3f}, GPU idle {:.3f})\n",
+                        o.to_profile_path, w.makespan.ms(), wb.compute.ms(), wb.memory.ms(), wb.gpu_idle.ms());
+  } else {
+    to_profile = config::LoadProfileFile(from_path);
+  }
+  engine::ReplayResult final_r = r;
+  const trace::Trace* final_t = &own.trace;
+  StepTrace dp_trace;
+  if (o.dp > 1) {
+    if (o.topology_path.empty()) throw InputError("", "--dp", "needs --topology");
+    config::TopologyConfig topo = config::ParseTopology(JsonNode(ReadJsonFile(o.topology_path), o.topology_path, ""));
+    DpInsertion dp;
+    dp.size = o.dp;
+    dp.ranks_per_node = std::min(o.dp, topo.gpus_per_node);
+    dp.nodes = (o.dp + dp.ranks_per_node - 1) / dp.ranks_per_node;
+    double params = o.params > 0 ? o.params : MetaParams(o.trace_path);
+    if (params <= 0) throw InputError(o.trace_path, "", "--dp needs the model's parameter count (--params, or a .meta.json beside the trace)");
+    dp.gradient_bytes = Bytes{params * 4};  // fp32 gradients (AMP keeps fp32 parameters)
+    dp_trace = BuildStepTrace(step, dp, true);
+    net::AnalyticNetwork network(topo, to_profile);
+    MeasuredCostModel cost(step, scales);
+    engine::ReplayResult d = engine::Engine(cost, network).Replay(dp_trace.trace);
+    engine::ReplayResult base = engine::Engine(cost, no_net).Replay(own.trace);
+    StepBreakdown db = Breakdown(step, dp_trace, d);
+    out["what_if_dp"] = {{"dp", o.dp}, {"topology", o.topology_path}, {"step_ms", d.makespan.ms()},
+                         {"all_reduce_ms", db.inserted_comm.ms()},
+                         {"exposed_comm_ms", (d.makespan - base.makespan).ms()}, {"inserted", dp_trace.inserted}};
+    text << fmt::format("  what-if DP {} on {}: {:.3f} ms (all-reduce {:.3f} ms, exposed {:.3f} ms)\n    {}\n", o.dp,
+                        o.topology_path, d.makespan.ms(), db.inserted_comm.ms(), (d.makespan - base.makespan).ms(),
+                        dp_trace.inserted.empty() ? "recorded NCCL collectives re-priced by the analytic network" : dp_trace.inserted);
+    final_r = d;
+    final_t = &dp_trace.trace;
+  }
+  if (!o.perfetto_path.empty()) {
+    report::WritePerfettoTraceFile(*final_t, final_r, "stacksim replay " + o.trace_path, o.perfetto_path);
+    text << "  wrote " << o.perfetto_path << "\n";
+  }
+  return o.format == "json" ? out.dump(1) + "\n" : text.str();
+}
+
 }  // namespace stacksim::ingest
