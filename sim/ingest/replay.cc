@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/scenario.h"
 #include "sim/net/analytic_network.h"
 #include "sim/report/perfetto.h"
 #include "sim/util/error.h"
@@ -379,13 +380,17 @@ std::string RunReplayCommand(const ReplayOptions& o) {
                       own.kernel_gap.us());
   text << fmt::format("  breakdown: compute {:.3f} ms, memory {:.3f} ms, comm {:.3f} ms, GPU idle (host-bound) {:.3f} ms\n",
                       b.compute.ms(), b.memory.ms(), b.communication.ms(), b.gpu_idle.ms());
-  std::string from_path = o.profile_path.empty() ? std::string(STACKSIM_SOURCE_DIR) + "/profiles/h200-sxm-141gb.json"
-                                                 : o.profile_path;
+  // Profiles and topologies by name (profiles/<name>.json) or by path.
+  const std::string from_path =
+      config::ResolveDataFile("profiles", o.profile_path.empty() ? "h200-sxm-141gb" : o.profile_path, "");
+  const std::string to_path = o.to_profile_path.empty() ? "" : config::ResolveDataFile("profiles", o.to_profile_path, "");
+  const std::string topology_path =
+      o.topology_path.empty() ? "" : config::ResolveDataFile("topologies", o.topology_path, "");
   std::vector<double> scales(step.kernels.size(), 1.0);
   config::ProfileConfig to_profile;
   if (!o.to_profile_path.empty()) {
     config::ProfileConfig from = config::LoadProfileFile(from_path);
-    to_profile = config::LoadProfileFile(o.to_profile_path);
+    to_profile = config::LoadProfileFile(to_path);
     scales = RetimeScales(step, from, to_profile);
     MeasuredCostModel retimed(step, scales);
     engine::ReplayResult w = engine::Engine(retimed, no_net).Replay(own.trace);
@@ -403,7 +408,7 @@ std::string RunReplayCommand(const ReplayOptions& o) {
   StepTrace dp_trace;
   if (o.dp > 1) {
     if (o.topology_path.empty()) throw InputError("", "--dp", "needs --topology");
-    config::TopologyConfig topo = config::ParseTopology(JsonNode(ReadJsonFile(o.topology_path), o.topology_path, ""));
+    config::TopologyConfig topo = config::ParseTopology(JsonNode(ReadJsonFile(topology_path), topology_path, ""));
     DpInsertion dp;
     dp.size = o.dp;
     dp.ranks_per_node = std::min(o.dp, topo.gpus_per_node);

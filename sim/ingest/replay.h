@@ -84,7 +84,8 @@ StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const en
 
 struct ReplayOptions {
   std::string trace_path;
-  std::string profile_path;     // the recording's GPU (default profiles/h200-sxm-141gb.json when needed)
+  // Profiles and the topology by name (profiles/, topologies/) or by path.
+  std::string profile_path;     // the recording's GPU (default h200-sxm-141gb when needed)
   std::string to_profile_path;  // what-if GPU
   std::string topology_path;
   int dp = 1;
