@@ -5,26 +5,22 @@
 // entries stays under a ceiling set just above what was measured.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/run_stacksim.h"
+
 namespace {
 
 TEST(ServeValidation, PublishedMeasurementsArePredictedWithinCeiling) {
   std::string file = std::string(STACKSIM_SOURCE_DIR) + "/validation/serving_runs.json";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << "validation/serving_runs.json is not in this checkout";
-  std::string cmd = std::string(STACKSIM_BINARY) + " serve-validate " + file + " --format json";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0);
-  auto j = nlohmann::json::parse(out);
+  stacksim::testing::CmdResult run = stacksim::testing::Stacksim("serve-validate " + file + " --format json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto j = nlohmann::json::parse(run.out);
   auto input = nlohmann::json::parse(std::ifstream(file));
   ASSERT_EQ(j.at("runs").size(), input.at("runs").size());  // none dropped
   for (const auto& r : j.at("runs")) {

@@ -2,20 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/cluster/cluster_test_util.h"
+
 namespace stacksim::cluster {
 namespace {
 
-JobSpec Job(const std::string& id, double submit_h, int gpus, double duration_h) {
-  JobSpec j;
-  j.id = id;
-  j.user = "default";
-  j.submit = Time::FromSeconds(submit_h * 3600);
-  j.gpus = gpus;
-  j.duration = Time::FromSeconds(duration_h * 3600);
-  j.file = "test";
-  j.row = id;
-  return j;
-}
+using testing::Job;
 
 TEST(ClusterHtml, PageShowsGpuTimeByStateOverTimeAndIsSelfContained) {
   ClusterShape shape;

@@ -3,33 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "sim/cluster/cluster_report.h"
+#include "sim/cluster/cluster_test_util.h"
 #include "sim/cluster/step_times.h"
 
 namespace stacksim::cluster {
 namespace {
 
-JobMixEntry Mix(double weight, int gpus) {
-  JobMixEntry e;
-  e.weight = weight;
-  e.gpus = gpus;
-  return e;
-}
-
-constexpr double kH = 3600.0;
-
-Time Hours(double h) { return Time::FromSeconds(h * kH); }
-
-JobSpec Job(const std::string& id, double submit_h, int gpus, double duration_h, const std::string& user = "default") {
-  JobSpec j;
-  j.id = id;
-  j.user = user;
-  j.submit = Hours(submit_h);
-  j.gpus = gpus;
-  j.duration = Hours(duration_h);
-  j.file = "test";
-  j.row = id;
-  return j;
-}
+using testing::Hours;
+using testing::Job;
+using testing::kH;
+using testing::Mix;
 
 ClusterShape Shape(int nodes, int nodes_per_leaf, int gpus_per_node = 8) {
   ClusterShape s;

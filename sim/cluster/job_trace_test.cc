@@ -2,15 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/cluster/cluster_test_util.h"
+
 namespace stacksim::cluster {
 namespace {
 
-JobMixEntry Mix(double weight, int gpus) {
-  JobMixEntry e;
-  e.weight = weight;
-  e.gpus = gpus;
-  return e;
-}
+using testing::Mix;
 
 std::string ErrorOf(const std::string& text, const std::string& origin) {
   try {
