@@ -86,7 +86,135 @@ BusBandwidthCurve ParseCurve(const JsonNode& node) {
   return c;
 }
 
+// "partial", "missing", "gpus_used" and "gpus_requested" of a calibrated
+// profile. REQUIRES: every value of *p parsed (missing fields are checked
+// against their sources).
+void ParsePartialMarker(JsonObject& obj, ProfileConfig* p) {
+  std::optional<JsonNode> partial = obj.Optional("partial");
+  if (partial) {
+    p->partial = partial->Bool();
+    if (p->kind == ProfileKind::kDatasheet) {
+      partial->Fail("a datasheet profile cannot be partial: only a calibration (kind measured or projected) is");
+    }
+  }
+  std::optional<JsonNode> missing = obj.Optional("missing");
+  if (p->partial && !missing) {
+    partial->Fail("\"partial\": true needs a \"missing\" list saying what was not measured and why");
+  }
+  if (missing) {
+    if (!p->partial) missing->Fail("lists missing measurements, but \"partial\" is not true");
+    std::vector<JsonNode> entries = missing->Elements();
+    if (entries.empty()) missing->Fail("a partial profile must list at least one missing measurement");
+    for (const JsonNode& e : entries) {
+      JsonObject entry(e);
+      MissingMeasurement m;
+      m.section = entry.Required("section").String();
+      m.reason = entry.Required("reason").String();
+      for (const JsonNode& f : entry.Required("fields").Elements()) {
+        std::string field = f.String();
+        std::optional<std::string> source = FieldSource(*p, field);
+        if (!source) f.Fail("'" + field + "' is not a value of this profile");
+        if (!IsFallbackSource(*source)) {
+          f.Fail("'" + field + "' is listed as not measured, but its source does not begin with \"" +
+                 std::string(kFallbackSourcePrefix) + "\" (a value a calibration did not measure must say so)");
+        }
+        m.fields.push_back(field);
+      }
+      entry.Finish();
+      p->missing.push_back(std::move(m));
+    }
+  }
+  for (auto [key, out] : {std::pair<const char*, int*>{"gpus_used", &p->gpus_used},
+                          std::pair<const char*, int*>{"gpus_requested", &p->gpus_requested}}) {
+    if (auto n = obj.Optional(key)) {
+      int64_t v = n->PositiveInt();
+      if (v > 1000000) n->Fail("implausible GPU count " + std::to_string(v));
+      if (p->kind == ProfileKind::kDatasheet) n->Fail("only a calibrated profile states the GPUs it used");
+      *out = static_cast<int>(v);
+    }
+  }
+}
+
 }  // namespace
+
+bool IsFallbackSource(const std::string& source) {
+  return source.compare(0, kFallbackSourcePrefix.size(), kFallbackSourcePrefix) == 0;
+}
+
+std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const ProfileConfig& p) {
+  std::vector<std::pair<std::string, std::string>> out = {{"sm_count", p.sm_count.source},
+                                                          {"hbm_capacity", p.hbm_capacity.source},
+                                                          {"hbm_bandwidth", p.hbm_bandwidth.source},
+                                                          {"copy_efficiency", p.copy_efficiency.source}};
+  for (Precision prec : kAllPrecisions) {
+    if (const auto& peak = p.peak_flops[static_cast<int>(prec)]) {
+      out.emplace_back(std::string("peak_flops.") + PrecisionName(prec), peak->source);
+    }
+  }
+  for (Precision prec : kAllPrecisions) {
+    if (const auto& eff = p.gemm.max_efficiency[static_cast<int>(prec)]) {
+      out.emplace_back(std::string("gemm.max_efficiency.") + PrecisionName(prec), eff->source);
+    }
+  }
+  out.insert(out.end(), {{"gemm.tile", p.gemm.tile.source},
+                         {"gemm.k_overhead", p.gemm.k_overhead.source},
+                         {"attention.fwd_efficiency", p.attention_fwd_efficiency.source},
+                         {"attention.bwd_efficiency", p.attention_bwd_efficiency.source},
+                         {"attention.flash2_fwd_efficiency", p.flash2_fwd_efficiency.source},
+                         {"attention.flash2_bwd_efficiency", p.flash2_bwd_efficiency.source},
+                         {"kernel_launch", p.kernel_launch.source},
+                         {"host_bandwidth", p.host_bandwidth.source},
+                         {"collectives.intra_node.reference_link_bandwidth", p.intra_reference_link.source},
+                         {"collectives.intra_node.latency", p.intra_latency.source},
+                         {"collectives.intra_node.all_reduce", p.intra_all_reduce.source},
+                         {"collectives.intra_node.ring", p.intra_ring.source},
+                         {"collectives.inter_node.nic_efficiency", p.nic_efficiency.source},
+                         {"collectives.inter_node.latency", p.inter_latency.source}});
+  return out;
+}
+
+std::optional<std::string> FieldSource(const ProfileConfig& p, const std::string& field) {
+  for (auto& [f, source] : ProfileFieldSources(p)) {
+    if (f == field) return source;
+  }
+  return std::nullopt;
+}
+
+bool IsMeasured(const ProfileConfig& p, const std::string& field) {
+  if (p.kind != ProfileKind::kMeasured) return false;
+  std::optional<std::string> source = FieldSource(p, field);
+  if (!source || IsFallbackSource(*source) || source->rfind("measured", 0) != 0) return false;
+  for (const MissingMeasurement& m : p.missing) {
+    for (const std::string& f : m.fields) {
+      if (f == field) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::string> FallbackFields(const ProfileConfig& p) {
+  std::vector<std::string> out;
+  for (auto& [f, source] : ProfileFieldSources(p)) {
+    if (IsFallbackSource(source)) out.push_back(f);
+  }
+  return out;
+}
+
+std::string PartialSummary(const ProfileConfig& p) {
+  if (!p.partial) return "complete";
+  std::string out = "partial:";
+  for (size_t i = 0; i < p.missing.size(); ++i) {
+    const MissingMeasurement& m = p.missing[i];
+    out += (i ? "; " : " ") + m.section + " (" + m.reason;
+    if (!m.fields.empty()) {
+      out += ": ";
+      for (size_t j = 0; j < m.fields.size(); ++j) out += (j ? ", " : "") + m.fields[j];
+      out += " at their datasheet fallback";
+    }
+    out += ")";
+  }
+  return out;
+}
 
 const char* PrecisionName(Precision p) {
   switch (p) {
@@ -234,6 +362,7 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     inter.Finish();
     coll.Finish();
   }
+  ParsePartialMarker(obj, &p);
   obj.Finish();
   return p;
 }
@@ -260,6 +389,16 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
   j["gpu"] = p.gpu;
   j["kind"] = ProfileKindName(p.kind);
   j["provenance"] = p.provenance;
+  if (p.partial) {
+    j["partial"] = true;
+    nlohmann::json missing = nlohmann::json::array();
+    for (const MissingMeasurement& m : p.missing) {
+      missing.push_back({{"section", m.section}, {"reason", m.reason}, {"fields", m.fields}});
+    }
+    j["missing"] = missing;
+  }
+  if (p.gpus_used > 0) j["gpus_used"] = p.gpus_used;
+  if (p.gpus_requested > 0) j["gpus_requested"] = p.gpus_requested;
   j["sm_count"] = SourcedJson(p.sm_count, p.sm_count.value);
   j["hbm_capacity"] = SourcedJson(p.hbm_capacity, BytesText(p.hbm_capacity.value));
   j["hbm_bandwidth"] = SourcedJson(p.hbm_bandwidth, BandwidthText(p.hbm_bandwidth.value));

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,24 @@ struct Sourced {
 
 enum class ProfileKind { kDatasheet, kMeasured, kProjected };
 const char* ProfileKindName(ProfileKind k);
+
+// The source of a value that a calibration did not measure and took from a
+// datasheet (base) profile begins with this prefix, e.g. "datasheet fallback:
+// h200-sxm-141gb, not measured (base source: ...)". Such a value is never
+// reported as measured, whatever the rest of its source says.
+inline constexpr std::string_view kFallbackSourcePrefix = "datasheet fallback: ";
+bool IsFallbackSource(const std::string& source);
+
+// One thing a calibration set out to measure and did not (a failed NCCL
+// init, an out-of-memory GEMM, timings too unstable to keep): the harness
+// step, why, and the profile fields it leaves at their datasheet fallback
+// (may be empty: some measurements of a section were left out, the fields
+// were fitted from the rest).
+struct MissingMeasurement {
+  std::string section;              // "nccl", "gemm", ...
+  std::string reason;               // "ncclCommInitAll: unhandled system error"
+  std::vector<std::string> fields;  // "collectives.intra_node.ring"
+};
 
 // A bus-bandwidth curve (nccl-tests convention) over message size, measured on
 // a reference system whose per-GPU link bandwidth is reference_link. Points
@@ -60,6 +79,13 @@ struct ProfileConfig {
   std::string gpu;          // human name, "NVIDIA H100 SXM5 80GB"
   ProfileKind kind = ProfileKind::kDatasheet;
   std::string provenance;   // who/what/when, free text (GPU, driver, date for measured)
+  // A partial profile: a calibration that did not measure all it set out to
+  // ("partial": true in the file, with a non-empty "missing" list; only in
+  // measured and projected profiles).
+  bool partial = false;
+  std::vector<MissingMeasurement> missing;
+  int gpus_used = 0;       // GPUs a calibration measured with; 0: not stated
+  int gpus_requested = 0;  // GPUs it was asked to use (--gpus); 0: not stated
 
   Sourced<int> sm_count;
   Sourced<Bytes> hbm_capacity;
@@ -93,9 +119,28 @@ struct ProfileConfig {
 // value that is not {"value": ..., "source": "..."} is an error ("every profile
 // value must state its source"); curve sizes must be strictly increasing;
 // efficiencies are fractions in (0, 1]; all five peak_flops keys are present
-// (null for a precision the GPU lacks).
+// (null for a precision the GPU lacks). A partial profile's marker is checked
+// too: "partial" is a bool, only in a measured or projected profile; "missing"
+// is present exactly when partial is true, each entry {"section", "reason",
+// "fields"} with every listed field a value of the profile whose source is a
+// datasheet fallback; "gpus_used" and "gpus_requested" are positive integers.
 ProfileConfig ParseProfile(const JsonNode& node);
 ProfileConfig LoadProfileFile(const std::string& path);
+
+// Every value of a profile as (field path, source): "sm_count",
+// "peak_flops.bf16", "gemm.max_efficiency.fp8", "collectives.intra_node.ring"
+// (a curve's source), in file order; absent optional values are left out.
+std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const ProfileConfig& p);
+// The source of `field`, or nullopt when the profile has no such value.
+std::optional<std::string> FieldSource(const ProfileConfig& p, const std::string& field);
+// Whether `field` was measured on this profile's GPU: the profile is
+// measured, the source begins with "measured", is not a datasheet fallback,
+// and no missing entry lists the field. False for unknown fields.
+bool IsMeasured(const ProfileConfig& p, const std::string& field);
+// Fields whose source is a datasheet fallback, in file order.
+std::vector<std::string> FallbackFields(const ProfileConfig& p);
+// One line: "complete" or "partial: nccl (why: fields); gemm (why)".
+std::string PartialSummary(const ProfileConfig& p);
 // The profile in the file format, sources included; ParseProfile reads it back.
 nlohmann::json ProfileToJson(const ProfileConfig& p);
 

@@ -168,6 +168,116 @@ TEST(Profile, WritesBackWhatItReads) {
 }
 
 // profiles/ is written by the calibration work; every top-level profile there must load.
+// A calibration that could not run NCCL: the collective curves keep the
+// datasheet's values, marked as a fallback, and the profile says so.
+nlohmann::json PartialDoc() {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["kind"] = "measured";
+  doc["sm_count"]["source"] = "measured on NVIDIA H100 (driver 580, CUDA 13.0, 2026-11-30) by stacksim calibrate: env.json";
+  doc["collectives"]["intra_node"]["ring"]["source"] = "datasheet fallback: test-h100, not measured (base source: x)";
+  doc["hbm_bandwidth"]["source"] = "datasheet fallback: test-h100, not measured (base source: NVIDIA datasheet)";
+  doc["partial"] = true;
+  doc["missing"] = {{{"section", "nccl"},
+                     {"reason", "ncclCommInitAll: unhandled system error"},
+                     {"fields", {"collectives.intra_node.ring"}}}};
+  doc["gpus_used"] = 1;
+  doc["gpus_requested"] = 8;
+  return doc;
+}
+
+TEST(PartialProfile, LoadsAndReportsWhatIsMissing) {
+  ProfileConfig p = Parse(PartialDoc());
+  EXPECT_TRUE(p.partial);
+  ASSERT_EQ(p.missing.size(), 1u);
+  EXPECT_EQ(p.missing[0].section, "nccl");
+  EXPECT_EQ(p.missing[0].fields, std::vector<std::string>{"collectives.intra_node.ring"});
+  EXPECT_EQ(p.gpus_used, 1);
+  EXPECT_EQ(p.gpus_requested, 8);
+  EXPECT_EQ(PartialSummary(p),
+            "partial: nccl (ncclCommInitAll: unhandled system error: collectives.intra_node.ring at their "
+            "datasheet fallback)");
+  EXPECT_EQ(FallbackFields(p), (std::vector<std::string>{"hbm_bandwidth", "collectives.intra_node.ring"}));
+  // The fallback value is still there for the simulation, with its value.
+  EXPECT_EQ(p.intra_ring.points.size(), Parse(ReadJsonFile(kFixture)).intra_ring.points.size());
+  // It writes back what it read.
+  EXPECT_EQ(ProfileToJson(Parse(ProfileToJson(p))), ProfileToJson(p));
+  EXPECT_EQ(ProfileToJson(p)["missing"], PartialDoc()["missing"]);
+  EXPECT_EQ(PartialSummary(Parse(ReadJsonFile(kFixture))), "complete");
+}
+
+TEST(PartialProfile, AValueMarkedUnmeasuredIsNeverReportedAsMeasured) {
+  ProfileConfig p = Parse(PartialDoc());
+  EXPECT_TRUE(IsMeasured(p, "sm_count"));
+  EXPECT_FALSE(IsMeasured(p, "collectives.intra_node.ring"));  // a fallback listed as missing
+  EXPECT_FALSE(IsMeasured(p, "hbm_bandwidth"));                // a fallback, never set out to be measured
+  EXPECT_FALSE(IsMeasured(p, "copy_efficiency"));              // a source that does not say measured
+  EXPECT_FALSE(IsMeasured(p, "no.such.field"));
+  // A fallback whose base source said "measured" is still a fallback.
+  nlohmann::json doc = PartialDoc();
+  doc["kernel_launch"]["source"] = "datasheet fallback: test-h100, not measured (base source: measured on H200)";
+  EXPECT_FALSE(IsMeasured(Parse(doc), "kernel_launch"));
+  // Nothing in a datasheet profile is measured, whatever its sources say.
+  doc = ReadJsonFile(kFixture);
+  doc["sm_count"]["source"] = "measured on something";
+  EXPECT_FALSE(IsMeasured(Parse(doc), "sm_count"));
+  EXPECT_EQ(FieldSource(Parse(doc), "gemm.max_efficiency.bf16"), Parse(doc).gemm.max_efficiency[2]->source);
+}
+
+TEST(PartialProfile, InvalidMarkerIsAnErrorNamingFileAndField) {
+  nlohmann::json doc = PartialDoc();
+  doc["partial"] = "yes";
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.file(), "p.json");
+  EXPECT_EQ(e.key_path(), "partial");
+
+  doc = PartialDoc();
+  doc.erase("missing");
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "partial");
+  EXPECT_TRUE(Mentions(e, "needs a \"missing\" list")) << e.what();
+
+  doc = PartialDoc();
+  doc["partial"] = false;
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "missing");
+
+  doc = PartialDoc();
+  doc["missing"] = nlohmann::json::array();
+  EXPECT_EQ(ParseError(doc).key_path(), "missing");
+
+  // A field listed as missing whose source claims a measurement.
+  doc = PartialDoc();
+  doc["missing"][0]["fields"] = {"collectives.intra_node.ring", "sm_count"};
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "missing[0].fields[1]");
+  EXPECT_TRUE(Mentions(e, "'sm_count' is listed as not measured")) << e.what();
+
+  doc = PartialDoc();
+  doc["missing"][0]["fields"] = {"collectives.intra_node.rings"};
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "missing[0].fields[0]");
+  EXPECT_TRUE(Mentions(e, "not a value of this profile")) << e.what();
+
+  doc = PartialDoc();
+  doc["missing"][0].erase("reason");
+  EXPECT_EQ(ParseError(doc).key_path(), "missing[0].reason");
+
+  doc = PartialDoc();
+  doc["missing"][0]["why"] = "typo";
+  EXPECT_EQ(ParseError(doc).key_path(), "missing[0].why");
+
+  doc = PartialDoc();
+  doc["gpus_used"] = 0;
+  EXPECT_EQ(ParseError(doc).key_path(), "gpus_used");
+
+  doc = ReadJsonFile(kFixture);  // datasheet
+  doc["partial"] = true;
+  doc["missing"] = PartialDoc()["missing"];
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "partial");
+  EXPECT_TRUE(Mentions(e, "a datasheet profile cannot be partial")) << e.what();
+}
+
 TEST(Profile, EveryShippedProfileLoads) {
   std::string dir = kSourceDir + "/profiles";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no profiles/ yet";
