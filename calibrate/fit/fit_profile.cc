@@ -9,6 +9,7 @@
 #include "calibrate/fit/gemm_fit.h"
 #include "calibrate/fit/raw_data.h"
 #include "calibrate/fit/report_text.h"
+#include "calibrate/fit/run_outcome.h"
 #include "sim/config/profile.h"
 #include "sim/config/quantity_text.h"
 #include "sim/util/json_reader.h"
@@ -25,6 +26,26 @@ constexpr double kLargeCopyBytes = 1024.0 * 1024 * 1024;
 // docs/calibrate.md: a memory-bound kernel should reach 80% of the copy bandwidth.
 constexpr double kKernelBandwidthTarget = 0.80;
 constexpr int kWorstShapes = 5;
+
+// What each harness step sets out to measure: the profile fields it fits
+// (kernels: none, it only reports). A field of a step that stays at its base
+// value makes the profile partial; fields no step measures (peaks, hbm
+// bandwidth, latencies, inter-node) are datasheet fallbacks in every profile.
+struct SectionFields {
+  const char* section;
+  std::vector<std::string> fields;  // gemm.max_efficiency.<p> is added for each precision with a base peak
+};
+const std::vector<SectionFields>& MeasuredSections() {
+  static const std::vector<SectionFields> kSections = {
+      {"copy", {"copy_efficiency", "host_bandwidth"}},
+      {"launch", {"kernel_launch"}},
+      {"kernels", {}},
+      {"gemm", {"gemm.tile", "gemm.k_overhead"}},
+      {"attention", {"attention.flash2_fwd_efficiency", "attention.flash2_bwd_efficiency"}},
+      {"nccl", {"collectives.intra_node.all_reduce", "collectives.intra_node.ring"}},
+  };
+  return kSections;
+}
 
 double Round(double v, int decimals) {
   double scale = std::pow(10.0, decimals);
@@ -552,10 +573,31 @@ class ProfileFitter {
       measured.replace(measured.size() - 2, 2, " (" + file + ")");
     }
 
+    for (const char* key : {"partial", "missing", "gpus_used", "gpus_requested"}) out_.erase(key);  // the base's
+    MarkFallbacks();
+    json missing = MissingMeasurements();
+    if (!missing.empty()) {
+      out_["partial"] = true;
+      out_["missing"] = missing;
+    }
+    if (raw_.outcome && raw_.outcome->gpus_used > 0) out_["gpus_used"] = raw_.outcome->gpus_used;
+    if (raw_.outcome && raw_.outcome->gpus_requested) out_["gpus_requested"] = *raw_.outcome->gpus_requested;
+
     out_["kind"] = "measured";
-    out_["provenance"] = "measured on " + run_ + " by stacksim calibrate" + (quick_ ? " (--quick run)" : "") +
-                         ", raw data " + raw_.dir + ": " + measured + "; kept from the base profile " +
-                         base_.name + " (" + options_.base_profile_path + ") with their sources: " + JoinList(kept);
+    std::string partial_note;
+    if (!missing.empty()) {
+      std::vector<std::string> sections;
+      for (const json& m : missing) sections.push_back(m["section"].get<std::string>());
+      partial_note = "PARTIAL calibration (see \"missing\": " + JoinList(sections) + "); ";
+    }
+    if (raw_.outcome && raw_.outcome->busy) partial_note += "GPU busy at start (" + raw_.outcome->busy_reason + "); ";
+    if (raw_.outcome && !raw_.outcome->faults.empty()) {
+      partial_note = "FAULTS INJECTED (" + JoinList(raw_.outcome->faults) + "), not a measurement to use; " + partial_note;
+    }
+    out_["provenance"] = partial_note + "measured on " + run_ + " by stacksim calibrate" +
+                         (quick_ ? " (--quick run)" : "") + ", raw data " + raw_.dir + ": " + measured +
+                         "; datasheet fallbacks from the base profile " + base_.name + " (" +
+                         options_.base_profile_path + "), each source saying so: " + JoinList(kept);
     // The result must read back like any profile; a failure here names the fit's output.
     config::ParseProfile(JsonNode(out_, "<profile fitted from " + raw_.dir + ">", ""));
 
@@ -587,10 +629,113 @@ class ProfileFitter {
       kept_table.push_back("Present but not used by the fit: " + JoinList(raw_.files_present) + ".");
     }
     section("Not measured (kept from the base profile)", kept_table);
+    section("Partial profile", PartialReport(missing));
 
     std::string report;
     for (const std::string& line : R) report += line + "\n";
     return {out_, report};
+  }
+
+  // Every value no fit set is a fallback to the base profile, and its source
+  // says so first (kept after it, for where the number came from).
+  void MarkFallbacks() {
+    config::ProfileConfig now = config::ParseProfile(JsonNode(out_, "<profile being fitted>", ""));
+    for (const auto& [field, source] : config::ProfileFieldSources(now)) {
+      if (measured_fields_.count(field) || config::IsFallbackSource(source)) continue;
+      json* node = &out_;
+      size_t start = 0;
+      for (size_t dot = field.find('.'); ; dot = field.find('.', start)) {
+        node = &(*node)[field.substr(start, dot == std::string::npos ? std::string::npos : dot - start)];
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+      }
+      (*node)["source"] = std::string(config::kFallbackSourcePrefix) + base_.name + ", not measured (base source: " +
+                          source + ")";
+    }
+  }
+
+  // The sections that did not measure all they set out to, each with why
+  // and the fields left at their fallback ([] when the fit used the rest).
+  json MissingMeasurements() const {
+    json out = json::array();
+    const RunOutcome* o = raw_.outcome ? &*raw_.outcome : nullptr;
+    if (o && o->gpus_requested && *o->gpus_requested > o->gpus_used) {
+      out.push_back({{"section", "gpus"},
+                     {"reason", std::to_string(*o->gpus_requested) + " GPUs asked for, " +
+                                    std::to_string(o->gpus_visible) + " visible: measured with " +
+                                    std::to_string(o->gpus_used)},
+                     {"fields", json::array()}});
+    }
+    for (const SectionFields& sf : MeasuredSections()) {
+      std::vector<std::string> expected = sf.fields;
+      if (std::string(sf.section) == "gemm") {
+        for (const GemmDtype& d : GemmDtypes()) {
+          if (base_.peak_flops[static_cast<int>(PrecisionOf(d.profile_key))]) {
+            expected.push_back(std::string("gemm.max_efficiency.") + d.profile_key);
+          }
+        }
+      }
+      json fields = json::array();
+      for (const std::string& f : expected) {
+        if (!measured_fields_.count(f)) fields.push_back(f);
+      }
+      std::vector<std::string> why;
+      const SectionOutcome* so = o ? o->Find(sf.section) : nullptr;
+      // A skipped step whose earlier files were fitted measured its fields all the same.
+      bool skipped_but_fitted = so && so->status == SectionStatus::kSkipped && fields.empty();
+      if (so && so->status != SectionStatus::kOk && !skipped_but_fitted) {
+        why.push_back(SectionStatusName(so->status) + (": " + so->reason));
+      }
+      auto un = raw_.unstable.find(sf.section);
+      if (un != raw_.unstable.end()) {
+        why.push_back(std::to_string(un->second.size()) + " measurement(s) unstable after the harness's retries, " +
+                      "left out of the fit (first: " + un->second.front() + ")");
+      }
+      if (so && so->failed_items > 0) why.push_back(std::to_string(so->failed_items) + " measurement(s) failed");
+      if (why.empty() && !fields.empty()) why.push_back(WhyKept(fields.front().get<std::string>()));
+      if (why.empty()) continue;
+      std::string reason;
+      for (const std::string& w : why) reason += (reason.empty() ? "" : "; ") + w;
+      out.push_back({{"section", sf.section}, {"reason", reason}, {"fields", fields}});
+    }
+    return out;
+  }
+
+  std::vector<std::string> PartialReport(const json& missing) const {
+    std::vector<std::string> L;
+    if (missing.empty()) {
+      L.push_back("Complete: every step measured what it set out to (values no step measures are datasheet "
+                  "fallbacks, listed above).");
+    } else {
+      L.push_back("**Partial profile** (\"partial\": true): these were not measured; their fields keep the base "
+                  "profile's values, each source beginning \"" + std::string(config::kFallbackSourcePrefix) + "\".");
+      L.push_back("");
+      L.push_back(TableRow({"section", "why", "fields at their datasheet fallback"}));
+      L.push_back(TableRule(3));
+      for (const json& m : missing) {
+        std::vector<std::string> f = m["fields"].get<std::vector<std::string>>();
+        L.push_back(TableRow({m["section"].get<std::string>(), m["reason"].get<std::string>(),
+                              f.empty() ? "none" : JoinList(f)}));
+      }
+    }
+    for (const auto& [section, rows] : raw_.unstable) {
+      L.push_back("");
+      L.push_back("Unstable " + section + " rows, not fitted: " + JoinList(rows) + ".");
+    }
+    if (raw_.outcome) {
+      L.push_back("");
+      L.push_back("GPUs: " + std::to_string(raw_.outcome->gpus_visible) + " visible, " +
+                  std::to_string(raw_.outcome->gpus_used) + " used" +
+                  (raw_.outcome->gpus_requested ? ", " + std::to_string(*raw_.outcome->gpus_requested) + " asked for"
+                                                : std::string()) +
+                  ". Preflight: " + (raw_.outcome->busy ? "GPU BUSY: " : "") + raw_.outcome->busy_reason + ".");
+      if (!raw_.outcome->faults.empty()) {
+        L.push_back("");
+        L.push_back("**Faults were injected** (STACKSIM_CALIBRATE_FAULT): " + JoinList(raw_.outcome->faults) +
+                    "; this profile is a test of the failure paths, not a measurement to use.");
+      }
+    }
+    return L;
   }
 
   FitOptions options_;

@@ -62,6 +62,39 @@ std::string Source(const json& p, const std::vector<std::string>& path) {
   return (*n)["source"].get<std::string>();
 }
 
+// `fitted` (a {"value", "source"} or a curve, or an object of them) holds
+// the base's values, each source a datasheet fallback naming the base.
+void ExpectFallback(const json& fitted, const json& base, const std::string& where) {
+  if (base.contains("source")) {
+    for (const auto& [key, value] : base.items()) {
+      if (key != "source") {
+        EXPECT_EQ(fitted[key], value) << where << "." << key;
+      }
+    }
+    EXPECT_EQ(fitted["source"], "datasheet fallback: h200-sxm-141gb, not measured (base source: " +
+                                    base["source"].get<std::string>() + ")")
+        << where;
+    return;
+  }
+  ASSERT_TRUE(base.is_object()) << where;
+  EXPECT_EQ(fitted.size(), base.size()) << where;
+  for (const auto& [key, value] : base.items()) {
+    if (!value.is_null()) ExpectFallback(fitted[key], value, where + "." + key);
+  }
+}
+
+std::string OutcomeJson(const std::string& sections, const std::string& extra = "") {
+  return R"({"gpus_requested": null, "gpus_visible": 1, "gpus_used": 1, "faults": [], "busy": false,
+             "busy_reason": "idle", )" + extra + R"("sections": [)" + sections + "]}";
+}
+
+const char* const kEightGpuNccl =
+    "collective,gpus,bytes,median_us,algbw_gbps,busbw_gbps\n"
+    "all_reduce,8,1048576,30,35,61.25\n"
+    "all_reduce,8,1073741824,2400,447,782.6\n"
+    "all_gather,8,1048576,20,52,45.5\n"
+    "reduce_scatter,8,1048576,21,50,44.5\n";
+
 // tools/gpu/fit_profile_h200.py's fit_gemm_model on tests/data/calibrate/h200/gemm.csv
 // (floors 0.865 x 4800 GB/s and 4.68 us, 132 SMs): see the README there.
 TEST(FitProfile, FixtureReproducesThePythonGemmFit) {
@@ -116,19 +149,25 @@ TEST(FitProfile, SetsCopyHostLaunchAndEnvironmentFromTheRawFiles) {
   EXPECT_EQ(p["kind"], "measured");
 }
 
-TEST(FitProfile, UnmeasuredFieldsKeepTheBaseValuesAndSources) {
+TEST(FitProfile, UnmeasuredFieldsAreDatasheetFallbacksOfTheBase) {
   json base = Base();
   json p = Fit(kFixture).profile;
-  EXPECT_EQ(p["hbm_bandwidth"], base["hbm_bandwidth"]);
-  EXPECT_EQ(p["peak_flops"], base["peak_flops"]);
-  EXPECT_EQ(p["collectives"], base["collectives"]);
+  ExpectFallback(p["hbm_bandwidth"], base["hbm_bandwidth"], "hbm_bandwidth");
+  ExpectFallback(p["peak_flops"], base["peak_flops"], "peak_flops");
+  ExpectFallback(p["collectives"], base["collectives"], "collectives");
   // Our FA2-style kernel (0.376 / 0.321) is slower than the base's fastest (0.61 / 0.526).
-  EXPECT_EQ(p["attention"]["fwd_efficiency"], base["attention"]["fwd_efficiency"]);
-  EXPECT_EQ(p["attention"]["bwd_efficiency"], base["attention"]["bwd_efficiency"]);
+  ExpectFallback(p["attention"]["fwd_efficiency"], base["attention"]["fwd_efficiency"], "fwd");
+  ExpectFallback(p["attention"]["bwd_efficiency"], base["attention"]["bwd_efficiency"], "bwd");
+  // Not one is reported as measured, though the base's attention sources say "measured".
+  config::ProfileConfig parsed = config::ParseProfile(JsonNode(p, "fitted.json", ""));
+  EXPECT_FALSE(config::IsMeasured(parsed, "attention.fwd_efficiency"));
+  EXPECT_FALSE(config::IsMeasured(parsed, "collectives.intra_node.ring"));
+  EXPECT_TRUE(config::IsMeasured(parsed, "attention.flash2_fwd_efficiency"));
+  EXPECT_TRUE(config::IsMeasured(parsed, "gemm.max_efficiency.fp8"));
   EXPECT_NEAR(Value(p, {"attention", "flash2_fwd_efficiency"}), 0.376, 1e-12);  // 372 / 989.4
   EXPECT_NEAR(Value(p, {"attention", "flash2_bwd_efficiency"}), 0.321, 1e-12);  // 318 / 989.4
   std::string prov = p["provenance"];
-  EXPECT_TRUE(Contains(prov, "kept from the base profile h200-sxm-141gb")) << prov;
+  EXPECT_TRUE(Contains(prov, "datasheet fallbacks from the base profile h200-sxm-141gb")) << prov;
   EXPECT_TRUE(Contains(prov, "collectives.intra_node.all_reduce")) << prov;
   EXPECT_TRUE(Contains(prov, "gemm.tile, gemm.k_overhead")) << prov;
 }
@@ -162,8 +201,13 @@ TEST(FitProfile, MissingFilesKeepTheBaseValues) {
   json base = Base();
   FitResult r = Fit(raw.dir());
   for (const char* key : {"copy_efficiency", "host_bandwidth", "kernel_launch", "gemm", "attention", "collectives"}) {
-    EXPECT_EQ(r.profile[key], base[key]) << key;
+    ExpectFallback(r.profile[key], base[key], key);
   }
+  // Every section that measures a profile value is missing, each with why.
+  std::vector<std::string> sections;
+  for (const json& m : r.profile["missing"]) sections.push_back(m["section"]);
+  EXPECT_EQ(sections, (std::vector<std::string>{"copy", "launch", "gemm", "attention", "nccl"}));
+  EXPECT_EQ(r.profile["missing"][2]["reason"], "gemm.csv absent");
   EXPECT_TRUE(Contains(r.report, "gemm.csv absent"));
   EXPECT_TRUE(Contains(r.profile["provenance"].get<std::string>(), "sm_count, hbm_capacity (env.json)"));
 }
@@ -195,7 +239,7 @@ TEST(FitProfile, FasterAttentionKernelRaisesTheMainEfficiency) {
   EXPECT_NEAR(Value(p, {"attention", "flash2_fwd_efficiency"}), 0.640, 1e-12);  // 633 / 989.4
   EXPECT_NEAR(Value(p, {"attention", "fwd_efficiency"}), 0.640, 1e-12);
   EXPECT_TRUE(Contains(Source(p, {"attention", "fwd_efficiency"}), "faster than the base profile's fastest kernel"));
-  EXPECT_EQ(p["attention"]["bwd_efficiency"], base["attention"]["bwd_efficiency"]);  // 0.421 < 0.526
+  ExpectFallback(p["attention"]["bwd_efficiency"], base["attention"]["bwd_efficiency"], "bwd");  // 0.421 < 0.526
 }
 
 TEST(FitProfile, NcclRowsForSeveralGpusReplaceTheIntraNodeCurves) {
@@ -218,7 +262,7 @@ TEST(FitProfile, NcclRowsForSeveralGpusReplaceTheIntraNodeCurves) {
   EXPECT_TRUE(Contains(intra["ring"]["source"].get<std::string>(), "measured on NVIDIA H200"));
   EXPECT_EQ(intra["reference_link_bandwidth"]["value"], base["collectives"]["intra_node"]["reference_link_bandwidth"]["value"]);
   EXPECT_TRUE(Contains(intra["reference_link_bandwidth"]["source"].get<std::string>(), "the base profile's value"));
-  EXPECT_EQ(intra["latency"], base["collectives"]["intra_node"]["latency"]);
+  ExpectFallback(intra["latency"], base["collectives"]["intra_node"]["latency"], "latency");
   config::ParseProfile(JsonNode(r.profile, "fitted.json", ""));
 }
 
@@ -226,8 +270,125 @@ TEST(FitProfile, SingleGpuNcclRowsKeepThePublishedCurves) {
   RawDir raw;
   raw.Write("nccl.csv", "collective,gpus,bytes,median_us,algbw_gbps,busbw_gbps\nall_reduce,1,1048576,3,0,0\n");
   FitResult r = Fit(raw.dir());
-  EXPECT_EQ(r.profile["collectives"], Base()["collectives"]);
+  ExpectFallback(r.profile["collectives"], Base()["collectives"], "collectives");
   EXPECT_TRUE(Contains(r.report, "nccl.csv has rows for one GPU only")) << r.report;
+  EXPECT_EQ(r.profile["missing"].back()["section"], "nccl");
+}
+
+TEST(FitProfile, CompleteRunIsNotPartial) {
+  RawDir raw;
+  raw.Write("nccl.csv", kEightGpuNccl);
+  raw.Write("outcome.json", OutcomeJson(R"({"name": "nccl", "status": "ok", "reason": "", "measured": 4,
+                                            "unstable": 0, "failed_items": 0, "stopped_early": false})"));
+  FitResult r = Fit(raw.dir());
+  EXPECT_FALSE(r.profile.contains("partial")) << r.profile["missing"].dump();
+  EXPECT_FALSE(r.profile.contains("missing"));
+  EXPECT_EQ(r.profile["gpus_used"], 1);
+  EXPECT_FALSE(Contains(r.profile["provenance"].get<std::string>(), "PARTIAL"));
+  EXPECT_TRUE(Contains(r.report, "Complete: every step measured what it set out to")) << r.report;
+}
+
+TEST(FitProfile, FailedNcclInitMakesAPartialProfileNamingTheError) {
+  RawDir raw;
+  raw.Write("nccl.csv", "collective,gpus,bytes,median_us,algbw_gbps,busbw_gbps\n");
+  raw.Write("outcome.json",
+            R"js({"gpus_requested": 8, "gpus_visible": 1, "gpus_used": 1, "faults": ["nccl-init"], "busy": false,
+                "busy_reason": "idle", "sections": [{"name": "nccl", "status": "not_measurable",
+                "reason": "ncclCommInitAll: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+                "measured": 0, "unstable": 0, "failed_items": 0, "stopped_early": false}]})js");
+  FitResult r = Fit(raw.dir());
+  const json& p = r.profile;
+  EXPECT_EQ(p["partial"], true);
+  EXPECT_EQ(p["gpus_used"], 1);
+  EXPECT_EQ(p["gpus_requested"], 8);
+  ASSERT_EQ(p["missing"].size(), 2u) << p["missing"].dump();
+  EXPECT_EQ(p["missing"][0]["section"], "gpus");
+  EXPECT_EQ(p["missing"][0]["reason"], "8 GPUs asked for, 1 visible: measured with 1");
+  EXPECT_EQ(p["missing"][1]["section"], "nccl");
+  EXPECT_EQ(p["missing"][1]["reason"],
+            "not_measurable: ncclCommInitAll: unhandled system error (run with NCCL_DEBUG=INFO for details)");
+  EXPECT_EQ(p["missing"][1]["fields"],
+            json::array({"collectives.intra_node.all_reduce", "collectives.intra_node.ring"}));
+  std::string prov = p["provenance"];
+  EXPECT_EQ(prov.rfind("FAULTS INJECTED (nccl-init)", 0), 0u) << prov;
+  EXPECT_TRUE(Contains(prov, "PARTIAL calibration (see \"missing\": gpus and nccl)")) << prov;
+  // The simulator reads it, knows it is partial, and never calls the curves measured.
+  config::ProfileConfig parsed = config::ParseProfile(JsonNode(p, "fitted.json", ""));
+  EXPECT_TRUE(parsed.partial);
+  EXPECT_FALSE(config::IsMeasured(parsed, "collectives.intra_node.all_reduce"));
+  EXPECT_TRUE(config::IsMeasured(parsed, "copy_efficiency"));
+  EXPECT_TRUE(Contains(config::PartialSummary(parsed), "nccl (not_measurable: ncclCommInitAll")) << config::PartialSummary(parsed);
+  for (const char* part : {"## Partial profile", "**Partial profile**", "| nccl | not_measurable: ncclCommInitAll",
+                           "1 visible, 1 used, 8 asked for", "**Faults were injected**"}) {
+    EXPECT_TRUE(Contains(r.report, part)) << part << "\n" << r.report;
+  }
+}
+
+TEST(FitProfile, FailedSectionKeepsNoValueItDidNotMeasure) {
+  RawDir raw;
+  raw.Remove("copy.csv");
+  raw.Write("outcome.json", OutcomeJson(R"({"name": "copy", "status": "failed",
+      "reason": "cudaMalloc(&ptr, 300000000000): out of memory", "measured": 0, "unstable": 0,
+      "failed_items": 0, "stopped_early": false})"));
+  FitResult r = Fit(raw.dir());
+  json base = Base();
+  ExpectFallback(r.profile["copy_efficiency"], base["copy_efficiency"], "copy_efficiency");
+  ExpectFallback(r.profile["host_bandwidth"], base["host_bandwidth"], "host_bandwidth");
+  const json& copy = r.profile["missing"][0];
+  EXPECT_EQ(copy["section"], "copy");
+  EXPECT_EQ(copy["reason"], "failed: cudaMalloc(&ptr, 300000000000): out of memory");
+  EXPECT_EQ(copy["fields"], json::array({"copy_efficiency", "host_bandwidth"}));
+  // The other sections were measured as usual.
+  EXPECT_TRUE(Contains(Source(r.profile, {"kernel_launch"}), "measured on NVIDIA H200"));
+  EXPECT_NEAR(Value(r.profile, {"gemm", "max_efficiency", "bf16"}), 0.725, 1e-12);
+}
+
+TEST(FitProfile, UnstableRowsAreNeverFittedAndAreListed) {
+  RawDir raw;
+  // The two large d2d copies unstable: copy_efficiency cannot be measured.
+  std::string copy = "kind,bytes,median_us,min_us,gbps_median,spread,stable\n"
+                     "d2d,1073741824,526.8,506.4,4076.3,0.21,0\n"
+                     "d2d,4294967296,2031.7,2010.2,4228.0,0.18,0\n"
+                     "h2d_pinned,1073741824,19361.5,19349.4,55.46,0.001,1\n";
+  raw.Write("copy.csv", copy);
+  // One bf16 GEMM unstable: fitted from the other 39.
+  std::ifstream in(raw.file("gemm.csv"));
+  std::string line, gemm;
+  int row = 0;
+  while (std::getline(in, line)) {
+    gemm += line + (row == 0 ? ",spread,stable\n" : row == 1 ? ",0.3,0\n" : ",0.01,1\n");
+    ++row;
+  }
+  in.close();
+  raw.Write("gemm.csv", gemm);
+  FitResult r = Fit(raw.dir());
+  json base = Base();
+  ExpectFallback(r.profile["copy_efficiency"], base["copy_efficiency"], "copy_efficiency");
+  EXPECT_EQ(r.profile["host_bandwidth"]["value"], "55.46 GB/s");
+  const json& missing = r.profile["missing"];
+  ASSERT_GE(missing.size(), 2u);
+  EXPECT_EQ(missing[0]["section"], "copy");
+  EXPECT_EQ(missing[0]["fields"], json::array({"copy_efficiency"}));
+  EXPECT_TRUE(Contains(missing[0]["reason"], "2 measurement(s) unstable")) << missing[0]["reason"];
+  EXPECT_TRUE(Contains(missing[0]["reason"], "line 2: d2d 1 GiB, spread 21.0%")) << missing[0]["reason"];
+  EXPECT_EQ(missing[1]["section"], "gemm");
+  EXPECT_EQ(missing[1]["fields"], json::array());
+  EXPECT_TRUE(Contains(Source(r.profile, {"gemm", "tile"}), "39 bf16 GEMMs"));
+  EXPECT_TRUE(Contains(r.report, "Unstable gemm rows, not fitted: line 2: bf16 square 2048x2048x2048")) << r.report;
+  config::ParseProfile(JsonNode(r.profile, "fitted.json", ""));
+
+  raw.Write("copy.csv", "kind,bytes,median_us,min_us,gbps_median,spread,stable\nd2d,1073741824,526.8,506.4,4076.3,0.2,yes\n");
+  InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+  EXPECT_EQ(e.key_path(), "stable");
+}
+
+TEST(FitProfile, BadOutcomeFileIsAnInputError) {
+  RawDir raw;
+  raw.Write("outcome.json", OutcomeJson(R"({"name": "nccl", "status": "exploded", "reason": "x", "measured": 0,
+                                            "unstable": 0, "failed_items": 0, "stopped_early": false})"));
+  InputError e = ErrorFrom([&] { Fit(raw.dir()); });
+  EXPECT_EQ(e.file(), raw.file("outcome.json"));
+  EXPECT_EQ(e.key_path(), "sections[0].status");
 }
 
 TEST(FitProfile, MissingColumnIsAnInputErrorNamingFileAndColumn) {

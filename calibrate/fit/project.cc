@@ -67,6 +67,11 @@ json ProjectProfile(const json& measured, const json& target_datasheet, const st
 
   for (const std::vector<std::string>& path : ProjectedFields()) {
     const json& from = At(measured, path);
+    if (config::IsFallbackSource(from["source"].get<std::string>())) {
+      // Not measured there: the target's own value is the honest fallback.
+      from_target.push_back(Dotted(path) + " (not measured on " + measured_name + ")");
+      continue;
+    }
     At(out, path) = {{"value", from["value"]}, {"source", projected_source(from)}};
     projected.push_back(Dotted(path));
   }
@@ -75,6 +80,7 @@ json ProjectProfile(const json& measured, const json& target_datasheet, const st
   const json& effs = measured["gemm"]["max_efficiency"];
   for (const auto& [key, sourced] : effs.items()) {
     if (sourced.is_null() || sourced["value"].is_null()) continue;
+    if (config::IsFallbackSource(sourced["source"].get<std::string>())) continue;  // listed below as the target's
     if (out["peak_flops"][key].is_null() || out["peak_flops"][key]["value"].is_null()) {
       notes.push_back(key + " (" + target_name + " has no " + key + " peak)");
       continue;
@@ -83,7 +89,8 @@ json ProjectProfile(const json& measured, const json& target_datasheet, const st
     projected.push_back("gemm.max_efficiency." + key);
   }
   for (const auto& [key, sourced] : out["gemm"]["max_efficiency"].items()) {
-    bool from_measured = effs.contains(key) && !effs[key].is_null() && !effs[key]["value"].is_null();
+    bool from_measured = effs.contains(key) && !effs[key].is_null() && !effs[key]["value"].is_null() &&
+                         !config::IsFallbackSource(effs[key]["source"].get<std::string>());
     if (!from_measured) from_target.push_back("gemm.max_efficiency." + key + " (not measured on " + measured_name + ")");
   }
   for (const char* f : {"sm_count", "hbm_capacity", "hbm_bandwidth", "peak_flops", "host_bandwidth", "collectives"}) {

@@ -37,7 +37,8 @@ TEST(ProjectProfile, KeepsMeasuredEfficienciesOnTheTargetsPeaksAndBandwidth) {
   EXPECT_EQ(p["gemm"]["tile"]["value"], measured["gemm"]["tile"]["value"]);
   EXPECT_EQ(p["gemm"]["k_overhead"]["value"], measured["gemm"]["k_overhead"]["value"]);
   EXPECT_EQ(p["attention"]["flash2_fwd_efficiency"]["value"], 0.376);
-  EXPECT_EQ(p["attention"]["fwd_efficiency"]["value"], measured["attention"]["fwd_efficiency"]["value"]);
+  // Not measured on the H200 run (a datasheet fallback there): the H100's own value, not the H200's.
+  EXPECT_EQ(p["attention"]["fwd_efficiency"], h100["attention"]["fwd_efficiency"]);
   // Memory-bound and launch terms: measured efficiency on the target's bandwidth.
   EXPECT_EQ(p["copy_efficiency"]["value"], 0.865);
   EXPECT_EQ(p["kernel_launch"]["value"], measured["kernel_launch"]["value"]);

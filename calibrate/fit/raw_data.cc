@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "calibrate/fit/csv.h"
+#include "calibrate/fit/report_text.h"
 #include "sim/util/json_reader.h"
 
 namespace stacksim::calibrate {
@@ -52,19 +53,33 @@ double NonNegative(const CsvTable& t, size_t row, const std::string& column) {
   return v;
 }
 
-std::vector<CopyRow> ReadCopy(const std::string& path) {
+// Whether row r is stable (no `stable` column: every row is). An unstable
+// row is described in (*unstable)[section] and left out by the caller.
+bool Stable(const CsvTable& t, size_t r, const std::string& section, const std::string& what,
+            std::map<std::string, std::vector<std::string>>* unstable) {
+  if (!t.HasColumn("stable")) return true;
+  const std::string& v = t.Text(r, "stable");
+  if (v == "1") return true;
+  if (v != "0") t.Fail(r, "stable", "'" + v + "' is neither 1 nor 0");
+  std::string spread = t.HasColumn("spread") ? ", spread " + Fixed(100 * t.Number(r, "spread"), 1) + "%" : "";
+  (*unstable)[section].push_back("line " + std::to_string(t.line(r)) + ": " + what + spread);
+  return false;
+}
+
+std::vector<CopyRow> ReadCopy(const std::string& path, std::map<std::string, std::vector<std::string>>* unstable) {
   CsvTable t = CsvTable::Read(path);
   t.RequireColumns({"kind", "bytes", "median_us", "min_us", "gbps_median"});
   std::vector<CopyRow> rows;
   for (size_t r = 0; r < t.rows(); ++r) {
-    rows.push_back({OneOf(t, r, "kind", {"d2d", "h2d_pinned", "d2h_pinned"}), t.PositiveNumber(r, "bytes"),
-                    t.PositiveNumber(r, "median_us"), t.PositiveNumber(r, "gbps_median")});
+    CopyRow row{OneOf(t, r, "kind", {"d2d", "h2d_pinned", "d2h_pinned"}), t.PositiveNumber(r, "bytes"),
+                t.PositiveNumber(r, "median_us"), t.PositiveNumber(r, "gbps_median")};
     t.Number(r, "min_us");
+    if (Stable(t, r, "copy", row.kind + " " + SizeText(row.bytes), unstable)) rows.push_back(row);
   }
   return rows;
 }
 
-std::vector<LaunchRow> ReadLaunch(const std::string& path) {
+std::vector<LaunchRow> ReadLaunch(const std::string& path, std::map<std::string, std::vector<std::string>>* unstable) {
   CsvTable t = CsvTable::Read(path);
   t.RequireColumns({"metric", "median_us", "min_us", "max_us"});
   std::vector<LaunchRow> rows;
@@ -75,12 +90,12 @@ std::vector<LaunchRow> ReadLaunch(const std::string& path) {
                   NonNegative(t, r, "max_us")};
     if (row.metric.empty()) t.Fail(r, "metric", "empty metric name");
     if (row.metric == "host_issue_us_per_launch" && !(row.median_us > 0)) t.Fail(r, "median_us", "must be positive");
-    rows.push_back(row);
+    if (Stable(t, r, "launch", row.metric, unstable)) rows.push_back(row);
   }
   return rows;
 }
 
-std::vector<GemmSample> ReadGemm(const std::string& path) {
+std::vector<GemmSample> ReadGemm(const std::string& path, std::map<std::string, std::vector<std::string>>* unstable) {
   CsvTable t = CsvTable::Read(path);
   t.RequireColumns({"dtype", "label", "m", "n", "k", "median_us", "min_us", "tflops_median"});
   std::vector<GemmSample> rows;
@@ -97,12 +112,14 @@ std::vector<GemmSample> ReadGemm(const std::string& path) {
     s.median_us = t.PositiveNumber(r, "median_us");
     t.Number(r, "min_us");
     t.Number(r, "tflops_median");
-    rows.push_back(s);
+    std::string what = s.dtype + " " + s.label + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                       std::to_string(s.k);
+    if (Stable(t, r, "gemm", what, unstable)) rows.push_back(s);
   }
   return rows;
 }
 
-std::vector<KernelRow> ReadKernels(const std::string& path) {
+std::vector<KernelRow> ReadKernels(const std::string& path, std::map<std::string, std::vector<std::string>>* unstable) {
   CsvTable t = CsvTable::Read(path);
   t.RequireColumns({"kernel", "shape", "bytes", "flops", "median_us", "min_us", "gbps_median", "tflops_median",
                     "check_rel_error"});
@@ -119,12 +136,14 @@ std::vector<KernelRow> ReadKernels(const std::string& path) {
     k.gbps_median = NonNegative(t, r, "gbps_median");
     k.tflops_median = NonNegative(t, r, "tflops_median");
     k.check_rel_error = NonNegative(t, r, "check_rel_error");
-    rows.push_back(k);
+    // The attention step writes the attention_* rows of kernels.csv.
+    std::string section = k.kernel.rfind("attention", 0) == 0 ? "attention" : "kernels";
+    if (Stable(t, r, section, k.kernel + " " + k.shape, unstable)) rows.push_back(k);
   }
   return rows;
 }
 
-std::vector<NcclRow> ReadNccl(const std::string& path) {
+std::vector<NcclRow> ReadNccl(const std::string& path, std::map<std::string, std::vector<std::string>>* unstable) {
   CsvTable t = CsvTable::Read(path);
   t.RequireColumns({"collective", "gpus", "bytes", "median_us", "algbw_gbps", "busbw_gbps"});
   std::vector<NcclRow> rows;
@@ -139,15 +158,17 @@ std::vector<NcclRow> ReadNccl(const std::string& path) {
     n.median_us = t.PositiveNumber(r, "median_us");
     t.Number(r, "algbw_gbps");
     n.busbw_gbps = NonNegative(t, r, "busbw_gbps");
-    rows.push_back(n);
+    std::string what = n.collective + " " + std::to_string(n.gpus) + " GPUs " + SizeText(n.bytes);
+    if (Stable(t, r, "nccl", what, unstable)) rows.push_back(n);
   }
   return rows;
 }
 
 template <typename Rows, typename Reader>
-void ReadIfPresent(const fs::path& dir, const char* name, Reader read, std::optional<Rows>* out) {
+void ReadIfPresent(const fs::path& dir, const char* name, Reader read, std::optional<Rows>* out,
+                   std::map<std::string, std::vector<std::string>>* unstable) {
   fs::path p = dir / name;
-  if (fs::exists(p)) *out = read(p.string());
+  if (fs::exists(p)) *out = read(p.string(), unstable);
 }
 
 }  // namespace
@@ -163,11 +184,12 @@ RawData ReadRawData(const std::string& dir) {
   RawData raw;
   raw.dir = dir;
   raw.env = ReadEnv(env.string());
-  ReadIfPresent(d, "copy.csv", ReadCopy, &raw.copy);
-  ReadIfPresent(d, "launch.csv", ReadLaunch, &raw.launch);
-  ReadIfPresent(d, "gemm.csv", ReadGemm, &raw.gemm);
-  ReadIfPresent(d, "kernels.csv", ReadKernels, &raw.kernels);
-  ReadIfPresent(d, "nccl.csv", ReadNccl, &raw.nccl);
+  ReadIfPresent(d, "copy.csv", ReadCopy, &raw.copy, &raw.unstable);
+  ReadIfPresent(d, "launch.csv", ReadLaunch, &raw.launch, &raw.unstable);
+  ReadIfPresent(d, "gemm.csv", ReadGemm, &raw.gemm, &raw.unstable);
+  ReadIfPresent(d, "kernels.csv", ReadKernels, &raw.kernels, &raw.unstable);
+  ReadIfPresent(d, "nccl.csv", ReadNccl, &raw.nccl, &raw.unstable);
+  raw.outcome = RunOutcome::Read((d / "outcome.json").string());
   for (const char* other : {"attention.csv", "checks.csv", "log.txt"}) {
     if (fs::exists(d / other)) raw.files_present.push_back(other);
   }

@@ -4,16 +4,21 @@
 // part was not measured); one that is present is read strictly, every
 // documented column required. Quantities keep the unit of their CSV column,
 // which their names carry (_us: microseconds, _gbps: GB/s = 1e9 bytes/s,
-// _tflops: 1e12 FLOP/s, bytes, flops).
+// _tflops: 1e12 FLOP/s, bytes, flops). Every CSV may carry the columns
+// `spread` (robust coefficient of variation of the row's samples) and
+// `stable` (1, or 0 when the spread stayed above the threshold after the
+// harness's retries); an unstable row is never fitted.
 #ifndef STACKSIM_CALIBRATE_FIT_RAW_DATA_H_
 #define STACKSIM_CALIBRATE_FIT_RAW_DATA_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "calibrate/fit/gemm_fit.h"
+#include "calibrate/fit/run_outcome.h"
 
 namespace stacksim::calibrate {
 
@@ -68,6 +73,13 @@ struct RawData {
   std::optional<std::vector<KernelRow>> kernels;
   std::optional<std::vector<NcclRow>> nccl;
   std::vector<std::string> files_present;  // other known files found (attention.csv, checks.csv, log.txt)
+  // outcome.json: what each step of the run did; nullopt for raw data from
+  // before the harness wrote it.
+  std::optional<RunOutcome> outcome;
+  // Rows the harness marked unstable (column stable = 0): left out of the
+  // vectors above, listed here by section (copy, launch, gemm, kernels,
+  // attention, nccl) as "line 7: bf16 square 4096x4096x4096 (spread 12.3%)".
+  std::map<std::string, std::vector<std::string>> unstable;
 };
 
 // Throws InputError naming the file (and column and line) on bad data, or if
