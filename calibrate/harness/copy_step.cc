@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ void RunCopyStep(StepContext& ctx) {
   // Source and destination slabs; keep 2 GiB free for the rest of the process.
   while (d2d_max > host_max && 2 * d2d_max + 2 * kGiB > free_bytes) d2d_max /= 4;
   size_t slab = std::max(d2d_max, 4 * ctx.device.l2_bytes);
+  if (ctx.Fault("oom")) {
+    // Fault "oom": ask for more than the GPU has; CUDA's own error fails the step.
+    ctx.log->Line("copy: fault injection (oom): allocating " + std::to_string(2 * total_bytes / kMiB) + " MiB");
+    kernels::DeviceBuffer<uint8_t> too_big(2 * total_bytes);
+  }
   if (2 * slab + 2 * kGiB > free_bytes) {
     throw kernels::CudaError("copy: only " + std::to_string(free_bytes / kMiB) + " MiB free on the GPU");
   }
@@ -65,11 +71,20 @@ void RunCopyStep(StepContext& ctx) {
   for (size_t n = 64 << 10; n <= host_max; n *= 4) host_sizes.push_back(n);
   int total = static_cast<int>(d2d_sizes.size() + 2 * host_sizes.size());
   Progress progress(ctx.log, ctx.tag, total);
-  CsvWriter csv(ctx.RawPath("copy.csv"), {"kind", "bytes", "median_us", "min_us", "gbps_median"});
+  CsvWriter csv(ctx.RawPath("copy.csv"), {"kind", "bytes", "median_us", "min_us", "gbps_median", "spread", "stable"});
   kernels::TimingOptions topt;
   topt.warmup = 2;
   topt.repeats = ctx.quick() ? 7 : 9;
   int done = 0;
+  // One row: the samples of `fn` (retried while unstable), bandwidth from `bytes_moved`.
+  auto measure = [&](const std::string& kind, size_t n, double bytes_moved, const std::function<void()>& fn) {
+    StableMeasurement m = ctx.MeasureStable([&] { return TimeQueuedSamples(fn, ctx.stream, topt); },
+                                            DeviceTimingPolicy(), "copy " + kind + " " + std::to_string(n) + " B");
+    const SampleStats& st = m.verdict.stats;
+    std::vector<std::string> row = {kind, Num(n), Num(st.median), Num(st.min), Num(bytes_moved / (st.median * 1e-6) / 1e9)};
+    for (const std::string& c : StabilityCells(m.verdict)) row.push_back(c);
+    csv.Row(row);
+  };
   auto over_budget = [&](const char* what) {
     if (!ctx.deadline.Expired()) return false;
     ctx.log->Line(std::string("copy: time budget spent; ") + what + " sizes from here on not measured");
@@ -80,13 +95,10 @@ void RunCopyStep(StepContext& ctx) {
   for (size_t n : d2d_sizes) {
     if (over_budget("d2d")) break;
     size_t slots = slab / n, i = 0;
-    auto r = TimeQueued(
-        [&] {
-          size_t off = (i++ % slots) * n;
-          CUDA_OK(cudaMemcpyAsync(dst.get() + off, src.get() + off, n, cudaMemcpyDeviceToDevice, ctx.stream));
-        },
-        ctx.stream, topt);
-    csv.Row({"d2d", Num(n), Num(r.median_us), Num(r.min_us), Num(2.0 * n / (r.median_us * 1e-6) / 1e9)});
+    measure("d2d", n, 2.0 * n, [&] {
+      size_t off = (i++ % slots) * n;
+      CUDA_OK(cudaMemcpyAsync(dst.get() + off, src.get() + off, n, cudaMemcpyDeviceToDevice, ctx.stream));
+    });
     progress.Report(++done, "d2d " + std::to_string(n >> 10) + " KiB");
   }
 
@@ -96,23 +108,17 @@ void RunCopyStep(StepContext& ctx) {
     for (size_t n : host_sizes) {
       if (over_budget("h2d/d2h")) break;
       size_t dev_slots = slab / n, host_slots = host_max / n, i = 0, j = 0;
-      auto h2d = TimeQueued(
-          [&] {
-            size_t k = i++;
-            CUDA_OK(cudaMemcpyAsync(dst.get() + (k % dev_slots) * n, host.get() + (k % host_slots) * n, n,
-                                    cudaMemcpyHostToDevice, ctx.stream));
-          },
-          ctx.stream, topt);
-      csv.Row({"h2d_pinned", Num(n), Num(h2d.median_us), Num(h2d.min_us), Num(n / (h2d.median_us * 1e-6) / 1e9)});
+      measure("h2d_pinned", n, static_cast<double>(n), [&] {
+        size_t k = i++;
+        CUDA_OK(cudaMemcpyAsync(dst.get() + (k % dev_slots) * n, host.get() + (k % host_slots) * n, n,
+                                cudaMemcpyHostToDevice, ctx.stream));
+      });
       progress.Report(++done, "h2d " + std::to_string(n >> 10) + " KiB");
-      auto d2h = TimeQueued(
-          [&] {
-            CUDA_OK(cudaMemcpyAsync(host.get() + (j % host_slots) * n, src.get() + (j % dev_slots) * n, n,
-                                    cudaMemcpyDeviceToHost, ctx.stream));
-            ++j;
-          },
-          ctx.stream, topt);
-      csv.Row({"d2h_pinned", Num(n), Num(d2h.median_us), Num(d2h.min_us), Num(n / (d2h.median_us * 1e-6) / 1e9)});
+      measure("d2h_pinned", n, static_cast<double>(n), [&] {
+        CUDA_OK(cudaMemcpyAsync(host.get() + (j % host_slots) * n, src.get() + (j % dev_slots) * n, n,
+                                cudaMemcpyDeviceToHost, ctx.stream));
+        ++j;
+      });
       progress.Report(++done, "d2h " + std::to_string(n >> 10) + " KiB");
     }
   }

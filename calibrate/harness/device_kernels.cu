@@ -94,6 +94,17 @@ void FillRandom(void* dst, size_t count, FillKind kind, uint64_t seed, float sca
   CUDA_LAUNCH_OK();
 }
 
+__global__ void FixedWorkKernel(float* sink, int iterations) {
+  float a = 1.0f + threadIdx.x * 1e-7f, b = 0.999999f, c = 1e-7f;
+  for (int i = 0; i < iterations; ++i) a = fmaf(a, b, c);
+  if (a == 12345.0f) sink[blockIdx.x] = a;  // never true; keeps the loop alive
+}
+
+void LaunchFixedWork(float* sink, int blocks, int iterations, cudaStream_t stream) {
+  FixedWorkKernel<<<blocks, 256, 0, stream>>>(sink, iterations);
+  CUDA_LAUNCH_OK();
+}
+
 const void* EmptyKernel() { return reinterpret_cast<const void*>(&EmptyKernelImpl); }
 
 void LaunchSpin(uint64_t ns, cudaStream_t stream) {

@@ -29,6 +29,12 @@ const void* EmptyKernel();
 // (read off %globaltimer).
 void LaunchSpin(uint64_t ns, cudaStream_t stream);
 
+// Enqueues a kernel of fixed work (not fixed time): `blocks` x 256 threads,
+// each `iterations` dependent FMAs, result to `sink` (one float per block).
+// Identical launches take identical times on an idle GPU; the preflight's
+// busy probe times a row of them.
+void LaunchFixedWork(float* sink, int blocks, int iterations, cudaStream_t stream);
+
 }  // namespace stacksim::calibrate
 
 #endif  // STACKSIM_CALIBRATE_HARNESS_DEVICE_KERNELS_H_

@@ -2,7 +2,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #ifdef STACKSIM_HAVE_NCCL
-#include <nccl.h>
+#include "calibrate/harness/nccl_library.h"
 #endif
 
 #include <nlohmann/json.hpp>
@@ -53,10 +53,13 @@ void RunEnvStep(StepContext& ctx) {
   CUDA_OK(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, 0));
   size_t lt = cublasLtGetVersion();
   std::string module = DriverModuleVersion();
-  std::string nccl = "not linked";
+  std::string nccl = "not built with NCCL";
 #ifdef STACKSIM_HAVE_NCCL
+  NcclLibrary lib(ctx.Fault("nccl-missing"));
   int nv = 0;
-  if (ncclGetVersion(&nv) == ncclSuccess) {
+  if (!lib.ok()) {
+    nccl = "missing at run time (" + lib.error() + ")";
+  } else if (lib.GetVersion(&nv) == ncclSuccess) {
     // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
     nccl = std::to_string(nv / 10000) + "." + std::to_string(nv / 100 % 100) + "." + std::to_string(nv % 100);
   } else {
@@ -80,6 +83,8 @@ void RunEnvStep(StepContext& ctx) {
       {"date_utc", NowUtc()},
       {"git_commit", commit != nullptr && *commit != '\0' ? commit : "unknown"},
       {"quick", ctx.quick()},
+      {"gpus_visible", ctx.device.device_count},
+      {"gpus_used", ctx.device.gpus},
   };
   std::string path = ctx.RawPath("env.json");
   std::ofstream f(path);
@@ -89,7 +94,8 @@ void RunEnvStep(StepContext& ctx) {
                 std::to_string(p.totalGlobalMem >> 20) + " MiB, L2 " + std::to_string(p.l2CacheSize >> 20) +
                 " MiB, cc " + env["compute_capability"].get<std::string>() + ", driver " +
                 env["driver"].get<std::string>() + ", cuBLASLt " + env["cublas"].get<std::string>() + ", NCCL " +
-                nccl + ", " + std::to_string(ctx.device.device_count) + " GPU(s) visible");
+                nccl + ", " + std::to_string(ctx.device.device_count) + " GPU(s) visible, " +
+                std::to_string(ctx.device.gpus) + " used");
 }
 
 }  // namespace stacksim::calibrate

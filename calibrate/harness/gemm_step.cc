@@ -184,12 +184,14 @@ void RunGemmStep(StepContext& ctx) {
   kernels::DeviceBuffer<float> one(1);
   one.Upload({1.0f});
   Arena arena;
-  CsvWriter csv(ctx.RawPath("gemm.csv"), {"dtype", "label", "m", "n", "k", "median_us", "min_us", "tflops_median"});
+  CsvWriter csv(ctx.RawPath("gemm.csv"),
+                {"dtype", "label", "m", "n", "k", "median_us", "min_us", "tflops_median", "spread", "stable"});
   kernels::TimingOptions topt;
   topt.warmup = 3;
   topt.repeats = ctx.quick() ? 7 : 9;
   Progress progress(ctx.log, ctx.tag, total);
   int done = 0;
+  bool oom_injected = false;
   for (const Plan& plan : plans) {
     const char* dname = GemmDtypeName(plan.dtype);
     int i_shape = 0, not_measured = 0;
@@ -206,19 +208,28 @@ void RunGemmStep(StepContext& ctx) {
       try {
         LtMatmul g(handle.h, plan.dtype, shape, kWorkspaceBytes, one.get());
         Sets s = LayOut(g, ctx.device.l2_bytes);
+        if (ctx.Fault("oom") && !oom_injected) {
+          // Fault "oom": this shape asks for more memory than the GPU has.
+          oom_injected = true;
+          ctx.log->Line("gemm: fault injection (oom) at " + ShapeText(shape));
+          kernels::DeviceBuffer<uint8_t> too_big(2 * ctx.device.props.totalGlobalMem);
+        }
         std::string why;
         s.base = arena.Get(s.stride * s.count, GemmInputFill(plan.dtype), ctx.options->seed, ctx.stream, &why);
         if (s.base == nullptr) throw GemmUnsupported(why);
         int i = 0;
-        auto r = TimeQueued(
-            [&] {
-              uint8_t* p = s.base + (i++ % s.count) * s.stride;
-              g.Run(p, p + s.b_offset, p + s.c_offset, workspace.get(), ctx.stream);
-            },
-            ctx.stream, topt);
+        auto run = [&] {
+          uint8_t* p = s.base + (i++ % s.count) * s.stride;
+          g.Run(p, p + s.b_offset, p + s.c_offset, workspace.get(), ctx.stream);
+        };
+        StableMeasurement m = ctx.MeasureStable([&] { return TimeQueuedSamples(run, ctx.stream, topt); },
+                                                DeviceTimingPolicy(), "gemm " + std::string(dname) + " " + ShapeText(shape));
+        const SampleStats& st = m.verdict.stats;
         double flops = 2.0 * shape.m * shape.n * shape.k;
-        csv.Row({dname, shape.label, Num(shape.m), Num(shape.n), Num(shape.k), Num(r.median_us), Num(r.min_us),
-                 Num(flops / (r.median_us * 1e-6) / 1e12)});
+        std::vector<std::string> row = {dname, shape.label, Num(shape.m), Num(shape.n), Num(shape.k),
+                                        Num(st.median), Num(st.min), Num(flops / (st.median * 1e-6) / 1e12)};
+        for (const std::string& c : StabilityCells(m.verdict)) row.push_back(c);
+        csv.Row(row);
       } catch (const GemmUnsupported& e) {
         ++not_measured;
         ctx.log->Line("gemm " + std::string(dname) + " " + ShapeText(shape) + ": not measured: " + e.what());

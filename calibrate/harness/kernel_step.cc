@@ -4,6 +4,7 @@
 // order of docs/calibrate.md), and their rows also go to attention.csv.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -22,7 +23,7 @@ namespace {
 const std::vector<std::string> kChecksHeader = {"kernel", "case", "rel_error", "tolerance", "ok"};
 const std::vector<std::string> kKernelsHeader = {"kernel",    "shape",  "bytes",         "flops",
                                                  "median_us", "min_us", "gbps_median",   "tflops_median",
-                                                 "check_rel_error"};
+                                                 "check_rel_error", "spread", "stable"};
 const std::vector<std::string> kAttentionHeader = {"pass",      "batch",  "heads",         "kv_heads",
                                                    "seq",       "head_dim", "causal",      "median_us",
                                                    "min_us",    "tflops_median", "flops_counted"};
@@ -32,12 +33,21 @@ bool IsAttention(const std::string& name) { return name.rfind("attention", 0) ==
 // checks.csv and kernels.csv hold the rows of both steps: before a step
 // appends its own, drop the rows an earlier run of the same step left there
 // (keeping the other step's, when that one is skipped this time).
-void DropOwnRows(const std::string& path, bool attention) {
+// A file whose header is not `header` (written by an older harness) is
+// dropped whole: its rows could not be appended to.
+void DropOwnRows(const std::string& path, bool attention, const std::vector<std::string>& header_cells) {
   std::ifstream in(path);
   if (!in) return;
   std::vector<std::string> keep;
-  std::string line;
+  std::string line, want;
+  for (const auto& c : header_cells) want += (want.empty() ? "" : ",") + c;
   bool header = true;
+  if (std::getline(in, line) && line != want) {
+    in.close();
+    std::remove(path.c_str());
+    return;
+  }
+  in.seekg(0);
   while (std::getline(in, line)) {
     std::string first = line.substr(0, line.find(','));
     if (!first.empty() && first.front() == '"') first = first.substr(1);
@@ -86,8 +96,8 @@ void RunFamilies(StepContext& ctx, bool attention) {
   for (auto& f : kernels::AllKernelFamilies()) {
     if (IsAttention(f.name) == attention) families.push_back(std::move(f));
   }
-  DropOwnRows(ctx.RawPath("checks.csv"), attention);
-  DropOwnRows(ctx.RawPath("kernels.csv"), attention);
+  DropOwnRows(ctx.RawPath("checks.csv"), attention, kChecksHeader);
+  DropOwnRows(ctx.RawPath("kernels.csv"), attention, kKernelsHeader);
   CsvWriter checks_csv(ctx.RawPath("checks.csv"), kChecksHeader, CsvWriter::Mode::kAppend);
   CsvWriter kernels_csv(ctx.RawPath("kernels.csv"), kKernelsHeader, CsvWriter::Mode::kAppend);
   std::unique_ptr<CsvWriter> attention_csv;
@@ -170,9 +180,19 @@ void RunFamilies(StepContext& ctx, bool attention) {
       continue;
     }
     for (const auto& r : rows) {
-      kernels_csv.Row({r.kernel, r.shape, Num(r.bytes), Num(r.flops), Num(r.median_us), Num(r.min_us),
-                       Rate(r.bytes, r.median_us, 1e9), Rate(r.flops, r.median_us, 1e12),
-                       Num(CheckError(checks, r.kernel))});
+      // kernels/ reports median and minimum only: judged by their gap, not retried.
+      StabilityVerdict v = JudgeMedianMin(r.median_us, r.min_us);
+      if (ctx.Fault("busy") && ctx.noisy_left > 0) {
+        --ctx.noisy_left;
+        v = JudgeMedianMin(1.6 * r.median_us, r.min_us);
+        v.why += " (fault injection: busy)";
+      }
+      ctx.RecordVerdict(v, fam.name + " " + r.kernel + " " + r.shape);
+      std::vector<std::string> row = {r.kernel, r.shape, Num(r.bytes), Num(r.flops), Num(r.median_us), Num(r.min_us),
+                                      Rate(r.bytes, r.median_us, 1e9), Rate(r.flops, r.median_us, 1e12),
+                                      Num(CheckError(checks, r.kernel))};
+      for (const std::string& c : StabilityCells(v)) row.push_back(c);
+      kernels_csv.Row(row);
       if (attention_csv && IsAttention(r.kernel)) WriteAttentionRow(ctx, *attention_csv, r);
     }
     ctx.log->Line(fam.name + ": " + std::to_string(rows.size()) + " timings");

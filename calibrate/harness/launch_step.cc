@@ -27,7 +27,7 @@ namespace {
 
 constexpr int kBurst = 4000;
 constexpr int kSamples = 9;
-const std::vector<std::string> kLaunchHeader = {"metric", "median_us", "min_us", "max_us"};
+const std::vector<std::string> kLaunchHeader = {"metric", "median_us", "min_us", "max_us", "spread", "stable"};
 
 // A graph and its executable, destroyed on every exit path.
 struct Graph {
@@ -55,17 +55,27 @@ double SinceUs(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void Row(CsvWriter& csv, const std::string& metric, const std::vector<double>& v) {
+// A row of a judged metric (repeated bursts): its verdict's spread and stability.
+void Row(CsvWriter& csv, const std::string& metric, const std::vector<double>& v, const StabilityVerdict& verdict) {
   Summary s = Summarize(v);
-  csv.Row({metric, Num(s.median), Num(s.min), Num(s.max)});
+  std::vector<std::string> row = {metric, Num(s.median), Num(s.min), Num(s.max)};
+  for (const std::string& c : StabilityCells(verdict)) row.push_back(c);
+  csv.Row(row);
+}
+
+// A CUPTI row: the distribution of single kernels or gaps, not repeats of
+// one measurement, so its spread is recorded but not judged.
+void DistributionRow(CsvWriter& csv, const std::string& metric, const std::vector<double>& v) {
+  Summary s = Summarize(v);
+  csv.Row({metric, Num(s.median), Num(s.min), Num(s.max), Num(v.empty() ? 0 : Stats(v).spread), "1"});
 }
 
 }  // namespace
 
 void WriteCuptiRows(StepContext& ctx, const std::string& prefix, const std::vector<KernelSpan>& spans) {
   CsvWriter csv(ctx.RawPath("launch.csv"), kLaunchHeader, CsvWriter::Mode::kAppend);
-  Row(csv, "cupti_" + prefix + "kernel_us", KernelDurationsUs(spans));
-  if (spans.size() > 1) Row(csv, "cupti_" + prefix + "gap_us", KernelGapsUs(spans));
+  DistributionRow(csv, "cupti_" + prefix + "kernel_us", KernelDurationsUs(spans));
+  if (spans.size() > 1) DistributionRow(csv, "cupti_" + prefix + "gap_us", KernelGapsUs(spans));
 }
 
 void RunLaunchStep(StepContext& ctx) {
@@ -76,21 +86,37 @@ void RunLaunchStep(StepContext& ctx) {
   auto launch = [&] { CUDA_OK(cudaLaunchKernel(empty, dim3(1), dim3(32), args, 0, stream)); };
   EventPair ev;
   Progress progress(ctx.log, ctx.tag, 5);
+  if (ctx.Fault("cuda-error")) {
+    // Fault "cuda-error": a launch with 0 threads per block; CUDA's own error fails the step.
+    ctx.log->Line("launch: fault injection (cuda-error): launching with an invalid configuration");
+    CUDA_OK(cudaLaunchKernel(empty, dim3(1), dim3(0), args, 0, stream));
+  }
   for (int i = 0; i < 1000; ++i) launch();
   CUDA_OK(cudaStreamSynchronize(stream));
 
-  // Eager bursts: host issue time and device time per launch.
-  std::vector<double> host, device;
-  for (int s = 0; s < kSamples; ++s) {
-    CUDA_OK(cudaEventRecord(ev.start, stream));
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBurst; ++i) launch();
-    host.push_back(SinceUs(t0) / kBurst);
-    CUDA_OK(cudaEventRecord(ev.stop, stream));
-    CUDA_OK(cudaEventSynchronize(ev.stop));
-    CUDA_LAUNCH_OK();
-    device.push_back(ev.ElapsedUs() / kBurst);
-  }
+  // Eager bursts: host issue time and device time per launch, retried while
+  // the host times spread (the device times of the last try are judged too).
+  std::vector<double> device;
+  StableMeasurement host_m = ctx.MeasureStable(
+      [&] {
+        std::vector<double> host;
+        device.clear();
+        for (int s = 0; s < kSamples; ++s) {
+          CUDA_OK(cudaEventRecord(ev.start, stream));
+          auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < kBurst; ++i) launch();
+          host.push_back(SinceUs(t0) / kBurst);
+          CUDA_OK(cudaEventRecord(ev.stop, stream));
+          CUDA_OK(cudaEventSynchronize(ev.stop));
+          CUDA_LAUNCH_OK();
+          device.push_back(ev.ElapsedUs() / kBurst);
+        }
+        return host;
+      },
+      HostTimingPolicy(), "launch host_issue_us_per_launch");
+  const std::vector<double>& host = host_m.samples;
+  StabilityVerdict device_v = Judge(device, HostTimingPolicy());
+  ctx.RecordVerdict(device_v, "launch device_us_per_kernel");
   progress.Report(1, "eager");
 
   // The same burst in one graph.
@@ -121,11 +147,15 @@ void RunLaunchStep(StepContext& ctx) {
   CUDA_OK(cudaStreamSynchronize(stream));
   progress.Report(3, "graph launch");
   {
+    StabilityVerdict graph_v = Judge(graph_kernel, HostTimingPolicy());
+    StabilityVerdict graph_launch_v = Judge(graph_launch, HostTimingPolicy());
+    ctx.RecordVerdict(graph_v, "launch graph_us_per_kernel");
+    ctx.RecordVerdict(graph_launch_v, "launch graph_launch_us");
     CsvWriter csv(ctx.RawPath("launch.csv"), kLaunchHeader);
-    Row(csv, "host_issue_us_per_launch", host);
-    Row(csv, "device_us_per_kernel", device);
-    Row(csv, "graph_us_per_kernel", graph_kernel);
-    Row(csv, "graph_launch_us", graph_launch);
+    Row(csv, "host_issue_us_per_launch", host, host_m.verdict);
+    Row(csv, "device_us_per_kernel", device, device_v);
+    Row(csv, "graph_us_per_kernel", graph_kernel, graph_v);
+    Row(csv, "graph_launch_us", graph_launch, graph_launch_v);
   }
   ctx.log->Line("launch: host " + Num(Summarize(host).median) + " us/launch, device " +
                 Num(Summarize(device).median) + " us/kernel, graph " + Num(Summarize(graph_kernel).median) +
@@ -158,7 +188,7 @@ void RunLaunchStep(StepContext& ctx) {
   WriteCuptiRows(ctx, "", eager);
   if (graph.size() > 1) {
     CsvWriter csv(ctx.RawPath("launch.csv"), kLaunchHeader, CsvWriter::Mode::kAppend);
-    Row(csv, "cupti_graph_gap_us", KernelGapsUs(graph));
+    DistributionRow(csv, "cupti_graph_gap_us", KernelGapsUs(graph));
   }
   ctx.log->Line("launch: CUPTI " + std::to_string(eager.size()) + " kernels, median " +
                 Num(Summarize(KernelDurationsUs(eager)).median) + " us each, gap " +

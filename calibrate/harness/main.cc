@@ -3,22 +3,29 @@
 //
 // Steps run in order, each with a time budget (the whole full sweep stays
 // under 10 minutes on an H100/H200, --quick near 3); a step that fails is
-// logged and marked in log.txt and the next one still runs. Exit status: 0
-// all measured (and fitted); 1 a correctness check, a step or the fit failed;
-// 2 bad arguments or no CUDA GPU visible.
+// logged and marked in log.txt and in <raw>/outcome.json, and the next one
+// still runs; the fit then writes a partial profile ("partial": true, with
+// what is missing and why). Before the steps a preflight checks that no one
+// else uses the GPU (preflight.h). Exit status: 0 all measured (and fitted;
+// collectives may be out of reach of one GPU); 1 a correctness check, a step,
+// a measurement or the fit failed, timings stayed unstable, or fewer GPUs
+// than --gpus were visible; 2 bad arguments or no CUDA GPU visible.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "calibrate/harness/base_profile.h"
 #include "calibrate/harness/log.h"
 #include "calibrate/harness/options.h"
+#include "calibrate/harness/preflight.h"
 #include "calibrate/harness/steps.h"
 
 #if __has_include("calibrate/fit/fit_profile.h")
@@ -71,6 +78,13 @@ bool Fit(const Options& opt, Log& log) {
   out << r.profile.dump(2) << "\n";
   if (!out) throw std::runtime_error("cannot write " + opt.out_path);
   log.Line("fit: wrote " + opt.out_path + " (base " + opt.base_path + "); residuals in " + report_path);
+  if (r.profile.value("partial", false)) {
+    std::string sections;
+    for (const auto& m : r.profile["missing"]) sections += (sections.empty() ? "" : ", ") + m["section"].get<std::string>();
+    log.Line("fit: the profile is PARTIAL (\"partial\": true): not measured: " + sections +
+             "; those fields keep the base profile's values, each source beginning \"datasheet fallback: \"; "
+             "see \"missing\" in the profile and the Partial profile section of " + report_path);
+  }
   return true;
 #else
   log.Line("fit: not run: this harness was built without calibrate/fit/fit_profile.h; no profile written");
@@ -78,7 +92,16 @@ bool Fit(const Options& opt, Log& log) {
 #endif
 }
 
-int Run(Options opt) {
+// Writes outcome.json; a failure to write is logged, not fatal (the CSVs stand).
+void WriteOutcome(const RunOutcome& outcome, const Options& opt, Log& log) {
+  try {
+    outcome.Write((std::filesystem::path(opt.raw_dir) / "outcome.json").string());
+  } catch (const std::exception& e) {
+    log.Line(std::string("outcome.json not written: ") + e.what());
+  }
+}
+
+int Run(Options opt, const std::set<std::string>& faults) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -91,6 +114,7 @@ int Run(Options opt) {
     NoGpu(std::string("device 0: ") + cudaGetErrorString(err));
     return 2;
   }
+  dev.gpus = opt.gpus > 0 ? std::min(opt.gpus, count) : count;
   dev.l2_bytes = static_cast<size_t>(dev.props.l2CacheSize);
   dev.cc_major = dev.props.major;
   dev.cc_minor = dev.props.minor;
@@ -117,30 +141,63 @@ int Run(Options opt) {
   log.Line(std::string("stacksim-calibrate ") + (opt.quick ? "--quick" : "full sweep") + " on " + dev.props.name +
            " (" + std::to_string(count) + " GPU(s) visible), raw " + opt.raw_dir + ", seed " +
            std::to_string(opt.seed) + (opt.out_path.empty() ? "" : ", base " + opt.base_path));
+  RunOutcome outcome;
+  if (opt.gpus > 0) outcome.gpus_requested = opt.gpus;
+  outcome.gpus_visible = count;
+  outcome.gpus_used = dev.gpus;
+  outcome.faults.assign(faults.begin(), faults.end());
+  if (!faults.empty()) {
+    std::string list;
+    for (const auto& f : faults) list += (list.empty() ? "" : ",") + f;
+    log.Line("FAULT INJECTION (STACKSIM_CALIBRATE_FAULT=" + list + "): failures are made on purpose; the profile says so");
+  }
+  if (opt.gpus > count) {
+    log.Line("gpus: --gpus " + std::to_string(opt.gpus) + " asked for, " + std::to_string(count) +
+             " visible: measuring with " + std::to_string(count) +
+             (count < 2 ? " (collectives need at least 2, so none are measured)" : "") +
+             "; the profile records gpus_requested and gpus_used");
+  }
   cudaStream_t stream = nullptr;
   if ((err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {
     log.Line(std::string("cannot create a CUDA stream: ") + cudaGetErrorString(err) + "; nothing measured");
     return 1;
   }
+  try {
+    BusyVerdict busy = CheckGpuIdle(log, dev.props, stream, faults.count("busy") > 0);
+    outcome.busy = busy.busy;
+    outcome.busy_reason = busy.Text();
+  } catch (const std::exception& e) {
+    outcome.busy_reason = std::string("not checked: the probe failed: ") + e.what();
+    log.Line("preflight: " + outcome.busy_reason);
+    CudaContextUsable(nullptr);  // clears a non-sticky error for the steps
+  }
+  WriteOutcome(outcome, opt, log);
 
   const int total_steps = static_cast<int>(StepNames().size());
   double budget_sum = 0;
   for (const auto& s : Steps()) budget_sum += opt.quick ? s.quick_s : s.full_s;
   const Deadline run_deadline = Deadline::In(budget_sum);
   std::vector<std::string> failed;
-  int checks_failed = 0;
+  int checks_failed = 0, unstable = 0;
   bool cuda_broken = false;
   std::string broken_why;
   for (size_t i = 0; i < Steps().size(); ++i) {
     const StepSpec& spec = Steps()[i];
     std::string tag = "[" + std::to_string(i + 1) + "/" + std::to_string(total_steps) + "] " + spec.name;
+    SectionOutcome& section = outcome.Section(spec.name);
     if (opt.skip.count(spec.name)) {
       log.Line(tag + ": skipped (--skip); files it wrote in an earlier run, if any, are kept");
+      section.status = SectionStatus::kSkipped;
+      section.reason = "--skip; files of an earlier run in the raw folder, if any, are kept";
+      WriteOutcome(outcome, opt, log);
       continue;
     }
     if (cuda_broken) {
       log.Line(tag + ": FAILED: not run, CUDA is unusable (" + broken_why + ")");
+      section.status = SectionStatus::kFailed;
+      section.reason = "not run, CUDA is unusable (" + broken_why + ")";
       failed.push_back(spec.name);
+      WriteOutcome(outcome, opt, log);
       continue;
     }
     double budget = opt.quick ? spec.quick_s : spec.full_s;
@@ -151,6 +208,8 @@ int Run(Options opt) {
     ctx.stream = stream;
     ctx.tag = tag;
     ctx.deadline = Deadline(std::min(Deadline::In(budget).end(), run_deadline.end()));
+    ctx.section = &section;
+    ctx.faults = &faults;
     log.Line(tag + ": start (budget " + FormatDuration(budget) + ")");
     double t0 = log.ElapsedS();
     try {
@@ -158,17 +217,33 @@ int Run(Options opt) {
       std::string status = ctx.stopped_early ? "ok, stopped early at its time budget" : "ok";
       if (ctx.items_failed > 0) status += ", " + std::to_string(ctx.items_failed) + " measurement(s) failed";
       if (ctx.checks_failed > 0) status = "CHECKS FAILED (" + std::to_string(ctx.checks_failed) + ")";
+      if (section.unstable > 0) status += ", " + std::to_string(section.unstable) + " of " +
+                                          std::to_string(section.measured) + " measurement(s) UNSTABLE";
+      if (section.status == SectionStatus::kNotMeasurable) status = "NOT MEASURED: " + section.reason;
       log.Line(tag + ": " + status + " in " + FormatDuration(log.ElapsedS() - t0));
-      if (ctx.items_failed > 0) failed.push_back(spec.name);
+      if (ctx.items_failed > 0 || (section.status == SectionStatus::kNotMeasurable && !ctx.expected_gap)) {
+        failed.push_back(spec.name);
+      }
+      if (ctx.checks_failed > 0 && section.status == SectionStatus::kOk) {
+        section.status = SectionStatus::kFailed;
+        section.reason = std::to_string(ctx.checks_failed) +
+                         " correctness check(s) failed (checks.csv); those kernel families were not timed";
+      }
     } catch (const std::exception& e) {
       log.Line(tag + ": FAILED after " + FormatDuration(log.ElapsedS() - t0) + ": " + e.what());
+      section.status = SectionStatus::kFailed;
+      section.reason = e.what();
       failed.push_back(spec.name);
       if (!CudaContextUsable(&broken_why)) {
         cuda_broken = true;
         log.Line("CUDA is unusable from here on (" + broken_why + "); later GPU steps are not run");
       }
     }
+    section.failed_items = ctx.items_failed;
+    section.stopped_early = ctx.stopped_early;
+    unstable += section.unstable;
     checks_failed += ctx.checks_failed;
+    WriteOutcome(outcome, opt, log);
   }
   cudaStreamDestroy(stream);
 
@@ -193,9 +268,13 @@ int Run(Options opt) {
     summary += "; failed steps:";
     for (const auto& f : failed) summary += " " + f;
   }
-  if (checks_failed == 0 && failed.empty()) summary += "; all steps ok";
+  if (unstable > 0) summary += "; " + std::to_string(unstable) + " measurement(s) UNSTABLE (marked stable=0, not fitted)";
+  bool short_of_gpus = opt.gpus > count;
+  if (short_of_gpus) summary += "; fewer GPUs than --gpus";
+  if (checks_failed == 0 && failed.empty() && unstable == 0 && !short_of_gpus) summary += "; all steps ok";
   log.Line(summary);
-  return checks_failed > 0 || !failed.empty() ? 1 : 0;
+  for (const std::string& p : outcome.Problems()) log.Line("  " + p);
+  return checks_failed > 0 || !failed.empty() || unstable > 0 || short_of_gpus ? 1 : 0;
 }
 
 }  // namespace
@@ -214,8 +293,16 @@ int main(int argc, char** argv) {
     std::fputs(UsageText().c_str(), stdout);
     return 0;
   }
+  std::set<std::string> faults;
   try {
-    return Run(opt);
+    const char* env = std::getenv("STACKSIM_CALIBRATE_FAULT");
+    faults = ParseFaults(env != nullptr ? env : "");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "stacksim calibrate: %s\n", e.what());
+    return 2;
+  }
+  try {
+    return Run(opt, faults);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stacksim calibrate: %s\n", e.what());
     return 1;

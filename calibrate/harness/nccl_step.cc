@@ -5,10 +5,12 @@
 // sends); algbw = bytes / time, busbw = algbw x nccl-tests' factor
 // (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;
 // broadcast and sendrecv 1). sendrecv is one send from GPU 0 to GPU 1.
-// With one GPU, or built without NCCL, the file has its header only: nothing
-// is invented.
+// With one GPU, built without NCCL, NCCL missing at run time (it is opened
+// with dlopen, nccl_library.h) or ncclCommInitAll failing, the file has its
+// header only and the step is "not_measurable" in outcome.json with NCCL's
+// own error string: nothing is invented.
 #ifdef STACKSIM_HAVE_NCCL
-#include <nccl.h>
+#include "calibrate/harness/nccl_library.h"
 #endif
 #include <cuda_runtime.h>
 
@@ -32,10 +34,10 @@ namespace {
 
 constexpr double kWaitTimeoutS = 60;
 
-void CheckNccl(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(r));
+void CheckNccl(const NcclLibrary& lib, ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + lib.ErrorString(r));
 }
-#define NCCL_OK(call) CheckNccl((call), #call)
+#define NCCL_OK(call) CheckNccl(lib, (call), #call)
 
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kSendRecv, kAllToAll, kBroadcast };
 
@@ -76,11 +78,11 @@ struct Rank {
 // exit path (aborted, not destroyed, when a collective hung).
 class Ranks {
  public:
-  explicit Ranks(int n) : ranks_(n) {}
+  Ranks(const NcclLibrary& lib, int n) : lib_(lib), ranks_(n) {}
   ~Ranks() {
     for (auto& r : ranks_) {
       cudaSetDevice(r.device);
-      if (r.comm != nullptr) (aborted_ ? ncclCommAbort(r.comm) : ncclCommDestroy(r.comm));
+      if (r.comm != nullptr) (aborted_ ? lib_.CommAbort(r.comm) : lib_.CommDestroy(r.comm));
       if (r.start != nullptr) cudaEventDestroy(r.start);
       if (r.stop != nullptr) cudaEventDestroy(r.stop);
       if (r.send != nullptr) cudaFree(r.send);
@@ -90,46 +92,48 @@ class Ranks {
     cudaSetDevice(0);
   }
   std::vector<Rank>& all() { return ranks_; }
+  const NcclLibrary& lib() const { return lib_; }
   void MarkAborted() { aborted_ = true; }
 
  private:
+  const NcclLibrary& lib_;
   std::vector<Rank> ranks_;
   bool aborted_ = false;
 };
 
 // Enqueues one collective of `count` floats on every rank taking part.
-void Enqueue(std::vector<Rank>& ranks, Collective c, size_t count) {
+void Enqueue(const NcclLibrary& lib, std::vector<Rank>& ranks, Collective c, size_t count) {
   const int n = static_cast<int>(ranks.size());
-  NCCL_OK(ncclGroupStart());
+  NCCL_OK(lib.GroupStart());
   for (int i = 0; i < n; ++i) {
     Rank& r = ranks[i];
     switch (c) {
       case Collective::kAllReduce:
-        NCCL_OK(ncclAllReduce(r.send, r.recv, count, ncclFloat, ncclSum, r.comm, r.stream));
+        NCCL_OK(lib.AllReduce(r.send, r.recv, count, ncclFloat, ncclSum, r.comm, r.stream));
         break;
       case Collective::kAllGather:
-        NCCL_OK(ncclAllGather(r.send, r.recv, count / n, ncclFloat, r.comm, r.stream));
+        NCCL_OK(lib.AllGather(r.send, r.recv, count / n, ncclFloat, r.comm, r.stream));
         break;
       case Collective::kReduceScatter:
-        NCCL_OK(ncclReduceScatter(r.send, r.recv, count / n, ncclFloat, ncclSum, r.comm, r.stream));
+        NCCL_OK(lib.ReduceScatter(r.send, r.recv, count / n, ncclFloat, ncclSum, r.comm, r.stream));
         break;
       case Collective::kAllToAll:
         for (int peer = 0; peer < n; ++peer) {
           size_t chunk = count / n;
-          NCCL_OK(ncclSend(r.send + peer * chunk, chunk, ncclFloat, peer, r.comm, r.stream));
-          NCCL_OK(ncclRecv(r.recv + peer * chunk, chunk, ncclFloat, peer, r.comm, r.stream));
+          NCCL_OK(lib.Send(r.send + peer * chunk, chunk, ncclFloat, peer, r.comm, r.stream));
+          NCCL_OK(lib.Recv(r.recv + peer * chunk, chunk, ncclFloat, peer, r.comm, r.stream));
         }
         break;
       case Collective::kBroadcast:
-        NCCL_OK(ncclBroadcast(r.send, r.recv, count, ncclFloat, 0, r.comm, r.stream));
+        NCCL_OK(lib.Broadcast(r.send, r.recv, count, ncclFloat, 0, r.comm, r.stream));
         break;
       case Collective::kSendRecv:
-        if (i == 0) NCCL_OK(ncclSend(r.send, count, ncclFloat, 1, r.comm, r.stream));
-        if (i == 1) NCCL_OK(ncclRecv(r.recv, count, ncclFloat, 0, r.comm, r.stream));
+        if (i == 0) NCCL_OK(lib.Send(r.send, count, ncclFloat, 1, r.comm, r.stream));
+        if (i == 1) NCCL_OK(lib.Recv(r.recv, count, ncclFloat, 0, r.comm, r.stream));
         break;
     }
   }
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK(lib.GroupEnd());
 }
 
 // Waits for every rank's `stop` event, polling, so that a hung collective
@@ -154,7 +158,7 @@ void WaitAll(Ranks& ranks, const char* what) {
 // Microseconds per collective over `inner` back-to-back ones: the slowest rank's span.
 double TimeBurst(Ranks& ranks, Collective c, size_t count, int inner) {
   for (Rank& r : ranks.all()) CUDA_OK(cudaEventRecord(r.start, r.stream));
-  for (int i = 0; i < inner; ++i) Enqueue(ranks.all(), c, count);
+  for (int i = 0; i < inner; ++i) Enqueue(ranks.lib(), ranks.all(), c, count);
   for (Rank& r : ranks.all()) CUDA_OK(cudaEventRecord(r.stop, r.stream));
   WaitAll(ranks, Name(c));
   double worst = 0;
@@ -169,15 +173,40 @@ double TimeBurst(Ranks& ranks, Collective c, size_t count, int inner) {
 }  // namespace
 #endif
 
+namespace {
+
+// The step measures nothing: said in the log and in outcome.json. `expected`:
+// because of what the machine is (one GPU, a build without NCCL), not a failure.
+void NotMeasurable(StepContext& ctx, const std::string& why, bool expected = false) {
+  ctx.expected_gap = expected;
+  ctx.log->Line("nccl: collectives not measured: " + why + "; nccl.csv has its header only");
+  if (ctx.section != nullptr) {
+    ctx.section->status = SectionStatus::kNotMeasurable;
+    ctx.section->reason = why;
+  }
+}
+
+}  // namespace
+
 void RunNcclStep(StepContext& ctx) {
-  CsvWriter csv(ctx.RawPath("nccl.csv"), {"collective", "gpus", "bytes", "median_us", "algbw_gbps", "busbw_gbps"});
+  CsvWriter csv(ctx.RawPath("nccl.csv"),
+                {"collective", "gpus", "bytes", "median_us", "algbw_gbps", "busbw_gbps", "spread", "stable"});
 #ifndef STACKSIM_HAVE_NCCL
-  ctx.log->Line("nccl: collectives not measurable: stacksim-calibrate was built without NCCL; nccl.csv has its header only");
+  NotMeasurable(ctx, "stacksim-calibrate was built without NCCL (nccl.h not found at build time)", true);
 #else
-  const int n = ctx.device.device_count;
+  NcclLibrary lib(ctx.Fault("nccl-missing"));
+  if (!lib.ok()) {
+    NotMeasurable(ctx, "NCCL missing at run time: " + lib.error());
+    return;
+  }
+  const int n = ctx.device.gpus;
+  if (ctx.Fault("nccl-init")) {
+    NotMeasurable(ctx, "ncclCommInitAll: " + lib.ErrorString(ncclSystemError) + " (fault injection: nccl-init)");
+    return;
+  }
   if (n < 2) {
-    ctx.log->Line("nccl: collectives not measurable: " + std::to_string(n) +
-                  " GPU visible, a collective needs at least 2; nccl.csv has its header only");
+    NotMeasurable(ctx, std::to_string(n) + " GPU used (" + std::to_string(ctx.device.device_count) +
+                           " visible), a collective needs at least 2", true);
     return;
   }
   size_t max_bytes = ctx.quick() ? (size_t{256} << 20) : (size_t{4} << 30);
@@ -188,11 +217,15 @@ void RunNcclStep(StepContext& ctx) {
     while (max_bytes > (size_t{1} << 20) && 2 * max_bytes + (size_t{2} << 30) > free_bytes) max_bytes /= 4;
   }
   CUDA_OK(cudaSetDevice(0));
-  Ranks ranks(n);
+  Ranks ranks(lib, n);
   std::vector<ncclComm_t> comms(n);
   std::vector<int> devices(n);
   for (int d = 0; d < n; ++d) devices[d] = d;
-  NCCL_OK(ncclCommInitAll(comms.data(), n, devices.data()));
+  if (ncclResult_t r = lib.CommInitAll(comms.data(), n, devices.data()); r != ncclSuccess) {
+    cudaSetDevice(0);
+    NotMeasurable(ctx, "ncclCommInitAll over " + std::to_string(n) + " GPUs: " + lib.ErrorString(r));
+    return;
+  }
   for (int d = 0; d < n; ++d) {
     ranks.all()[d].device = d;
     ranks.all()[d].comm = comms[d];
@@ -217,7 +250,8 @@ void RunNcclStep(StepContext& ctx) {
   const int repeats = ctx.quick() ? 5 : 7;
   Progress progress(ctx.log, ctx.tag, static_cast<int>(std::size(order) * sizes.size()));
   int done = 0;
-  ctx.log->Line("nccl: " + std::to_string(n) + " GPUs, sizes 1 KiB.." + std::to_string(max_bytes >> 20) + " MiB");
+  ctx.log->Line("nccl: " + std::to_string(n) + " GPUs (" + lib.path() + "), sizes 1 KiB.." +
+                std::to_string(max_bytes >> 20) + " MiB");
   for (Collective c : order) {
     const int gpus = c == Collective::kSendRecv ? 2 : n;
     for (size_t bytes : sizes) {
@@ -229,16 +263,23 @@ void RunNcclStep(StepContext& ctx) {
       }
       size_t count = bytes / 4 / n * n;  // divisible among the ranks
       if (count == 0) continue;
-      Enqueue(ranks.all(), c, count);  // warm-up (connections are set up lazily)
-      Enqueue(ranks.all(), c, count);
+      Enqueue(lib, ranks.all(), c, count);  // warm-up (connections are set up lazily)
+      Enqueue(lib, ranks.all(), c, count);
       double probe = TimeBurst(ranks, c, count, 1);
       int inner = std::max(1, std::min(50, static_cast<int>(500.0 / std::max(1.0, probe)) + 1));
-      std::vector<double> samples;
-      for (int r = 0; r < repeats; ++r) samples.push_back(TimeBurst(ranks, c, count, inner));
-      double us = Summarize(samples).median;
+      StableMeasurement m = ctx.MeasureStable(
+          [&] {
+            std::vector<double> samples;
+            for (int r = 0; r < repeats; ++r) samples.push_back(TimeBurst(ranks, c, count, inner));
+            return samples;
+          },
+          HostTimingPolicy(), std::string("nccl ") + Name(c) + " " + std::to_string(bytes) + " B");
+      double us = m.verdict.stats.median;
       double actual = static_cast<double>(count) * 4;
       double algbw = actual / (us * 1e-6) / 1e9;
-      csv.Row({Name(c), Num(gpus), Num(actual), Num(us), Num(algbw), Num(algbw * BusFactor(c, n))});
+      std::vector<std::string> row = {Name(c), Num(gpus), Num(actual), Num(us), Num(algbw), Num(algbw * BusFactor(c, n))};
+      for (const std::string& cell : StabilityCells(m.verdict)) row.push_back(cell);
+      csv.Row(row);
       progress.Report(++done, std::string(Name(c)) + " " + std::to_string(bytes >> 10) + " KiB");
     }
   }

@@ -16,7 +16,7 @@ const std::vector<std::string>& StepNames() {
 
 std::string UsageText() {
   return "usage: stacksim-calibrate [--quick] [--out PROFILE.json] [--raw DIR] [--base PROFILE.json]\n"
-         "                          [--data-dir DIR] [--seed N] [--skip STEP,...]\n"
+         "                          [--data-dir DIR] [--seed N] [--skip STEP,...] [--gpus N]\n"
          "  --quick        a subset of every sweep (about 3 minutes instead of at most 10)\n"
          "  --out FILE     fit the measurements into a hardware profile written here\n"
          "  --raw DIR      raw measurements (CSV, env.json, log.txt); default <out>.raw\n"
@@ -25,11 +25,24 @@ std::string UsageText() {
          "  --data-dir DIR folder holding profiles/ (what 'stacksim calibrate' passes)\n"
          "  --seed N       seed of all random inputs (default 1)\n"
          "  --skip LIST    steps to leave out: env,kernels,copy,launch,gemm,attention,nccl,fit\n"
-         "exit status: 0 all measured and fitted; 1 a correctness check or a step failed;\n"
+         "  --gpus N       GPUs the collectives use (default: every visible one); with fewer visible\n"
+         "                 the run uses those, says so, and the profile records both numbers\n"
+         "environment: STACKSIM_CALIBRATE_FAULT=busy,oom,cuda-error,nccl-init,nccl-missing injects\n"
+         "             failures to exercise the harness's error paths (the profile says so)\n"
+         "exit status: 0 all measured and fitted; 1 a correctness check, a step or a measurement\n"
+         "             failed, timings stayed unstable, or fewer GPUs than --gpus were visible;\n"
          "             2 bad arguments or no CUDA GPU visible\n";
 }
 
 namespace {
+
+int ParseGpus(const std::string& text) {
+  if (text.empty() || text.size() > 6 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) || std::stoi(text) < 1) {
+    throw UsageError("--gpus wants a positive integer, got '" + text + "'");
+  }
+  return std::stoi(text);
+}
 
 uint64_t ParseSeed(const std::string& text) {
   if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -82,7 +95,7 @@ Options ParseOptions(const std::vector<std::string>& args) {
       continue;
     }
     static const std::set<std::string> kWithValue = {"--out",  "--raw",  "--base",
-                                                     "--seed", "--skip", "--data-dir"};
+                                                     "--seed", "--skip", "--data-dir", "--gpus"};
     if (!kWithValue.count(flag)) throw UsageError("unknown argument '" + args[i] + "'");
     if (!inline_value) {
       if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
@@ -95,6 +108,7 @@ Options ParseOptions(const std::vector<std::string>& args) {
     if (flag == "--data-dir") o.data_dir = value;
     if (flag == "--seed") o.seed = ParseSeed(value);
     if (flag == "--skip") o.skip = ParseSkip(value);
+    if (flag == "--gpus") o.gpus = ParseGpus(value);
   }
   if (o.help) return o;
   if (o.raw_dir.empty()) {

@@ -24,6 +24,7 @@ struct Options {
   std::string data_dir;   // --data-dir: holds profiles/, to pick the base by GPU name
   uint64_t seed = 1;      // --seed: random inputs of every check and timing
   std::set<std::string> skip;  // --skip: step names (StepNames())
+  int gpus = 0;                // --gpus: GPUs the collectives should use; 0: every visible one
   bool help = false;
 };
 

@@ -10,8 +10,8 @@
 
 namespace stacksim::calibrate {
 
-kernels::TimingResult TimeQueued(const std::function<void()>& fn, cudaStream_t stream,
-                                 const kernels::TimingOptions& opt) {
+std::vector<double> TimeQueuedSamples(const std::function<void()>& fn, cudaStream_t stream,
+                                      const kernels::TimingOptions& opt) {
   EventPair ev;
   for (int i = 0; i < opt.warmup; ++i) fn();
   CUDA_OK(cudaStreamSynchronize(stream));
@@ -43,13 +43,7 @@ kernels::TimingResult TimeQueued(const std::function<void()>& fn, cudaStream_t s
     CUDA_LAUNCH_OK();
     samples.push_back(ev.ElapsedUs() / inner);
   }
-  std::sort(samples.begin(), samples.end());
-  kernels::TimingResult out;
-  out.median_us = samples[samples.size() / 2];
-  out.min_us = samples.front();
-  out.max_us = samples.back();
-  out.calls = inner * opt.repeats;
-  return out;
+  return samples;
 }
 
 }  // namespace stacksim::calibrate

@@ -2,10 +2,44 @@
 
 #include <filesystem>
 
+#include "calibrate/harness/csv.h"
+
 namespace stacksim::calibrate {
 
 std::string StepContext::RawPath(const std::string& file) const {
   return (std::filesystem::path(options->raw_dir) / file).string();
+}
+
+StableMeasurement StepContext::MeasureStable(const std::function<std::vector<double>()>& measure,
+                                            const StabilityPolicy& policy, const std::string& what) {
+  bool noisy = Fault("busy") && noisy_left > 0;
+  if (noisy) --noisy_left;
+  StableMeasurement m = MeasureUntilStable(
+      [&] {
+        std::vector<double> samples = measure();
+        // Fault "busy": sample i takes 15% x i longer, as growing contention would make it
+        // (a spread of ~30%, far above any threshold).
+        if (noisy) {
+          for (size_t i = 0; i < samples.size(); ++i) samples[i] *= 1.0 + 0.15 * static_cast<double>(i);
+        }
+        return samples;
+      },
+      policy);
+  if (m.tries > 1 && m.verdict.stable) log->Line(what + ": stable on try " + std::to_string(m.tries));
+  RecordVerdict(m.verdict, what + (m.verdict.stable ? "" : " after " + std::to_string(m.tries) + " tries"));
+  return m;
+}
+
+void StepContext::RecordVerdict(const StabilityVerdict& verdict, const std::string& what) {
+  if (section != nullptr) {
+    ++section->measured;
+    if (!verdict.stable) ++section->unstable;
+  }
+  if (!verdict.stable) log->Line(what + ": UNSTABLE (" + verdict.why + "); the row is marked stable=0 and not fitted");
+}
+
+std::vector<std::string> StabilityCells(const StabilityVerdict& v) {
+  return {Num(v.stats.spread), v.stable ? "1" : "0"};
 }
 
 bool CudaContextUsable(std::string* why) {

@@ -6,7 +6,13 @@
 #   profile.json          the fitted profile (if the fit ran)
 #   log.txt               the harness's log
 #   build.log             CMake's configure and build output
-# usage: OUT=/some/dir tools/gpu/run_calibrate.sh [--quick|--full]
+# usage: OUT=/some/dir tools/gpu/run_calibrate.sh [--quick|--full|--faults]
+#
+# --faults: instead of a sweep, three short runs with injected failures
+# (STACKSIM_CALIBRATE_FAULT, see calibrate/README.md "When things go wrong"),
+# about a minute in all after the build; each must exit 1 and write a partial
+# profile that names what failed. Leaves faults.txt (PASS/FAIL per check) and
+# faults_raw.tar.gz (every run's raw folder, log and profile) in $OUT.
 #
 # Before the call, here: tools/gpu/prepare_carry.sh, then run with
 # carry [".carry"] (nlohmann/json's headers; the machine has no Debian package).
@@ -21,10 +27,12 @@
 # STACKSIM_GIT_COMMIT: taken from the environment, else `git rev-parse HEAD`.
 set -u
 out=${OUT:?set OUT to the output folder}
-case "${1:---quick}" in
+mode=${1:---quick}
+case "$mode" in
   --quick) quick=--quick; run_timeout=${RUN_TIMEOUT_S:-300} ;;
   --full) quick=; run_timeout=${RUN_TIMEOUT_S:-450} ;;
-  *) echo "usage: OUT=DIR $0 [--quick|--full]" >&2; exit 2 ;;
+  --faults) quick=--quick; run_timeout=${RUN_TIMEOUT_S:-90} ;;
+  *) echo "usage: OUT=DIR $0 [--quick|--full|--faults]" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
@@ -60,6 +68,49 @@ echo "== built with: $(grep -ho 'STACKSIM_HAVE_[A-Z]*' "$build"/CMakeFiles/stack
 echo "== built in $(($(date +%s) - t0)) s"
 
 export STACKSIM_GIT_COMMIT=${STACKSIM_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+
+if [ "$mode" = --faults ]; then
+  # name | STACKSIM_CALIBRATE_FAULT | extra arguments | sections "missing" must name | text the log must hold
+  faults_dir=/tmp/faults
+  rm -rf "$faults_dir"
+  mkdir -p "$faults_dir"
+  report="$out/faults.txt"
+  : >"$report"
+  all_ok=0
+  while IFS='|' read -r name fault extra want_missing want_log; do
+    dir="$faults_dir/$name"
+    echo "== fault run $name: STACKSIM_CALIBRATE_FAULT=$fault $extra" | tee -a "$report"
+    # shellcheck disable=SC2086
+    STACKSIM_CALIBRATE_FAULT=$fault timeout -k 10 "$run_timeout" "$build/stacksim-calibrate" --quick $extra \
+      --raw "$dir" --base profiles/h200-sxm-141gb.json --out "$dir/profile.json" >"$faults_dir/$name.stderr" 2>&1
+    rc=$?
+    verdict=PASS
+    [ $rc -eq 1 ] || { verdict=FAIL; echo "  exit status $rc, expected 1" | tee -a "$report"; }
+    if [ ! -f "$dir/profile.json" ]; then
+      verdict=FAIL; echo "  no profile written" | tee -a "$report"
+    else
+      grep -q '"partial": true' "$dir/profile.json" || { verdict=FAIL; echo "  profile not marked partial" | tee -a "$report"; }
+      for sec in $want_missing; do
+        grep -q "\"section\": \"$sec\"" "$dir/profile.json" ||
+          { verdict=FAIL; echo "  missing does not name $sec" | tee -a "$report"; }
+      done
+    fi
+    grep -q -- "$want_log" "$dir/log.txt" 2>/dev/null || { verdict=FAIL; echo "  log lacks: $want_log" | tee -a "$report"; }
+    grep -E 'FAILED|UNSTABLE|BUSY|NOT MEASURED|PARTIAL|fault injection|gpus:' "$dir/log.txt" 2>/dev/null | head -n 20 | sed 's/^/  log: /' >>"$report"
+    [ -f "$dir/profile.json" ] && python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); [print("  missing:", m["section"], "|", m["reason"], "|", ", ".join(m["fields"])) for m in p.get("missing", [])]' "$dir/profile.json" >>"$report" 2>/dev/null
+    echo "  $verdict (exit $rc)" | tee -a "$report"
+    [ "$verdict" = PASS ] || all_ok=1
+  done <<'EOF_FAULTS'
+nccl-init|nccl-init|--skip kernels,gemm,attention --gpus 8|gpus nccl|fault injection: nccl-init
+oom|oom,cuda-error|--skip kernels,attention,nccl|copy launch gemm|out of memory
+busy|busy,nccl-missing|--skip kernels,gemm,attention|copy launch nccl|GPU BUSY
+EOF_FAULTS
+  cat "$report"
+  tar -C /tmp -czf "$out/faults_raw.tar.gz" faults
+  echo "== faults: $([ $all_ok -eq 0 ] && echo all PASS || echo some FAIL)"
+  exit $all_ok
+fi
+
 rm -rf "$raw"
 echo "== stacksim-calibrate ${quick:---full} (stopped after ${run_timeout} s at most)"
 timeout -k 10 "$run_timeout" "$build/stacksim-calibrate" $quick --raw "$raw" \
