@@ -622,13 +622,13 @@ class ProfileFitter {
     section("Attention (our FlashAttention-2-style kernel)", attention_);
     section("Copy, host transfers and launch", copy_lines_);
     section("Collectives", collectives_);
-    std::vector<std::string> kept_table = {TableRow({"field", "why it keeps the base value and source"}), TableRule(2)};
+    std::vector<std::string> kept_table = {TableRow({"field", "why it keeps the base value (its source says datasheet fallback)"}), TableRule(2)};
     kept_table.insert(kept_table.end(), kept_rows.begin(), kept_rows.end());
     if (!raw_.files_present.empty()) {
       kept_table.push_back("");
       kept_table.push_back("Present but not used by the fit: " + JoinList(raw_.files_present) + ".");
     }
-    section("Not measured (kept from the base profile)", kept_table);
+    section("Not measured (datasheet fallbacks from the base profile)", kept_table);
     section("Partial profile", PartialReport(missing));
 
     std::string report;
