@@ -69,6 +69,14 @@ class Event {
     const auto& a = j_["args"];
     return a.contains(key) && a[key].is_number_integer() ? a[key].get<int64_t>() : dflt;
   }
+  // An optional count: absent is `dflt`; present, it must be a non-negative integer.
+  int64_t ArgCountOr(const char* key, int64_t dflt) const {
+    if (!j_.contains("args") || !j_["args"].is_object() || !j_["args"].contains(key)) return dflt;
+    const auto& v = j_["args"][key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+      Fail(std::string("args.") + key, "must be a non-negative integer");
+    return v.get<int64_t>();
+  }
   std::string ArgStringOr(const char* key) const {
     if (!j_.contains("args") || !j_["args"].is_object()) return "";
     const auto& a = j_["args"];
@@ -102,13 +110,17 @@ KinetoHostCall::Kind CallKind(const std::string& name) {
   return KinetoHostCall::Kind::kOther;
 }
 
-// "nccl:all_reduce" record_function names (torch.distributed's NCCL backend).
+// A collective from its name: "nccl:all_reduce" record_function names, the
+// "Collective name" torch.distributed records ("allreduce", "_allgather_base",
+// "reduce_scatter_tensor_coalesced", "all_to_allv", ...), or an NCCL kernel's
+// name ("ncclDevKernel_AllReduce_Sum_f32_RING_LL"). Point-to-point sends and
+// receives are not collectives here: they keep their measured time.
 bool CollectiveOf(const std::string& name, trace::CollectiveKind* kind) {
   std::string n = Lower(name);
   if (Contains(n, "all_reduce") || Contains(n, "allreduce")) *kind = trace::CollectiveKind::kAllReduce;
   else if (Contains(n, "all_gather") || Contains(n, "allgather")) *kind = trace::CollectiveKind::kAllGather;
   else if (Contains(n, "reduce_scatter") || Contains(n, "reducescatter")) *kind = trace::CollectiveKind::kReduceScatter;
-  else if (Contains(n, "all_to_all") || Contains(n, "alltoall") || Contains(n, "sendrecv")) *kind = trace::CollectiveKind::kAllToAll;
+  else if (Contains(n, "all_to_all") || Contains(n, "alltoall")) *kind = trace::CollectiveKind::kAllToAll;
   else if (Contains(n, "broadcast")) *kind = trace::CollectiveKind::kBroadcast;
   else return false;
   return true;
@@ -126,6 +138,32 @@ struct RawCall {
   KinetoHostCall call;
   int64_t external = -1;
 };
+
+struct CommInfo {
+  trace::CollectiveKind kind = trace::CollectiveKind::kAllReduce;
+  double bytes = 0;
+  int group_size = 0;
+};
+
+// What torch.distributed records of a collective, on its record_param_comms
+// CPU op (and, in recent PyTorch, on the NCCL kernel itself): "Collective
+// name", "In msg nelems", "Out msg nelems", "dtype", "Group size". Older
+// traces name the op "nccl:<collective>" with the same counts. False when
+// `e` describes no collective (or a point-to-point send/receive).
+bool ReadComm(const Event& e, const std::string& name, CommInfo* c) {
+  std::string coll = e.ArgStringOr("Collective name");
+  if (coll.empty() && Lower(name).rfind("nccl:", 0) == 0) coll = name;
+  if (coll.empty() || !CollectiveOf(coll, &c->kind)) return false;
+  int64_t in = e.ArgCountOr("In msg nelems", -1), out = e.ArgCountOr("Out msg nelems", -1);
+  // The trace's CommOp convention: all-gather counts the gathered output,
+  // the others their input.
+  int64_t n = c->kind == trace::CollectiveKind::kAllGather && out >= 0 ? out : in;
+  c->bytes = n > 0 ? static_cast<double>(n) * DtypeBytes(e.ArgStringOr("dtype")) : 0;
+  int64_t g = e.ArgCountOr("Group size", 0);
+  if (g > (1 << 24)) e.Fail("args.Group size", "more ranks than stacksim represents (2^24)");
+  c->group_size = static_cast<int>(g);
+  return true;
+}
 
 }  // namespace
 
@@ -246,9 +284,11 @@ KinetoStep ParseKinetoTrace(const std::string& text, const std::string& origin) 
   struct RawKernel {
     KinetoKernel k;
     int64_t external = -1;
+    bool has_comm = false;  // the kernel's own args describe its collective
+    CommInfo comm;
   };
   std::vector<RawKernel> kernels;
-  std::unordered_map<int64_t, std::pair<trace::CollectiveKind, std::pair<double, int>>> nccl_ops;  // external id
+  std::unordered_map<int64_t, CommInfo> nccl_ops;  // by external id
   for (size_t i = 0; i < events->size(); ++i) {
     const nlohmann::json& j = (*events)[i];
     Event e(j, origin, i);
@@ -279,20 +319,23 @@ KinetoStep ParseKinetoTrace(const std::string& text, const std::string& origin) 
       r.k.start = Us(ts - step_begin);
       r.k.duration = Us(dur);
       r.external = e.ArgIntOr("External id", -1);
+      if (r.k.kernel_class == KernelClass::kCommunication) r.has_comm = ReadComm(e, name, &r.comm);
       kernels.push_back(r);
     } else if (cat == "cpu_op" || cat == "user_annotation") {
-      trace::CollectiveKind kind;
-      if (Lower(name).rfind("nccl:", 0) == 0 && CollectiveOf(name, &kind)) {
-        int64_t n = e.ArgIntOr("In msg nelems", -1);
-        if (kind == trace::CollectiveKind::kAllGather) n = e.ArgIntOr("Out msg nelems", n);
-        double bytes = n > 0 ? n * DtypeBytes(e.ArgStringOr("dtype")) : 0;
-        nccl_ops[e.ArgIntOr("External id", -1)] = {kind, {bytes, static_cast<int>(e.ArgIntOr("Group size", 0))}};
+      CommInfo c;
+      int64_t external = e.ArgIntOr("External id", -1);
+      if (external >= 0 && ReadComm(e, name, &c)) {
+        // The innermost op with sizes wins: record_param_comms nests inside
+        // the c10d op and carries the counts.
+        auto [it, fresh] = nccl_ops.try_emplace(external, c);
+        if (!fresh && (it->second.bytes == 0 || c.bytes > 0)) it->second = c;
       }
     } else if (cat == "cuda_sync" && name == "Stream Wait Event") {
       KinetoStreamWait w;
       w.stream = e.ArgInt("stream");
       w.wait_on_stream = e.ArgInt("wait_on_stream");
       w.record_correlation = e.ArgIntOr("wait_on_cuda_event_record_corr_id", -1);
+      w.correlation = e.ArgIntOr("correlation", -1);
       w.time = Us(ts - step_begin);
       step.waits.push_back(w);
     }
@@ -303,6 +346,13 @@ KinetoStep ParseKinetoTrace(const std::string& text, const std::string& origin) 
   for (size_t i = 0; i < calls.size(); ++i) {
     step.calls.push_back(calls[i].call);
     call_of[calls[i].call.correlation] = static_cast<int>(i);
+  }
+  // A wait whose trace leaves the producer stream out (-1): the stream the
+  // event was recorded on, from its cudaEventRecord call.
+  for (KinetoStreamWait& w : step.waits) {
+    if (w.wait_on_stream >= 0) continue;
+    auto it = call_of.find(w.record_correlation);
+    if (it != call_of.end()) w.wait_on_stream = step.calls[it->second].stream;
   }
   // A GPU activity belongs to the step if its launch call does; without a
   // launch in the trace, if it starts inside the step.
@@ -316,13 +366,17 @@ KinetoStep ParseKinetoTrace(const std::string& text, const std::string& origin) 
     }
     if (r.k.kernel_class == KernelClass::kCommunication) {
       auto op = nccl_ops.find(r.external);
-      if (op != nccl_ops.end()) {
-        r.k.collective = op->second.first;
-        r.k.comm_bytes = Bytes{op->second.second.first};
-        r.k.group_size = op->second.second.second;
+      const CommInfo* c = r.has_comm && (r.comm.bytes > 0 || op == nccl_ops.end()) ? &r.comm
+                          : op != nccl_ops.end()                                   ? &op->second
+                                                                                   : nullptr;
+      if (c) {
+        r.k.collective = c->kind;
+        r.k.comm_bytes = Bytes{c->bytes};
+        r.k.group_size = c->group_size;
       } else {
         trace::CollectiveKind kind;
         if (CollectiveOf(r.k.name, &kind)) r.k.collective = kind;
+        else r.k.point_to_point = true;
       }
     }
     gpu_end = std::max(gpu_end, r.k.start + r.k.duration);

@@ -58,19 +58,25 @@ struct KinetoKernel {
   Time start, duration;
   int64_t correlation = -1;
   int launch = -1;           // index in KinetoStep::calls of the launching call (-1: not in the trace)
-  // kCommunication, from the NCCL record_function's args when present.
+  // kCommunication: what torch.distributed recorded of the call (the NCCL
+  // kernel's own args, or its record_param_comms / nccl:* op's by External
+  // id); comm_bytes 0 when the trace gives no sizes. A send/receive kernel
+  // (ncclDevKernel_SendRecv) is point_to_point: never re-priced.
   trace::CollectiveKind collective = trace::CollectiveKind::kAllReduce;
   Bytes comm_bytes{0};
   int group_size = 0;        // 0: unknown
+  bool point_to_point = false;
 };
 
-// "Stream Wait Event" (cuda_sync): the next kernel on `stream` waits for the
-// work on `wait_on_stream` launched up to the event record's correlation.
+// "Stream Wait Event" (cuda_sync): the kernels on `stream` launched after the
+// cudaStreamWaitEvent call (correlation ids grow in API-call order) wait for
+// the work on `wait_on_stream` launched before the event was recorded.
 struct KinetoStreamWait {
   int64_t stream = 0;
-  int64_t wait_on_stream = 0;
-  int64_t record_correlation = -1;
-  Time time;
+  int64_t wait_on_stream = 0;      // -1: unknown (no producer edge)
+  int64_t record_correlation = -1;  // the cudaEventRecord call's (-1: unknown: all work launched so far)
+  int64_t correlation = -1;         // the cudaStreamWaitEvent call's (-1: unknown: by host time)
+  Time time;                        // host time of the wait call, from the step's begin
 };
 
 struct KinetoStep {

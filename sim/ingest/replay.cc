@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <unordered_map>
 
@@ -13,7 +14,7 @@
 
 #include "sim/config/scenario.h"
 #include "sim/net/analytic_network.h"
-#include "sim/report/perfetto.h"
+#include "sim/ingest/replay_perfetto.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -136,6 +137,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
 
   std::map<int64_t, trace::StreamId> gpu_stream;
   std::map<int64_t, TaskId> gpu_last;  // last task on each GPU stream
+  std::map<int64_t, std::vector<std::pair<int64_t, TaskId>>> gpu_launched;  // (correlation, task) in launch order
   std::map<int64_t, Time> gpu_end_time;  // recorded end of the work launched so far, per stream
   std::vector<bool> wait_used(step.waits.size(), false);
 
@@ -149,23 +151,37 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
       trace::StreamId ls = t.InternStream("launch latency");
       deps.push_back(t.Add(Delay(t, ls, "launch", "launch latency", out.launch_latency), {launch_task}));
     }
+    // Stream waits: this is the first kernel on its stream launched after
+    // the wait call; it waits for the producer stream's last kernel launched
+    // before the event record.
+    const Time launched_at = launch_task >= 0 ? step.calls[k.launch].start : k.start;
     for (size_t w = 0; w < step.waits.size(); ++w) {
       const KinetoStreamWait& sw = step.waits[w];
-      if (wait_used[w] || sw.stream != k.stream || sw.time > k.start) continue;
+      if (wait_used[w] || sw.stream != k.stream) continue;
+      bool after = sw.correlation >= 0 && k.correlation >= 0 ? k.correlation > sw.correlation : launched_at >= sw.time;
+      if (!after) continue;
       wait_used[w] = true;
-      auto src = gpu_last.find(sw.wait_on_stream);
-      if (src != gpu_last.end()) deps.push_back(src->second);
+      auto src = gpu_launched.find(sw.wait_on_stream);
+      if (src == gpu_launched.end()) continue;
+      for (auto r = src->second.rbegin(); r != src->second.rend(); ++r) {
+        if (sw.record_correlation < 0 || r->first < sw.record_correlation) {
+          deps.push_back(r->second);
+          break;
+        }
+      }
     }
     if (gpu_last.count(k.stream)) t.Add(Delay(t, s, "gpu gap", "inter-kernel gap", out.kernel_gap));
     Task task;
     task.stream = s;
     task.name = t.InternName(k.name);
     task.label = t.InternLabel(KernelClassName(k.kernel_class));
-    if (k.kernel_class == KernelClass::kCommunication && network_collectives && k.comm_bytes.value > 0) {
+    if (k.kernel_class == KernelClass::kCommunication && network_collectives && k.comm_bytes.value > 0 &&
+        !k.point_to_point) {
       task.kind = TaskKind::kCollective;
       task.comm.kind = k.collective;
       task.comm.bytes = k.comm_bytes;
       task.comm.group = dp_group;
+      ++out.repriced;
     } else {
       task.kind = TaskKind::kCompute;
       task.compute.op_class =
@@ -176,6 +192,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     TaskId id = t.Add(task, deps);
     out.kernel_task[i] = id;
     gpu_last[k.stream] = id;
+    gpu_launched[k.stream].push_back({k.correlation, id});
     gpu_end_time[k.stream] = std::max(gpu_end_time[k.stream], k.start + k.duration);
     for (int b = 0; b < bucket_after[i]; ++b) {
       Task ar;
@@ -302,7 +319,6 @@ StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const en
   StepBreakdown b;
   b.makespan = r.makespan;
   std::vector<std::pair<Time, Time>> busy;
-  Time last_kernel_end;
   for (size_t i = 0; i < step.kernels.size(); ++i) {
     const engine::TaskTiming& tm = r.timings[built.kernel_task[i]];
     Time d = tm.end - tm.start;
@@ -312,7 +328,6 @@ StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const en
       case KernelClass::kCommunication: b.communication += d; break;
     }
     busy.push_back({tm.start, tm.end});
-    last_kernel_end = std::max(last_kernel_end, tm.end);
   }
   std::sort(busy.begin(), busy.end());
   Time covered, cur_s = Time::Zero(), cur_e = Time::Zero();
@@ -323,31 +338,41 @@ StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const en
   covered += cur_e - cur_s;
   b.gpu_idle = r.makespan - covered;
   const trace::Trace& t = built.trace;
-  Time last_inserted;
   for (size_t id = 0; id < t.size(); ++id) {
     const trace::Task& task = t.task(static_cast<TaskId>(id));
-    if (task.kind == TaskKind::kCollective && t.label(task.label) == "dp all-reduce (inserted)") {
+    if (task.kind == TaskKind::kCollective) {  // inserted, or a recorded one re-priced
       b.inserted_comm += r.timings[id].end - r.timings[id].start;
-      last_inserted = std::max(last_inserted, r.timings[id].end);
     }
   }
-  (void)last_kernel_end;
   return b;
 }
 
 namespace {
 
-double MetaParams(const std::string& trace_path) {
+// TRACE.meta.json, written beside the trace by tools/gpu/record_gpt_trace.py
+// (null when there is none).
+nlohmann::json ReadMeta(const std::string& trace_path) {
   std::string meta = trace_path;
   for (const char* ext : {".json.gz", ".json"}) {
     size_t n = std::string(ext).size();
     if (meta.size() > n && meta.compare(meta.size() - n, n, ext) == 0) { meta.resize(meta.size() - n); break; }
   }
   meta += ".meta.json";
-  if (!std::filesystem::exists(meta)) return 0;
-  nlohmann::json j = ReadJsonFile(meta);
-  if (j.contains("model") && j["model"].contains("params") && j["model"]["params"].is_number())
+  if (!std::filesystem::exists(meta)) return nullptr;
+  return ReadJsonFile(meta);
+}
+
+double MetaParams(const nlohmann::json& j) {
+  if (j.is_object() && j.contains("model") && j["model"].is_object() && j["model"].contains("params") &&
+      j["model"]["params"].is_number())
     return j["model"]["params"].get<double>();
+  return 0;
+}
+
+// The step PyTorch timed without the profiler (median), in seconds; 0 if unknown.
+double MetaUnprofiledStep(const nlohmann::json& j) {
+  if (j.is_object() && j.contains("step_s_median_unprofiled") && j["step_s_median_unprofiled"].is_number())
+    return j["step_s_median_unprofiled"].get<double>();
   return 0;
 }
 
@@ -376,6 +401,13 @@ std::string RunReplayCommand(const ReplayOptions& o) {
   text << fmt::format("  recorded step (wall span of the step)   {:9.3f} ms\n", step.span.ms());
   text << fmt::format("  replayed (measured kernels)             {:9.3f} ms  error {:+.2f}%\n", r.makespan.ms(),
                       100 * (r.makespan.seconds() / step.span.seconds() - 1));
+  const nlohmann::json meta = ReadMeta(o.trace_path);
+  if (double unprofiled = MetaUnprofiledStep(meta); unprofiled > 0) {
+    out["unprofiled_step_ms"] = unprofiled * 1e3;
+    text << fmt::format("  PyTorch's step without the profiler     {:9.3f} ms  (median; the recorded step carries the "
+                        "profiler's own overhead, {:+.1f}%)\n",
+                        unprofiled * 1e3, 100 * (step.span.seconds() / unprofiled - 1));
+  }
   text << fmt::format("  measured launch latency {:.2f} us, inter-kernel gap {:.2f} us\n", own.launch_latency.us(),
                       own.kernel_gap.us());
   text << fmt::format("  breakdown: compute {:.3f} ms, memory {:.3f} ms, comm {:.3f} ms, GPU idle (host-bound) {:.3f} ms\n",
@@ -388,6 +420,9 @@ std::string RunReplayCommand(const ReplayOptions& o) {
       o.topology_path.empty() ? "" : config::ResolveDataFile("topologies", o.topology_path, "");
   std::vector<double> scales(step.kernels.size(), 1.0);
   config::ProfileConfig to_profile;
+  // Views for --perfetto, beside the recording: each replay keeps its result.
+  std::vector<std::unique_ptr<engine::ReplayResult>> kept;
+  std::vector<ReplayView> views = {{"replayed (measured kernels)", &own.trace, &r}};
   if (!o.to_profile_path.empty()) {
     config::ProfileConfig from = config::LoadProfileFile(from_path);
     to_profile = config::LoadProfileFile(to_path);
@@ -400,11 +435,11 @@ std::string RunReplayCommand(const ReplayOptions& o) {
                                                 {"gpu_idle_host_bound", wb.gpu_idle.ms()}}}};
     text << fmt::format("  what-if on {}: {:.3f} ms (compute {:.3f}, memory {:.3f}, GPU idle {:.3f})\n",
                         o.to_profile_path, w.makespan.ms(), wb.compute.ms(), wb.memory.ms(), wb.gpu_idle.ms());
+    kept.push_back(std::make_unique<engine::ReplayResult>(std::move(w)));
+    views.push_back({"re-timed on " + o.to_profile_path, &own.trace, kept.back().get()});
   } else {
     to_profile = config::LoadProfileFile(from_path);
   }
-  engine::ReplayResult final_r = r;
-  const trace::Trace* final_t = &own.trace;
   StepTrace dp_trace;
   if (o.dp > 1) {
     if (o.topology_path.empty()) throw InputError("", "--dp", "needs --topology");
@@ -413,7 +448,7 @@ std::string RunReplayCommand(const ReplayOptions& o) {
     dp.size = o.dp;
     dp.ranks_per_node = std::min(o.dp, topo.gpus_per_node);
     dp.nodes = (o.dp + dp.ranks_per_node - 1) / dp.ranks_per_node;
-    double params = o.params > 0 ? o.params : MetaParams(o.trace_path);
+    double params = o.params > 0 ? o.params : MetaParams(meta);
     if (params <= 0) throw InputError(o.trace_path, "", "--dp needs the model's parameter count (--params, or a .meta.json beside the trace)");
     dp.gradient_bytes = Bytes{params * 4};  // fp32 gradients (AMP keeps fp32 parameters)
     dp_trace = BuildStepTrace(step, dp, true);
@@ -427,13 +462,21 @@ std::string RunReplayCommand(const ReplayOptions& o) {
                          {"exposed_comm_ms", (d.makespan - base.makespan).ms()}, {"inserted", dp_trace.inserted}};
     text << fmt::format("  what-if DP {} on {}: {:.3f} ms (all-reduce {:.3f} ms, exposed {:.3f} ms)\n    {}\n", o.dp,
                         o.topology_path, d.makespan.ms(), db.inserted_comm.ms(), (d.makespan - base.makespan).ms(),
-                        dp_trace.inserted.empty() ? "recorded NCCL collectives re-priced by the analytic network" : dp_trace.inserted);
-    final_r = d;
-    final_t = &dp_trace.trace;
+                        dp_trace.inserted.empty()
+                            ? fmt::format("{} recorded NCCL collective(s) re-priced by the analytic network over {} "
+                                          "ranks (the others keep their measured time)",
+                                          dp_trace.repriced, o.dp)
+                            : dp_trace.inserted);
+    kept.push_back(std::make_unique<engine::ReplayResult>(std::move(d)));
+    views.push_back({fmt::format("DP {} on {}{}", o.dp, o.topology_path,
+                                 o.to_profile_path.empty() ? "" : ", " + o.to_profile_path),
+                     &dp_trace.trace, kept.back().get()});
   }
   if (!o.perfetto_path.empty()) {
-    report::WritePerfettoTraceFile(*final_t, final_r, "stacksim replay " + o.trace_path, o.perfetto_path);
-    text << "  wrote " << o.perfetto_path << "\n";
+    WriteReplayComparison(step, views, o.perfetto_path);
+    text << fmt::format("  wrote {}: the recorded step and {} replay(s) side by side\n", o.perfetto_path,
+                        views.size());
+    out["perfetto"] = o.perfetto_path;
   }
   return o.format == "json" ? out.dump(1) + "\n" : text.str();
 }

@@ -47,12 +47,14 @@ struct StepTrace {
   Time launch_latency;                     // measured: launch call end -> kernel start, idle stream
   Time kernel_gap;                         // measured: back-to-back kernel gap, queued stream
   int buckets = 0;                         // inserted all-reduce buckets
+  int repriced = 0;                        // recorded NCCL kernels turned into network-priced collectives
   std::string inserted;                    // what was inserted and why ("" when nothing)
 };
 
-// `comm_group_size` > 0 re-prices recorded NCCL kernels that carry their sizes
-// as collectives over a group of that size (placement from `dp`); otherwise
-// they keep their measured durations.
+// `network_collectives` re-prices the recorded NCCL collectives that carry
+// their sizes as collectives over the group `dp` describes (every recorded
+// collective is taken as data-parallel: the DDP / FSDP recordings this reads);
+// otherwise, and for point-to-point kernels, they keep their measured time.
 StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp = {}, bool network_collectives = false);
 
 // Measured kernel durations times per-kernel scales (1: own hardware).
@@ -78,7 +80,7 @@ struct StepBreakdown {
   Time makespan;
   Time compute, memory, communication;  // GPU busy by kernel class
   Time gpu_idle;                        // makespan minus the union of GPU busy intervals (host/launch bound)
-  Time inserted_comm, inserted_exposed; // inserted DP all-reduce: total time, time past the last kernel
+  Time inserted_comm;                   // collectives priced by the network model (inserted or re-priced)
 };
 StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const engine::ReplayResult& r);
 

@@ -9,7 +9,15 @@ the step time of the profiled step itself, so replay accuracy can be checked.
 Runs on a GPU (bf16 autocast, fused AdamW) or, for a small test trace, on the
 CPU (--device cpu).
 
-usage: record_gpt_trace.py OUT_DIR [--device cuda|cpu] [--layers 6] [--hidden 1024]
+With --ddp the model is wrapped in DistributedDataParallel over NCCL, so the
+trace carries DDP's gradient all-reduce: NCCL kernels on their own stream,
+torch.distributed's record_param_comms ops with the message sizes, and the
+stream-wait events between the streams. Under torchrun each rank writes its
+own trace (trace.rank<R>.json.gz); run alone it is a one-rank group (NCCL
+still launches its kernels, and the sizes are real).
+
+usage: record_gpt_trace.py OUT_DIR [--device cuda|cpu] [--layers 6] [--hidden 1024] [--ddp]
+       torchrun --nproc-per-node 2 record_gpt_trace.py OUT_DIR --ddp
 """
 import argparse
 import gzip
@@ -75,6 +83,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--vocab", type=int, default=50304)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel over NCCL")
     a = ap.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         print("record_gpt_trace: no CUDA GPU; use --device cpu for a CPU trace", file=sys.stderr)
@@ -83,8 +92,26 @@ def main():
         a.layers, a.hidden, a.heads, a.seq, a.batch, a.vocab, a.steps = 2, 128, 4, 128, 2, 1024, 4
     os.makedirs(a.out, exist_ok=True)
     torch.manual_seed(0)
-    dev = torch.device(a.device)
+    rank, world = 0, 1
+    if a.ddp:
+        if a.device != "cuda":
+            print("record_gpt_trace: --ddp needs --device cuda (NCCL)", file=sys.stderr)
+            return 2
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29511")
+        os.environ.setdefault("RANK", "0")
+        os.environ.setdefault("WORLD_SIZE", "1")
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        dev = torch.device("cuda", local)
+    else:
+        dev = torch.device(a.device)
     model = GPT(a.vocab, a.hidden, a.heads, a.layers, a.seq).to(dev)
+    if a.ddp:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
     fused = a.device == "cuda"
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
     idx = torch.randint(0, a.vocab, (a.batch, a.seq), device=dev)
@@ -117,7 +144,8 @@ def main():
     if a.device == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
     sched = torch.profiler.schedule(wait=1, warmup=2, active=1, repeat=1)
-    raw = os.path.join(a.out, "trace.json")
+    stem = f"trace.rank{rank}" if a.ddp else "trace"
+    raw = os.path.join(a.out, stem + ".json")
     profiled = []
     with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=True,
                                 on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
@@ -128,12 +156,13 @@ def main():
             sync()
             profiled.append(time.perf_counter() - t0)
             prof.step()
-    with open(raw, "rb") as fi, gzip.open(os.path.join(a.out, "trace.json.gz"), "wb", compresslevel=9) as fo:
+    with open(raw, "rb") as fi, gzip.open(os.path.join(a.out, stem + ".json.gz"), "wb", compresslevel=9) as fo:
         shutil.copyfileobj(fi, fo)
     os.remove(raw)
     nparams = sum(p.numel() for p in model.parameters())
     meta = {
-        "what": "one training step of a small GPT (bf16 autocast, AdamW), torch.profiler chrome trace",
+        "what": "one training step of a small GPT (bf16 autocast, AdamW), torch.profiler chrome trace"
+        + (f", DDP over NCCL, rank {rank} of {world}" if a.ddp else ""),
         "device": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu",
         "torch": torch.__version__,
         "model": {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "seq": a.seq,
@@ -145,9 +174,12 @@ def main():
         "model_flops_per_step": 6 * nparams * a.batch * a.seq
         + 12 * a.layers * a.hidden * a.seq * a.seq * a.batch * 0.5,
     }
-    with open(os.path.join(a.out, "trace_meta.json"), "w") as f:
+    with open(os.path.join(a.out, stem + ".meta.json" if a.ddp else "trace_meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(json.dumps({k: v for k, v in meta.items() if "all" not in k}, indent=1))
+    if a.ddp:
+        import torch.distributed as dist
+        dist.destroy_process_group()
     return 0
 
 
