@@ -47,6 +47,7 @@
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
 #include "sim/straggler/straggler_report.h"
+#include "sim/uncertainty/assessment.h"
 #include "sim/util/error.h"
 #include "sim/validate/validate.h"
 
@@ -105,12 +106,21 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
       std::cerr << "note: no Chakra trace written: the plan was not simulated (out of memory)\n";
     }
   }
+  // How far the step can be trusted: a range from validated runs like it.
+  uncertainty::Assessment trust = uncertainty::AssessPrediction(
+      scenario, result.out_of_memory ? 0.0 : result.iteration.seconds(), network, uncertainty::DefaultErrorTablePath());
   if (format == "json") {
     nlohmann::json j = report::JsonReport(result);
     if (stragglers) j["stragglers"] = straggler::StragglerJson(*stragglers);
+    j["uncertainty"] = trust.range ? uncertainty::StepRangeJson(*trust.range) : nlohmann::json(nullptr);
+    j["warnings"] = trust.warnings;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << report::TextReport(result);
+    std::string text = report::TextReport(result);
+    size_t step_line = text.find("\nstep time");
+    size_t after = step_line == std::string::npos ? std::string::npos : text.find('\n', step_line + 1);
+    if (after != std::string::npos) text.insert(after + 1, uncertainty::StepRangeLine(trust));
+    std::cout << text << uncertainty::AssessmentText(trust);
     if (stragglers) std::cout << straggler::StragglerText(*stragglers);
   }
   if (!html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result), html_path);
@@ -454,10 +464,20 @@ int RunServeSearch(const ServeSearchArgs& a) {
   return 0;
 }
 
-int RunValidate(const std::string& path, const std::string& format, const std::string& only) {
+int RunValidate(const std::string& path, const std::string& format, const std::string& only,
+                const std::string& error_table_path) {
+  if (!only.empty() && !error_table_path.empty()) {
+    throw InputError("--write-error-table", "", "needs every run: it cannot be combined with --run");
+  }
   validate::ValidationOptions opts;
   opts.only_id = only;
   validate::ValidationReport rep = validate::RunValidation(path, opts);
+  if (!error_table_path.empty()) {
+    validate::StampErrorTable(rep.error_table, config::DataRoot());
+    std::ofstream out(error_table_path);
+    out << uncertainty::ErrorTableToJson(rep.error_table).dump(2) << "\n";
+    if (!out) throw InputError(error_table_path, "", "cannot write the error table");
+  }
   if (format == "json") {
     std::cout << validate::ValidationJson(rep).dump(2) << "\n";
   } else {
@@ -565,6 +585,9 @@ int main(int argc, char** argv) {
   std::string validation_path, only;
   val->add_option("file", validation_path, "Validation file (schema stacksim.validation.training/1)")->required();
   val->add_option("--run", only, "Validate only the run with this id");
+  std::string error_table_path;
+  val->add_option("--write-error-table", error_table_path,
+                  "Also write the per-run errors and features to FILE (validation/error_table.json)");
   add_format(val);
 
   CLI::App* srch = app.add_subcommand("search", "Search parallel plans for a scenario's model, cluster and batch");
@@ -728,7 +751,7 @@ int main(int argc, char** argv) {
     if (rchk->parsed()) {
       return RunReplayChakra(rchk_dir, rchk_scenario, rchk_opts, rchk_network, rchk_recorded, format);
     }
-    if (val->parsed()) return RunValidate(validation_path, format, only);
+    if (val->parsed()) return RunValidate(validation_path, format, only, error_table_path);
     if (srch->parsed()) return RunSearch(search_args);
     if (cmp->parsed()) return RunCompare(compare_args);
     if (clus->parsed()) return RunClusterCommand(cluster_args);

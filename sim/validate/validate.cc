@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <limits>
+#include <map>
+#include <tuple>
 
 #include "sim/memory/memory_model.h"
 #include "sim/simulate/simulate.h"
@@ -400,6 +405,10 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
                                          result.capacity.value / kGiB));
       }
       o.predicted_s = result.iteration.seconds();
+      o.features = uncertainty::FeaturesOf(rs.scenario);
+      if (run.json().contains("framework") && run.json()["framework"].is_string()) {
+        o.features->framework = run.json()["framework"].get<std::string>();
+      }
       o.error_pct = (*o.predicted_s - *o.measured_s) / *o.measured_s * 100.0;
       if (o.scored) {
         sum += std::fabs(o.error_pct);
@@ -416,8 +425,86 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
   }
   rep.mape_pct = rep.scored_predicted > 0 ? sum / rep.scored_predicted : 0;
   rep.mape_dense_pct = rep.scored_dense_predicted > 0 ? dense_sum / rep.scored_dense_predicted : 0;
+
+  // The error table, and each scored run's range from the others' errors.
+  rep.error_table.validation_file = std::filesystem::path(path).filename().string();
+  rep.error_table.validation_runs = static_cast<int>(runs.size());
+  for (const auto& o : rep.runs) {
+    if (!o.scored || !o.predicted_s || !o.features) continue;
+    rep.error_table.runs.push_back({o.id, *o.features, *o.measured_s, *o.predicted_s, *o.predicted_s / *o.measured_s - 1});
+  }
+  for (auto& o : rep.runs) {
+    if (!o.scored || !o.predicted_s || !o.features) continue;
+    uncertainty::Assessment a = uncertainty::Assess(rep.error_table, *o.features, *o.predicted_s, {}, o.id);
+    o.coverage = a.warnings;
+    o.range = a.range;
+    if (o.range) {
+      ++rep.ranged;
+      if (*o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s) ++rep.inside_range;
+    }
+  }
   return rep;
 }
+
+void StampErrorTable(uncertainty::ErrorTable& table, const std::string& source_dir) {
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return std::make_pair(-1, out);
+    char buf[256];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int rc = pclose(p);
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return std::make_pair(rc, out);
+  };
+  std::string dir = "'" + source_dir + "'";
+  auto [rc, commit] = run("git -C " + dir + " rev-parse HEAD 2>/dev/null");
+  if (rc != 0 || commit.empty()) {
+    table.stacksim_commit = "unknown";
+  } else {
+    auto [drc, dirty] =
+        run("git -C " + dir + " status --porcelain --untracked-files=no -- sim profiles topologies models 2>/dev/null");
+    table.stacksim_commit = commit + (drc == 0 && !dirty.empty() ? " + uncommitted changes" : "");
+  }
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  table.generated = date;
+}
+
+namespace {
+
+struct Band {
+  int n = 0;
+  std::vector<double> errors;
+};
+
+// Validated runs by GPU class, scale band and parallelism family.
+std::map<std::tuple<std::string, std::string, std::string>, Band> Bands(const uncertainty::ErrorTable& t) {
+  std::map<std::tuple<std::string, std::string, std::string>, Band> out;
+  for (const auto& r : t.runs) {
+    Band& b = out[{r.features.gpu_class, r.features.scale_band, r.features.family}];
+    ++b.n;
+    b.errors.push_back(r.error);
+  }
+  return out;
+}
+
+double InsidePct(const ValidationReport& r) { return r.ranged > 0 ? 100.0 * r.inside_range / r.ranged : 0; }
+
+double ClaimedPct() {
+  uncertainty::RangeOptions o;
+  return 100.0 * (o.high_quantile - o.low_quantile);
+}
+
+bool ProfileKindWarning(const std::string& w) {
+  return w.rfind("no measured profile", 0) == 0 || w.rfind("profile ", 0) == 0;
+}
+
+}  // namespace
 
 nlohmann::json ValidationJson(const ValidationReport& report) {
   nlohmann::json runs = nlohmann::json::array();
@@ -438,14 +525,38 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
     }
     j["choices"] = o.choices;
     j["warnings"] = o.warnings;
+    if (o.range) {
+      nlohmann::json range = uncertainty::StepRangeJson(*o.range);
+      range.erase("runs");
+      range["leave_one_out"] = true;
+      j["range"] = range;
+      j["measured_in_range"] = *o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s;
+    }
+    if (o.scored && o.predicted_s) j["coverage"] = o.coverage;
     runs.push_back(j);
   }
+  nlohmann::json bands = nlohmann::json::array();
+  for (const auto& [key, b] : Bands(report.error_table)) {
+    bands.push_back({{"gpu_class", std::get<0>(key)},
+                     {"scale_band", std::get<1>(key)},
+                     {"family", std::get<2>(key)},
+                     {"n", b.n},
+                     {"error_p10", uncertainty::PredictiveQuantile(b.errors, 0.10)},
+                     {"error_median", uncertainty::PredictiveQuantile(b.errors, 0.5)},
+                     {"error_p90", uncertainty::PredictiveQuantile(b.errors, 0.90)}});
+  }
+  nlohmann::json calibration = {{"ranged", report.ranged},
+                                {"inside", report.inside_range},
+                                {"inside_pct", InsidePct(report)},
+                                {"claimed_pct", ClaimedPct()},
+                                {"bands", bands}};
   return {{"runs", runs},
           {"mape_pct", report.mape_pct},
           {"scored_predicted", report.scored_predicted},
           {"mape_dense_pct", report.mape_dense_pct},
           {"scored_dense_predicted", report.scored_dense_predicted},
-          {"scored_total", report.scored_total}};
+          {"scored_total", report.scored_total},
+          {"uncertainty", calibration}};
 }
 
 std::string ValidationText(const ValidationReport& report) {
@@ -460,6 +571,15 @@ std::string ValidationText(const ValidationReport& report) {
       for (const auto& c : o.choices) chose += (chose.empty() ? "" : "; ") + c;
       if (!chose.empty()) out += "    chosen: " + chose + "\n";
       for (const auto& w : o.warnings) out += "    warning: " + w + "\n";
+      if (o.range) {
+        bool inside = *o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s;
+        out += "    range (leave-one-out): " + uncertainty::StepRangeText(*o.range) + "; measured " +
+               (inside ? "inside" : "OUTSIDE") + "\n";
+      }
+      // Every validated profile is datasheet-derived: the summary says so once.
+      for (const auto& w : o.coverage) {
+        if (!ProfileKindWarning(w)) out += "    coverage: " + w + "\n";
+      }
     } else {
       out += fmt::format("{:<44} {:>6} {:>9} {:>9}   -  {}\n", id, o.gpus,
                          o.measured_s ? fmt::format("{:.2f}s", *o.measured_s) : "-", "-", o.error);
@@ -469,6 +589,21 @@ std::string ValidationText(const ValidationReport& report) {
                      report.scored_total, report.mape_pct);
   out += fmt::format("  dense runs: {:.1f}% over {}; mixture-of-experts runs: {}\n", report.mape_dense_pct,
                      report.scored_dense_predicted, report.scored_predicted - report.scored_dense_predicted);
+  std::map<std::string, int> kinds;
+  for (const auto& r : report.error_table.runs) ++kinds[r.features.gpu_kind];
+  std::string kind_list;
+  for (const auto& [k, n] : kinds) kind_list += fmt::format("{}{} {}", kind_list.empty() ? "" : ", ", n, k);
+  out += fmt::format("\nuncertainty (leave-one-out): the measured step fell inside its p10-p90 range for {} of {} "
+                     "scored runs ({:.1f}%; the range claims {:.0f}%)\n",
+                     report.inside_range, report.ranged, InsidePct(report), ClaimedPct());
+  out += "  profiles of the validated runs: " + kind_list + "\n";
+  out += "validated runs by GPU class, scale band and parallelism: n, error p10 / median / p90\n";
+  for (const auto& [key, b] : Bands(report.error_table)) {
+    out += fmt::format("  {:<10} {:>9} GPUs  {:<11} {:>3}  {:>+6.1f}% / {:>+6.1f}% / {:>+6.1f}%\n", std::get<0>(key),
+                       std::get<1>(key), std::get<2>(key), b.n, 100 * uncertainty::PredictiveQuantile(b.errors, 0.1),
+                       100 * uncertainty::PredictiveQuantile(b.errors, 0.5),
+                       100 * uncertainty::PredictiveQuantile(b.errors, 0.9));
+  }
   return out;
 }
 

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/scenario.h"
+#include "sim/uncertainty/assessment.h"
+#include "sim/uncertainty/error_table.h"
 
 namespace stacksim::validate {
 
@@ -34,6 +36,12 @@ struct RunOutcome {
   std::string plan;                  // the plan simulated, one line
   std::vector<std::string> choices;  // null fields stacksim filled, and how
   std::vector<std::string> warnings; // e.g. the memory model says it would not fit
+  // Predicted runs: the features of the plan simulated. Scored, predicted
+  // runs: the range the run would get from the other runs' errors (leave one
+  // out, so its own error does not define it) and its coverage warnings.
+  std::optional<uncertainty::RunFeatures> features;
+  std::optional<uncertainty::StepRange> range;
+  std::vector<std::string> coverage;
 };
 
 struct ValidationReport {
@@ -43,6 +51,13 @@ struct ValidationReport {
   double mape_dense_pct = 0;  // the same over the dense (non-MoE) runs
   int scored_dense_predicted = 0;
   int scored_total = 0;
+  // The error table of this validation (scored, predicted runs; the commit
+  // and date are left for the caller to stamp), and the calibration of the
+  // ranges: how many scored runs got a leave-one-out range, and for how many
+  // the measured step fell inside it.
+  uncertainty::ErrorTable error_table;
+  int ranged = 0;
+  int inside_range = 0;
 };
 
 struct ValidationOptions {
@@ -61,6 +76,11 @@ struct RunScenario {
   bool predates_selective_recompute = false;  // the framework could only recompute whole layers
 };
 RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path);
+
+// Stamps the table with the commit of the git checkout at `source_dir` ("+
+// uncommitted changes" when sim/, profiles/, topologies/ or models/ differ
+// from it; "unknown" without git) and today's date (UTC).
+void StampErrorTable(uncertainty::ErrorTable& table, const std::string& source_dir);
 
 nlohmann::json ValidationJson(const ValidationReport& report);
 std::string ValidationText(const ValidationReport& report);

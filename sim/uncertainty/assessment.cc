@@ -1,0 +1,279 @@
+#include "sim/uncertainty/assessment.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+namespace stacksim::uncertainty {
+namespace {
+
+// What "similar" keeps at each step of widening, in order. The order keeps
+// the GPU class longer than the scale band: with leave-one-out on the
+// validation set, widening scale first put 76% of measured steps inside their
+// p10-p90 range, widening GPUs first 72% (docs/uncertainty.md).
+struct Level {
+  bool gpu_class, scale_band, family;
+  const char* widened;  // what this level gives up
+};
+constexpr Level kLevels[] = {
+    {true, true, true, ""},
+    {true, false, true, "other scale bands"},
+    {false, true, true, "all GPUs"},
+    {false, false, true, "all GPUs and scale bands"},
+    {true, false, false, "any parallelism and scale"},
+    {false, false, false, "all validated runs"},
+};
+
+bool Matches(const Level& l, const RunFeatures& a, const RunFeatures& b) {
+  return (!l.gpu_class || a.gpu_class == b.gpu_class) && (!l.scale_band || a.scale_band == b.scale_band) &&
+         (!l.family || a.family == b.family);
+}
+
+// "hopper runs at 513-4096 GPUs with tp/pp"
+std::string Describe(const Level& l, const RunFeatures& f) {
+  std::string s = l.gpu_class ? f.gpu_class + " runs" : "runs";
+  if (l.scale_band) s += " at " + f.scale_band + " GPUs";
+  if (l.family) s += " with " + f.family;
+  return s;
+}
+
+std::string QuantileName(double q) { return fmt::format("p{:g}", q * 100); }
+
+// `digits` significant digits: 6.96, 0.0412, 123.
+std::string Seconds(double s, int digits = 3) {
+  int decimals = s > 0 ? std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(s)))) : digits;
+  return fmt::format("{:.{}f}", s, decimals);
+}
+
+std::vector<const ErrorTableRun*> Others(const ErrorTable& t, const std::string& exclude_id) {
+  std::vector<const ErrorTableRun*> out;
+  for (const auto& r : t.runs) {
+    if (r.id != exclude_id) out.push_back(&r);
+  }
+  return out;
+}
+
+std::set<std::string> Dimensions(const std::string& signature) {
+  std::set<std::string> out;
+  size_t start = 0;
+  while (start <= signature.size()) {
+    size_t end = signature.find('+', start);
+    if (end == std::string::npos) end = signature.size();
+    std::string d = signature.substr(start, end - start);
+    if (!d.empty() && d != "dp") out.insert(d);
+    start = end + 1;
+  }
+  return out;
+}
+
+// "tp" -> "tp>1"; sharding stages and "moe" read as they are.
+std::string DimensionName(const std::string& d) {
+  return d == "tp" || d == "pp" || d == "cp" || d == "ep" ? d + ">1" : d;
+}
+
+}  // namespace
+
+double PredictiveQuantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  double pos = q * static_cast<double>(values.size() + 1) - 1.0;  // 0-based
+  pos = std::clamp(pos, 0.0, static_cast<double>(values.size() - 1));
+  size_t i = static_cast<size_t>(std::floor(pos));
+  double frac = pos - static_cast<double>(i);
+  if (i + 1 >= values.size()) return values.back();
+  return values[i] + (values[i + 1] - values[i]) * frac;
+}
+
+std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFeatures& f, double predicted_s,
+                                           const RangeOptions& options, const std::string& exclude_id) {
+  std::vector<const ErrorTableRun*> pool = Others(table, exclude_id);
+  if (pool.empty()) return std::nullopt;
+  std::string widened;
+  for (const Level& level : kLevels) {
+    std::vector<const ErrorTableRun*> similar;
+    for (const ErrorTableRun* r : pool) {
+      if (Matches(level, r->features, f)) similar.push_back(r);
+    }
+    bool last = &level == &kLevels[std::size(kLevels) - 1];
+    if (static_cast<int>(similar.size()) < options.min_runs && !last) {
+      if (widened.empty()) {
+        widened = fmt::format("{} validated {} (fewer than {})", similar.size(), Describe(level, f), options.min_runs);
+      }
+      continue;
+    }
+    StepRange r;
+    r.predicted_s = predicted_s;
+    r.n = static_cast<int>(similar.size());
+    std::vector<double> errors;
+    for (const ErrorTableRun* s : similar) {
+      errors.push_back(s->error);
+      r.run_ids.push_back(s->id);
+    }
+    r.low_quantile = options.low_quantile;
+    r.high_quantile = options.high_quantile;
+    r.error_low = PredictiveQuantile(errors, options.low_quantile);
+    r.error_high = PredictiveQuantile(errors, options.high_quantile);
+    // The simulator's error e = predicted / true - 1, so true = predicted / (1 + e).
+    r.low_s = predicted_s / (1.0 + r.error_high);
+    r.high_s = predicted_s / (1.0 + r.error_low);
+    r.basis = fmt::format("{}-{} of the errors of {} validated {}", QuantileName(options.low_quantile),
+                          QuantileName(options.high_quantile), r.n, Describe(level, f));
+    if (!widened.empty()) r.widened = "widened to " + std::string(level.widened) + ": " + widened;
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeatures& f, const RangeOptions& options,
+                                          const std::string& exclude_id) {
+  std::vector<std::string> w;
+  std::vector<const ErrorTableRun*> pool = Others(table, exclude_id);
+  if (f.gpu_kind == "datasheet") {
+    w.push_back("no measured profile for " + f.gpu + ": compute and bandwidth come from datasheets");
+  } else if (f.gpu_kind == "projected") {
+    w.push_back("profile " + f.gpu + " is projected from another GPU: none of its numbers were measured on it");
+  }
+  if (pool.empty()) {
+    w.push_back("no validated runs to compare with (empty error table)");
+    return w;
+  }
+  int same_gpu = 0, same_class = 0, max_class = 0, max_all = 0;
+  for (const ErrorTableRun* r : pool) {
+    max_all = std::max(max_all, r->features.gpus);
+    if (r->features.gpu == f.gpu) ++same_gpu;
+    if (r->features.gpu_class == f.gpu_class) {
+      ++same_class;
+      max_class = std::max(max_class, r->features.gpus);
+    }
+  }
+  if (same_class == 0) {
+    w.push_back("no validated runs on any " + f.gpu_class + "-class GPU: the range comes from other GPUs");
+  } else if (same_gpu == 0) {
+    w.push_back("no validated runs on " + f.gpu + ": the range comes from other " + f.gpu_class + "-class GPUs");
+  }
+  if (f.gpus > max_all) {
+    w.push_back(fmt::format("{} GPUs is beyond the largest validated run ({} GPUs)", f.gpus, max_all));
+  } else if (same_class > 0 && f.gpus > max_class) {
+    w.push_back(fmt::format("{} GPUs is beyond the largest validated {} run ({} GPUs)", f.gpus, f.gpu_class, max_class));
+  }
+
+  // Parallelism: each dimension, then the combination.
+  std::set<std::string> dims = Dimensions(f.parallelism);
+  bool each_validated = true;
+  for (const std::string& d : dims) {
+    int n = 0;
+    for (const ErrorTableRun* r : pool) n += Dimensions(r->features.parallelism).count(d) > 0 ? 1 : 0;
+    if (n == 0) {
+      w.push_back(DimensionName(d) + " was never validated");
+      each_validated = false;
+    } else if (n < options.min_runs) {
+      w.push_back(fmt::format("only {} validated run{} use{} {}", n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+                              DimensionName(d)));
+    }
+  }
+  if (each_validated && dims.size() > 1) {
+    bool together = false;
+    for (const ErrorTableRun* r : pool) {
+      std::set<std::string> rd = Dimensions(r->features.parallelism);
+      together = together || std::includes(rd.begin(), rd.end(), dims.begin(), dims.end());
+    }
+    if (!together) {
+      std::string names;
+      for (const std::string& d : dims) names += (names.empty() ? "" : " with ") + DimensionName(d);
+      w.push_back(names + " were never validated together");
+    }
+  }
+
+  // Categorical features: a value no validated run had, or too few did.
+  auto categorical = [&](const char* what, const std::string& value, auto field) {
+    int n = 0;
+    for (const ErrorTableRun* r : pool) n += field(r->features) == value ? 1 : 0;
+    if (n == 0) {
+      w.push_back(fmt::format("{} {} was never validated", what, value));
+    } else if (n < options.min_runs) {
+      w.push_back(fmt::format("{} {}: only {} validated run{}", what, value, n, n == 1 ? "" : "s"));
+    }
+  };
+  categorical("precision", f.precision, [](const RunFeatures& r) { return r.precision; });
+  categorical("pipeline schedule", f.schedule, [](const RunFeatures& r) { return r.schedule; });
+  categorical("attention", f.attention, [](const RunFeatures& r) { return r.attention; });
+  categorical("offload", f.offload, [](const RunFeatures& r) { return r.offload; });
+
+  int64_t min_seq = pool.front()->features.seq_len, max_seq = min_seq;
+  for (const ErrorTableRun* r : pool) {
+    min_seq = std::min(min_seq, r->features.seq_len);
+    max_seq = std::max(max_seq, r->features.seq_len);
+  }
+  if (f.seq_len < min_seq || f.seq_len > max_seq) {
+    w.push_back(fmt::format("sequence length {} is outside the validated {}-{}", f.seq_len, min_seq, max_seq));
+  }
+  return w;
+}
+
+Assessment Assess(const ErrorTable& table, const RunFeatures& f, double predicted_s, const RangeOptions& options,
+                  const std::string& exclude_id) {
+  if (predicted_s <= 0) return {std::nullopt, CoverageWarnings(table, f, options, exclude_id)};
+  return {EstimateStepRange(table, f, predicted_s, options, exclude_id),
+          CoverageWarnings(table, f, options, exclude_id)};
+}
+
+Assessment AssessPrediction(const config::ScenarioConfig& scenario, double predicted_s, const std::string& network,
+                            const std::string& table_path) {
+  Assessment a;
+  RunFeatures f = FeaturesOf(scenario);
+  if (!std::filesystem::exists(table_path)) {
+    a.warnings.push_back("no validation error table at " + table_path + ": no range, coverage unknown");
+    return a;
+  }
+  ErrorTable table = LoadErrorTableFile(table_path);
+  a = Assess(table, f, predicted_s);
+  if (network != "analytic") {
+    a.warnings.push_back("validation errors are of the analytic network model; this run used " + network);
+  }
+  return a;
+}
+
+nlohmann::json StepRangeJson(const StepRange& r) {
+  return {{"predicted_s", r.predicted_s},
+          {"low_s", r.low_s},
+          {"high_s", r.high_s},
+          {"error_low", r.error_low},
+          {"error_high", r.error_high},
+          {"quantiles", {r.low_quantile, r.high_quantile}},
+          {"basis", r.basis},
+          {"n", r.n},
+          {"widened", r.widened},
+          {"runs", r.run_ids}};
+}
+
+std::string StepRangeText(const StepRange& r) {
+  std::string s = fmt::format("likely {}-{} s: {} (n={})", Seconds(r.low_s), Seconds(r.high_s), r.basis, r.n);
+  if (!r.widened.empty()) s += "; " + r.widened;
+  return s;
+}
+
+std::string AssessmentText(const Assessment& a) {
+  std::string out = "\nuncertainty\n";
+  if (a.range) {
+    out += "  step " + Seconds(a.range->predicted_s, 4) + " s, " + StepRangeText(*a.range) + "\n";
+  } else {
+    out += "  no range\n";
+  }
+  if (!a.warnings.empty()) {
+    out += "coverage warnings (outside what validation covers)\n";
+    for (const auto& w : a.warnings) out += "  " + w + "\n";
+  }
+  return out;
+}
+
+std::string StepRangeLine(const Assessment& a) {
+  if (!a.range) return "";
+  const StepRange& r = *a.range;
+  return fmt::format("likely              {}-{} s ({}-{} of {} similar validated runs; see uncertainty)\n",
+                     Seconds(r.low_s), Seconds(r.high_s), QuantileName(r.low_quantile),
+                     QuantileName(r.high_quantile), r.n);
+}
+
+}  // namespace stacksim::uncertainty

@@ -1,0 +1,93 @@
+// How far one prediction can be trusted: a step-time range from the errors
+// stacksim made on validated runs like it, and warnings where the scenario
+// lies outside what validation covers.
+//
+// The range. Take the runs of the error table that match the prediction's
+// GPU class, scale band and parallelism family; with fewer than
+// RangeOptions::min_runs, widen in a fixed order (other scale bands, then all
+// GPUs, then any parallelism: see kLevels in assessment.cc) and say so. Of
+// their errors e = predicted/measured - 1 take the low and high predictive
+// quantiles (Hyndman & Fan type 6: for a new run exchangeable with the n
+// similar ones, the interval between them holds its error with probability
+// high - low). The true step then lies in predicted / (1 + e) over that
+// interval: low_s = predicted / (1 + e_high), high_s = predicted / (1 + e_low).
+// Times are seconds per optimizer step.
+#ifndef STACKSIM_SIM_UNCERTAINTY_ASSESSMENT_H_
+#define STACKSIM_SIM_UNCERTAINTY_ASSESSMENT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/uncertainty/error_table.h"
+
+namespace stacksim::uncertainty {
+
+struct RangeOptions {
+  double low_quantile = 0.10;
+  double high_quantile = 0.90;
+  int min_runs = 5;  // fewer similar runs than this: widen
+};
+
+// The q-quantile of `values` by Hyndman & Fan's type 6 (position q (n + 1),
+// 1-based, linear between order statistics, clamped to the smallest and
+// largest value). REQUIRES: values not empty, 0 <= q <= 1.
+double PredictiveQuantile(std::vector<double> values, double q);
+
+struct StepRange {
+  double predicted_s = 0;
+  double low_s = 0, high_s = 0;
+  double error_low = 0, error_high = 0;  // the quantiles of the similar runs' errors
+  double low_quantile = 0, high_quantile = 0;
+  int n = 0;                          // similar runs used
+  std::string basis;                  // "p10-p90 of the errors of 9 validated hopper runs with tp/pp"
+  std::string widened;                // "" or what was given up and why
+  std::vector<std::string> run_ids;   // the similar runs
+};
+
+// nullopt when the table has no runs (after excluding `exclude_id`: the
+// leave-one-out range of a validation run). REQUIRES: predicted_s > 0.
+std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFeatures& f, double predicted_s,
+                                           const RangeOptions& options = {}, const std::string& exclude_id = "");
+
+// Where the scenario lies outside what validation covers: a profile that is
+// datasheet-only or projected, a GPU or GPU class without validated runs, more
+// GPUs than any validated run (of the class), parallelism dimensions never (or
+// rarely) validated, alone or together, and a precision, pipeline schedule,
+// attention kind, offload or sequence length no validated run had.
+std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeatures& f,
+                                          const RangeOptions& options = {}, const std::string& exclude_id = "");
+
+struct Assessment {
+  std::optional<StepRange> range;
+  std::vector<std::string> warnings;
+};
+
+Assessment Assess(const ErrorTable& table, const RunFeatures& f, double predicted_s, const RangeOptions& options = {},
+                  const std::string& exclude_id = "");
+
+// For `simulate`: the assessment of a scenario's predicted step against the
+// table at `table_path` (DefaultErrorTablePath()). A missing table is a
+// warning (no range), a malformed one an InputError. `network` is the network
+// model used: the table's errors are from the analytic model, so "simgrid"
+// adds a warning.
+Assessment AssessPrediction(const config::ScenarioConfig& scenario, double predicted_s, const std::string& network,
+                            const std::string& table_path);
+
+// {"low_s", "high_s", "predicted_s", "error_low", "error_high", "quantiles",
+//  "basis", "n", "widened", "runs"}
+nlohmann::json StepRangeJson(const StepRange& r);
+// "likely 6.10-7.90 s: p10-p90 of ..." (one line, no newline)
+std::string StepRangeText(const StepRange& r);
+// The "uncertainty" section of simulate's text report: the range and its
+// basis, then the coverage warnings. Ends with a newline.
+std::string AssessmentText(const Assessment& a);
+// The report line that goes under the step time ("step range          6.10 -
+// 7.90 s ..."), with a newline; "" without a range.
+std::string StepRangeLine(const Assessment& a);
+
+}  // namespace stacksim::uncertainty
+
+#endif  // STACKSIM_SIM_UNCERTAINTY_ASSESSMENT_H_

@@ -1,0 +1,67 @@
+// The committed error table (validation/error_table.json) must match a fresh
+// validation run: the ranges simulate prints come from it, so a model change
+// that moves the validation errors must regenerate it:
+//   stacksim validate ../shared/validation/training_runs.json
+//       --write-error-table validation/error_table.json
+// Also checks the calibration of the ranges themselves: leave-one-out, the
+// measured step falls inside its p10-p90 range for most runs (not all).
+// Skips when ../shared/validation is not next to this checkout.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/uncertainty/error_table.h"
+#include "tests/run_stacksim.h"
+
+namespace stacksim {
+namespace {
+
+std::string ValidationFile() {
+  for (const char* p : {"/../shared/validation/training_runs.json", "/shared/validation/training_runs.json"}) {
+    std::string path = std::string(STACKSIM_SOURCE_DIR) + p;
+    if (std::filesystem::exists(path)) return path;
+  }
+  return "";
+}
+
+TEST(ErrorTableFile, CommittedTableMatchesAFreshValidation) {
+  std::string file = ValidationFile();
+  if (file.empty()) GTEST_SKIP() << "shared/validation/training_runs.json is not next to this checkout";
+  std::string fresh_path = ::testing::TempDir() + "error_table_" + std::to_string(getpid()) + ".json";
+  auto r = testing::Stacksim("validate " + file + " --format json --write-error-table " + fresh_path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  uncertainty::ErrorTable fresh = uncertainty::LoadErrorTableFile(fresh_path);
+  std::filesystem::remove(fresh_path);
+  uncertainty::ErrorTable committed = uncertainty::LoadErrorTableFile(uncertainty::DefaultErrorTablePath());
+
+  std::map<std::string, const uncertainty::ErrorTableRun*> by_id;
+  for (const auto& run : committed.runs) by_id[run.id] = &run;
+  const std::string regenerate = " (stale validation/error_table.json: regenerate it with validate --write-error-table)";
+  ASSERT_EQ(fresh.runs.size(), committed.runs.size()) << regenerate;
+  for (const auto& run : fresh.runs) {
+    auto it = by_id.find(run.id);
+    ASSERT_NE(it, by_id.end()) << run.id << regenerate;
+    const auto& old = *it->second;
+    // Half a percentage point: a real model change moves errors by more;
+    // floating-point noise across compilers does not.
+    EXPECT_NEAR(run.error, old.error, 0.005) << run.id << regenerate;
+    EXPECT_EQ(run.features.parallelism, old.features.parallelism) << run.id << regenerate;
+    EXPECT_EQ(run.features.family, old.features.family) << run.id << regenerate;
+    EXPECT_EQ(run.features.gpu_kind, old.features.gpu_kind) << run.id << regenerate;
+    EXPECT_EQ(run.features.schedule, old.features.schedule) << run.id << regenerate;
+  }
+
+  // Leave-one-out calibration of the p10-p90 ranges: 80% claimed.
+  auto j = nlohmann::json::parse(r.out);
+  const auto& u = j.at("uncertainty");
+  EXPECT_EQ(u.at("ranged").get<int>(), static_cast<int>(fresh.runs.size()));
+  EXPECT_GE(u.at("inside_pct").get<double>(), 65.0);
+  EXPECT_LE(u.at("inside_pct").get<double>(), 95.0);
+}
+
+}  // namespace
+}  // namespace stacksim
