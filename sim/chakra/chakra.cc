@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/chakra/chakra_et.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -27,30 +28,14 @@ using trace::Task;
 using trace::TaskId;
 using trace::TaskKind;
 
-// Chakra's enums (et_def.proto: NodeType, CollectiveCommType).
-constexpr int kMetadataNode = 1, kMemLoadNode = 2, kMemStoreNode = 3, kCompNode = 4, kSendNode = 5,
-              kRecvNode = 6, kCollNode = 7;
-const std::map<std::string, int>& NodeTypes() {
-  static const std::map<std::string, int> kTypes = {
-      {"INVALID_NODE", 0},  {"METADATA_NODE", 1},  {"MEM_LOAD_NODE", 2}, {"MEM_STORE_NODE", 3},
-      {"COMP_NODE", 4},     {"COMM_SEND_NODE", 5}, {"COMM_RECV_NODE", 6}, {"COMM_COLL_NODE", 7},
-      {"STORAGE_NODE", 8}, {"BATCH_NODE", 9},     {"CHECKPOINT_NODE", 10}};
-  return kTypes;
-}
-const char* NodeTypeName(int type) {
-  for (const auto& [name, t] : NodeTypes()) if (t == type) return name.c_str();
-  return "?";
-}
+const char* const kNodeTypeNames[] = {"INVALID_NODE",   "METADATA_NODE",  "MEM_LOAD_NODE", "MEM_STORE_NODE",
+                                      "COMP_NODE",      "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE",
+                                      "STORAGE_NODE",   "BATCH_NODE",     "CHECKPOINT_NODE"};
+const char* const kCommTypeNames[] = {"ALL_REDUCE", "REDUCE",     "ALL_GATHER",     "GATHER",
+                                      "SCATTER",    "BROADCAST",  "ALL_TO_ALL",     "REDUCE_SCATTER",
+                                      "REDUCE_SCATTER_BLOCK", "BARRIER"};
 
-constexpr int kAllReduce = 0, kAllGather = 2, kBroadcast = 5, kAllToAll = 6, kReduceScatter = 7;
-const std::map<std::string, int>& CommTypes() {
-  static const std::map<std::string, int> kTypes = {
-      {"ALL_REDUCE", 0}, {"REDUCE", 1},         {"ALL_GATHER", 2},     {"GATHER", 3},  {"SCATTER", 4},
-      {"BROADCAST", 5},  {"ALL_TO_ALL", 6},     {"REDUCE_SCATTER", 7}, {"REDUCE_SCATTER_BLOCK", 8},
-      {"BARRIER", 9}};
-  return kTypes;
-}
-int CommType(CollectiveKind k) {
+int CommTypeOf(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::kAllReduce: return kAllReduce;
     case CollectiveKind::kAllGather: return kAllGather;
@@ -61,89 +46,96 @@ int CommType(CollectiveKind k) {
   return kAllReduce;
 }
 
-// ---- Export ----------------------------------------------------------------
+}  // namespace
 
-// Keys in the order protobuf writes them (name before value).
-using ojson = nlohmann::ordered_json;
-
-// protobuf's JSON form writes 64-bit integers as strings.
-std::string U64(int64_t v) { return std::to_string(v); }
-int64_t Micros(Time t) { return std::llround(t.us()); }
-
-ojson IntAttr(const std::string& name, int64_t v) { return {{"name", name}, {"int64Val", U64(v)}}; }
-ojson StringAttr(const std::string& name, const std::string& v) { return {{"name", name}, {"stringVal", v}}; }
-ojson IntListAttr(const std::string& name, const std::vector<int64_t>& values) {
-  ojson list = ojson::array();
-  for (int64_t v : values) list.push_back(U64(v));
-  return {{"name", name}, {"int64List", {{"values", list}}}};
+const char* NodeTypeName(int type) {
+  constexpr int n = sizeof kNodeTypeNames / sizeof kNodeTypeNames[0];
+  return type >= 0 && type < n ? kNodeTypeNames[type] : "?";
+}
+int NodeTypeFromName(const std::string& name) {
+  for (int t = 0; t < static_cast<int>(sizeof kNodeTypeNames / sizeof kNodeTypeNames[0]); ++t) {
+    if (name == kNodeTypeNames[t]) return t;
+  }
+  return -1;
+}
+const char* CommTypeName(int type) {
+  constexpr int n = sizeof kCommTypeNames / sizeof kCommTypeNames[0];
+  return type >= 0 && type < n ? kCommTypeNames[type] : "?";
 }
 
-void AddGroupAttrs(const trace::CommGroup& g, ojson& attrs) {
-  attrs.push_back(StringAttr("pg_name", g.name));
-  attrs.push_back(IntListAttr("stacksim_pg", {g.size, g.ranks_per_node, g.nodes, g.first_rank, g.stride,
-                                              g.siblings, g.sibling_stride}));
-  attrs.push_back(IntListAttr("stacksim_pg_members", std::vector<int64_t>(g.simulated.begin(), g.simulated.end())));
+// ---- Export ----------------------------------------------------------------
+
+namespace {
+
+int64_t Micros(Time t) { return std::llround(t.us()); }
+
+void AddGroupAttrs(const trace::CommGroup& g, std::vector<Attribute>& attrs) {
+  attrs.push_back(Attribute::String("pg_name", g.name));
+  attrs.push_back(Attribute::IntList("stacksim_pg", {g.size, g.ranks_per_node, g.nodes, g.first_rank, g.stride,
+                                                     g.siblings, g.sibling_stride}));
+  attrs.push_back(
+      Attribute::IntList("stacksim_pg_members", std::vector<int64_t>(g.simulated.begin(), g.simulated.end())));
 }
 
 // comm_size is an integer; a fractional byte count also travels exactly.
-void AddBytes(Bytes b, ojson& attrs) {
-  attrs.push_back(IntAttr("comm_size", std::llround(b.value)));
-  if (b.value != std::round(b.value)) attrs.push_back({{"name", "stacksim_comm_bytes"}, {"doubleVal", b.value}});
+void AddBytes(Bytes b, std::vector<Attribute>& attrs) {
+  attrs.push_back(Attribute::Int("comm_size", std::llround(b.value)));
+  if (b.value != std::round(b.value)) attrs.push_back(Attribute::Double("stacksim_comm_bytes", b.value));
 }
 
 }  // namespace
 
-std::vector<std::string> ExportChakraJson(const trace::Trace& t, const engine::ReplayResult& replay) {
+std::vector<ChakraGraph> ExportChakraGraphs(const trace::Trace& t, const engine::ReplayResult& replay) {
   const TaskId n = static_cast<TaskId>(t.size());
   const TaskId recv_base = n;  // the receive node of transfer x has id n + x
-  std::vector<std::vector<ojson>> nodes(t.rank_count());
+  std::vector<ChakraGraph> graphs(t.rank_count());
   std::map<std::pair<trace::RankId, trace::StreamId>, TaskId> last_on_stream;
   for (TaskId id = 0; id < n; ++id) {
     const Task& task = t.task(id);
-    ojson node = {{"id", U64(id)}, {"name", t.name(task.name)}};
-    ojson attrs = ojson::array();
-    attrs.push_back({{"name", "is_cpu_op"}, {"boolVal", false}});
+    ChakraNode node;
+    node.id = id;
+    node.name = t.name(task.name);
+    std::vector<Attribute>& attrs = node.attrs;
+    attrs.push_back(Attribute::Bool("is_cpu_op", false));
     Time duration = replay.timings[id].end - replay.timings[id].start;
     switch (task.kind) {
       case TaskKind::kCompute:
       case TaskKind::kDelay:
-        node["type"] = "COMP_NODE";
+        node.type = kCompNode;
         if (task.kind == TaskKind::kDelay) {
           duration = task.duration;
-          attrs.push_back(StringAttr("stacksim_kind", "delay"));
+          attrs.push_back(Attribute::String("stacksim_kind", "delay"));
         }
-        attrs.push_back(IntAttr("num_ops", std::llround(task.compute.flops.value)));
-        attrs.push_back(IntAttr("tensor_size", std::llround(task.compute.bytes.value)));
+        attrs.push_back(Attribute::Int("num_ops", std::llround(task.compute.flops.value)));
+        attrs.push_back(Attribute::Int("tensor_size", std::llround(task.compute.bytes.value)));
         break;
       case TaskKind::kCollective:
-        node["type"] = "COMM_COLL_NODE";
-        attrs.push_back(IntAttr("comm_type", CommType(task.comm.kind)));
+        node.type = kCollNode;
+        attrs.push_back(Attribute::Int("comm_type", CommTypeOf(task.comm.kind)));
         AddBytes(task.comm.bytes, attrs);
         AddGroupAttrs(t.group(task.comm.group), attrs);
-        if (task.comm.instance >= 0) attrs.push_back(IntAttr("stacksim_instance", task.comm.instance));
+        if (task.comm.instance >= 0) attrs.push_back(Attribute::Int("stacksim_instance", task.comm.instance));
         if (task.comm.scale_out_bytes.value >= 0) {
-          attrs.push_back({{"name", "stacksim_scale_out_bytes"}, {"doubleVal", task.comm.scale_out_bytes.value}});
+          attrs.push_back(Attribute::Double("stacksim_scale_out_bytes", task.comm.scale_out_bytes.value));
         }
         break;
       case TaskKind::kTransfer:
-        node["type"] = "COMM_SEND_NODE";
-        attrs.push_back(IntAttr("comm_src", task.rank));
-        attrs.push_back(IntAttr("comm_dst", task.transfer.dst));
-        attrs.push_back(IntAttr("comm_tag", id));
+        node.type = kSendNode;
+        attrs.push_back(Attribute::Int("comm_src", task.rank));
+        attrs.push_back(Attribute::Int("comm_dst", task.transfer.dst));
+        attrs.push_back(Attribute::Int("comm_tag", id));
         AddBytes(task.transfer.bytes, attrs);
         AddGroupAttrs(t.group(task.transfer.group), attrs);
         break;
     }
-    attrs.push_back(StringAttr("stacksim_stream", t.stream_name(task.stream)));
-    attrs.push_back(StringAttr("stacksim_label", t.label(task.label)));
-    if (task.layer >= 0) attrs.push_back(IntAttr("stacksim_layer", task.layer));
-    if (task.micro_batch >= 0) attrs.push_back(IntAttr("stacksim_micro_batch", task.micro_batch));
-    attrs.push_back(IntAttr("stacksim_duration_ns", duration.ns()));
+    attrs.push_back(Attribute::String("stacksim_stream", t.stream_name(task.stream)));
+    attrs.push_back(Attribute::String("stacksim_label", t.label(task.label)));
+    if (task.layer >= 0) attrs.push_back(Attribute::Int("stacksim_layer", task.layer));
+    if (task.micro_batch >= 0) attrs.push_back(Attribute::Int("stacksim_micro_batch", task.micro_batch));
+    attrs.push_back(Attribute::Int("stacksim_duration_ns", duration.ns()));
 
     // Dependencies on the same rank are data deps; one on another rank's
     // transfer to this rank goes through this rank's receive node.
-    ojson data_deps = ojson::array();
-    std::vector<TaskId> local;
     for (const TaskId* d = t.deps_begin(id); d != t.deps_end(id); ++d) {
       const Task& dep = t.task(*d);
       TaskId ref = *d;
@@ -156,72 +148,144 @@ std::vector<std::string> ExportChakraJson(const trace::Trace& t, const engine::R
         }
         ref = recv_base + *d;
       }
-      if (std::find(local.begin(), local.end(), ref) == local.end()) {
-        local.push_back(ref);
-        data_deps.push_back(U64(ref));
+      if (std::find(node.data_deps.begin(), node.data_deps.end(), ref) == node.data_deps.end()) {
+        node.data_deps.push_back(ref);
       }
     }
     // Stream order, which Chakra has no word for, becomes a control dependency.
-    ojson ctrl_deps = ojson::array();
     auto [it, first] = last_on_stream.try_emplace({task.rank, task.stream}, id);
     if (!first) {
-      if (std::find(local.begin(), local.end(), it->second) == local.end()) ctrl_deps.push_back(U64(it->second));
+      if (std::find(node.data_deps.begin(), node.data_deps.end(), it->second) == node.data_deps.end()) {
+        node.ctrl_deps.push_back(it->second);
+      }
       it->second = id;
     }
-    if (!ctrl_deps.empty()) node["ctrlDeps"] = ctrl_deps;
-    if (!data_deps.empty()) node["dataDeps"] = data_deps;
-    node["startTimeMicros"] = U64(Micros(replay.timings[id].start));
-    node["durationMicros"] = U64(Micros(duration));
-    node["attr"] = attrs;
-    nodes[task.rank].push_back(std::move(node));
+    node.start_time_micros = Micros(replay.timings[id].start);
+    node.duration_micros = Micros(duration);
+    graphs[task.rank].nodes.push_back(std::move(node));
 
     if (task.kind == TaskKind::kTransfer) {
-      ojson recv = {{"id", U64(recv_base + id)}, {"name", t.name(task.name) + " (recv)"}, {"type", "COMM_RECV_NODE"}};
-      ojson rattrs = ojson::array();
-      rattrs.push_back({{"name", "is_cpu_op"}, {"boolVal", false}});
-      rattrs.push_back(IntAttr("comm_src", task.rank));
-      rattrs.push_back(IntAttr("comm_dst", task.transfer.dst));
-      rattrs.push_back(IntAttr("comm_tag", id));
-      AddBytes(task.transfer.bytes, rattrs);
-      AddGroupAttrs(t.group(task.transfer.group), rattrs);
-      recv["startTimeMicros"] = U64(Micros(replay.timings[id].start));
-      recv["durationMicros"] = U64(Micros(duration));
-      recv["attr"] = rattrs;
-      nodes[task.transfer.dst].push_back(std::move(recv));
+      ChakraNode recv;
+      recv.id = recv_base + id;
+      recv.name = t.name(task.name) + " (recv)";
+      recv.type = kRecvNode;
+      recv.attrs.push_back(Attribute::Bool("is_cpu_op", false));
+      recv.attrs.push_back(Attribute::Int("comm_src", task.rank));
+      recv.attrs.push_back(Attribute::Int("comm_dst", task.transfer.dst));
+      recv.attrs.push_back(Attribute::Int("comm_tag", id));
+      AddBytes(task.transfer.bytes, recv.attrs);
+      AddGroupAttrs(t.group(task.transfer.group), recv.attrs);
+      recv.start_time_micros = Micros(replay.timings[id].start);
+      recv.duration_micros = Micros(duration);
+      graphs[task.transfer.dst].nodes.push_back(std::move(recv));
     }
   }
-  std::vector<std::string> out;
   for (int r = 0; r < t.rank_count(); ++r) {
-    ojson metadata = {{"version", "0.0.4"},
-                     {"attr", ojson::array({StringAttr("producer", "stacksim"), IntAttr("rank", r),
-                                           IntAttr("ranks", t.rank_count())})}};
-    std::string text = metadata.dump(2);
-    for (const ojson& node : nodes[r]) text += node.dump(2);
-    out.push_back(text + "\n");
+    graphs[r].version = "0.0.4";
+    graphs[r].metadata = {Attribute::String("producer", "stacksim"), Attribute::Int("rank", r),
+                          Attribute::Int("ranks", t.rank_count())};
+  }
+  return graphs;
+}
+
+// ---- JSON form: writing ----------------------------------------------------
+
+namespace {
+
+// Keys in the order protobuf writes them (name before value).
+using ojson = nlohmann::ordered_json;
+
+// protobuf's JSON form writes 64-bit integers as strings.
+std::string U64(int64_t v) { return std::to_string(v); }
+
+ojson AttrJson(const Attribute& a) {
+  ojson out = {{"name", a.name}};
+  auto values = [](const auto& list, auto convert) {
+    ojson v = ojson::array();
+    for (const auto& x : list) v.push_back(convert(x));
+    return ojson{{"values", v}};
+  };
+  auto same = [](const auto& x) { return x; };
+  switch (a.type) {
+    case Attribute::Type::kInt: out["int64Val"] = U64(a.int_value); break;
+    case Attribute::Type::kDouble: out["doubleVal"] = a.double_value; break;
+    case Attribute::Type::kBool: out["boolVal"] = a.bool_value; break;
+    case Attribute::Type::kString: out["stringVal"] = a.string_value; break;
+    case Attribute::Type::kIntList: out["int64List"] = values(a.ints, U64); break;
+    case Attribute::Type::kDoubleList: out["doubleList"] = values(a.doubles, same); break;
+    case Attribute::Type::kBoolList: out["boolList"] = values(a.bools, [](bool b) { return b; }); break;
+    case Attribute::Type::kStringList: out["stringList"] = values(a.strings, same); break;
+    case Attribute::Type::kInvalid: break;  // no value: proto's default, absent
   }
   return out;
 }
 
+ojson AttrsJson(const std::vector<Attribute>& attrs) {
+  ojson out = ojson::array();
+  for (const Attribute& a : attrs) out.push_back(AttrJson(a));
+  return out;
+}
+
+ojson IdsJson(const std::vector<int64_t>& ids) {
+  ojson out = ojson::array();
+  for (int64_t id : ids) out.push_back(U64(id));
+  return out;
+}
+
+}  // namespace
+
+std::string ChakraJsonText(const ChakraGraph& graph) {
+  ojson metadata = {{"version", graph.version}, {"attr", AttrsJson(graph.metadata)}};
+  std::string text = metadata.dump(2);
+  for (const ChakraNode& node : graph.nodes) {
+    ojson j = {{"id", U64(node.id)}, {"name", node.name}, {"type", NodeTypeName(node.type)}};
+    if (!node.ctrl_deps.empty()) j["ctrlDeps"] = IdsJson(node.ctrl_deps);
+    if (!node.data_deps.empty()) j["dataDeps"] = IdsJson(node.data_deps);
+    j["startTimeMicros"] = U64(node.start_time_micros);
+    j["durationMicros"] = U64(node.duration_micros);
+    j["attr"] = AttrsJson(node.attrs);
+    text += j.dump(2);
+  }
+  return text + "\n";
+}
+
+std::vector<std::string> ExportChakraJson(const trace::Trace& t, const engine::ReplayResult& replay) {
+  std::vector<std::string> out;
+  for (const ChakraGraph& g : ExportChakraGraphs(t, replay)) out.push_back(ChakraJsonText(g));
+  return out;
+}
+
 std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const engine::ReplayResult& replay,
-                                              const std::string& dir) {
-  std::vector<std::string> texts = ExportChakraJson(trace, replay);
+                                              const std::string& dir, FileForm form) {
+  std::vector<ChakraGraph> graphs = ExportChakraGraphs(trace, replay);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir, "", "cannot create directory: " + ec.message());
   std::vector<std::string> paths;
-  for (size_t r = 0; r < texts.size(); ++r) {
-    std::string path = (std::filesystem::path(dir) / ("stacksim." + std::to_string(r) + ".json")).string();
-    std::ofstream f(path);
-    f << texts[r];
+  const char* extension = form == FileForm::kEt ? ".et" : ".json";
+  for (size_t r = 0; r < graphs.size(); ++r) {
+    std::string path = (std::filesystem::path(dir) / ("stacksim." + std::to_string(r) + extension)).string();
+    std::ofstream f(path, std::ios::binary);
+    f << (form == FileForm::kEt ? EncodeChakraEt(graphs[r]) : ChakraJsonText(graphs[r]));
     if (!f) throw InputError(path, "", "cannot write");
     paths.push_back(path);
   }
   return paths;
 }
 
-// ---- Import ----------------------------------------------------------------
+// ---- JSON form: reading ----------------------------------------------------
 
 namespace {
+
+// Control bytes near the start: not JSON text (a .et file holds them in its
+// first record's tags and lengths).
+bool LooksBinary(const std::string& text) {
+  for (size_t i = 0; i < std::min<size_t>(text.size(), 64); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return true;
+  }
+  return false;
+}
 
 // Splits the jsonizer's concatenated objects (or a JSON array of them).
 std::vector<json> ParseObjects(const RankText& in) {
@@ -247,8 +311,10 @@ std::vector<json> ParseObjects(const RankText& in) {
     if (depth == 0) {
       if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
       if (c != '{') {
+        std::string hint;
+        if (i == start && LooksBinary(in.text)) hint = ": this looks binary (a protobuf Chakra trace? name it NAME.RANK.et)";
         throw InputError(in.file, "", "expected '{' at byte " + std::to_string(i) + " (object " +
-                                          std::to_string(out.size()) + ")");
+                                          std::to_string(out.size()) + ")" + hint);
       }
       begin = i;
     }
@@ -267,10 +333,11 @@ std::vector<json> ParseObjects(const RankText& in) {
   return out;
 }
 
-// A uint64/int64 in protobuf JSON: a number or a decimal string.
-int64_t ReadInt(const JsonNode& v) {
-  if (v.IsString()) {
-    std::string s = v.json().get<std::string>();
+// A uint64/int64 in protobuf JSON: a number or a decimal string. Returns
+// nullopt (and why) when it is neither.
+std::optional<int64_t> JsonInt(const json& v, std::string& problem) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
     size_t pos = 0;
     int64_t x = 0;
     try {
@@ -278,11 +345,30 @@ int64_t ReadInt(const JsonNode& v) {
     } catch (const std::exception&) {
       pos = 0;
     }
-    if (s.empty() || pos != s.size()) v.Fail("expected an integer, got \"" + s + "\"");
+    if (s.empty() || pos != s.size()) {
+      problem = "expected an integer, got \"" + s + "\"";
+      return std::nullopt;
+    }
     return x;
   }
-  if (!v.IsNumber()) v.Fail("expected an integer");
-  return v.Int();
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    problem = "integer out of range";
+    return std::nullopt;
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isfinite(d) && d == std::round(d) && std::abs(d) < 9.2e18) return static_cast<int64_t>(d);
+  }
+  problem = "expected an integer";
+  return std::nullopt;
+}
+
+int64_t ReadInt(const JsonNode& v) {
+  std::string problem;
+  std::optional<int64_t> x = JsonInt(v.json(), problem);
+  if (!x) v.Fail(problem);
+  return *x;
 }
 int64_t ReadNonNegative(const JsonNode& v) {
   int64_t x = ReadInt(v);
@@ -295,21 +381,6 @@ std::optional<JsonNode> Field(JsonObject& o, std::string_view camel, std::string
   if (auto v = o.Optional(camel)) return v;
   return o.Optional(snake);
 }
-
-struct Attr {
-  JsonNode value;  // the oneof value (for lists: the "values" array)
-  bool list = false;
-};
-
-struct Node {
-  int64_t id = 0;
-  std::string name;
-  int type = 0;
-  std::vector<int64_t> deps;  // data then control
-  int64_t duration_us = 0;
-  std::map<std::string, Attr> attrs;
-  std::string where;  // "node 12"
-};
 
 const char* const kScalarKeys[] = {"doubleVal", "double_val", "floatVal", "float_val", "int32Val", "int32_val",
                                    "int64Val", "int64_val", "uint32Val", "uint32_val", "uint64Val", "uint64_val",
@@ -324,58 +395,189 @@ const char* const kListKeys[] = {"doubleList", "double_list", "floatList", "floa
                                  "sfixed32List", "sfixed32_list", "sfixed64List", "sfixed64_list", "boolList",
                                  "bool_list", "stringList", "string_list", "bytesList", "bytes_list"};
 
-std::map<std::string, Attr> ReadAttrs(const JsonNode& list) {
-  std::map<std::string, Attr> attrs;
+// What a oneof key holds, from its name.
+enum class ValueKind { kInt, kDouble, kBool, kString };
+ValueKind KindOfKey(std::string_view key) {
+  if (key.starts_with("double") || key.starts_with("float")) return ValueKind::kDouble;
+  if (key.starts_with("bool")) return ValueKind::kBool;
+  if (key.starts_with("string") || key.starts_with("bytes")) return ValueKind::kString;
+  return ValueKind::kInt;
+}
+
+// One JSON value of the given kind into out; false (and why) if it is not one.
+bool ReadValue(ValueKind kind, const json& v, Attribute& out, std::string& problem) {
+  switch (kind) {
+    case ValueKind::kInt: {
+      std::optional<int64_t> x = JsonInt(v, problem);
+      if (x) out.int_value = *x;
+      return x.has_value();
+    }
+    case ValueKind::kDouble:
+      if (v.is_number()) {
+        out.double_value = v.get<double>();
+        return true;
+      }
+      if (v.is_string()) {  // protobuf JSON spells NaN and infinities as strings
+        const std::string& s = v.get_ref<const std::string&>();
+        size_t pos = 0;
+        try {
+          out.double_value = std::stod(s, &pos);
+        } catch (const std::exception&) {
+          pos = 0;
+        }
+        if (!s.empty() && pos == s.size()) return true;
+      }
+      problem = "expected a number";
+      return false;
+    case ValueKind::kBool:
+      if (v.is_boolean()) {
+        out.bool_value = v.get<bool>();
+        return true;
+      }
+      problem = "expected true or false";
+      return false;
+    case ValueKind::kString:
+      if (v.is_string()) {
+        out.string_value = v.get<std::string>();
+        return true;
+      }
+      problem = "expected a string";
+      return false;
+  }
+  return false;
+}
+
+Attribute ScalarAttr(const std::string& name, std::string_view key, const json& v) {
+  static constexpr Attribute::Type kTypes[] = {Attribute::Type::kInt, Attribute::Type::kDouble,
+                                               Attribute::Type::kBool, Attribute::Type::kString};
+  ValueKind kind = KindOfKey(key);
+  Attribute a = Attribute::Make(name, kTypes[static_cast<int>(kind)]);
+  std::string problem;
+  if (!ReadValue(kind, v, a, problem)) return Attribute::Invalid(name, problem);
+  return a;
+}
+
+Attribute ListAttr(const std::string& name, std::string_view key, const json* values) {
+  static constexpr Attribute::Type kTypes[] = {Attribute::Type::kIntList, Attribute::Type::kDoubleList,
+                                               Attribute::Type::kBoolList, Attribute::Type::kStringList};
+  ValueKind kind = KindOfKey(key);
+  Attribute a = Attribute::Make(name, kTypes[static_cast<int>(kind)]);
+  if (!values) return a;  // an empty list
+  if (!values->is_array()) return Attribute::Invalid(name, "expected a list of values");
+  for (const json& v : *values) {
+    Attribute x;
+    std::string problem;
+    if (!ReadValue(kind, v, x, problem)) return Attribute::Invalid(name, "list element: " + problem);
+    switch (kind) {
+      case ValueKind::kInt: a.ints.push_back(x.int_value); break;
+      case ValueKind::kDouble: a.doubles.push_back(x.double_value); break;
+      case ValueKind::kBool: a.bools.push_back(x.bool_value); break;
+      case ValueKind::kString: a.strings.push_back(std::move(x.string_value)); break;
+    }
+  }
+  return a;
+}
+
+std::vector<Attribute> ReadAttrs(const JsonNode& list) {
+  std::vector<Attribute> attrs;
   if (!list.IsArray()) list.Fail("expected an array of attributes");
   for (const JsonNode& a : list.Elements()) {
     JsonObject o(a);
     std::string name = o.Required("name").String();
     o.Ignore({"docString", "doc_string"});
-    std::optional<Attr> value;
+    std::optional<Attribute> value;
     for (const char* k : kScalarKeys) {
-      if (auto v = o.Optional(k)) value = Attr{*v, false};
+      if (auto v = o.Optional(k)) value = ScalarAttr(name, k, v->json());
     }
     for (const char* k : kListKeys) {
       if (auto v = o.Optional(k)) {
         JsonObject lo(*v);
         auto values = lo.Optional("values");
         lo.Finish();
-        static const json kEmpty = json::array();
-        value = Attr{values ? *values : JsonNode(kEmpty, v->file(), v->path() + ".values"), true};
+        value = ListAttr(name, k, values ? &values->json() : nullptr);
       }
     }
     o.Finish();
-    if (value) attrs.emplace(name, *value);  // an attribute without a value is proto's default: absent
+    if (value) attrs.push_back(std::move(*value));  // an attribute without a value is proto's default: absent
   }
   return attrs;
 }
 
-Node ReadNode(const JsonNode& n) {
+ChakraNode ReadNode(const JsonNode& n) {
   JsonObject o(n);
-  Node node;
+  ChakraNode node;
   node.id = ReadNonNegative(o.Required("id"));
-  node.where = "node " + std::to_string(node.id);
   if (auto v = o.Optional("name")) node.name = v->json().is_string() ? v->json().get<std::string>() : "";
-  if (node.name.empty()) node.name = node.where;
   JsonNode type = o.Required("type");
   if (type.IsString()) {
-    auto it = NodeTypes().find(type.json().get<std::string>());
-    if (it == NodeTypes().end()) type.Fail("unknown node type '" + type.json().get<std::string>() + "'");
-    node.type = it->second;
+    node.type = NodeTypeFromName(type.json().get<std::string>());
+    if (node.type < 0) type.Fail("unknown node type '" + type.json().get<std::string>() + "'");
   } else {
     node.type = static_cast<int>(ReadInt(type));
   }
-  for (auto [camel, snake] : {std::pair{"dataDeps", "data_deps"}, std::pair{"ctrlDeps", "ctrl_deps"}}) {
-    if (auto v = Field(o, camel, snake)) {
-      if (!v->IsArray()) v->Fail("expected an array of node ids");
-      for (const JsonNode& d : v->Elements()) node.deps.push_back(ReadNonNegative(d));
-    }
+  if (auto v = Field(o, "dataDeps", "data_deps")) {
+    if (!v->IsArray()) v->Fail("expected an array of node ids");
+    for (const JsonNode& d : v->Elements()) node.data_deps.push_back(ReadNonNegative(d));
   }
-  if (auto v = Field(o, "durationMicros", "duration_micros")) node.duration_us = ReadNonNegative(*v);
-  if (auto v = Field(o, "startTimeMicros", "start_time_micros")) ReadNonNegative(*v);
+  if (auto v = Field(o, "ctrlDeps", "ctrl_deps")) {
+    if (!v->IsArray()) v->Fail("expected an array of node ids");
+    for (const JsonNode& d : v->Elements()) node.ctrl_deps.push_back(ReadNonNegative(d));
+  }
+  if (auto v = Field(o, "durationMicros", "duration_micros")) node.duration_micros = ReadNonNegative(*v);
+  if (auto v = Field(o, "startTimeMicros", "start_time_micros")) node.start_time_micros = ReadNonNegative(*v);
   if (auto v = o.Optional("attr")) node.attrs = ReadAttrs(*v);
   o.Ignore({"inputs", "outputs"});
   o.Finish();
+  return node;
+}
+
+}  // namespace
+
+ChakraGraph ParseChakraJson(const RankText& in) {
+  ChakraGraph graph;
+  try {
+    std::vector<json> objects = ParseObjects(in);
+    for (size_t i = 0; i < objects.size(); ++i) {
+      JsonNode n(objects[i], in.file, "object " + std::to_string(i));
+      if (!n.IsObject()) n.Fail("expected an object");
+      if (!objects[i].contains("type") && objects[i].contains("version")) {  // GlobalMetadata
+        if (objects[i]["version"].is_string()) graph.version = objects[i]["version"].get<std::string>();
+        if (objects[i].contains("attr")) graph.metadata = ReadAttrs(n.Child("attr"));
+        continue;
+      }
+      graph.nodes.push_back(ReadNode(n));
+    }
+  } catch (const json::exception& e) {
+    throw InputError(in.file, "", std::string("malformed Chakra JSON: ") + e.what());
+  }
+  return graph;
+}
+
+// ---- Import ----------------------------------------------------------------
+
+namespace {
+
+// A node as the importer sees it: attributes by name (the first of a name wins).
+struct Node {
+  int64_t id = 0;
+  std::string name;
+  int type = 0;
+  std::vector<int64_t> deps;  // data then control
+  int64_t duration_us = 0;
+  std::map<std::string, const Attribute*> attrs;
+  std::string where;  // "node 12"
+};
+
+Node ViewNode(const ChakraNode& n) {
+  Node node;
+  node.id = n.id;
+  node.where = "node " + std::to_string(n.id);
+  node.name = n.name.empty() ? node.where : n.name;
+  node.type = n.type;
+  node.deps = n.data_deps;
+  node.deps.insert(node.deps.end(), n.ctrl_deps.begin(), n.ctrl_deps.end());
+  node.duration_us = n.duration_micros;
+  for (const Attribute& a : n.attrs) node.attrs.emplace(a.name, &a);
   return node;
 }
 
@@ -386,30 +588,38 @@ class NodeView {
   bool Has(const std::string& name) const { return node_.attrs.count(name) > 0; }
   [[noreturn]] void Fail(const std::string& what) const { throw InputError(file_, node_.where, what); }
   int64_t Int(const std::string& name) const {
-    const Attr* a = Find(name);
+    const Attribute* a = Find(name);
     if (!a) Fail("missing attribute '" + name + "'");
-    if (a->list || a->value.json().is_boolean()) Fail("attribute '" + name + "': expected an integer");
-    return ReadInt(a->value);
+    Usable(*a);
+    if (a->type == Attribute::Type::kInt) return a->int_value;
+    if (a->type == Attribute::Type::kDouble && a->double_value == std::round(a->double_value) &&
+        std::abs(a->double_value) < 9.2e18) {
+      return static_cast<int64_t>(a->double_value);
+    }
+    Fail("attribute '" + name + "': expected an integer");
   }
   int64_t IntOr(const std::string& name, int64_t fallback) const { return Has(name) ? Int(name) : fallback; }
   double Double(const std::string& name) const {
-    const Attr* a = Find(name);
-    if (!a || a->list) Fail("attribute '" + name + "': expected a number");
-    if (a->value.IsString()) return static_cast<double>(ReadInt(a->value));
-    return a->value.Number();
+    const Attribute* a = Find(name);
+    if (!a) Fail("attribute '" + name + "': expected a number");
+    Usable(*a);
+    if (a->type == Attribute::Type::kDouble) return a->double_value;
+    if (a->type == Attribute::Type::kInt) return static_cast<double>(a->int_value);
+    Fail("attribute '" + name + "': expected a number");
   }
   std::string String(const std::string& name, const std::string& fallback) const {
-    const Attr* a = Find(name);
+    const Attribute* a = Find(name);
     if (!a) return fallback;
-    if (a->list || !a->value.IsString()) Fail("attribute '" + name + "': expected a string");
-    return a->value.json().get<std::string>();
+    Usable(*a);
+    if (a->type != Attribute::Type::kString) Fail("attribute '" + name + "': expected a string");
+    return a->string_value;
   }
   std::vector<int64_t> IntList(const std::string& name) const {
-    const Attr* a = Find(name);
-    if (!a || !a->list || !a->value.IsArray()) Fail("attribute '" + name + "': expected an integer list");
-    std::vector<int64_t> out;
-    for (const JsonNode& v : a->value.Elements()) out.push_back(ReadInt(v));
-    return out;
+    const Attribute* a = Find(name);
+    if (!a) Fail("attribute '" + name + "': expected an integer list");
+    Usable(*a);
+    if (a->type != Attribute::Type::kIntList) Fail("attribute '" + name + "': expected an integer list");
+    return a->ints;
   }
   Bytes CommBytes() const {
     if (Has("stacksim_comm_bytes")) return Bytes{Double("stacksim_comm_bytes")};
@@ -419,9 +629,12 @@ class NodeView {
   }
 
  private:
-  const Attr* Find(const std::string& name) const {
+  const Attribute* Find(const std::string& name) const {
     auto it = node_.attrs.find(name);
-    return it == node_.attrs.end() ? nullptr : &it->second;
+    return it == node_.attrs.end() ? nullptr : it->second;
+  }
+  void Usable(const Attribute& a) const {
+    if (a.type == Attribute::Type::kInvalid) Fail("attribute '" + a.name + "': " + a.string_value);
   }
   const Node& node_;
   const std::string& file_;
@@ -486,30 +699,20 @@ struct Ref {  // a node of one rank
 
 }  // namespace
 
-trace::Trace ImportChakraJson(const std::vector<RankText>& inputs, const ImportOptions& options) {
+trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& inputs, const ImportOptions& options) {
   const int ranks = static_cast<int>(inputs.size());
   if (ranks == 0) throw InputError("", "", "no Chakra files");
   std::vector<std::vector<Node>> nodes(ranks);
   std::vector<std::map<int64_t, int>> by_id(ranks);
-  std::vector<std::vector<json>> documents(ranks);  // the nodes' attributes point into them
   for (int r = 0; r < ranks; ++r) {
     const std::string& file = inputs[r].file;
-    try {
-      documents[r] = ParseObjects(inputs[r]);
-      const std::vector<json>& objects = documents[r];
-      for (size_t i = 0; i < objects.size(); ++i) {
-        JsonNode n(objects[i], file, "object " + std::to_string(i));
-        if (!n.IsObject()) n.Fail("expected an object");
-        if (!objects[i].contains("type") && objects[i].contains("version")) continue;  // GlobalMetadata
-        Node node = ReadNode(n);
-        if (node.type == kMetadataNode) continue;
-        if (!by_id[r].emplace(node.id, static_cast<int>(nodes[r].size())).second) {
-          throw InputError(file, node.where, "duplicate node id");
-        }
-        nodes[r].push_back(std::move(node));
+    for (const ChakraNode& n : inputs[r].graph.nodes) {
+      Node node = ViewNode(n);
+      if (node.type == kMetadataNode) continue;
+      if (!by_id[r].emplace(node.id, static_cast<int>(nodes[r].size())).second) {
+        throw InputError(file, node.where, "duplicate node id");
       }
-    } catch (const json::exception& e) {
-      throw InputError(file, "", std::string("malformed Chakra JSON: ") + e.what());
+      nodes[r].push_back(std::move(node));
     }
     for (const Node& node : nodes[r]) {
       for (int64_t d : node.deps) {
@@ -646,11 +849,9 @@ trace::Trace ImportChakraJson(const std::vector<RankText>& inputs, const ImportO
           case kReduceScatter: task.comm.kind = CollectiveKind::kReduceScatter; break;
           case kAllToAll: task.comm.kind = CollectiveKind::kAllToAll; break;
           case kBroadcast: task.comm.kind = CollectiveKind::kBroadcast; break;
-          default: {
-            std::string name = "?";
-            for (const auto& [n, c] : CommTypes()) if (c == type) name = n;
-            v.Fail("comm_type " + std::to_string(type) + " (" + name + ") is not supported");
-          }
+          default:
+            v.Fail("comm_type " + std::to_string(type) + " (" +
+                   CommTypeName(type >= 0 && type < 100 ? static_cast<int>(type) : -1) + ") is not supported");
         }
         task.comm.bytes = v.CommBytes();
         std::vector<trace::RankId> all(ranks);
@@ -709,11 +910,17 @@ trace::Trace ImportChakraJson(const std::vector<RankText>& inputs, const ImportO
   return t;
 }
 
+trace::Trace ImportChakraJson(const std::vector<RankText>& inputs, const ImportOptions& options) {
+  std::vector<RankGraph> graphs;
+  for (const RankText& in : inputs) graphs.push_back({in.file, ParseChakraJson(in)});
+  return ImportChakraGraphs(graphs, options);
+}
+
 trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "not a directory");
-  static const std::regex kName(R"((.*)\.(\d+)\.json)");
+  static const std::regex kName(R"((.*)\.(\d+)\.(json|et))");
   std::map<int, std::string> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch m;
@@ -724,19 +931,20 @@ trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& op
       throw InputError(entry.path().string(), "", "a second file for rank " + std::to_string(rank));
     }
   }
-  if (files.empty()) throw InputError(dir, "", "no Chakra JSON files (NAME.RANK.json)");
-  std::vector<RankText> inputs;
+  if (files.empty()) throw InputError(dir, "", "no Chakra files (NAME.RANK.json or NAME.RANK.et)");
+  std::vector<RankGraph> graphs;
   for (const auto& [rank, path] : files) {
-    if (rank != static_cast<int>(inputs.size())) {
-      throw InputError(dir, "", "no file for rank " + std::to_string(inputs.size()));
+    if (rank != static_cast<int>(graphs.size())) {
+      throw InputError(dir, "", "no file for rank " + std::to_string(graphs.size()));
     }
     std::ifstream f(path, std::ios::binary);
     if (!f) throw InputError(path, "", "cannot read");
     std::ostringstream text;
     text << f.rdbuf();
-    inputs.push_back({path, text.str()});
+    RankText in{path, text.str()};
+    graphs.push_back({path, path.ends_with(".et") ? DecodeChakraEt(in) : ParseChakraJson(in)});
   }
-  return ImportChakraJson(inputs, options);
+  return ImportChakraGraphs(graphs, options);
 }
 
 }  // namespace stacksim::chakra

@@ -6,6 +6,7 @@
 #include <regex>
 #include <string>
 
+#include "sim/chakra/chakra_test_traces.h"
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
 #include "sim/net/analytic_network.h"
@@ -17,44 +18,7 @@ namespace {
 
 using trace::TaskKind;
 
-const std::string kSourceDir = STACKSIM_SOURCE_DIR;
-
-// Two ranks: compute, a send to rank 1, a two-member all-reduce.
-trace::Trace SmallTrace() {
-  trace::Trace t;
-  t.SetRankCount(2);
-  trace::CommGroup dp{.name = "dp", .size = 2, .ranks_per_node = 2, .nodes = 1, .simulated = {0, 1}};
-  trace::GroupId g = t.AddGroup(dp);
-  trace::GroupId pair = t.AddGroup({.name = "pp 0-1", .size = 2, .ranks_per_node = 2, .simulated = {0, 1}});
-  trace::Task c;
-  c.kind = TaskKind::kCompute;
-  c.stream = t.InternStream("compute");
-  c.label = t.InternLabel("gemm");
-  c.compute.flops = Flops{2e12};
-  c.compute.bytes = Bytes{1e6};
-  c.name = t.InternName("fwd");
-  trace::TaskId a0 = t.Add(c);
-  trace::Task x;
-  x.kind = TaskKind::kTransfer;
-  x.stream = t.InternStream("pp");
-  x.label = t.InternLabel("pp");
-  x.name = t.InternName("send");
-  x.transfer = {.dst = 1, .bytes = Bytes{1.5e6}, .group = pair};
-  trace::TaskId s = t.Add(x, {a0});
-  c.rank = 1;
-  trace::TaskId a1 = t.Add(c, {s});
-  trace::Task ar;
-  ar.kind = TaskKind::kCollective;
-  ar.stream = t.InternStream("dp");
-  ar.label = t.InternLabel("dp");
-  ar.name = t.InternName("grad all-reduce");
-  ar.comm = {.kind = trace::CollectiveKind::kAllReduce, .bytes = Bytes{1e8 + 0.5}, .group = g, .instance = 0};
-  t.Add(ar, {a0});
-  ar.rank = 1;
-  t.Add(ar, {a1});
-  EXPECT_EQ(t.Check(), "");
-  return t;
-}
+using test_traces::SmallTrace;
 
 engine::FixedCostModel kCost(FlopRate{1e15});
 engine::FixedNetworkModel kNet(Time::Us(5), Bandwidth{1e11});
@@ -165,12 +129,8 @@ TEST(Chakra, TruncatedFilesNeverCrash) {
 // exactly with stacksim_duration_ns, and within 0.5 us per task on the
 // longest chain from microsecond durations alone.
 TEST(Chakra, TrainingStepRoundTripsToTheSameStepTime) {
-  config::ScenarioOptions opts;
-  opts.overrides = {"plan.pp=2", "plan.dp=4", "training.global_batch=16"};
-  config::ScenarioConfig s = config::LoadScenario(kSourceDir + "/scenarios/llama3-8b-8xh100.json", opts);
-  simulate::Options sim_opts;
-  sim_opts.keep_trace = true;
-  simulate::SimulationResult res = simulate::Simulate(s, sim_opts);
+  config::ScenarioConfig s = test_traces::TrainingStepScenario();
+  simulate::SimulationResult res = test_traces::TrainingStep(s);
   ASSERT_TRUE(res.trace);
   ASSERT_EQ(res.trace->rank_count(), 2);
   std::vector<std::string> texts = ExportChakraJson(*res.trace, *res.replay);
