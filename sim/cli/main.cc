@@ -65,7 +65,7 @@ struct StragglerArgs {
 int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, const std::string& format,
                 const std::string& trace_path, bool print_config, const std::string& network,
                 const std::string& html_path, const StragglerArgs& straggler_args,
-                const std::string& chakra_dir) {
+                const std::string& chakra_dir, const std::string& chakra_format) {
   config::ScenarioConfig scenario = config::LoadScenario(path, opts);
   if (print_config) {
     std::cout << config::ResolvedConfigJson(scenario).dump(2) << "\n";
@@ -101,7 +101,8 @@ int RunSimulate(const std::string& path, const config::ScenarioOptions& opts, co
   }
   if (!chakra_dir.empty()) {
     if (result.trace) {
-      chakra::WriteChakraDirectory(*result.trace, *result.replay, chakra_dir);
+      chakra::WriteChakraDirectory(*result.trace, *result.replay, chakra_dir,
+                                   chakra_format == "et" ? chakra::FileForm::kEt : chakra::FileForm::kJson);
     } else {
       std::cerr << "note: no Chakra trace written: the plan was not simulated (out of memory)\n";
     }
@@ -566,14 +567,18 @@ int main(int argc, char** argv) {
   sim->add_option("--seed", straggler_args.seed, "Seed of the straggler draws");
   sim->add_option("--threads", straggler_args.threads, "Threads for the straggler replays (results do not depend on it)")
       ->check(CLI::Range(1, 4096));
-  std::string chakra_dir;
-  sim->add_option("--chakra", chakra_dir, "Write the replayed step as Chakra execution traces (JSON, one per rank) to DIR");
+  std::string chakra_dir, chakra_format = "json";
+  CLI::Option* chakra_opt = sim->add_option(
+      "--chakra", chakra_dir, "Write the replayed step as Chakra execution traces (one file per rank) to DIR");
+  sim->add_option("--chakra-format", chakra_format, "Form of the --chakra files: json (as Chakra's jsonizer) or et (protobuf)")
+      ->check(CLI::IsMember({"json", "et"}))
+      ->needs(chakra_opt);
 
-  CLI::App* rchk = app.add_subcommand("replay-chakra", "Replay Chakra execution traces (DIR/NAME.RANK.json)");
+  CLI::App* rchk = app.add_subcommand("replay-chakra", "Replay Chakra execution traces (DIR/NAME.RANK.json or .et)");
   std::string rchk_dir, rchk_scenario, rchk_network = "analytic";
   config::ScenarioOptions rchk_opts;
   bool rchk_recorded = false;
-  rchk->add_option("dir", rchk_dir, "Directory of Chakra JSON files, one per rank")->required();
+  rchk->add_option("dir", rchk_dir, "Directory of Chakra files (JSON or protobuf .et), one per rank")->required();
   rchk->add_option("--scenario", rchk_scenario, "Scenario whose topology and profile price the communication")
       ->required();
   rchk->add_option("--set", rchk_opts.overrides, "Override a scenario field: key.path=value (repeatable)");
@@ -746,7 +751,7 @@ int main(int argc, char** argv) {
   try {
     if (sim->parsed()) {
       return RunSimulate(scenario_path, opts, format, trace_path, print_config, network, sim_html, straggler_args,
-                         chakra_dir);
+                         chakra_dir, chakra_format);
     }
     if (rchk->parsed()) {
       return RunReplayChakra(rchk_dir, rchk_scenario, rchk_opts, rchk_network, rchk_recorded, format);
