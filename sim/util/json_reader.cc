@@ -83,6 +83,11 @@ nlohmann::json ParseJsonText(const std::string& text, const std::string& origin)
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(origin, "", "malformed JSON at " + LineColumn(text, e.byte ? e.byte - 1 : 0));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double's range (1e999) is valid JSON that nlohmann
+    // refuses: "number overflow parsing '1e999'" (found by fuzz/kineto_gzip).
+    std::string what = e.what();
+    throw InputError(origin, "", "number out of range: " + what.substr(what.find("] ") + 2));
   }
 }
 
@@ -340,6 +345,8 @@ void ApplyOverride(nlohmann::json& doc, const std::string& assignment, const std
     value = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
     value = text;
+  } catch (const nlohmann::json::out_of_range&) {
+    throw InputError(origin, path, "'" + text + "' is a number out of range");
   }
   nlohmann::json* cur = &doc;
   size_t start = 0;
