@@ -1,0 +1,4 @@
+// libFuzzer target: cluster_scenario (fuzz/targets.cc, docs/fuzzing.md).
+#include "fuzz/targets.h"
+
+STACKSIM_FUZZ_TARGET("cluster_scenario")

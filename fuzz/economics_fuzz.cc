@@ -1,0 +1,4 @@
+// libFuzzer target: economics (fuzz/targets.cc, docs/fuzzing.md).
+#include "fuzz/targets.h"
+
+STACKSIM_FUZZ_TARGET("economics")

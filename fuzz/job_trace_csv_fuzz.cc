@@ -1,0 +1,4 @@
+// libFuzzer target: job_trace_csv (fuzz/targets.cc, docs/fuzzing.md).
+#include "fuzz/targets.h"
+
+STACKSIM_FUZZ_TARGET("job_trace_csv")

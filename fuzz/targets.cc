@@ -1,0 +1,274 @@
+#include "fuzz/targets.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/campaign/reliability.h"
+#include "sim/campaign/training_campaign.h"
+#include "sim/chakra/chakra.h"
+#include "sim/cluster/cluster_scenario.h"
+#include "sim/cluster/cluster_sim.h"
+#include "sim/cluster/job_trace.h"
+#include "sim/compare/compare.h"
+#include "sim/config/model.h"
+#include "sim/config/profile.h"
+#include "sim/config/scenario.h"
+#include "sim/config/topology.h"
+#include "sim/ingest/kineto.h"
+#include "sim/search/economics.h"
+#include "sim/search/search.h"
+#include "sim/serve/request_workload.h"
+#include "sim/serve/serve_config.h"
+#include "sim/serve/serve_search.h"
+#include "sim/serve/serve_validate.h"
+#include "sim/straggler/straggler_spec.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+#include "sim/validate/validate.h"
+
+namespace stacksim::fuzz {
+namespace {
+
+// Scenarios name their parts relative to their own file: put the made-up
+// file in the data root's scenarios/, as a shipped scenario would be.
+std::string ScenarioOrigin(const char* name) { return config::DataRoot() + "/scenarios/" + name; }
+
+// For the readers that take a path: the bytes go to a file of this process
+// (the name keeps the extension the reader may look at).
+class TempFile {
+ public:
+  TempFile(const std::string& text, const std::string& name) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("stacksim-fuzz-" + std::to_string(::getpid()) + "-" + name)).string();
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+  ~TempFile() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void Model(const std::string& text) {
+  const std::string file = "fuzz/model.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  config::ParseModel(JsonNode(doc, file, ""));
+}
+
+void Topology(const std::string& text) {
+  const std::string file = "fuzz/topology.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  config::ParseTopology(JsonNode(doc, file, ""));
+}
+
+void Profile(const std::string& text) {
+  const std::string file = "fuzz/profile.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  config::ParseProfile(JsonNode(doc, file, ""));
+}
+
+void Scenario(const std::string& text) {
+  const std::string file = ScenarioOrigin("fuzz.json");
+  nlohmann::json doc = ParseJsonText(text, file);
+  config::ParseScenario(doc, file, {});
+}
+
+// --set KEY=VALUE on a small valid scenario (the bytes are the assignment).
+void ScenarioSet(const std::string& text) {
+  static const nlohmann::json base = nlohmann::json::parse(R"({
+    "model": "llama3-8b", "topology": "dgx-h100", "gpus": 8,
+    "training": {"seq_len": 8192, "global_batch": 64},
+    "plan": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "full",
+             "sharding": "zero1", "precision": "bf16"}})");
+  config::ScenarioOptions options;
+  options.overrides.push_back(text);
+  config::ParseScenario(base, ScenarioOrigin("fuzz-set.json"), options);
+}
+
+void ServeScenario(const std::string& text) {
+  const std::string file = ScenarioOrigin("serve-fuzz.json");
+  nlohmann::json doc = ParseJsonText(text, file);
+  serve::ParseServeScenario(doc, file);
+}
+
+void ClusterScenario(const std::string& text) {
+  const std::string file = ScenarioOrigin("cluster-fuzz.json");
+  nlohmann::json doc = ParseJsonText(text, file);
+  cluster::ParseClusterScenario(doc, file);
+}
+
+// What RunValidation reads of the document and of each run before it
+// simulates: the top level, the summary fields, then ScenarioForRun. A run's
+// InputError is recorded there and the next run read, as here.
+void TrainingValidation(const std::string& text) {
+  const std::string file = "fuzz/training_runs.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  JsonObject top(JsonNode(doc, file, ""));
+  std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.validation.training/1") throw InputError(file, "schema", "wrong schema");
+  auto runs = top.Required("runs").Elements();
+  top.Finish();
+  for (const JsonNode& run : runs) {
+    JsonObject r(run);
+    r.Required("id").String();
+    if (r.Has("tier")) r.Required("tier").String();
+    if (r.Has("scored")) r.Required("scored").Bool();
+    try {
+      validate::ScenarioForRun(run.json(), file, run.path());
+    } catch (const InputError&) {
+    }
+  }
+}
+
+// The same for RunServingValidation and PlanServingRun.
+void ServingValidation(const std::string& text) {
+  const std::string file = "fuzz/serving_runs.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  JsonObject top(JsonNode(doc, file, ""));
+  std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.validation.serving/1") throw InputError(file, "schema", "wrong schema");
+  top.Ignore({"notes"});
+  auto runs = top.Required("runs").Elements();
+  top.Finish();
+  for (const JsonNode& run : runs) {
+    JsonObject r(run);
+    r.Required("id").String();
+    r.Required("tier").OneOf({"A", "B", "C"});
+    r.Required("scored").Bool();
+    if (r.Has("kind")) r.Required("kind").String();
+    try {
+      serve::PlanServingRun(run.json(), file, run.path());
+    } catch (const InputError&) {
+    }
+  }
+}
+
+void Kineto(const std::string& text) { ingest::ParseKinetoTrace(text, "fuzz/trace.json"); }
+
+// The bytes as a trace file: gzip or plain, by content (ReadMaybeGzip).
+void KinetoGzip(const std::string& text) {
+  TempFile f(text, "trace.json.gz");
+  ingest::ReadKinetoTrace(f.path());
+}
+
+// Ranks separated by NUL bytes (at most 16), rank r named fuzz/trace.<r>.json.
+void ChakraJson(const std::string& text) {
+  std::vector<chakra::RankText> ranks;
+  size_t begin = 0;
+  while (ranks.size() < 16) {
+    size_t end = text.find('\0', begin);
+    ranks.push_back({"fuzz/trace." + std::to_string(ranks.size()) + ".json", text.substr(begin, end - begin)});
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  chakra::ImportChakraJson(ranks);
+}
+
+void JobTraceCsv(const std::string& text) { cluster::ParseJobTrace(text, "fuzz/jobs.csv"); }
+void JobTraceJson(const std::string& text) { cluster::ParseJobTrace(text, "fuzz/jobs.json"); }
+
+void RequestTrace(const std::string& text) {
+  TempFile f(text, "requests.csv");
+  serve::ReadRequestTrace(f.path());
+}
+
+void Reliability(const std::string& text) {
+  const std::string file = "fuzz/reliability.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  campaign::ParseReliability(JsonNode(doc, file, ""));
+}
+
+void Economics(const std::string& text) {
+  TempFile f(text, "gpus.json");
+  search::LookUpEconomics(f.path(), "h100-sxm-80gb");
+}
+
+void StragglerDistribution(const std::string& text) {
+  const std::string file = "fuzz/stragglers.json";
+  nlohmann::json doc = ParseJsonText(text, file);
+  straggler::ParseStragglerDistribution(JsonNode(doc, file, ""));
+}
+
+// Command-line values: the first byte picks the parser, the rest is the text.
+void CliValues(const std::string& text) {
+  if (text.empty()) return;
+  const std::string v = text.substr(1);
+  const std::string file = "--option";
+  switch (static_cast<unsigned char>(text[0]) % 17) {
+    case 0: ParseTime(v, file, "time"); break;
+    case 1: ParseBytes(v, file, "bytes"); break;
+    case 2: ParseBandwidth(v, file, "bandwidth"); break;
+    case 3: ParseFlopRate(v, file, "flops"); break;
+    case 4: campaign::ParseDuration(v, file, "duration"); break;
+    case 5: cluster::ParseClusterTime(v, file, "time"); break;
+    case 6: campaign::ParseTokens(v); break;
+    case 7: compare::ParseTokenCount(v); break;
+    case 8: campaign::ParseInterval(v, "--checkpoint-interval"); break;
+    case 9: compare::ParseClusterSpec(v); break;
+    case 10: {
+      static const config::TopologyConfig topology =
+          config::LoadTopologyFile(config::DataRoot() + "/topologies/dgx-h100.json");
+      search::ParseGpuRange(v, topology);
+      break;
+    }
+    case 11: serve::ParseSlo(v); break;
+    case 12: serve::ParseServeObjective(v); break;
+    case 13: search::ParseObjective(v); break;
+    case 14: cluster::ParseScheduler(v, "--scheduler"); break;
+    case 15: cluster::ParsePlacement(v, "--placement"); break;
+    case 16: straggler::ParseStragglerText(v, "--stragglers"); break;
+  }
+}
+
+}  // namespace
+
+const std::vector<FuzzTarget>& AllTargets() {
+  static const std::vector<FuzzTarget> targets = {
+      {"model", Model},
+      {"topology", Topology},
+      {"profile", Profile},
+      {"scenario", Scenario},
+      {"scenario_set", ScenarioSet},
+      {"serve_scenario", ServeScenario},
+      {"cluster_scenario", ClusterScenario},
+      {"training_validation", TrainingValidation},
+      {"serving_validation", ServingValidation},
+      {"kineto", Kineto},
+      {"kineto_gzip", KinetoGzip},
+      {"chakra_json", ChakraJson},
+      {"job_trace_csv", JobTraceCsv},
+      {"job_trace_json", JobTraceJson},
+      {"request_trace", RequestTrace},
+      {"reliability", Reliability},
+      {"economics", Economics},
+      {"straggler_distribution", StragglerDistribution},
+      {"cli_values", CliValues},
+  };
+  return targets;
+}
+
+const FuzzTarget* FindTarget(const std::string& name) {
+  for (const FuzzTarget& t : AllTargets()) {
+    if (name == t.name) return &t;
+  }
+  return nullptr;
+}
+
+void RunInput(EntryFunction entry, const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    entry(text);
+  } catch (const InputError&) {
+    // The documented way to reject an input.
+  }
+}
+
+}  // namespace stacksim::fuzz
