@@ -31,7 +31,10 @@ class Trial {
     rate_per_s_ = policy.failures ? job.TotalRatePerHour() / 3600.0 : 0.0;
     if (rate_per_s_ > 0) pick_cause_ = std::discrete_distribution<int>(weights.begin(), weights.end());
     target_ = job.steps > 0 ? job.steps : std::numeric_limits<int64_t>::max();
-    limit_ = policy.duration > Time::Zero() ? policy.duration : Time::Max();
+    // A token budget has no end time of its own: a trial stops at 200 years
+    // (int64 ns reach 292, and every span added to the clock is at most 100,
+    // the input limit) and counts as unfinished.
+    limit_ = policy.duration > Time::Zero() ? policy.duration : Time::FromSeconds(2 * kMaxInputSeconds);
     r_.by_cause.assign(job.causes.size(), 0);
   }
 
@@ -42,6 +45,7 @@ class Trial {
       if (progress_ >= target_) break;
       if (!Checkpoint()) break;
     }
+    if (progress_ < target_ && policy_.duration <= Time::Zero()) r_.finished = false;
     r_.wall = now_;
     r_.steps = progress_;
     r_.useful = Steps(progress_);

@@ -92,17 +92,7 @@ ReliabilityConfig LoadReliabilityFile(const std::string& path) {
 std::string DefaultReliabilityFile() { return config::DataRoot() + "/reliability/llama3-16k-h100.json"; }
 
 Time ParseDuration(std::string_view text, const std::string& file, const std::string& path) {
-  // ParseTime knows ns..h; a campaign also counts in days.
-  std::string_view t = text;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
-  if (!t.empty() && t.back() == 'd') {
-    try {
-      return ParseTime(std::string(t.substr(0, t.size() - 1)) + "h", file, path) * 24.0;
-    } catch (const InputError&) {
-      throw InputError(file, path, "expected a duration such as '90 s', '30 min', '4 h' or '54 d', got '" +
-                                       std::string(text) + "'");
-    }
-  }
+  // ParseTime knows ns..d and rejects spans beyond 100 years.
   return ParseTime(text, file, path);
 }
 

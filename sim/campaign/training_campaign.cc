@@ -70,6 +70,15 @@ TrainingCampaign RunTrainingCampaign(const config::ScenarioConfig& scenario, Tim
   if (request.tokens > 0) {
     const int64_t per_step = scenario.tokens_per_step();
     job.steps = (request.tokens + per_step - 1) / per_step;
+    // steps x step time must stay within int64 nanoseconds (and the trials'
+    // clocks, which add failures on top, too).
+    const double years = static_cast<double>(job.steps) * step.seconds() / (365.25 * 86400.0);
+    if (!(static_cast<double>(job.steps) * step.seconds() <= kMaxInputSeconds)) {
+      throw InputError("--tokens", "",
+                       fmt::format("{} tokens take {:.3g} years without failures ({} steps of {:.3f} s); stacksim "
+                                   "simulates campaigns of at most 100 years",
+                                   request.tokens, years, job.steps, step.seconds()));
+    }
   }
   job.checkpoint_write = c.checkpoint.write;
   job.checkpoint_read = c.checkpoint.read;

@@ -51,7 +51,12 @@ ClusterScenario ParseClusterScenario(const nlohmann::json& doc, const std::strin
     c.topology = config::LoadTopologyFile(c.topology_file);
   }
   JsonNode nodes = obj.Required("nodes");
-  c.nodes = static_cast<int>(nodes.PositiveInt());
+  const int64_t node_count = nodes.PositiveInt();
+  if (static_cast<double>(node_count) * c.topology.gpus_per_node > static_cast<double>(config::kMaxGpus)) {
+    nodes.Fail(std::to_string(node_count) + " nodes is more than stacksim simulates (at most " +
+               std::to_string(config::kMaxGpus) + " GPUs)");
+  }
+  c.nodes = static_cast<int>(node_count);
   if (c.topology.max_nodes > 0 && c.nodes > c.topology.max_nodes) {
     nodes.Fail(std::to_string(c.nodes) + " nodes; topology " + c.topology.name + " holds at most " +
                std::to_string(c.topology.max_nodes));

@@ -200,17 +200,8 @@ double StandardNormal(std::mt19937_64& rng) {
 }  // namespace
 
 Time ParseClusterTime(std::string_view text, const std::string& file, const std::string& path) {
-  // ParseTime knows ns to h; clusters run for days.
-  const std::string t = Trim(text);
-  if (t.size() > 1 && t.back() == 'd') {
-    const std::string number = Trim(t.substr(0, t.size() - 1));
-    if (!number.empty() && (std::isdigit(static_cast<unsigned char>(number.back())) || number.back() == '.')) {
-      const double days = ParseNumber(number, file, path);
-      if (days < 0) throw InputError(file, path, "time must not be negative: '" + t + "'");
-      return Time::FromSeconds(days * 86400.0);
-    }
-  }
-  return ParseTime(t, file, path);
+  // ParseTime knows ns to d and rejects spans beyond 100 years.
+  return ParseTime(Trim(text), file, path);
 }
 
 std::vector<JobSpec> ParseJobTrace(const std::string& text, const std::string& origin) {
@@ -232,9 +223,25 @@ JobGenerator ParseJobGenerator(const JsonNode& node) {
   g.file = node.file();
   JsonObject obj(node);
   if (auto s = obj.Optional("seed")) g.seed = static_cast<uint64_t>(s->Int());
-  g.jobs = static_cast<int>(obj.Required("jobs").PositiveInt());
-  g.arrivals_per_hour = obj.Required("arrivals_per_hour").PositiveNumber();
-  if (auto u = obj.Optional("users")) g.users = static_cast<int>(u->PositiveInt());
+  JsonNode jobs = obj.Required("jobs");
+  const int64_t job_count = jobs.PositiveInt();
+  if (job_count > 10'000'000) {
+    jobs.Fail(std::to_string(job_count) + " jobs is more than stacksim simulates (at most 10000000)");
+  }
+  g.jobs = static_cast<int>(job_count);
+  JsonNode rate = obj.Required("arrivals_per_hour");
+  g.arrivals_per_hour = rate.PositiveNumber();
+  // Submit times are int64 nanoseconds: the last arrival, about jobs / rate
+  // hours in, must stay well inside 100 years.
+  if (!(g.jobs / g.arrivals_per_hour * 3600 <= kMaxInputSeconds / 2)) {
+    rate.Fail(std::to_string(g.jobs) + " jobs at " + rate.json().dump() +
+              " per hour take more than 50 years to arrive; stacksim's clock holds 100");
+  }
+  if (auto u = obj.Optional("users")) {
+    const int64_t users = u->PositiveInt();
+    if (users > 10'000'000) u->Fail("more than 10000000 users");
+    g.users = static_cast<int>(users);
+  }
   {
     JsonObject d(obj.Required("duration"));
     JsonNode median = d.Required("median");

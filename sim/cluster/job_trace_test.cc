@@ -57,7 +57,7 @@ TEST(JobTrace, BadTracesNameFileRowAndField) {
             "t.csv: line 3: gpus: expected a number, got 'eight'");
   EXPECT_EQ(ErrorOf(header + "0 s,8,1 h\n1 s,4,2\n", "t.csv"),
             "t.csv: line 3: duration: '2' is not a quantity with a unit; expected a time such as '2 us' (units ns, us, ms, "
-            "s)");
+            "s, min, h, d)");
   EXPECT_EQ(ErrorOf("submit,gpus,walltime\n", "t.csv"), "t.csv: line 1: walltime: unknown column");
   EXPECT_EQ(ErrorOf(header + "0 s,8\n", "t.csv"), "t.csv: line 2: has 2 fields, the header 3");
   EXPECT_EQ(ErrorOf("submit,gpus\n0 s,8\n", "t.csv"),

@@ -291,7 +291,13 @@ ModelConfig ParseModel(const JsonNode& node) {
 
   JsonNode hidden = obj.Required("hidden_size");
   m.hidden_size = hidden.PositiveInt();
-  m.num_layers = obj.Required("num_hidden_layers").PositiveInt();
+  JsonNode layers = obj.Required("num_hidden_layers");
+  m.num_layers = layers.PositiveInt();
+  // 100x the deepest transformer trained (DeepNet, 1,000 layers: Wang et al.
+  // 2022, arXiv:2203.00555); per-layer loops and traces stay bounded.
+  if (m.num_layers > 100'000) {
+    layers.Fail(std::to_string(m.num_layers) + " layers is more than stacksim simulates (at most 100000)");
+  }
   JsonNode heads = obj.Required("num_attention_heads");
   m.num_attention_heads = heads.PositiveInt();
   m.intermediate_size = obj.Required("intermediate_size").PositiveInt();

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 namespace stacksim::config {
 namespace {
 
@@ -71,17 +73,29 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   std::optional<JsonNode> profile_node = obj.Optional("profile");
   JsonNode gpus = obj.Required("gpus");
   int64_t g = gpus.PositiveInt();
-  if (g > INT_MAX / 2) gpus.Fail("implausibly many GPUs: " + Str(g));
+  // 2^24 GPUs: 128x the largest cluster announced (131,072 GPUs); keeps every
+  // product of GPU counts (ranks x nodes, GPUs x NICs) far inside int range.
+  if (g > kMaxGpus) gpus.Fail(Str(g) + " GPUs is more than stacksim simulates (at most " + Str(kMaxGpus) + ")");
   s.gpus = static_cast<int>(g);
   if (auto order = obj.Optional("node_order")) {
     s.node_order = order->OneOf({"packed", "scattered"}) == "scattered" ? NodeOrder::kScattered : NodeOrder::kPacked;
   }
 
   JsonObject training(obj.Required("training"));
-  s.seq_len = training.Required("seq_len").PositiveInt();
+  JsonNode seq_len = training.Required("seq_len");
+  s.seq_len = seq_len.PositiveInt();
+  if (s.seq_len > kMaxSeqLen) {
+    seq_len.Fail("a sequence of " + Str(s.seq_len) + " tokens is longer than stacksim simulates (at most " +
+                 Str(kMaxSeqLen) + ")");
+  }
   JsonNode global_batch = training.Required("global_batch");
   int64_t gb = global_batch.PositiveInt();
   if (gb > (int64_t{1} << 40)) global_batch.Fail("implausibly large global batch: " + Str(gb));
+  // Tokens per step (and token counts derived from them) stay exact in a double.
+  if (static_cast<double>(gb) * static_cast<double>(s.seq_len) > 0x1p53) {
+    global_batch.Fail("global batch x seq_len = " + Str(gb) + " x " + Str(s.seq_len) +
+                      " tokens per step is more than stacksim represents (at most 2^53)");
+  }
   training.Finish();
 
   JsonNode plan_node = obj.Required("plan");
@@ -170,9 +184,11 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   const TopologyConfig& t = s.topology;
   auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
 
-  if (p.gpus() != s.gpus) {
+  // The product in double first: four degrees of up to 2^24 overflow an int.
+  const double degree_product = static_cast<double>(p.tp) * p.pp * p.dp * p.cp;
+  if (degree_product != s.gpus) {
     fail("plan.dp", "tp x pp x dp x cp = " + Str(p.tp) + " x " + Str(p.pp) + " x " + Str(p.dp) + " x " + Str(p.cp) +
-                        " = " + Str(p.gpus()) + " GPUs, but gpus is " + Str(s.gpus));
+                        " = " + fmt::format("{:.0f}", degree_product) + " GPUs, but gpus is " + Str(s.gpus));
   }
   if (m.num_attention_heads % p.tp != 0) {
     fail("plan.tp", "tp " + Str(p.tp) + " does not divide the model's " + Str(m.num_attention_heads) +
@@ -211,6 +227,10 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                           "plan.uneven_stages is true");
     }
   }
+  if (p.micro_batch > p.global_batch / p.dp) {  // before the product, which could overflow
+    fail("training.global_batch", "global batch " + Str(p.global_batch) + " is less than micro_batch x dp = " +
+                                      Str(p.micro_batch) + " x " + Str(p.dp));
+  }
   const int64_t per_step = p.micro_batch * p.dp;
   if (p.global_batch % per_step != 0) {
     fail("training.global_batch", "global batch " + Str(p.global_batch) + " is not a multiple of micro_batch x dp = " +
@@ -231,6 +251,19 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                                         Str(2 * p.pp) + " (global batch / (micro_batch x dp) = " +
                                         Str(p.micro_batches()) + ")");
     }
+  }
+  // Symmetry keeps one simulated rank per pipeline stage, so a step's trace
+  // holds one pass of each layer per micro-batch: 35-56 tasks per pass for
+  // dense models, ~120 for DeepSeek-V3's DualPipe, ~300 bytes per task with
+  // its replay state. Bounding the passes bounds the trace (and the time and
+  // memory of a step) whatever the GPU count: 2^18 passes are at most ~15M
+  // dense tasks, ~4.5 GB.
+  const double layer_passes = static_cast<double>(m.num_layers) * static_cast<double>(p.micro_batches());
+  if (layer_passes > kMaxLayerPasses) {
+    fail("training.global_batch",
+         Str(p.micro_batches()) + " micro-batches per pipeline x " + Str(m.num_layers) + " layers = " +
+             fmt::format("{:.0f}", layer_passes) + " layer passes per step is more than stacksim simulates (at most " +
+             Str(kMaxLayerPasses) + "); use larger micro-batches or more data-parallel replicas");
   }
   if (s.gpus > t.gpus_per_node && s.gpus % t.gpus_per_node != 0) {
     fail("gpus", Str(s.gpus) + " GPUs is not a whole number of " + Str(t.gpus_per_node) + "-GPU nodes of topology " +

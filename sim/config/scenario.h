@@ -79,8 +79,14 @@ ScenarioConfig ParseScenario(const nlohmann::json& doc, const std::string& file,
 //   interleaved schedule, micro-batches % pp == 0 (training.global_batch);
 //   vp > 1 needs pp > 1 (plan.vp); gpus within max_nodes and whole nodes
 //   unless smaller than one (gpus); seq_len within learned positions and, with
-//   sequence parallelism, divisible by tp (training.seq_len).
+//   sequence parallelism, divisible by tp (training.seq_len); layers x
+//   micro-batches per pipeline at most kMaxLayerPasses (training.global_batch).
 void ValidatePlan(const ScenarioConfig& s, const std::string& file);
+
+// Representation limits, each an InputError naming the field beyond it.
+inline constexpr int64_t kMaxGpus = int64_t{1} << 24;         // gpus
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 24;       // training.seq_len
+inline constexpr int64_t kMaxLayerPasses = int64_t{1} << 18;  // layers x micro-batches per pipeline
 // The offload part of ValidatePlan (called by it): offload_optimizer needs a
 // sharded optimizer and node.host (nvme: node.nvme); offload_params needs
 // offload_optimizer, zero3, the whole optimizer offloaded and (nvme)

@@ -269,7 +269,7 @@ void Replayer::StartTask(TaskId t, Time now) {
   }
   state_[t] = TaskState::kStarted;
   result_.timings[t].start = now;
-  events_.Push(now + duration, EventPayload{EventKind::kTaskEnd, 0, t});
+  events_.Push(CheckedSum(now, duration), EventPayload{EventKind::kTaskEnd, 0, t});
 }
 
 void Replayer::Finish(TaskId t, Time now) {
@@ -329,7 +329,7 @@ void Replayer::StartCommOp(int32_t op_id, Time now) {
     result_.timings[m].start = now;
   }
   if (op.latency > Time::Zero()) {
-    events_.Push(now + op.latency, EventPayload{EventKind::kLatencyEnd, 0, op_id});
+    events_.Push(CheckedSum(now, op.latency), EventPayload{EventKind::kLatencyEnd, 0, op_id});
   } else {
     StartTransferPhase(op_id, now);
   }
@@ -344,7 +344,7 @@ void Replayer::StartTransferPhase(int32_t op_id, Time now) {
   if (op.res_count == 0) {
     // Nothing shared (or nothing to send): it takes its unshared time. Ends
     // go through the queue even at `now`, so long chains never recurse.
-    events_.Push(now + op.transfer, EventPayload{EventKind::kTransferEnd, op.version, op_id});
+    events_.Push(CheckedSum(now, op.transfer), EventPayload{EventKind::kTransferEnd, op.version, op_id});
     return;
   }
   JoinOrLeave(op_id, now, /*join=*/true);
@@ -363,7 +363,9 @@ void Replayer::ScheduleTransferEnd(int32_t op_id, Time now) {
   CommOp& op = ops_[op_id];
   ++op.version;
   double left = std::max(0.0, op.remaining * op.share);
-  events_.Push(now + Time::Ns(std::llround(left)), EventPayload{EventKind::kTransferEnd, op.version, op_id});
+  // llround of a double past int64 is unspecified: saturate, and let the sum fail.
+  const Time dt = left < 9.2e18 ? Time::Ns(std::llround(left)) : Time::Max();
+  events_.Push(CheckedSum(now, dt), EventPayload{EventKind::kTransferEnd, op.version, op_id});
 }
 
 // Processor sharing: `op`'s transfer phase starts (join) or ends (leave) at

@@ -22,6 +22,7 @@
 
 #include "sim/net/bus_bandwidth.h"
 #include "sim/net/simgrid_fabric.h"
+#include "sim/util/error.h"
 
 namespace stacksim::net {
 namespace {
@@ -560,6 +561,14 @@ std::unique_ptr<engine::FlowSession> SimGridNetwork::StartSession(const trace::T
 std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyConfig& topology,
                                                          const config::ProfileConfig& profile, int cluster_gpus,
                                                          config::NodeOrder order) {
+  // One host and a few links per GPU: 131,072 GPUs take 0.9 GB and ~25 CPU-s
+  // (NOTES.md, "Scale limits"); beyond 2^18 GPUs memory, not the model, binds.
+  constexpr int kMaxSimGridGpus = 1 << 18;
+  if (cluster_gpus > kMaxSimGridGpus) {
+    throw InputError("", "--network", "the SimGrid model builds one host per GPU: " + std::to_string(cluster_gpus) +
+                                          " GPUs is more than it simulates (at most " +
+                                          std::to_string(kMaxSimGridGpus) + "); use --network analytic");
+  }
   return std::make_unique<SimGridNetwork>(topology, profile, cluster_gpus, order);
 }
 

@@ -75,6 +75,9 @@ std::vector<Request> ReadRequestTrace(const std::string& path, int64_t limit) {
       throw InputError(path, "line " + std::to_string(lineno),
                        "expected arrival_s >= 0, prompt_tokens >= 1, output_tokens >= 1");
     }
+    if (!(arrival <= kMaxInputSeconds / 2)) {
+      throw InputError(path, "line " + std::to_string(lineno), "arrival_s beyond 50 years; stacksim's clock holds 100");
+    }
     out.push_back({Time::FromSeconds(arrival), prompt, output});
   }
   std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival < b.arrival; });

@@ -48,6 +48,9 @@ LengthDistribution ParseLengths(const JsonNode& node) {
   return d;
 }
 
+// As the command line's --requests allows.
+constexpr int64_t kMaxRequests = 100'000'000;
+
 WorkloadConfig ParseWorkload(const JsonNode& node) {
   WorkloadConfig w;
   JsonObject obj(node);
@@ -62,9 +65,21 @@ WorkloadConfig ParseWorkload(const JsonNode& node) {
   }
   std::string arrival = obj.Required("arrival").OneOf({"poisson", "gamma"});
   w.arrival = arrival == "poisson" ? WorkloadConfig::Arrival::kPoisson : WorkloadConfig::Arrival::kGamma;
-  w.rate_per_s = obj.Required("rate_per_s").PositiveNumber();
+  JsonNode rate = obj.Required("rate_per_s");
+  w.rate_per_s = rate.PositiveNumber();
   if (w.arrival == WorkloadConfig::Arrival::kGamma) w.cv = obj.Required("cv").PositiveNumber();
-  w.requests = obj.Required("requests").PositiveInt();
+  JsonNode requests = obj.Required("requests");
+  w.requests = requests.PositiveInt();
+  if (w.requests > kMaxRequests) {
+    requests.Fail(std::to_string(w.requests) + " requests is more than stacksim simulates (at most " +
+                  std::to_string(kMaxRequests) + ")");
+  }
+  // The last request arrives about requests / rate seconds in; arrival times
+  // are int64 nanoseconds, so that span must stay well inside 100 years.
+  if (!(static_cast<double>(w.requests) / w.rate_per_s <= kMaxInputSeconds / 2)) {
+    rate.Fail("at " + rate.json().dump() + " requests/s, " + std::to_string(w.requests) +
+              " requests take more than 50 years to arrive; stacksim's clock holds 100");
+  }
   w.seed = static_cast<uint64_t>(obj.Required("seed").Int());
   w.prompt_tokens = ParseLengths(obj.Required("prompt_tokens"));
   w.output_tokens = ParseLengths(obj.Required("output_tokens"));
@@ -131,11 +146,26 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   }
 
   JsonObject rep(root.Required("replica"));
-  c.tp = static_cast<int>(rep.Required("tp").PositiveInt());
-  if (auto n = rep.Optional("pp")) c.pp = static_cast<int>(n->PositiveInt());
-  if (auto n = rep.Optional("ep")) c.ep = static_cast<int>(n->PositiveInt());
+  auto degree = [](const JsonNode& n) {
+    const int64_t v = n.PositiveInt();
+    if (v > config::kMaxGpus) n.Fail("parallel degree " + std::to_string(v) + " is implausibly large");
+    return static_cast<int>(v);
+  };
+  c.tp = degree(rep.Required("tp"));
+  if (auto n = rep.Optional("pp")) c.pp = degree(*n);
+  if (auto n = rep.Optional("ep")) c.ep = degree(*n);
   rep.Finish();
-  if (auto n = root.Optional("replicas")) c.replicas = static_cast<int>(n->PositiveInt());
+  if (auto n = root.Optional("replicas")) {
+    const int64_t replicas = n->PositiveInt();
+    // As for training (config::kMaxGpus): replicas x tp x pp GPUs at most 2^24.
+    const double gpus_per_replica = static_cast<double>(c.tp) * c.pp;
+    if (static_cast<double>(replicas) * gpus_per_replica > static_cast<double>(config::kMaxGpus)) {
+      n->Fail(std::to_string(replicas) + " replicas of tp x pp = " +
+              std::to_string(static_cast<int64_t>(gpus_per_replica)) + " GPUs is more than stacksim simulates (at most " +
+              std::to_string(config::kMaxGpus) + " GPUs)");
+    }
+    c.replicas = static_cast<int>(replicas);
+  }
 
   if (auto prec = root.Optional("precision")) {
     JsonObject p(*prec);

@@ -102,7 +102,7 @@ nlohmann::json ReadJsonFile(const std::string& path) {
 Time ParseTime(std::string_view text, const std::string& file, const std::string& path) {
   double v;
   std::string u;
-  const char* expected = "a time such as '2 us' (units ns, us, ms, s)";
+  const char* expected = "a time such as '2 us' (units ns, us, ms, s, min, h, d)";
   if (!SplitQuantity(text, &v, &u)) UnitError(text, file, path, expected);
   double scale;
   if (u == "ns") scale = 1e-9;
@@ -111,8 +111,14 @@ Time ParseTime(std::string_view text, const std::string& file, const std::string
   else if (u == "s") scale = 1;
   else if (u == "min") scale = 60;
   else if (u == "h") scale = 3600;
+  else if (u == "d") scale = 86400;
   else UnitError(text, file, path, expected);
   if (v < 0) throw InputError(file, path, "time must not be negative: '" + std::string(text) + "'");
+  if (!(v * scale <= kMaxInputSeconds)) {
+    throw InputError(file, path, "'" + std::string(text) +
+                                     "' is longer than 100 years, the longest time stacksim takes (it counts "
+                                     "int64 nanoseconds)");
+  }
   return Time::FromSeconds(v * scale);
 }
 

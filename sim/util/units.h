@@ -11,6 +11,7 @@
 #include <compare>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 
 namespace stacksim {
 
@@ -39,6 +40,7 @@ class Time {
   constexpr Time operator-(Time o) const { return Time(ns_ - o.ns_); }
   constexpr Time& operator+=(Time o) { ns_ += o.ns_; return *this; }
   constexpr Time& operator-=(Time o) { ns_ -= o.ns_; return *this; }
+  // Saturates like FromSeconds (never undefined behaviour).
   constexpr Time operator*(double f) const { return FromSeconds(seconds() * f); }
   constexpr auto operator<=>(const Time&) const = default;
 
@@ -46,6 +48,24 @@ class Time {
   constexpr explicit Time(int64_t ns) : ns_(ns) {}
   int64_t ns_ = 0;
 };
+
+// The longest span an input may give (a duration, a latency, a time budget):
+// 100 years. int64 nanoseconds reach 292 years; the headroom keeps sums of a
+// few such spans (a campaign's clock plus a repair, a step times a count
+// bounded by a budget) exact. Parsers reject longer times with an InputError.
+inline constexpr double kMaxInputSeconds = 100.0 * 365.25 * 86400.0;
+
+// a + b, or std::overflow_error when the sum leaves int64 nanoseconds (292
+// years): a simulated clock that far out comes from an input beyond what
+// stacksim represents, and wrapping around would be undefined behaviour.
+inline Time CheckedSum(Time a, Time b) {
+  int64_t ns;
+  if (__builtin_add_overflow(a.ns(), b.ns(), &ns)) {
+    throw std::overflow_error("simulated time passed 292 years (int64 nanoseconds): an input is beyond what "
+                              "stacksim represents");
+  }
+  return Time::Ns(ns);
+}
 
 // A quantity of type Tag measured in the type's fixed unit.
 template <typename Tag>
