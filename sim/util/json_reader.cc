@@ -346,6 +346,13 @@ void ApplyOverride(nlohmann::json& doc, const std::string& assignment, const std
   }
   std::string path = assignment.substr(0, eq);
   std::string text = assignment.substr(eq + 1);
+  // JSON strings are UTF-8: a value taken as a string must be, or a later
+  // error message that quotes it would fail (found by fuzz/scenario_set).
+  try {
+    (void)nlohmann::json(assignment).dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw InputError(origin, "", "--set KEY=VALUE is not valid UTF-8");
+  }
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(text);
