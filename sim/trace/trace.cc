@@ -1,5 +1,6 @@
 #include "sim/trace/trace.h"
 
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -37,7 +38,22 @@ GroupId Trace::AddGroup(CommGroup group) {
   return static_cast<GroupId>(groups_.size() - 1);
 }
 
+namespace {
+
+// TaskId and the dependency offsets are int32: refuse to wrap around. (A
+// generated step stays far below: config::kMaxLayerPasses bounds it at ~30M
+// tasks; imported traces are bounded only by this.)
+void CheckRoom(size_t tasks, size_t deps, size_t more_deps) {
+  constexpr size_t kMax = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+  if (tasks >= kMax || deps + more_deps > kMax) {
+    throw std::length_error("trace: more than 2^31 - 1 tasks or dependencies (ids are int32)");
+  }
+}
+
+}  // namespace
+
 TaskId Trace::Add(const Task& task, std::initializer_list<TaskId> deps) {
+  CheckRoom(tasks_.size(), deps_.size(), deps.size());
   Task t = task;
   t.dep_begin = static_cast<int32_t>(deps_.size());
   t.dep_count = 0;
@@ -51,6 +67,7 @@ TaskId Trace::Add(const Task& task, std::initializer_list<TaskId> deps) {
 }
 
 TaskId Trace::Add(const Task& task, const std::vector<TaskId>& deps) {
+  CheckRoom(tasks_.size(), deps_.size(), deps.size());
   Task t = task;
   t.dep_begin = static_cast<int32_t>(deps_.size());
   t.dep_count = 0;
@@ -68,6 +85,7 @@ void Trace::AddDependency(TaskId task, TaskId dep) {
     throw std::logic_error("Trace::AddDependency: only the last task may gain dependencies");
   }
   if (dep < 0) return;
+  CheckRoom(0, deps_.size(), 1);
   deps_.push_back(dep);
   ++tasks_[task].dep_count;
 }
