@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "sim/util/error.h"
 
@@ -104,7 +105,10 @@ void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, c
                            IterationBreakdown& out) const {
   const double in_bytes = c_.compute == config::Precision::kFp8 ? 1.0 : 2.0;
   for (const workload::Op& op : ops) {
-    if (op.label == workload::kLabelAttention) continue;  // costed per request context
+    // Compare the text: two uses of one string literal need not share an
+    // address (ASan builds keep one copy per file; this test then missed
+    // every attention op and costed prefill attention as memory traffic).
+    if (std::string_view(op.label) == workload::kLabelAttention) continue;  // costed per request context
     // Training's FP8 recipe casts the bf16 master weights before every GEMM
     // ("...-cast-w"); a server stores the weights in their format already.
     if (op.name.size() > 7 && op.name.compare(op.name.size() - 7, 7, "-cast-w") == 0) continue;
