@@ -54,7 +54,8 @@ TEST(ContextParallel, KvExchangeVolumePerLayerMatchesHandCount) {
   EXPECT_EQ(x->collective, trace::CollectiveKind::kAllGather);
   EXPECT_DOUBLE_EQ(x->bytes.value, 4 * block);
   EXPECT_DOUBLE_EQ(x->bytes.value * 3 / 4, 3 * block);  // sent per rank over the ring
-  const Op* b = Find(LayerBackward(Shape(4)), "cp-kv-exchange-bwd");
+  const auto bwd = LayerBackward(Shape(4));  // named: Find points into it
+  const Op* b = Find(bwd, "cp-kv-exchange-bwd");
   ASSERT_NE(b, nullptr);
   EXPECT_DOUBLE_EQ(b->bytes.value, 2 * 4 * block);  // K/V plus dK/dV
   EXPECT_EQ(Find(LayerForward(Shape(1)), "cp-kv-exchange"), nullptr);
@@ -62,7 +63,8 @@ TEST(ContextParallel, KvExchangeVolumePerLayerMatchesHandCount) {
   int xi = static_cast<int>(x - fwd.data());
   EXPECT_EQ(Find(fwd, "attn-proj")->wait_for, xi);
   // Attention: 4096 local queries against all 16384 keys, 1/cp of the causal FLOPs.
-  const Op* a1 = Find(LayerForward(Shape(1)), "attention");
+  const auto fwd1 = LayerForward(Shape(1));
+  const Op* a1 = Find(fwd1, "attention");
   const Op* a4 = Find(fwd, "attention");
   EXPECT_EQ(a4->compute.m, 4096);
   EXPECT_EQ(a4->compute.n, 16384);
@@ -111,7 +113,8 @@ TEST(ContextParallel, AllGatherVariantGathersKvBeforeAttentionAndReduceScattersD
   EXPECT_EQ(Find(bwd, "qkv-dgrad")->wait_for, -1);
 
   // The attention itself is the same kernel as under ring attention.
-  const Op* a_ring = Find(LayerForward(Shape(4)), "attention");
+  const auto ring = LayerForward(Shape(4));
+  const Op* a_ring = Find(ring, "attention");
   const Op* a_ag = Find(fwd, "attention");
   EXPECT_EQ(a_ag->compute.m, a_ring->compute.m);
   EXPECT_DOUBLE_EQ(a_ag->compute.flops.value, a_ring->compute.flops.value);

@@ -128,7 +128,8 @@ TEST(Mla, TensorParallelSplitsHeadsAndReplicatesDownProjections) {
   EXPECT_EQ(reduce->collective, trace::CollectiveKind::kReduceScatter);
   EXPECT_DOUBLE_EQ(reduce->bytes.value, 17301504.0);
   EXPECT_LT(reduce - bwd.data(), Find(bwd, "kv-down-dgrad") - bwd.data());
-  const Op* reduce_no_sp = Find(LayerBackward(V3(8, false)), "tp-attn-grad");
+  const auto bwd_no_sp = LayerBackward(V3(8, false));  // named: Find points into it
+  const Op* reduce_no_sp = Find(bwd_no_sp, "tp-attn-grad");
   ASSERT_NE(reduce_no_sp, nullptr);
   EXPECT_EQ(reduce_no_sp->collective, trace::CollectiveKind::kAllReduce);
   EXPECT_EQ(Find(LayerBackward(V3(1)), "tp-attn-grad"), nullptr);
