@@ -506,7 +506,9 @@ std::vector<Attribute> ReadAttrs(const JsonNode& list) {
 ChakraNode ReadNode(const JsonNode& n) {
   JsonObject o(n);
   ChakraNode node;
-  node.id = ReadNonNegative(o.Required("id"));
+  // Protobuf's JSON mapping leaves default values out: a node without "id"
+  // is node 0 (a second one is a duplicate id).
+  if (auto v = o.Optional("id")) node.id = ReadNonNegative(*v);
   if (auto v = o.Optional("name")) node.name = v->json().is_string() ? v->json().get<std::string>() : "";
   JsonNode type = o.Required("type");
   if (type.IsString()) {
@@ -888,6 +890,16 @@ trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& inputs, const Impo
         task.duration = recorded;
         task.compute.flops = Flops{static_cast<double>(v.IntOr("num_ops", 0))};
         task.compute.bytes = Bytes{static_cast<double>(v.IntOr("tensor_size", 0))};
+        if (node.type == kCompNode && recorded == Time::Zero() && options.roofline != nullptr &&
+            !v.Has("stacksim_duration_ns")) {
+          const config::ProfileConfig& p = *options.roofline;
+          auto peak = p.Peak(config::Precision::kBf16);
+          double bw = p.hbm_bandwidth.value.value * p.copy_efficiency.value;
+          double s = std::max(peak && peak->value > 0 ? task.compute.flops.value / peak->value : 0.0,
+                              bw > 0 ? task.compute.bytes.value / bw : 0.0);
+          if (!(s < 1e6)) v.Fail("num_ops / tensor_size give a duration over 10^6 s on the roofline");
+          task.duration = Time::FromSeconds(s);
+        }
         label = node.type == kCompNode ? "compute" : "memory";
       }
       task.label = t.InternLabel(v.String("stacksim_label", label));

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sim/chakra/chakra_graph.h"
+#include "sim/config/profile.h"
 #include "sim/engine/engine.h"
 #include "sim/trace/trace.h"
 
@@ -75,6 +76,11 @@ struct ImportOptions {
   // Placement of groups that carry no stacksim_pg attribute: members fill
   // nodes of this many GPUs in rank order.
   int ranks_per_node = 8;
+  // Compute nodes without a duration (what synthetic Chakra generators write:
+  // num_ops and tensor_size only) are timed on this GPU's roofline: the longer
+  // of num_ops at the dense bf16 peak and tensor_size at achievable HBM
+  // bandwidth (hbm x copy efficiency). Null: such nodes take no time.
+  const config::ProfileConfig* roofline = nullptr;
 };
 
 // Builds a trace from per-rank Chakra graphs (index = rank), whatever their form.

@@ -81,6 +81,28 @@ TEST(Chakra, PlainChakraImports) {
   EXPECT_EQ(res.makespan, Time::Us(130));
 }
 
+// What a synthetic Chakra generator writes: protobuf-JSON with defaults left
+// out (node 0 has no "id") and compute nodes with num_ops / tensor_size but no
+// duration. Those are timed on the roofline of the profile given.
+TEST(Chakra, DurationlessComputeNodesRunOnTheRoofline) {
+  const std::string r0 = R"({"version": "0.0.4"}
+{"name": "gemm", "type": "COMP_NODE", "attr": [{"name": "num_ops", "int64Val": "2000000000000"}]}
+{"id": "1", "name": "copy", "type": "COMP_NODE", "dataDeps": ["0"],
+ "attr": [{"name": "num_ops", "int64Val": "1000"}, {"name": "tensor_size", "uint64Val": "400000000"}]})";
+  config::ProfileConfig p;
+  p.peak_flops[static_cast<int>(config::Precision::kBf16)] = config::Sourced<FlopRate>{FlopRate{1e15}, "test"};
+  p.hbm_bandwidth = {Bandwidth{4e12}, "test"};
+  p.copy_efficiency = {0.5, "test"};
+  ImportOptions with;
+  with.roofline = &p;
+  trace::Trace t = ImportChakraJson({{"synthetic.0.json", r0}}, with);
+  ASSERT_EQ(t.size(), 2u);
+  // 2 TFLOP at 1 PFLOP/s = 2 ms; 400 MB at 2 TB/s = 200 us (its 1000 FLOP are nothing).
+  EXPECT_EQ(engine::Engine(kCost, kNet).Replay(t).makespan, Time::Us(2200));
+  // Without a profile they take no time.
+  EXPECT_EQ(engine::Engine(kCost, kNet).Replay(ImportChakraJson({{"synthetic.0.json", r0}})).makespan, Time::Zero());
+}
+
 void ExpectError(const std::string& text, const std::string& part) {
   try {
     ImportChakraJson({{"bad.0.json", text}});
@@ -96,6 +118,7 @@ TEST(Chakra, MalformedInputIsAnErrorNamingFileAndNode) {
   ExpectError(R"({"version": "0.0.4"}{"id": "1", "type": "COMP_NODE", "durat)", "truncated");
   ExpectError(R"({"id": "1", "type": "COMP_NODE", "dataDeps": ["9"]})", "node 1: dependency on unknown node 9");
   ExpectError(R"({"id": "1", "type": "COMP_NODE"}{"id": "1", "type": "COMP_NODE"})", "duplicate node id");
+  ExpectError(R"({"type": "COMP_NODE"}{"type": "COMP_NODE"})", "duplicate node id");  // two node 0s
   ExpectError(R"({"id": "x1", "type": "COMP_NODE"})", "expected an integer");
   ExpectError(R"({"id": "1", "type": "WEIRD_NODE"})", "unknown node type");
   ExpectError(R"({"id": "1", "type": "COMP_NODE", "colour": 3})", "colour");

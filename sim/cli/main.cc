@@ -136,6 +136,7 @@ int RunReplayChakra(const std::string& dir, const std::string& scenario_path, co
   chakra::ImportOptions import;
   import.recorded_comm_durations = recorded_comm;
   import.ranks_per_node = scenario.topology.gpus_per_node;
+  import.roofline = &scenario.profile;
   trace::Trace t = chakra::ReadChakraDirectory(dir, import);
   std::unique_ptr<engine::NetworkModel> network;
   if (network_name == "simgrid") {
