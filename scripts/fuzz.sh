@@ -38,8 +38,7 @@ fi
 # for the corpus's real files (profiles, Kineto and Chakra windows).
 max_len() {
   case "$1" in
-    kineto|chakra_json) echo 65536 ;;
-    profile|training_validation|serving_validation) echo 16384 ;;
+    kineto|chakra_json|profile|training_validation|serving_validation) echo 16384 ;;
     kineto_gzip|model|topology|scenario|serve_scenario|cluster_scenario|reliability|economics) echo 8192 ;;
     *) echo 2048 ;;
   esac
@@ -89,8 +88,13 @@ for t in "${TARGETS[@]}"; do
     rm -rf "$out/merged" && mkdir -p "$out/merged"
     "$bin" -merge=1 -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 "$out/merged" "$corpus" "$out/new" \
       > "$out/merge.txt" 2>&1 && { rm -rf "$corpus"; mv "$out/merged" "$corpus"; rm -rf "$out/new"; }
+    # The committed corpus stays small (FUZZ_CORPUS_KB per target): drop the
+    # largest inputs first (merge already keeps the smaller of equals).
+    while [ $(( $(du -sb "$corpus" | cut -f1) / 1024 )) -gt "${FUZZ_CORPUS_KB:-256}" ] && [ "$(ls "$corpus" | wc -l)" -gt 1 ]; do
+      rm -f "$corpus/$(ls -S "$corpus" | head -1)"
+    done
   fi
-  summary+=("$(printf '%-24s %10s %8s %9s %10s' "$t" "${runs:-?}" "$secs" "$found" "$(du -sk "$corpus" | cut -f1)K")")
+  summary+=("$(printf '%-24s %10s %8s %9s %10s' "$t" "${runs:-?}" "$secs" "$found" "$(( $(du -sb "$corpus" | cut -f1) / 1024 ))K")")
 done
 
 echo
