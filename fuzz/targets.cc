@@ -10,6 +10,7 @@
 #include "sim/campaign/reliability.h"
 #include "sim/campaign/training_campaign.h"
 #include "sim/chakra/chakra.h"
+#include "sim/chakra/chakra_et.h"
 #include "sim/cluster/cluster_scenario.h"
 #include "sim/cluster/cluster_sim.h"
 #include "sim/cluster/job_trace.h"
@@ -172,6 +173,9 @@ void ChakraJson(const std::string& text) {
   chakra::ImportChakraJson(ranks);
 }
 
+// One rank's protobuf .et file (length-delimited GlobalMetadata, then nodes).
+void ChakraEt(const std::string& text) { chakra::ImportChakraEt({{"fuzz/trace.0.et", text}}); }
+
 void JobTraceCsv(const std::string& text) { cluster::ParseJobTrace(text, "fuzz/jobs.csv"); }
 void JobTraceJson(const std::string& text) { cluster::ParseJobTrace(text, "fuzz/jobs.json"); }
 
@@ -244,6 +248,7 @@ const std::vector<FuzzTarget>& AllTargets() {
       {"kineto", Kineto},
       {"kineto_gzip", KinetoGzip},
       {"chakra_json", ChakraJson},
+      {"chakra_et", ChakraEt},
       {"job_trace_csv", JobTraceCsv},
       {"job_trace_json", JobTraceJson},
       {"request_trace", RequestTrace},

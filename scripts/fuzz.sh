@@ -38,7 +38,7 @@ fi
 # for the corpus's real files (profiles, Kineto and Chakra windows).
 max_len() {
   case "$1" in
-    kineto|chakra_json|profile|training_validation|serving_validation) echo 16384 ;;
+    kineto|chakra_json|chakra_et|profile|training_validation|serving_validation) echo 16384 ;;
     kineto_gzip|model|topology|scenario|serve_scenario|cluster_scenario|reliability|economics) echo 8192 ;;
     *) echo 2048 ;;
   esac
