@@ -16,17 +16,12 @@
 
 #include "sim/uncertainty/error_table.h"
 #include "tests/run_stacksim.h"
+#include "tests/validation_file.h"
 
 namespace stacksim {
 namespace {
 
-std::string ValidationFile() {
-  for (const char* p : {"/../shared/validation/training_runs.json", "/shared/validation/training_runs.json"}) {
-    std::string path = std::string(STACKSIM_SOURCE_DIR) + p;
-    if (std::filesystem::exists(path)) return path;
-  }
-  return "";
-}
+using testing::ValidationFile;
 
 TEST(ErrorTableFile, CommittedTableMatchesAFreshValidation) {
   std::string file = ValidationFile();

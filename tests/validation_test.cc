@@ -11,15 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/validation_file.h"
+
 namespace {
 
-std::string ValidationFile() {
-  for (const char* p : {"/../shared/validation/training_runs.json", "/shared/validation/training_runs.json"}) {
-    std::string path = std::string(STACKSIM_SOURCE_DIR) + p;
-    if (std::filesystem::exists(path)) return path;
-  }
-  return "";
-}
+using stacksim::testing::ValidationFile;
 
 TEST(Validation, PublishedRunsArePredictedWithinTarget) {
   std::string file = ValidationFile();
