@@ -455,7 +455,8 @@ std::string RunReplayCommand(const ReplayOptions& o) {
     net::AnalyticNetwork network(topo, to_profile);
     MeasuredCostModel cost(step, scales);
     engine::ReplayResult d = engine::Engine(cost, network).Replay(dp_trace.trace);
-    engine::ReplayResult base = engine::Engine(cost, no_net).Replay(own.trace);
+    // The one-GPU step on the same kernels: the re-timed replay if there is one, else the own one.
+    const engine::ReplayResult& base = *views.back().replay;
     StepBreakdown db = Breakdown(step, dp_trace, d);
     out["what_if_dp"] = {{"dp", o.dp}, {"topology", o.topology_path}, {"step_ms", d.makespan.ms()},
                          {"all_reduce_ms", db.inserted_comm.ms()},
