@@ -71,4 +71,7 @@ run_json serve-search "$bin" serve-search scenarios/serve-llama3-70b-8xh100.json
   --rate 20 --requests 500 --format json --threads 2
 run_json replay "$bin" replay tests/data/kineto/h200-gpt-small-step.json.gz --to-profile h100-sxm-80gb \
   --topology dgx-h100 --dp 64 --format json
+# Paths name the checkout; the same tree elsewhere must give the same files.
+root=$(pwd)
+for f in "$out"/*; do sed -i "s|$root|<root>|g" "$f"; done
 echo "wrote $(ls "$out" | wc -l) files to $out"
