@@ -30,14 +30,14 @@ config::ScenarioConfig Tp4Pp2Dp2(config::RankOrder order) {
   return testing::Scenario(testing::GptModel(8, 4096, 32, 51200), 16, 2048, p);
 }
 
-// Time the simulated ranks' tasks with this breakdown label were in flight.
-double BusySeconds(const simulate::SimulationResult& r, const char* label) {
+// Time the simulated ranks' tasks with this role were in flight.
+double BusySeconds(const simulate::SimulationResult& r, trace::TaskRole role) {
   const trace::Trace& t = *r.trace;
   double s = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     const trace::Task& task = t.task(static_cast<trace::TaskId>(i));
     if (task.kind != trace::TaskKind::kTransfer && task.kind != trace::TaskKind::kCollective) continue;
-    if (t.label(task.label) != label) continue;
+    if (task.role != role) continue;
     s += (r.replay->timings[i].end - r.replay->timings[i].start).seconds();
   }
   return s;
@@ -53,8 +53,8 @@ simulate::SimulationResult SimulateOrder(config::RankOrder order, const std::str
 TEST(RankOrder, PipelineInnerOrderSendsActivationsOverNvlinkAndGradientsOverNics) {
   auto outer = SimulateOrder(config::RankOrder::kTpCpDpPp);
   auto inner = SimulateOrder(config::RankOrder::kTpCpPpDp);
-  const double pp_outer = BusySeconds(outer, workload::kLabelPp), pp_inner = BusySeconds(inner, workload::kLabelPp);
-  const double dp_outer = BusySeconds(outer, workload::kLabelDp), dp_inner = BusySeconds(inner, workload::kLabelDp);
+  const double pp_outer = BusySeconds(outer, trace::TaskRole::kPpComm), pp_inner = BusySeconds(inner, trace::TaskRole::kPpComm);
+  const double dp_outer = BusySeconds(outer, trace::TaskRole::kDpComm), dp_inner = BusySeconds(inner, trace::TaskRole::kDpComm);
   ASSERT_GT(pp_outer, 0);
   ASSERT_GT(dp_outer, 0);
   // NVLink (360 GB/s ring peak in the test profile) against one 50 GB/s NIC
@@ -74,8 +74,8 @@ TEST(RankOrder, SimGridPlacesPipelineInnerStagesOnNvlink) {
   auto analytic = SimulateOrder(config::RankOrder::kTpCpPpDp);
   auto sg = SimulateOrder(config::RankOrder::kTpCpPpDp, "simgrid");
   ASSERT_EQ(sg.network_model, "simgrid");
-  const double pp_an = BusySeconds(analytic, workload::kLabelPp), pp_sg = BusySeconds(sg, workload::kLabelPp);
-  const double dp_an = BusySeconds(analytic, workload::kLabelDp), dp_sg = BusySeconds(sg, workload::kLabelDp);
+  const double pp_an = BusySeconds(analytic, trace::TaskRole::kPpComm), pp_sg = BusySeconds(sg, trace::TaskRole::kPpComm);
+  const double dp_an = BusySeconds(analytic, trace::TaskRole::kDpComm), dp_sg = BusySeconds(sg, trace::TaskRole::kDpComm);
   ASSERT_GT(pp_an, 0);
   EXPECT_NEAR(pp_sg / pp_an, 1.0, 0.25) << pp_sg << " vs " << pp_an;
   EXPECT_NEAR(dp_sg / dp_an, 1.0, 0.25) << dp_sg << " vs " << dp_an;

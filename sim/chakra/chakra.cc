@@ -674,6 +674,7 @@ class GroupTable {
       if (!g.simulated.empty()) g.first_rank = g.simulated.front();
     }
     if (g.name.empty()) g.name = "pg";
+    g.role = trace::ParseGroupRole(g.name);
     for (trace::RankId r : g.simulated) {
       if (r < 0 || r >= ranks_) v.Fail("group member rank " + std::to_string(r) + " out of range");
     }
@@ -902,7 +903,9 @@ trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& inputs, const Impo
         }
         label = node.type == kCompNode ? "compute" : "memory";
       }
-      task.label = t.InternLabel(v.String("stacksim_label", label));
+      label = v.String("stacksim_label", label);
+      task.role = trace::ParseTaskRole(label).value_or(trace::TaskRole::kOther);
+      task.label = t.InternLabel(label);
       done[me] = {t.Add(task, deps)};
     }
     for (const Ref& u : users[me]) {

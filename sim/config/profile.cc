@@ -216,28 +216,6 @@ std::string PartialSummary(const ProfileConfig& p) {
   return out;
 }
 
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kFp8: return "fp8";
-  }
-  return "?";
-}
-
-double PrecisionBytes(Precision p) {
-  switch (p) {
-    case Precision::kFp32: return 4;
-    case Precision::kTf32: return 4;  // TF32 is an fp32 tensor fed to tensor cores
-    case Precision::kBf16: return 2;
-    case Precision::kFp16: return 2;
-    case Precision::kFp8: return 1;
-  }
-  return 0;
-}
-
 const char* ProfileKindName(ProfileKind k) {
   switch (k) {
     case ProfileKind::kDatasheet: return "datasheet";

@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "sim/util/json_reader.h"
+#include "sim/util/precision.h"
 #include "sim/util/units.h"
 
 namespace stacksim::config {
 
-enum class Precision { kFp32, kTf32, kBf16, kFp16, kFp8 };
-inline constexpr int kNumPrecisions = 5;
-const char* PrecisionName(Precision p);
-// Bytes per element of a tensor stored in this precision.
-double PrecisionBytes(Precision p);
+using stacksim::kNumPrecisions;
+using stacksim::Precision;
+using stacksim::PrecisionBytes;
+using stacksim::PrecisionName;
 
 template <typename T>
 struct Sourced {

@@ -21,7 +21,6 @@ using trace::TaskId;
 const char* kLayerNames[5] = {"model definition", "parallelization", "runtime orchestration", "compilation",
                               "hardware"};
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 config::Precision PeakPrecision(config::Precision p) {
   return p == config::Precision::kFp32 ? config::Precision::kTf32 : p;
@@ -453,18 +452,17 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
   Time launch_excess, eager_excess, recompute;
   double rank_ideal_s = 0;
   std::vector<double> stage_ideal_s(t.rank_count(), 0.0);
-  std::map<std::string, std::pair<Time, std::string>> comm_busy;  // label -> busy time, link
+  std::map<trace::TaskRole, std::pair<Time, std::string>> comm_busy;  // role -> busy time, link
   std::map<std::string, Time> link_busy;
   // Context-parallel collectives carry the TP label; their exposed part
   // (blocking all-gathers, and compute waiting for the ring exchange) is
   // told apart by group.
   Time cp_exposed;
-  auto is_cp_group = [&](trace::GroupId g) { return g != trace::kNoGroup && t.group(g).name == "cp"; };
+  auto is_cp_group = [&](trace::GroupId g) { return g != trace::kNoGroup && t.group(g).role == trace::GroupRole::kCp; };
   for (size_t i = 0; i < t.size(); ++i) {
     const trace::Task& task = t.task(static_cast<TaskId>(i));
     const std::string& name = t.name(task.name);
-    bool is_recompute = StartsWith(name, "recompute-");
-    if (task.kind == trace::TaskKind::kCompute && task.stream == compute && !is_recompute) {
+    if (task.kind == trace::TaskKind::kCompute && task.stream == compute && !task.recompute) {
       stage_ideal_s[task.rank] += task.compute.flops.value / peak;
     }
     if (task.rank != rank) continue;
@@ -473,7 +471,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
       trace::GroupId g = task.kind == trace::TaskKind::kCollective ? task.comm.group : task.transfer.group;
       if (task.kind == trace::TaskKind::kCollective && task.stream == compute && is_cp_group(g)) cp_exposed += dur;
       std::string link = g == trace::kNoGroup ? "NVLink" : LinkOf(s.topology, t.group(g));
-      auto& cb = comm_busy[t.label(task.label)];
+      auto& cb = comm_busy[task.role];
       cb.first += dur;
       if (cb.second.empty() || cb.second == link) {
         cb.second = link;
@@ -494,12 +492,13 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     }
     OpStat& o = ops[name];
     o.name = name;
+    o.recompute = task.recompute;
     o.calls += 1;
     o.kernels += task.compute.kernels;
     o.time += dur;
     o.flops += task.compute.flops.value;
     o.bytes += task.compute.bytes.value;
-    if (is_recompute) {
+    if (task.recompute) {
       recompute += dur;
       continue;
     }
@@ -571,7 +570,7 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
   const Time eager_launch = p.cuda_graphs ? Time::Zero() : launch_excess;
   Time memory_class, compute_class, launch_class;
   for (const OpStat& o : d.ops) {
-    if (StartsWith(o.name, "recompute-")) continue;
+    if (o.recompute) continue;
     Time rest = o.time - o.ideal - o.launch_excess - o.eager_excess;
     (o.roofline == "memory" ? memory_class : o.roofline == "compute" ? compute_class : launch_class) += rest;
   }
@@ -670,20 +669,23 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     // Exposed time per link: each breakdown bucket goes to the link its
     // collectives cross.
     std::map<std::string, Time> exposed_by_link;
-    auto expose = [&](const char* label, Time x) {
-      auto it = comm_busy.find(label);
+    auto expose = [&](trace::TaskRole role, Time x) {
+      auto it = comm_busy.find(role);
       if (it == comm_busy.end() || x <= Time::Zero()) return;
       exposed_by_link[it->second.second] += x;
     };
-    expose(workload::kLabelTp, b.tp_exposed);
-    expose(workload::kLabelDp, b.dp_exposed);
-    expose(workload::kLabelPp, b.pp_exposed);
-    expose(workload::kLabelEp, b.ep_exposed);
-    if (auto it = comm_busy.find(workload::kLabelTp); it != comm_busy.end()) {
+    expose(trace::TaskRole::kTpComm, b.tp_exposed);
+    expose(trace::TaskRole::kDpComm, b.dp_exposed);
+    expose(trace::TaskRole::kPpComm, b.pp_exposed);
+    expose(trace::TaskRole::kEpComm, b.ep_exposed);
+    if (auto it = comm_busy.find(trace::TaskRole::kTpComm); it != comm_busy.end()) {
       tp_link = it->second.second;
     }
-    for (const auto& [label, v] : comm_busy) {
-      f.push_back(fmt::format("{} traffic on {}: {:.3f} s busy", label, v.second, v.first.seconds()));
+    // Listed by the role's display name, in alphabetical order.
+    std::map<std::string, std::pair<Time, std::string>> by_name;
+    for (const auto& [role, v] : comm_busy) by_name.emplace(trace::TaskRoleName(role), v);
+    for (const auto& [name, v] : by_name) {
+      f.push_back(fmt::format("{} traffic on {}: {:.3f} s busy", name, v.second, v.first.seconds()));
     }
     std::string binding;
     Time most;

@@ -42,6 +42,7 @@ namespace stacksim::diagnose {
 // micro-batches together).
 struct OpStat {
   std::string name;         // trace task name, e.g. "fc1", "recompute-attention"
+  bool recompute = false;   // re-run in the backward pass (trace::Task::recompute)
   std::string roofline;     // "compute", "memory" or "launch" bound
   int64_t calls = 0;
   int64_t kernels = 0;      // kernel launches over all calls

@@ -50,9 +50,12 @@ void MeasureLaunch(const KinetoStep& step, Time* latency, Time* gap) {
   *gap = Median(gaps);
 }
 
-Task Delay(trace::Trace& t, trace::StreamId s, const std::string& label, const std::string& name, Time d) {
+// `filler`: the replay's stand-in for time between kernels, not recorded work.
+Task Delay(trace::Trace& t, trace::StreamId s, const std::string& label, const std::string& name, Time d,
+           bool filler = false) {
   Task task;
   task.kind = TaskKind::kDelay;
+  task.filler = filler;
   task.stream = s;
   task.label = t.InternLabel(label);
   task.name = t.InternName(name);
@@ -124,7 +127,8 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
   trace::GroupId dp_group = trace::kNoGroup;
   if (insert || network_collectives) {
     trace::CommGroup g;
-    g.name = "dp";
+    g.role = trace::GroupRole::kDp;
+    g.name = trace::GroupRoleName(g.role);
     g.size = std::max(1, dp.size);
     g.ranks_per_node = std::max(1, dp.ranks_per_node);
     g.nodes = std::max(1, dp.nodes);
@@ -149,7 +153,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     std::vector<TaskId> deps;
     if (launch_task >= 0) {
       trace::StreamId ls = t.InternStream("launch latency");
-      deps.push_back(t.Add(Delay(t, ls, "launch", "launch latency", out.launch_latency), {launch_task}));
+      deps.push_back(t.Add(Delay(t, ls, "launch", "launch latency", out.launch_latency, /*filler=*/true), {launch_task}));
     }
     // Stream waits: this is the first kernel on its stream launched after
     // the wait call; it waits for the producer stream's last kernel launched
@@ -170,7 +174,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
         }
       }
     }
-    if (gpu_last.count(k.stream)) t.Add(Delay(t, s, "gpu gap", "inter-kernel gap", out.kernel_gap));
+    if (gpu_last.count(k.stream)) t.Add(Delay(t, s, "gpu gap", "inter-kernel gap", out.kernel_gap, /*filler=*/true));
     Task task;
     task.stream = s;
     task.name = t.InternName(k.name);
@@ -198,6 +202,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
       Task ar;
       ar.kind = TaskKind::kCollective;
       ar.stream = dp_stream;
+      ar.role = trace::TaskRole::kDpComm;
       ar.label = t.InternLabel("dp all-reduce (inserted)");
       ar.name = t.InternName("dp all-reduce bucket " + std::to_string(out.buckets - bucket_left.value / dp.bucket_bytes.value));
       ar.comm.kind = trace::CollectiveKind::kAllReduce;
@@ -237,7 +242,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
       backward_done = false;
       last_bucket = -1;
     }
-    t.Add(Delay(t, s, "host", "host gap", c.start - since), gap_deps);
+    t.Add(Delay(t, s, "host", "host gap", c.start - since, /*filler=*/true), gap_deps);
     TaskId call;
     if (c.kind == KinetoHostCall::Kind::kDeviceSync || c.kind == KinetoHostCall::Kind::kStreamSync) {
       std::vector<TaskId> deps;
@@ -274,7 +279,8 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     std::vector<TaskId> deps;
     if (prev_call >= 0) deps.push_back(prev_call);
     if (last_bucket >= 0) deps.push_back(last_bucket);
-    t.Add(Delay(t, host_stream[th], "host", "host tail", step.annotation_end - std::max(host_end[th], prev_call_end)),
+    t.Add(Delay(t, host_stream[th], "host", "host tail", step.annotation_end - std::max(host_end[th], prev_call_end),
+                /*filler=*/true),
           deps);
   }
   std::string problem = t.Check();

@@ -35,13 +35,7 @@ nlohmann::json Meta(const char* what, int pid, int tid, const nlohmann::json& ar
 }
 
 // The replay's filler: host gaps, launch latency, inter-kernel gaps.
-bool Filler(const trace::Trace& t, const trace::Task& task) {
-  if (task.kind != trace::TaskKind::kDelay) return false;
-  const std::string& label = t.label(task.label);
-  const std::string& name = t.name(task.name);
-  return label == "gpu gap" || t.stream_name(task.stream) == "launch latency" || name == "host gap" ||
-         name == "host tail";
-}
+bool Filler(const trace::Task& task) { return task.kind == trace::TaskKind::kDelay && task.filler; }
 
 }  // namespace
 
@@ -65,7 +59,7 @@ std::string ReplayComparisonJson(const KinetoStep& step, const std::vector<Repla
     const trace::Trace& t = *v.trace;
     for (size_t id = 0; id < t.size(); ++id) {
       const trace::Task& task = t.task(static_cast<trace::TaskId>(id));
-      if (Filler(t, task)) continue;
+      if (Filler(task)) continue;
       const engine::TaskTiming& tm = v.replay->timings[id];
       events.push_back(Complete(pid, threads.Tid(t.stream_name(task.stream)), t.name(task.name), t.label(task.label),
                                 tm.start, tm.end - tm.start));

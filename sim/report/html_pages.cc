@@ -13,8 +13,6 @@
 #include "sim/report/number_text.h"
 #include "sim/report/text_report.h"
 #include "sim/search/plan_space.h"
-#include "sim/workload/layer_ops.h"
-#include "sim/workload/offload.h"
 
 namespace stacksim::report {
 namespace {
@@ -192,25 +190,23 @@ void AddStepSections(HtmlPage& page, const simulate::SimulationResult& r, const 
   if (std::string html = StepTimelineHtml(r); !html.empty()) page.AddSection(prefix + "Timeline of one step", html);
 }
 
-// Timeline colours by trace label; labels the workload does not define yet
-// take palette colours in the order they appear.
-std::string LabelColor(const std::string& label, size_t index) {
-  static constexpr std::array<std::pair<const char*, const char*>, 10> kColors = {{
-      {workload::kLabelGemm, kGemmColor},
-      {workload::kLabelAttention, kAttentionColor},
-      {workload::kLabelMemory, kMemoryBoundColor},
-      {workload::kLabelOptimizer, kOptimizerColor},
-      {workload::kLabelTp, kTpColor},
-      {workload::kLabelDp, kDpColor},
-      {workload::kLabelPp, kPpColor},
-      {workload::kLabelEp, kEpColor},
-      {workload::kLabelOffload, kOffloadColor},
-      {workload::kLabelHostSync, kOtherColor},
-  }};
-  for (const auto& [name, color] : kColors) {
-    if (label == name) return color;
+// Timeline colours by the role of the tasks a label marks; labels of tasks
+// without a role take palette colours in the order the labels appear.
+std::string RoleColor(trace::TaskRole role, size_t label_index) {
+  switch (role) {
+    case trace::TaskRole::kGemm: return kGemmColor;
+    case trace::TaskRole::kAttention: return kAttentionColor;
+    case trace::TaskRole::kMemoryBound: return kMemoryBoundColor;
+    case trace::TaskRole::kOptimizer: return kOptimizerColor;
+    case trace::TaskRole::kTpComm: return kTpColor;
+    case trace::TaskRole::kDpComm: return kDpColor;
+    case trace::TaskRole::kPpComm: return kPpColor;
+    case trace::TaskRole::kEpComm: return kEpColor;
+    case trace::TaskRole::kOffload: return kOffloadColor;
+    case trace::TaskRole::kHostSync: return kOtherColor;
+    case trace::TaskRole::kOther: break;
   }
-  return PaletteColor(index);
+  return PaletteColor(label_index);
 }
 
 }  // namespace
@@ -321,7 +317,10 @@ std::string StepTimelineHtml(const simulate::SimulationResult& r) {
       chart.lanes.push_back(fmt::format("rank {} {}", rank, tr.stream_name(static_cast<trace::StreamId>(s))));
     }
   }
-  for (size_t l = 0; l < tr.labels().size(); ++l) chart.kinds.push_back({tr.labels()[l], LabelColor(tr.labels()[l], l)});
+  // The legend shows only labels some task carries, so a label's role is its tasks'.
+  std::vector<trace::TaskRole> label_role(tr.labels().size(), trace::TaskRole::kOther);
+  for (const trace::Task& task : tr.tasks()) label_role[task.label] = task.role;
+  for (size_t l = 0; l < tr.labels().size(); ++l) chart.kinds.push_back({tr.labels()[l], RoleColor(label_role[l], l)});
   chart.intervals.reserve(tr.size());
   for (size_t id = 0; id < tr.size(); ++id) {
     const trace::Task& task = tr.tasks()[id];

@@ -108,7 +108,7 @@ void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, c
     // Compare the text: two uses of one string literal need not share an
     // address (ASan builds keep one copy per file; this test then missed
     // every attention op and costed prefill attention as memory traffic).
-    if (std::string_view(op.label) == workload::kLabelAttention) continue;  // costed per request context
+    if (op.role == trace::TaskRole::kAttention) continue;  // costed per request context
     // Training's FP8 recipe casts the bf16 master weights before every GEMM
     // ("...-cast-w"); a server stores the weights in their format already.
     if (op.name.size() > 7 && op.name.compare(op.name.size() - 7, 7, "-cast-w") == 0) continue;

@@ -22,17 +22,21 @@ Time Overlap(Time a0, Time a1, Time b0, Time b1) {
   return hi > lo ? hi - lo : Time::Zero();
 }
 
-// Which breakdown bucket a label's busy time goes to.
-Time* Bucket(Breakdown& b, const std::string& label) {
-  if (label == workload::kLabelGemm) return &b.gemm;
-  if (label == workload::kLabelAttention) return &b.attention;
-  if (label == workload::kLabelMemory) return &b.memory_bound;
-  if (label == workload::kLabelOptimizer) return &b.optimizer;
-  if (label == workload::kLabelTp) return &b.tp_exposed;
-  if (label == workload::kLabelDp) return &b.dp_exposed;
-  if (label == workload::kLabelPp) return &b.pp_exposed;
-  if (label == workload::kLabelEp) return &b.ep_exposed;
-  if (label == workload::kLabelOffload) return &b.offload_exposed;
+// Which breakdown bucket a task's busy time goes to.
+Time* Bucket(Breakdown& b, trace::TaskRole role) {
+  switch (role) {
+    case trace::TaskRole::kGemm: return &b.gemm;
+    case trace::TaskRole::kAttention: return &b.attention;
+    case trace::TaskRole::kMemoryBound: return &b.memory_bound;
+    case trace::TaskRole::kOptimizer: return &b.optimizer;
+    case trace::TaskRole::kTpComm: return &b.tp_exposed;
+    case trace::TaskRole::kDpComm: return &b.dp_exposed;
+    case trace::TaskRole::kPpComm: return &b.pp_exposed;
+    case trace::TaskRole::kEpComm: return &b.ep_exposed;
+    case trace::TaskRole::kOffload: return &b.offload_exposed;
+    case trace::TaskRole::kOther:
+    case trace::TaskRole::kHostSync: return &b.other;
+  }
   return &b.other;
 }
 
@@ -74,7 +78,7 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
         const trace::Task& bt = t.task(blocker);
         const auto& btm = r.timings[blocker];
         Time exposed = Overlap(prev_end, tm.start, btm.start, btm.end);
-        Time* bucket = Bucket(b, t.label(bt.label));
+        Time* bucket = Bucket(b, bt.role);
         bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed ||
                     bucket == &b.ep_exposed;
         if (bucket == &b.offload_exposed) {
@@ -101,7 +105,7 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
         }
       }
     }
-    *Bucket(b, t.label(task.label)) += tm.end - tm.start;
+    *Bucket(b, task.role) += tm.end - tm.start;
     prev_end = std::max(prev_end, tm.end);
   }
   // After its last kernel the rank waits for its own communication (data-
@@ -250,12 +254,11 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
       const trace::Task& task = trace->task(static_cast<TaskId>(i));
       if (task.rank != res.breakdown_stage) continue;
       Time d = replay->timings[i].end - replay->timings[i].start;
-      if (trace->label(task.label) == workload::kLabelEp) res.moe_alltoall_time += d;
+      const bool all_to_all = task.role == trace::TaskRole::kEpComm;
+      if (all_to_all) res.moe_alltoall_time += d;
       if (task.stream != compute) continue;
-      const std::string& name = trace->name(task.name);
-      bool expert = name.find("expert-") != std::string::npos;
-      if (expert) res.moe_expert_time += d;
-      if (expert || trace->label(task.label) == workload::kLabelEp) scaled += d;
+      if (task.expert) res.moe_expert_time += d;
+      if (task.expert || all_to_all) scaled += d;
     }
     res.moe_imbalance_cost = scaled * (1.0 - 1.0 / res.moe_load_factor);
   }

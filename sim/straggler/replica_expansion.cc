@@ -68,7 +68,8 @@ std::vector<Pattern> PruneDominated(std::vector<Pattern> patterns) {
 }
 
 bool SpansReplicas(const trace::CommGroup& group) {
-  return group.name == "dp" || group.name == "expert-dp" || group.name == "ep";
+  return group.role == trace::GroupRole::kDp || group.role == trace::GroupRole::kExpertDp ||
+         group.role == trace::GroupRole::kEp;
 }
 
 trace::Trace ExpandReplicas(const trace::Trace& base, int variants) {

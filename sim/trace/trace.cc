@@ -17,6 +17,56 @@ const char* CollectiveName(CollectiveKind k) {
   return "?";
 }
 
+const char* TaskRoleName(TaskRole r) {
+  switch (r) {
+    case TaskRole::kOther: return "other";
+    case TaskRole::kGemm: return "gemm";
+    case TaskRole::kAttention: return "attention";
+    case TaskRole::kMemoryBound: return "memory-bound";
+    case TaskRole::kOptimizer: return "optimizer";
+    case TaskRole::kTpComm: return "tp-comm";
+    case TaskRole::kDpComm: return "dp-comm";
+    case TaskRole::kPpComm: return "pp-comm";
+    case TaskRole::kEpComm: return "ep-comm";
+    case TaskRole::kOffload: return "offload";
+    case TaskRole::kHostSync: return "host-sync";
+  }
+  return "?";
+}
+
+std::optional<TaskRole> ParseTaskRole(std::string_view name) {
+  for (int i = 0; i < kNumTaskRoles; ++i) {
+    TaskRole r = static_cast<TaskRole>(i);
+    if (name == TaskRoleName(r)) return r;
+  }
+  return std::nullopt;
+}
+
+const char* GroupRoleName(GroupRole r) {
+  switch (r) {
+    case GroupRole::kOther: return "other";
+    case GroupRole::kTp: return "tp";
+    case GroupRole::kCp: return "cp";
+    case GroupRole::kDp: return "dp";
+    case GroupRole::kEp: return "ep";
+    case GroupRole::kExpertDp: return "expert-dp";
+    case GroupRole::kPipelinePair: return "pp";
+    case GroupRole::kEmbedding: return "embedding";
+    case GroupRole::kDualPipeMirror: return "dualpipe-mirror";
+  }
+  return "?";
+}
+
+GroupRole ParseGroupRole(std::string_view name) {
+  // Pipeline pairs are named "pp A-B".
+  if (name.substr(0, 3) == "pp ") return GroupRole::kPipelinePair;
+  for (GroupRole r : {GroupRole::kTp, GroupRole::kCp, GroupRole::kDp, GroupRole::kEp, GroupRole::kExpertDp,
+                      GroupRole::kEmbedding, GroupRole::kDualPipeMirror}) {
+    if (name == GroupRoleName(r)) return r;
+  }
+  return GroupRole::kOther;
+}
+
 namespace {
 template <typename Id>
 Id Intern(const std::string& s, std::vector<std::string>& table, std::unordered_map<std::string, Id>& index) {

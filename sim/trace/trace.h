@@ -17,11 +17,13 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "sim/config/profile.h"
+#include "sim/util/precision.h"
 #include "sim/util/units.h"
 
 namespace stacksim::trace {
@@ -47,12 +49,54 @@ enum class OpClass : uint8_t {
   kMemoryBound, // elementwise, norms, reductions, optimizer: bytes moved
 };
 
+// What a task is, in the words of a step's accounting: the row of the
+// breakdown its time lands in. Set by whoever makes the task (the workload
+// generator knows a GEMM from an expert all-to-all; an importer maps what the
+// file says). Labels are display text only; nothing decides on them.
+enum class TaskRole : uint8_t {
+  kOther,        // none of the below (an imported kernel of unknown class, host work)
+  kGemm,
+  kAttention,
+  kMemoryBound,  // elementwise, norms, reductions, casts
+  kOptimizer,
+  kTpComm,       // tensor- and context-parallel collectives and exchanges
+  kDpComm,       // gradient reduction, parameter gathers (ZeRO, FSDP, distributed optimizer)
+  kPpComm,       // pipeline sends of activations and gradients
+  kEpComm,       // expert-parallel token dispatch and combine
+  kOffload,      // optimizer offload: copies to and from the host, host work, NVMe I/O
+  kHostSync,     // the GPU idle while the host waits on a device-to-host copy
+};
+inline constexpr int kNumTaskRoles = 11;
+// The role's display name, as reports and exported traces print it ("gemm",
+// "tp-comm", ...).
+const char* TaskRoleName(TaskRole r);
+// Input parsing only (traces stacksim exported, which carry the display
+// name): the role a display name stands for, or nothing.
+std::optional<TaskRole> ParseTaskRole(std::string_view name);
+
+// What a communication group is for: which parallel dimension it spans.
+enum class GroupRole : uint8_t {
+  kOther,           // an imported group of unknown purpose
+  kTp,              // tensor parallel
+  kCp,              // context parallel
+  kDp,              // data parallel (with CP folded in, as Megatron reduces gradients)
+  kEp,              // expert parallel
+  kExpertDp,        // the data-parallel group of the routed experts
+  kPipelinePair,    // two pipeline stages that exchange activations
+  kEmbedding,       // first and last stage summing tied-embedding gradients
+  kDualPipeMirror,  // DualPipe's two ranks that hold the same two stages
+};
+const char* GroupRoleName(GroupRole r);
+// Input parsing only: the role of a group stacksim named (exported traces
+// carry the name); an unknown name is kOther.
+GroupRole ParseGroupRole(std::string_view name);
+
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
 const char* CollectiveName(CollectiveKind k);
 
 struct ComputeOp {
   OpClass op_class = OpClass::kMemoryBound;
-  config::Precision precision = config::Precision::kBf16;
+  Precision precision = Precision::kBf16;
   Flops flops;       // useful floating-point work
   Bytes bytes;       // device-memory traffic (each input read once, each output written once)
   // Shape, meaning by op_class. kGemm: m, n, k, batch. kAttention: m = seq_q,
@@ -94,7 +138,7 @@ struct TransferOp {
 
 // A communication group and where its members sit.
 struct CommGroup {
-  std::string name;          // "tp", "dp", "pp 0-1", ...
+  std::string name;          // display: "tp", "dp", "pp 0-1", ...
   int size = 1;              // ranks in the group, whole job
   int ranks_per_node = 1;    // members sharing one node (its NVLink domain)
   int nodes = 1;             // nodes the group spans
@@ -109,13 +153,18 @@ struct CommGroup {
   int64_t stride = 1;
   int siblings = 1;
   int64_t sibling_stride = 0;
+  GroupRole role = GroupRole::kOther;  // last, so that aggregate initialisers may leave it out
 };
 
 struct Task {
   TaskKind kind = TaskKind::kCompute;
+  TaskRole role = TaskRole::kOther;
+  bool recompute = false;    // a forward op run again in the backward pass (activation recomputation)
+  bool expert = false;       // work of the routed experts (MoE), scaled by routing imbalance
+  bool filler = false;       // an importer's stand-in for time between kernels (gaps, launch latency)
   RankId rank = 0;
   StreamId stream = 0;
-  LabelId label = 0;         // breakdown category, from the trace's label table
+  LabelId label = 0;         // display text, from the trace's label table
   int32_t name = 0;          // index in the trace's name table
   int32_t layer = -1;        // for display only (-1: none)
   int32_t micro_batch = -1;  // for display only
@@ -132,6 +181,8 @@ class Trace {
   // Tables of names; each call with a new string adds an entry.
   int32_t InternName(const std::string& name);
   LabelId InternLabel(const std::string& label);
+  // The label that displays a role: InternLabel(TaskRoleName(role)).
+  LabelId RoleLabel(TaskRole role) { return InternLabel(TaskRoleName(role)); }
   StreamId InternStream(const std::string& stream);
   GroupId AddGroup(CommGroup group);
 

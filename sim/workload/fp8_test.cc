@@ -81,7 +81,7 @@ TEST(Fp8, CastBytesPerLayerMatchHandCount) {
   EXPECT_EQ(CastBytes(LayerBackward(Shape(Precision::kBf16))), 0.0);
   for (const Op& op : LayerForward(Shape(Precision::kFp8))) {
     if (op.name.find("-cast-") != std::string::npos) {
-      EXPECT_STREQ(op.label, kLabelMemory);
+      EXPECT_EQ(op.role, trace::TaskRole::kMemoryBound);
     }
   }
 }

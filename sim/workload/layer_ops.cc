@@ -19,7 +19,7 @@ Precision GemmPrecision(Precision p) { return p == Precision::kFp32 ? Precision:
 Op Gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
   Op op;
   op.name = name;
-  op.label = kLabelGemm;
+  op.role = trace::TaskRole::kGemm;
   op.compute.op_class = OpClass::kGemm;
   op.compute.precision = GemmPrecision(s.precision);
   op.compute.m = m;
@@ -51,7 +51,7 @@ Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernel
           KernelKind kind = KernelKind::kElementwise, double eager_passes = 1.0, int eager_kernels = 0) {
   Op op;
   op.name = name;
-  op.label = kLabelMemory;
+  op.role = trace::TaskRole::kMemoryBound;
   op.compute.op_class = OpClass::kMemoryBound;
   op.compute.precision = s.precision;
   op.compute.bytes = Bytes{bytes};
@@ -87,7 +87,7 @@ Op Collective(const std::string& name, CollectiveKind kind, double bytes, bool a
   Op op;
   op.is_collective = true;
   op.name = name;
-  op.label = kLabelTp;
+  op.role = trace::TaskRole::kTpComm;
   op.collective = kind;
   op.bytes = Bytes{bytes};
   op.async = async;
@@ -169,7 +169,7 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   const double v = D(s.tokens()) * D(KvHeads(s)) * D(VDim(s));
   Op op;
   op.name = backward ? "attention-bwd" : "attention";
-  op.label = kLabelAttention;
+  op.role = trace::TaskRole::kAttention;
   op.compute.op_class = OpClass::kAttention;
   op.compute.precision = AsBf16(s).precision;  // TE keeps attention in bf16 under FP8
   // Under CP (ring attention) this rank's seq/cp queries meet all seq keys;
@@ -243,14 +243,14 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   // dropout, then probabilities times V; the full s x s square is computed.
   const double scores = D(bh) * D(s.seq) * D(s.seq);
   Op qk = Gemm16("attention-qk", s.seq, s.seq, s.head_dim, bh, s);
-  qk.label = kLabelAttention;
+  qk.role = trace::TaskRole::kAttention;
   ops.push_back(qk);
   Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s, 1,
                       KernelKind::kSoftmax);
-  softmax.label = kLabelAttention;
+  softmax.role = trace::TaskRole::kAttention;
   ops.push_back(softmax);
   Op pv = Gemm16("attention-pv", s.seq, VDim(s), s.seq, bh, s);
-  pv.label = kLabelAttention;
+  pv.role = trace::TaskRole::kAttention;
   ops.push_back(pv);
 }
 
@@ -268,7 +268,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   Op qk_dq = Gemm16("attention-qk-dq", s.seq, s.head_dim, s.seq, bh, s);        // dQ = dS K
   Op qk_dk = Gemm16("attention-qk-dk", s.seq, s.head_dim, s.seq, bh, s);        // dK = dS^T Q
   for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) {
-    op->label = kLabelAttention;
+    op->role = trace::TaskRole::kAttention;
     ops.push_back(*op);
   }
 }
@@ -469,7 +469,7 @@ Op EpAllToAll(const std::string& name, const LayerShape& s, bool toward_experts)
   const double row = D(s.hidden) * DispatchElementBytes(s, toward_experts) * s.load_factor;
   Op op = Collective(name, CollectiveKind::kAllToAll, DispatchRows(s) * row);
   if (Hierarchical(s)) op.scale_out_bytes = Bytes{ScaleOutRows(s) * row};
-  op.label = kLabelEp;
+  op.role = trace::TaskRole::kEpComm;
   op.ep_group = true;
   return op;
 }
@@ -478,7 +478,7 @@ Op EpAllToAll(const std::string& name, const LayerShape& s, bool toward_experts)
 // probabilities (applied in the expert activation since Megatron-Core 0.13).
 Op EpProbsAllToAll(const std::string& name, const LayerShape& s) {
   Op op = Collective(name, CollectiveKind::kAllToAll, s.routed_tokens() * D(s.top_k) * 4.0 * s.load_factor);
-  op.label = kLabelEp;
+  op.role = trace::TaskRole::kEpComm;
   op.ep_group = true;
   return op;
 }
@@ -486,7 +486,7 @@ Op EpProbsAllToAll(const std::string& name, const LayerShape& s) {
 Op HostSync(const std::string& name) {
   Op op;
   op.name = name;
-  op.label = kLabelHostSync;
+  op.role = trace::TaskRole::kHostSync;
   op.host_wait = Time::Us(kDispatchHostSyncUs);
   return op;
 }
@@ -518,6 +518,11 @@ void RouterBackward(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(Memory("router-aux-loss-bwd", te * (4.0 + 4.0 + eb), s, 2, KernelKind::kSoftmax));
   ops.push_back(Memory("router-topk-bwd", te * (4.0 + 4.0 + 1.0 + eb) + te * 3.0 * eb, s, 2, KernelKind::kSoftmax));
   GemmBackward(ops, "router", static_cast<int64_t>(std::ceil(Tl)), s.experts, s.hidden, AsBf16(s));
+}
+
+// Marks ops[from...] as the routed experts' own work.
+void MarkExpert(std::vector<Op>& ops, size_t from) {
+  for (size_t i = from; i < ops.size(); ++i) ops[i].expert = true;
 }
 
 // Per-expert element counts on the busiest rank.
@@ -580,7 +585,7 @@ void AlltoAllDispatchPrologue(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(Memory("dispatch-preprocess", te, s, 7));
   if (s.ep > 1) {
     Op counts = Collective("ep-token-counts", CollectiveKind::kAllGather, D(s.ep) * D(s.experts) * 8.0);
-    counts.label = kLabelEp;
+    counts.role = trace::TaskRole::kEpComm;
     counts.ep_group = true;
     ops.push_back(counts);
   }
@@ -621,6 +626,7 @@ void MoeForward(std::vector<Op>& ops, const LayerShape& s) {
   }
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.local_experts();
+  const size_t first_expert_op = ops.size();
   AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E,
                   /*input_is_fp8=*/Fp8Dispatch(s), s);
   ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s));
@@ -628,6 +634,7 @@ void MoeForward(std::vector<Op>& ops, const LayerShape& s) {
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
   AddForwardCasts(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, false, s);
   ops.push_back(Gemm("expert-fc2", m, s.hidden, s.expert_ffn, E, s));
+  MarkExpert(ops, first_expert_op);
   if (Hierarchical(s)) {
     // Sum each token's local expert outputs into one row per token.
     ops.push_back(Memory("unpermute", ActBytes(s, (ExpertRows(s) + DispatchRows(s) * s.load_factor) * h), s, 2));
@@ -666,10 +673,12 @@ void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
   }
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.local_experts();
+  const size_t first_expert_op = ops.size();
   GroupedGemmBackward(ops, "expert-fc2", m, s.hidden, s.expert_ffn, E, s, /*dy_is_fp8=*/Fp8Dispatch(s));
   ops.push_back(Memory("expert-act-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
                        s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
   GroupedGemmBackward(ops, "expert-fc1", m, (s.gated ? 2 : 1) * s.expert_ffn, s.hidden, E, s);
+  MarkExpert(ops, first_expert_op);
   if (Hierarchical(s)) {
     // Sum the input gradient of a token's local experts, send it back (bf16).
     ops.push_back(Memory("permute-bwd", ActBytes(s, (ExpertRows(s) + DispatchRows(s) * s.load_factor) * h), s, 2));
@@ -999,6 +1008,14 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
 // re-runs its forward here, before the layer's backward, in backward order
 // (the MLP side first). Megatron re-runs a unit when the backward reaches
 // it; the difference within one layer is not modelled.
+std::vector<Op> AsRecompute(std::vector<Op> ops) {
+  for (Op& op : ops) {
+    op.name = "recompute-" + op.name;
+    op.recompute = true;
+  }
+  return ops;
+}
+
 std::vector<Op> SelectiveRecompute(const LayerShape& s) {
   using config::RecomputeModule;
   const config::RecomputeModules& m = s.recompute_modules;
@@ -1024,9 +1041,11 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
     if (m.Has(RecomputeModule::kMoeAct)) {
       // As MoeForward's expert activation; FC2 keeps the activation's 16-bit
       // output instead of its FP8 copy and casts it again.
+      const size_t first_expert_op = ops.size();
       ops.push_back(Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.expert_ffn)), s, 1,
                            s.gated ? KernelKind::kGatedActivation : KernelKind::kGelu));
       AddCast(ops, "expert-fc2-cast-x", ExpertTokens(s) * D(s.expert_ffn), s);
+      MarkExpert(ops, first_expert_op);
     }
     if (m.Has(RecomputeModule::kSharedExperts)) SharedExpertForward(ops, s);
   }
@@ -1044,8 +1063,7 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
     }
     AddCast(ops, "kv-down-cast-x", Tn * D(s.hidden), s);
   }
-  for (Op& op : ops) op.name = "recompute-" + op.name;
-  return ops;
+  return AsRecompute(std::move(ops));
 }
 
 std::vector<Op> EmbeddingForward(const LayerShape& s) {

@@ -20,24 +20,14 @@
 
 namespace stacksim::workload {
 
-// Breakdown labels the workload puts on tasks (see simulate/ for their use).
-inline constexpr const char* kLabelGemm = "gemm";
-inline constexpr const char* kLabelAttention = "attention";
-inline constexpr const char* kLabelMemory = "memory-bound";
-inline constexpr const char* kLabelOptimizer = "optimizer";
-inline constexpr const char* kLabelTp = "tp-comm";
-inline constexpr const char* kLabelDp = "dp-comm";
-inline constexpr const char* kLabelPp = "pp-comm";
-// Expert-parallel token dispatch/combine: a blocking all-to-all on the compute stream.
-inline constexpr const char* kLabelEp = "ep-comm";
-// The GPU idling while the host waits on a device-to-host copy (the MoE token
-// dispatcher's token counts) and then issues the next work.
-inline constexpr const char* kLabelHostSync = "host-sync";
-
 struct Op {
   bool is_collective = false;   // a tensor-parallel collective, else compute
   std::string name;
-  const char* label = kLabelMemory;
+  // What the op is for the step's accounting (trace::TaskRole): expert
+  // all-to-alls are kEpComm, the MoE dispatcher's host wait kHostSync.
+  trace::TaskRole role = trace::TaskRole::kMemoryBound;
+  bool recompute = false;       // re-run in the backward pass (names "recompute-...")
+  bool expert = false;          // routed-expert work (names "expert-..."), see simulate's MoE imbalance
   trace::ComputeOp compute;     // compute ops
   trace::CollectiveKind collective = trace::CollectiveKind::kAllReduce;
   Bytes bytes;                  // collective ops: per-rank buffer
@@ -182,6 +172,8 @@ std::vector<Op> LayerBackward(const LayerShape& s);
 // Modules a layer does not have (moe on a dense layer, mla_up_proj without
 // MLA) add nothing, as in Megatron-Core; moe subsumes moe_act and shared_experts.
 std::vector<Op> SelectiveRecompute(const LayerShape& s);
+// The same ops, run again in the backward pass: recompute set, names "recompute-...".
+std::vector<Op> AsRecompute(std::vector<Op> ops);
 
 std::vector<Op> EmbeddingForward(const LayerShape& s);
 std::vector<Op> EmbeddingBackward(const LayerShape& s);

@@ -171,7 +171,7 @@ TEST(Mla, EqualWidthsReduceToOrdinaryAttention) {
       auto core = [](const std::vector<Op>& ops) {
         std::vector<Op> out;
         for (const Op& op : ops) {
-          if (op.label == std::string(kLabelAttention)) out.push_back(op);
+          if (op.role == trace::TaskRole::kAttention) out.push_back(op);
         }
         return out;
       };

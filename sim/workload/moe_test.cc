@@ -70,7 +70,7 @@ TEST(Moe, AllToAllVolumePerLayerMatchesHandCount) {
       int tokens_a2a = 0, probs_a2a = 0, gathers = 0;
       double wire = 0;
       for (const Op& op : ops) {
-        if (op.label != std::string(kLabelEp)) continue;
+        if (op.role != trace::TaskRole::kEpComm) continue;
         EXPECT_TRUE(op.is_collective && op.ep_group && !op.async);
         if (op.collective == trace::CollectiveKind::kAllGather) {
           ++gathers;
@@ -229,7 +229,7 @@ TEST(Moe, DispatcherWaitsForTheHostOncePerForward) {
       for (const Op& op : ops) {
         if (op.host_wait > Time::Zero()) {
           ++n;
-          EXPECT_EQ(op.label, std::string(kLabelHostSync));
+          EXPECT_EQ(op.role, trace::TaskRole::kHostSync);
           EXPECT_EQ(op.host_wait, Time::Us(26));
         }
       }
@@ -240,6 +240,30 @@ TEST(Moe, DispatcherWaitsForTheHostOncePerForward) {
     plan.capacity_factor = 1.25;
     EXPECT_EQ(waits(LayerForward(LayerShape::From(m, plan, 4096).Moe(m, plan, 8))), 0);
   }
+}
+
+// The routed experts' work is what routing imbalance slows down (simulate's
+// MoE imbalance cost): the expert flag marks exactly the grouped expert GEMMs
+// (and their activation and casts), never the router or the shared experts.
+TEST(Moe, ExpertFlagMarksTheRoutedExpertGemmsOnly) {
+  config::ModelConfig m = Load("qwen3-30b-a3b");
+  config::PlanConfig plan = MoePlan(1, 8, 8);
+  LayerShape s = LayerShape::From(m, plan, 4096).Moe(m, plan, 8);
+  double expert_gemm_flops = 0;
+  int flagged = 0;
+  for (const Op& op : LayerForward(s)) {
+    if (!op.expert) continue;
+    ++flagged;
+    EXPECT_FALSE(op.is_collective) << op.name;
+    if (op.role == trace::TaskRole::kGemm) expert_gemm_flops += op.compute.flops.value;
+  }
+  EXPECT_GE(flagged, 3);  // fc1, activation, fc2
+  // FC1 (gated: two halves) and FC2 over each local expert's tokens: 2mnk each.
+  const double tokens = static_cast<double>(s.tokens_per_local_expert()) * s.local_experts();
+  const double hand = 2 * tokens * s.hidden * s.expert_ffn * ((s.gated ? 2 : 1) + 1);
+  EXPECT_NEAR(expert_gemm_flops / hand, 1.0, 1e-9);
+  auto dense = LayerShape::From(config::LoadModelFile(kModels + "llama3-8b.json"), MoePlan(1, 8, 1), 4096);
+  for (const Op& op : LayerForward(dense)) EXPECT_FALSE(op.expert) << op.name;
 }
 
 TEST(Moe, SkewSetsLoadFactorOfBusiestRank) {

@@ -28,7 +28,8 @@ class OffloadEmitter {
     task.kind = trace::TaskKind::kDelay;
     task.rank = rank_;
     task.stream = t_.InternStream(stream);
-    task.label = t_.InternLabel(kLabelOffload);
+    task.role = trace::TaskRole::kOffload;
+    task.label = t_.RoleLabel(task.role);
     task.name = t_.InternName(name);
     task.layer = layer;
     task.micro_batch = mb;
@@ -173,7 +174,8 @@ TaskId EmitOffloadedOptimizerStep(trace::Trace& t, const config::ScenarioConfig&
   wait.kind = trace::TaskKind::kDelay;
   wait.rank = rank;
   wait.stream = t.task(gpu_step).stream;
-  wait.label = t.InternLabel(kLabelOffload);
+  wait.role = trace::TaskRole::kOffload;
+  wait.label = t.RoleLabel(wait.role);
   wait.name = t.InternName("offload-wait");
   wait.duration = Time::Zero();
   ends.push_back(gpu_step);

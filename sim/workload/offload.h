@@ -23,7 +23,7 @@
 // (which knows NICs and NVLink, not the host bridge), and a memory-bound
 // kCompute is priced at the GPU's HBM bandwidth. Streams per rank: "d2h" and
 // "h2d" (the GPU's two copy engines, so the directions overlap), "host" (the
-// CPU's optimizer step) and "nvme" (the drives); label kLabelOffload. A
+// CPU's optimizer step) and "nvme" (the drives); role trace::TaskRole::kOffload. A
 // zero-length "offload-wait" task on the compute stream ends the step when the
 // last offload task does, so the breakdown charges the wait to "offload".
 //
@@ -44,8 +44,6 @@
 #include "sim/util/units.h"
 
 namespace stacksim::workload {
-
-inline constexpr const char* kLabelOffload = "offload";
 
 // fp32 master weights and the two Adam moments, per parameter: what leaves
 // for the host (or NVMe) with the optimizer (ZeRO-Offload §4: 12 bytes).

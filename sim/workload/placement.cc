@@ -9,9 +9,10 @@ int DomainSize(const config::TopologyConfig& topology) {
   return std::max(topology.scale_up.domain_gpus, topology.gpus_per_node);
 }
 
-trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int count, int domain) {
+trace::CommGroup PlaceGroup(trace::GroupRole role, int first, int stride, int count, int domain) {
   trace::CommGroup g;
-  g.name = name;
+  g.role = role;
+  g.name = trace::GroupRoleName(role);
   g.size = count;
   // Members in the first member's domain; with regular strides every domain
   // the group touches holds the same number.
@@ -40,7 +41,7 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   const bool pp_inner = plan.rank_order == config::RankOrder::kTpCpPpDp;
   const int64_t dp_stride = DataParallelStride(plan);
   PlanGroups out;
-  out.tp = PlaceGroup("tp", 0, 1, plan.tp, domain);
+  out.tp = PlaceGroup(trace::GroupRole::kTp, 0, 1, plan.tp, domain);
   // Every data-parallel replica (and context-parallel rank) runs its own TP
   // group at once: the stage's other tp blocks, contiguous in the default
   // order; with pipeline stages in between (pp-inner, cp 1) one per replica.
@@ -51,28 +52,29 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   // Default order: cp and dp adjacent, one stride of tp. Pp-inner (cp 1):
   // replicas tp x pp apart.
   const int dp_stride_int = static_cast<int>(pp_inner ? dp_stride : plan.tp);
-  out.dp = PlaceGroup("dp", 0, dp_stride_int, plan.dp * plan.cp, domain);
+  out.dp = PlaceGroup(trace::GroupRole::kDp, 0, dp_stride_int, plan.dp * plan.cp, domain);
   out.dp.stride = dp_stride_int;
   // ... and every tensor-parallel rank its own DP group.
   out.dp.siblings = plan.tp;
   out.dp.sibling_stride = 1;
   // Ring attention's K/V exchange: cp ranks, tp apart (tp fastest, then cp).
-  out.cp = PlaceGroup("cp", 0, plan.tp, plan.cp, domain);
+  out.cp = PlaceGroup(trace::GroupRole::kCp, 0, plan.tp, plan.cp, domain);
   out.cp.stride = plan.tp;
   out.cp.siblings = plan.tp * plan.dp;
   out.cp.sibling_stride = 1;
   const int folded = plan.tp * plan.cp * plan.dp;
   const int ep = std::max(1, plan.ep);
-  out.ep = PlaceGroup("ep", 0, 1, ep, domain);
+  out.ep = PlaceGroup(trace::GroupRole::kEp, 0, 1, ep, domain);
   out.ep.siblings = folded / ep;
   out.ep.sibling_stride = ep;
   if (pp_inner) {
     // ValidatePlan allows expert layers here only with ep 1 and tp 1: the
     // expert-data-parallel group is then the data-parallel one.
     out.edp = out.dp;
-    out.edp.name = "expert-dp";
+    out.edp.role = trace::GroupRole::kExpertDp;
+    out.edp.name = trace::GroupRoleName(out.edp.role);
   } else {
-    out.edp = PlaceGroup("expert-dp", 0, ep, folded / ep, domain);
+    out.edp = PlaceGroup(trace::GroupRole::kExpertDp, 0, ep, folded / ep, domain);
     out.edp.stride = ep;
     out.edp.siblings = ep;
     out.edp.sibling_stride = 1;
@@ -88,6 +90,7 @@ trace::CommGroup PlacePipelinePair(const config::PlanConfig& plan, const config:
   const int64_t stride = PipelineStride(plan);
   int64_t a = stage * stride, b = next_stage * stride;
   trace::CommGroup g;
+  g.role = trace::GroupRole::kPipelinePair;
   g.name = "pp " + std::to_string(stage) + "-" + std::to_string(next_stage);
   g.size = 2;
   g.first_rank = a;

@@ -26,7 +26,7 @@ int DomainSize(const config::TopologyConfig& topology);
 
 // The placement of `count` ranks spaced `stride` apart, starting at `first`.
 // REQUIRES: count >= 1, stride >= 1.
-trace::CommGroup PlaceGroup(const std::string& name, int first, int stride, int count, int domain);
+trace::CommGroup PlaceGroup(trace::GroupRole role, int first, int stride, int count, int domain);
 
 struct PlanGroups {
   trace::CommGroup tp;   // tensor-parallel group of one stage

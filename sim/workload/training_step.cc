@@ -100,7 +100,7 @@ class StepBuilder {
   trace::Trace Build();
 
  private:
-  OpList Intern(std::vector<Op> ops, const std::string& prefix = "");
+  OpList Intern(std::vector<Op> ops);
   // Emitting one op list, possibly in several parts.
   struct Cursor {
     const OpList* list = nullptr;
@@ -120,7 +120,7 @@ class StepBuilder {
   // last task on the compute stream (or the last of `first_deps` if empty).
   TaskId Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb,
               std::vector<TaskId>* async_out = nullptr);
-  TaskId Collective(int rank, trace::StreamId stream, const char* label, const std::string& name,
+  TaskId Collective(int rank, trace::StreamId stream, trace::TaskRole role, const std::string& name,
                     CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
                     int instance = -1, int layer = -1, int mb = -1);
   // A pipeline send of one micro-batch's activation (or its gradient).
@@ -194,21 +194,22 @@ class StepBuilder {
   int next_instance_ = 0;
 };
 
-OpList StepBuilder::Intern(std::vector<Op> ops, const std::string& prefix) {
+OpList StepBuilder::Intern(std::vector<Op> ops) {
   OpList list;
   list.ops = std::move(ops);
-  for (const Op& op : list.ops) list.names.push_back(t_.InternName(prefix + op.name));
+  for (const Op& op : list.ops) list.names.push_back(t_.InternName(op.name));
   return list;
 }
 
-TaskId StepBuilder::Collective(int rank, trace::StreamId stream, const char* label, const std::string& name,
+TaskId StepBuilder::Collective(int rank, trace::StreamId stream, trace::TaskRole role, const std::string& name,
                                CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
                                int instance, int layer, int mb) {
   trace::Task task;
   task.kind = TaskKind::kCollective;
   task.rank = rank;
   task.stream = stream;
-  task.label = t_.InternLabel(label);
+  task.role = role;
+  task.label = t_.RoleLabel(role);
   task.name = t_.InternName(name);
   task.layer = layer;
   task.micro_batch = mb;
@@ -235,7 +236,10 @@ void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapp
     }
     trace::Task task;
     task.rank = rank;
-    task.label = t_.InternLabel(op.label);
+    task.role = op.role;
+    task.recompute = op.recompute;
+    task.expert = op.expert;
+    task.label = t_.RoleLabel(op.role);
     task.name = list.names[i];
     task.layer = layer;
     task.micro_batch = mb;
@@ -300,7 +304,8 @@ TaskId StepBuilder::Send(int rank, int mb, int dst, trace::GroupId pair, int32_t
   x.kind = TaskKind::kTransfer;
   x.rank = rank;
   x.stream = pp_stream_;
-  x.label = t_.InternLabel(kLabelPp);
+  x.role = trace::TaskRole::kPpComm;
+  x.label = t_.RoleLabel(x.role);
   x.name = name;
   x.micro_batch = mb;
   x.transfer.dst = dst;
@@ -349,7 +354,7 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
   }
   for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
     if (zero3) {
-      TaskId g = Collective(rank, dp_stream_, kLabelDp, "fsdp-gather", CollectiveKind::kAllGather,
+      TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
                             layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
                             {last_gather_[rank], gather_gate_[rank],
                              EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
@@ -389,7 +394,7 @@ void StepBuilder::FlushGradients(int rank, TaskId after) {
     if (edp_ > 1) {
       CollectiveKind kind =
           plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "expert-grad-reduce", kind,
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "expert-grad-reduce", kind,
                                            Bytes{expert_bucket_[rank]}, edp_group_[rank], {after}));
     }
     expert_bucket_[rank] = 0;
@@ -397,7 +402,7 @@ void StepBuilder::FlushGradients(int rank, TaskId after) {
   if (bucket_[rank] <= 0) return;
   CollectiveKind kind =
       plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-  dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "grad-reduce", kind, Bytes{bucket_[rank]},
+  dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "grad-reduce", kind, Bytes{bucket_[rank]},
                                        dp_group_[rank], {after}));
   bucket_[rank] = 0;
 }
@@ -406,7 +411,7 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
   if (plan_.sharding == Sharding::kZero3) {
     // FSDP reduce-scatters each layer's gradients as soon as they exist.
     if (plan_.dp > 1) {
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, kLabelDp, "fsdp-reduce-scatter",
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
                                            CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
                                            dp_group_[rank], {last}, -1, layer, mb));
     }
@@ -449,7 +454,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
   }
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
     if (zero3) {
-      TaskId g = Collective(rank, dp_stream_, kLabelDp, "fsdp-gather", CollectiveKind::kAllGather,
+      TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
                             layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
                             {last_gather_[rank], gather_gate_[rank],
                              EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
@@ -516,7 +521,7 @@ void StepBuilder::EmitStepEnd() {
                    config::PrecisionBytes(plan_.grad_reduce_precision);
     int instance = next_instance_++;
     for (int r : {0, p_ - 1}) {
-      dp_tasks_[r].push_back(Collective(r, dp_stream_, kLabelDp, "embedding-grad-allreduce",
+      dp_tasks_[r].push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "embedding-grad-allreduce",
                                         CollectiveKind::kAllReduce, Bytes{bytes}, embedding_group_,
                                         {embedding_grad_ready_[r]}, instance));
     }
@@ -532,7 +537,7 @@ void StepBuilder::EmitStepEnd() {
       const double shard = plan_.sharding == Sharding::kNone ? all : (all - expert) / (plan_.dp * plan_.cp) + expert / edp_;
       std::vector<TaskId> deps = dp_tasks_[r];
       deps.push_back(last_compute_[r]);
-      dp_tasks_[r].push_back(Collective(r, dp_stream_, kLabelDp, "dualpipe-mirror-grad-allreduce",
+      dp_tasks_[r].push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "dualpipe-mirror-grad-allreduce",
                                         CollectiveKind::kAllReduce,
                                         Bytes{shard * config::PrecisionBytes(plan_.grad_reduce_precision)},
                                         mirror_group_[r], deps, mirror_instance_[r]));
@@ -545,7 +550,8 @@ void StepBuilder::EmitStepEnd() {
     opt.kind = TaskKind::kCompute;
     opt.rank = r;
     opt.stream = compute_;
-    opt.label = t_.InternLabel(kLabelOptimizer);
+    opt.role = trace::TaskRole::kOptimizer;
+    opt.label = t_.RoleLabel(opt.role);
     opt.name = t_.InternName("optimizer-step");
     opt.compute.op_class = trace::OpClass::kMemoryBound;
     opt.compute.precision = config::Precision::kFp32;
@@ -561,7 +567,7 @@ void StepBuilder::EmitStepEnd() {
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
         !plan_.overlap_param_gather) {
       double bytes = static_cast<double>(StageParameters(s_, r)) * shape_.element_bytes();
-      Collective(r, dp_stream_, kLabelDp, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, dp_group_[r],
+      Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, dp_group_[r],
                  {step});
     }
   }
@@ -583,9 +589,10 @@ trace::Trace StepBuilder::Build() {
   dp_stream_ = t_.InternStream("dp");
   pp_stream_ = t_.InternStream("pp");
   if (layout_.dual()) ep_stream_ = t_.InternStream("ep");
-  for (const char* l :
-       {kLabelGemm, kLabelAttention, kLabelMemory, kLabelOptimizer, kLabelTp, kLabelDp, kLabelPp, kLabelEp}) {
-    t_.InternLabel(l);
+  for (trace::TaskRole r : {trace::TaskRole::kGemm, trace::TaskRole::kAttention, trace::TaskRole::kMemoryBound,
+                            trace::TaskRole::kOptimizer, trace::TaskRole::kTpComm, trace::TaskRole::kDpComm,
+                            trace::TaskRole::kPpComm, trace::TaskRole::kEpComm}) {
+    t_.RoleLabel(r);
   }
   n_xfer_fwd_ = t_.InternName("send-activation");
   n_xfer_bwd_ = t_.InternName("send-gradient");
@@ -594,7 +601,7 @@ trace::Trace StepBuilder::Build() {
     LayerShape ls = kind == 1 ? shape_.Moe(s_.model, plan_, DomainSize(s_.topology)) : shape_;
     fwd_[kind] = Intern(LayerForward(ls));
     bwd_[kind] = Intern(LayerBackward(ls));
-    recompute_full_[kind] = Intern(LayerForward(ls), "recompute-");
+    recompute_full_[kind] = Intern(AsRecompute(LayerForward(ls)));
     recompute_sel_[kind] = Intern(SelectiveRecompute(ls));
     auto [b, w] = SplitWeightGradients(LayerBackward(ls));
     bwd_input_[kind] = Intern(std::move(b));
@@ -603,7 +610,7 @@ trace::Trace StepBuilder::Build() {
   edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ep;
   emb_f_ = Intern(EmbeddingForward(shape_));
   emb_b_ = Intern(EmbeddingBackward(shape_));
-  emb_recompute_ = Intern(EmbeddingForward(shape_), "recompute-");
+  emb_recompute_ = Intern(AsRecompute(EmbeddingForward(shape_)));
   head_f_ = Intern(HeadForward(shape_));
   head_b_ = Intern(HeadBackward(shape_));
   {
@@ -652,7 +659,8 @@ trace::Trace StepBuilder::Build() {
   }
   if (s_.model.tie_word_embeddings && p_ > 1) {
     trace::CommGroup emb = PlacePipelinePair(plan_, s_.topology, 0, p_ - 1);
-    emb.name = "embedding";
+    emb.role = trace::GroupRole::kEmbedding;
+    emb.name = trace::GroupRoleName(emb.role);
     emb.simulated = {0, p_ - 1};
     embedding_group_ = t_.AddGroup(emb);
   }
@@ -663,7 +671,8 @@ trace::Trace StepBuilder::Build() {
     mirror_instance_.assign(p_, -1);
     for (int r = 0; r < p_ / 2; ++r) {
       trace::CommGroup g = PlacePipelinePair(plan_, s_.topology, r, p_ - 1 - r);
-      g.name = "dualpipe-mirror";
+      g.role = trace::GroupRole::kDualPipeMirror;
+      g.name = trace::GroupRoleName(g.role);
       g.simulated = {r, p_ - 1 - r};
       mirror_group_[r] = mirror_group_[p_ - 1 - r] = t_.AddGroup(g);
       mirror_instance_[r] = mirror_instance_[p_ - 1 - r] = next_instance_++;
@@ -702,10 +711,10 @@ trace::Trace StepBuilder::Build() {
         }
         std::vector<TaskId> gathers;
         if (expert > 0 && edp_ > 1) {
-          gathers.push_back(Collective(r, dp_stream_, kLabelDp, "expert-param-gather", CollectiveKind::kAllGather,
+          gathers.push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "expert-param-gather", CollectiveKind::kAllGather,
                                        Bytes{expert * shape_.element_bytes()}, edp_group_[r], {}));
         }
-        chunk_gather_[r][c] = Collective(r, dp_stream_, kLabelDp, "param-gather", CollectiveKind::kAllGather,
+        chunk_gather_[r][c] = Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather,
                                          Bytes{params * shape_.element_bytes()}, dp_group_[r], gathers);
       }
     }

@@ -1,5 +1,7 @@
 #include "sim/workload/training_step.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "sim/workload/layer_ops.h"
@@ -42,6 +44,44 @@ TEST(TrainingStep, HardwareFlopsMatchMegatronFormulaWithFullRecompute) {
   EXPECT_NEAR(TraceFlops(t) / MegatronFlops(8, 2048, 4, 1024, 51200), 1.0, 1e-9);
 }
 
+// Recomputation re-runs forward work: the tasks flagged recompute carry
+// exactly the FLOPs full recomputation adds, and nothing is flagged without it.
+TEST(TrainingStep, RecomputeFlagMarksExactlyTheAddedForwardWork) {
+  auto model = testing::GptModel(4, 1024, 16, 51200);
+  auto plan = Plan(1, 2, 1, 2, 8);
+  auto none = BuildTrainingStep(testing::Scenario(model, 2, 2048, plan));
+  plan.recompute = config::Recompute::kFull;
+  auto full = BuildTrainingStep(testing::Scenario(model, 2, 2048, plan));
+  double flagged = 0;
+  for (const auto& task : full.tasks()) {
+    if (task.recompute) flagged += task.compute.flops.value;
+  }
+  for (const auto& task : none.tasks()) EXPECT_FALSE(task.recompute);
+  EXPECT_GT(flagged, 0);
+  EXPECT_NEAR(flagged / (TraceFlops(full) - TraceFlops(none)), 1.0, 1e-12);
+}
+
+// Groups say which parallel dimension they span; the data-parallel gradient
+// reduction runs on the data-parallel group.
+TEST(TrainingStep, GroupsCarryTheirParallelDimension) {
+  auto model = testing::GptModel(4, 1024, 16, 51200);
+  auto t = BuildTrainingStep(testing::Scenario(model, 8, 2048, Plan(2, 2, 2, 1, 8)));
+  std::map<trace::GroupRole, int> roles;
+  for (const auto& g : t.groups()) ++roles[g.role];
+  EXPECT_EQ(roles[trace::GroupRole::kTp], 2);  // one per stage
+  EXPECT_EQ(roles[trace::GroupRole::kDp], 2);
+  EXPECT_EQ(roles[trace::GroupRole::kPipelinePair], 4);  // next and previous per stage
+  EXPECT_EQ(roles[trace::GroupRole::kOther], 0);
+  int dp_collectives = 0;
+  for (const auto& task : t.tasks()) {
+    if (task.kind != trace::TaskKind::kCollective || task.role != trace::TaskRole::kDpComm) continue;
+    ++dp_collectives;
+    EXPECT_EQ(t.group(task.comm.group).role, trace::GroupRole::kDp);
+    EXPECT_EQ(t.group(task.comm.group).size, 2);
+  }
+  EXPECT_GT(dp_collectives, 0);
+}
+
 TEST(TrainingStep, FlopsSplitEvenlyOverTensorAndPipelineRanks) {
   auto model = testing::GptModel(8, 1024, 16, 51200);
   auto plan = Plan(4, 2, 1, 1, 8);
@@ -59,8 +99,8 @@ TEST(TrainingStep, FlashAttentionDoesCausalHalfAndBackwardTwoAndAHalfTimes) {
   auto fwd = LayerForward(s);
   auto bwd = LayerBackward(s);
   double attn_f = 0, attn_b = 0;
-  for (auto& op : fwd) if (op.label == std::string(kLabelAttention)) attn_f += op.compute.flops.value;
-  for (auto& op : bwd) if (op.label == std::string(kLabelAttention)) attn_b += op.compute.flops.value;
+  for (auto& op : fwd) if (op.role == trace::TaskRole::kAttention) attn_f += op.compute.flops.value;
+  for (auto& op : bwd) if (op.role == trace::TaskRole::kAttention) attn_b += op.compute.flops.value;
   EXPECT_DOUBLE_EQ(attn_f, 4.0 * 4096.0 * 4096.0 * 1024 * 0.5);
   EXPECT_DOUBLE_EQ(attn_b, 2.5 * attn_f);
 }
