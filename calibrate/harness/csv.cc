@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "sim/util/statistics.h"
+
 namespace stacksim::calibrate {
 
 namespace {
@@ -67,7 +69,7 @@ Summary Summarize(std::vector<double> v) {
   Summary s;
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
-  s.median = v[v.size() / 2];
+  s.median = HighMedian(v);  // a repeat that was measured (sim/util/statistics.h)
   s.min = v.front();
   s.max = v.back();
   return s;

@@ -35,7 +35,8 @@ class CsvWriter {
 // A number as a cell: integers without a fraction, others with 9 digits.
 std::string Num(double v);
 
-// Median, smallest and largest of a sample (all 0 for an empty one).
+// Median (the high median: a repeat that was measured), smallest and largest
+// of a sample (all 0 for an empty one).
 struct Summary {
   double median = 0;
   double min = 0;

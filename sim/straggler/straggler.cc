@@ -13,6 +13,7 @@
 #include "sim/cost/profile_cost_model.h"
 #include "sim/net/analytic_network.h"
 #include "sim/util/error.h"
+#include "sim/util/statistics.h"
 #include "sim/workload/training_step.h"
 
 namespace stacksim::straggler {
@@ -132,11 +133,6 @@ Time StragglerReplayer::Replay(const std::vector<Pattern>& patterns) const {
   return ReplayPatterns(*base_, patterns, *cost_, *network_);
 }
 
-Time Percentile(const std::vector<Time>& sorted, double q) {
-  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
 void CheckStragglerOptions(const StragglerOptions& options) {
   if (options.network != "analytic") {
     throw InputError("", "--stragglers",
@@ -215,9 +211,10 @@ StragglerResult AnalyzeStragglers(const config::ScenarioConfig& scenario, const 
   std::vector<Time> sorted = res.step_times;
   std::sort(sorted.begin(), sorted.end());
   res.mean = mean_of(keys[0]);
-  res.p50 = Percentile(sorted, 0.50);
-  res.p90 = Percentile(sorted, 0.90);
-  res.p99 = Percentile(sorted, 0.99);
+  // Nearest rank: a step time that occurred (sim/util/statistics.h).
+  res.p50 = NearestRankQuantile(sorted, 0.50);
+  res.p90 = NearestRankQuantile(sorted, 0.90);
+  res.p99 = NearestRankQuantile(sorted, 0.99);
   res.max = sorted.back();
   res.slowdown = res.mean.seconds() / res.baseline.seconds();
   for (size_t c = 1; c < replaced_counts.size(); ++c) {
