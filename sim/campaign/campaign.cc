@@ -1,12 +1,11 @@
 #include "sim/campaign/campaign.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
-#include <thread>
 
+#include "sim/util/parallel.h"
 #include "sim/util/statistics.h"
 
 namespace stacksim::campaign {
@@ -273,16 +272,10 @@ Spread SpreadOf(std::vector<double> values) {
 }
 
 CampaignStats RunCampaign(const CampaignJob& job, const CampaignPolicy& policy, const MonteCarlo& mc) {
-  std::vector<TrialResult> results(static_cast<size_t>(mc.trials));
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i; (i = next++) < mc.trials;) results[i] = RunTrial(job, policy, mc.seed, static_cast<uint64_t>(i));
-  };
-  const int threads = std::clamp(mc.threads, 1, std::max(1, mc.trials));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  std::vector<TrialResult> results(static_cast<size_t>(std::max(0, mc.trials)));
+  ParallelFor(static_cast<int64_t>(results.size()), std::max(1, mc.threads), [&](int64_t i, int) {
+    results[static_cast<size_t>(i)] = RunTrial(job, policy, mc.seed, static_cast<uint64_t>(i));
+  });
 
   CampaignStats s;
   s.trials = mc.trials;
