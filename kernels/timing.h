@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "kernels/cuda_check.h"
+#include "sim/util/statistics.h"
 
 namespace stacksim::kernels {
 
 struct TimingResult {
-  double median_us = 0;
+  double median_us = 0;  // the high median of the repeats
   double min_us = 0;
   double max_us = 0;
   int calls = 0;  // timed calls in all samples
@@ -62,7 +63,7 @@ inline TimingResult TimeKernel(const std::function<void()>& fn, cudaStream_t str
   CUDA_OK(cudaEventDestroy(stop));
   std::sort(samples.begin(), samples.end());
   TimingResult out;
-  out.median_us = samples[samples.size() / 2];
+  out.median_us = HighMedian(samples);  // a sample that was measured (sim/util/statistics.h)
   out.min_us = samples.front();
   out.max_us = samples.back();
   out.calls = inner * opt.repeats;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/util/statistics.h"
+
 namespace stacksim::calibrate {
 namespace {
 
@@ -56,13 +58,6 @@ std::pair<double, double> FitEfficiency(const Prepared& p) {
   return {best_eff, p.measured.empty() ? 0.0 : best_err / static_cast<double>(p.measured.size())};
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 DtypeFit Evaluate(const GemmDtype& dtype, const std::vector<const GemmSample*>& rows, FlopRate peak,
                   const GemmParams& params, const GemmMachine& machine) {
   DtypeFit fit;
@@ -88,7 +83,7 @@ DtypeFit Evaluate(const GemmDtype& dtype, const std::vector<const GemmSample*>& 
     fit.within_15 = w15 / n;
     fit.within_25 = w25 / n;
   }
-  fit.median_ratio = Median(ratios);
+  fit.median_ratio = ratios.empty() ? 0 : Median(Sorted(ratios));
   return fit;
 }
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "calibrate/fit/csv.h"
 #include "calibrate/fit/report_text.h"
+#include "sim/util/csv.h"
 #include "sim/util/json_reader.h"
 
 namespace stacksim::calibrate {
@@ -47,12 +47,6 @@ std::string OneOf(const CsvTable& t, size_t row, const std::string& column, cons
   t.Fail(row, column, "'" + v + "' is not one of " + list);
 }
 
-double NonNegative(const CsvTable& t, size_t row, const std::string& column) {
-  double v = t.Number(row, column);
-  if (v < 0) t.Fail(row, column, "'" + t.Text(row, column) + "' must not be negative");
-  return v;
-}
-
 // Whether row r is stable (no `stable` column: every row is). An unstable
 // row is described in (*unstable)[section] and left out by the caller.
 bool Stable(const CsvTable& t, size_t r, const std::string& section, const std::string& what,
@@ -86,8 +80,8 @@ std::vector<LaunchRow> ReadLaunch(const std::string& path, std::map<std::string,
   for (size_t r = 0; r < t.rows(); ++r) {
     // Besides the four documented metrics the harness adds CUPTI ones
     // (cupti_kernel_us, cupti_gap_us, ...); a gap can be zero.
-    LaunchRow row{t.Text(r, "metric"), NonNegative(t, r, "median_us"), NonNegative(t, r, "min_us"),
-                  NonNegative(t, r, "max_us")};
+    LaunchRow row{t.Text(r, "metric"), t.NonNegativeNumber(r, "median_us"), t.NonNegativeNumber(r, "min_us"),
+                  t.NonNegativeNumber(r, "max_us")};
     if (row.metric.empty()) t.Fail(r, "metric", "empty metric name");
     if (row.metric == "host_issue_us_per_launch" && !(row.median_us > 0)) t.Fail(r, "median_us", "must be positive");
     if (Stable(t, r, "launch", row.metric, unstable)) rows.push_back(row);
@@ -129,13 +123,13 @@ std::vector<KernelRow> ReadKernels(const std::string& path, std::map<std::string
     k.kernel = t.Text(r, "kernel");
     if (k.kernel.empty()) t.Fail(r, "kernel", "empty kernel name");
     k.shape = t.Text(r, "shape");
-    k.bytes = NonNegative(t, r, "bytes");
-    k.flops = NonNegative(t, r, "flops");
+    k.bytes = t.NonNegativeNumber(r, "bytes");
+    k.flops = t.NonNegativeNumber(r, "flops");
     k.median_us = t.PositiveNumber(r, "median_us");
     t.Number(r, "min_us");
-    k.gbps_median = NonNegative(t, r, "gbps_median");
-    k.tflops_median = NonNegative(t, r, "tflops_median");
-    k.check_rel_error = NonNegative(t, r, "check_rel_error");
+    k.gbps_median = t.NonNegativeNumber(r, "gbps_median");
+    k.tflops_median = t.NonNegativeNumber(r, "tflops_median");
+    k.check_rel_error = t.NonNegativeNumber(r, "check_rel_error");
     // The attention step writes the attention_* rows of kernels.csv.
     std::string section = k.kernel.rfind("attention", 0) == 0 ? "attention" : "kernels";
     if (Stable(t, r, section, k.kernel + " " + k.shape, unstable)) rows.push_back(k);
@@ -157,7 +151,7 @@ std::vector<NcclRow> ReadNccl(const std::string& path, std::map<std::string, std
     n.bytes = t.PositiveNumber(r, "bytes");
     n.median_us = t.PositiveNumber(r, "median_us");
     t.Number(r, "algbw_gbps");
-    n.busbw_gbps = NonNegative(t, r, "busbw_gbps");
+    n.busbw_gbps = t.NonNegativeNumber(r, "busbw_gbps");
     std::string what = n.collective + " " + std::to_string(n.gpus) + " GPUs " + SizeText(n.bytes);
     if (Stable(t, r, "nccl", what, unstable)) rows.push_back(n);
   }

@@ -4,16 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/util/statistics.h"
+
 namespace stacksim::calibrate {
-namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 std::string PercentText(double share) {
   char buf[32];
@@ -36,7 +29,7 @@ SampleStats Stats(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   s.min = samples.front();
   s.max = samples.back();
-  s.median = Median(samples);
+  s.median = Median(samples);  // the mean of the two middle values (sim/util/statistics.h)
   double mean = 0;
   for (double x : samples) mean += x;
   mean /= s.count;
@@ -46,7 +39,7 @@ SampleStats Stats(std::vector<double> samples) {
   s.cv = mean > 0 ? std::sqrt(var) / mean : 0;
   std::vector<double> dev;
   for (double x : samples) dev.push_back(std::fabs(x - s.median));
-  s.spread = s.median > 0 ? 1.4826 * Median(dev) / s.median : 0;
+  s.spread = s.median > 0 ? 1.4826 * Median(Sorted(dev)) / s.median : 0;
   return s;
 }
 

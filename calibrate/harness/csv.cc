@@ -5,21 +5,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "sim/util/csv.h"
+#include "sim/util/statistics.h"
+
 namespace stacksim::calibrate {
-
-namespace {
-
-std::string Quote(const std::string& cell) {
-  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
-  std::string out = "\"";
-  for (char c : cell) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 CsvWriter::CsvWriter(const std::string& path, const std::vector<std::string>& header, Mode mode)
     : path_(path), columns_(header.size()) {
@@ -43,12 +32,7 @@ void CsvWriter::Row(const std::vector<std::string>& cells) {
     throw std::logic_error(path_ + ": row of " + std::to_string(cells.size()) + " cells, header has " +
                            std::to_string(columns_));
   }
-  std::string line;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (i > 0) line += ',';
-    line += Quote(cells[i]);
-  }
-  line += '\n';
+  const std::string line = CsvLine(cells);
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) throw std::runtime_error("cannot write " + path_);
   ++rows_;
 }
@@ -67,7 +51,7 @@ Summary Summarize(std::vector<double> v) {
   Summary s;
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
-  s.median = v[v.size() / 2];
+  s.median = HighMedian(v);  // a repeat that was measured (sim/util/statistics.h)
   s.min = v.front();
   s.max = v.back();
   return s;

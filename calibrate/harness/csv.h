@@ -1,6 +1,7 @@
 // The raw CSV files (docs/calibrate.md): one header row, units in the column
 // names, each row flushed as soon as it is written so that a crash later in
-// the run keeps what was measured.
+// the run keeps what was measured. Cells are quoted as sim/util/csv.h writes
+// them, which is how calibrate's fit reads them back.
 #ifndef STACKSIM_CALIBRATE_HARNESS_CSV_H_
 #define STACKSIM_CALIBRATE_HARNESS_CSV_H_
 
@@ -35,7 +36,8 @@ class CsvWriter {
 // A number as a cell: integers without a fraction, others with 9 digits.
 std::string Num(double v);
 
-// Median, smallest and largest of a sample (all 0 for an empty one).
+// Median (the high median: a repeat that was measured), smallest and largest
+// of a sample (all 0 for an empty one).
 struct Summary {
   double median = 0;
   double min = 0;

@@ -15,6 +15,8 @@
 #include "calibrate/harness/steps.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kernels.h"
+#include "sim/util/csv.h"
+#include "sim/util/error.h"
 
 namespace stacksim::calibrate {
 
@@ -33,30 +35,32 @@ bool IsAttention(const std::string& name) { return name.rfind("attention", 0) ==
 // checks.csv and kernels.csv hold the rows of both steps: before a step
 // appends its own, drop the rows an earlier run of the same step left there
 // (keeping the other step's, when that one is skipped this time).
-// A file whose header is not `header` (written by an older harness) is
-// dropped whole: its rows could not be appended to.
+// A file whose header is not `header` (written by an older harness), or
+// that does not read as CSV, is dropped whole: its rows could not be appended
+// to. The kept rows are written back as CsvWriter wrote them.
 void DropOwnRows(const std::string& path, bool attention, const std::vector<std::string>& header_cells) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::vector<std::string> keep;
-  std::string line, want;
-  for (const auto& c : header_cells) want += (want.empty() ? "" : ",") + c;
-  bool header = true;
-  if (std::getline(in, line) && line != want) {
-    in.close();
+  std::string text;
+  try {
+    text = ReadCsvFile(path);
+  } catch (const InputError&) {
+    return;  // no file yet
+  }
+  std::vector<CsvRecord> records;
+  try {
+    records = SplitCsv(text, path);
+  } catch (const InputError&) {
+    records.clear();  // not a file this harness wrote
+  }
+  if (records.empty() || records[0].cells != header_cells) {
     std::remove(path.c_str());
     return;
   }
-  in.seekg(0);
-  while (std::getline(in, line)) {
-    std::string first = line.substr(0, line.find(','));
-    if (!first.empty() && first.front() == '"') first = first.substr(1);
-    if (header || IsAttention(first) != attention) keep.push_back(line);
-    header = false;
+  std::string keep = CsvLine(header_cells);
+  for (size_t i = 1; i < records.size(); ++i) {
+    if (IsAttention(records[i].cells[0]) != attention) keep += CsvLine(records[i].cells);
   }
-  in.close();
-  std::ofstream out(path, std::ios::trunc);
-  for (const auto& l : keep) out << l << "\n";
+  std::ofstream out(path, std::ios::trunc | std::ios::binary);
+  out << keep;
 }
 
 uint64_t Fnv1a(const std::string& s) {

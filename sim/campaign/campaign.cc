@@ -1,11 +1,12 @@
 #include "sim/campaign/campaign.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
-#include <thread>
+
+#include "sim/util/parallel.h"
+#include "sim/util/statistics.h"
 
 namespace stacksim::campaign {
 namespace {
@@ -240,15 +241,6 @@ class Trial {
   TrialResult r_;
 };
 
-double Percentile(const std::vector<double>& sorted, double q) {
-  // Linear between order statistics (the usual "type 7" definition).
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 }  // namespace
 
 double CampaignJob::TotalRatePerHour() const {
@@ -271,23 +263,19 @@ Spread SpreadOf(std::vector<double> values) {
   double sq = 0;
   for (double v : values) sq += (v - s.mean) * (v - s.mean);
   s.sd = values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1)) : 0;
-  s.p10 = Percentile(values, 0.1);
-  s.p50 = Percentile(values, 0.5);
-  s.p90 = Percentile(values, 0.9);
+  // Linear interpolation (type 7): a smooth summary of the simulated
+  // distribution (sim/util/statistics.h says which command uses which).
+  s.p10 = LinearQuantile(values, 0.1);
+  s.p50 = LinearQuantile(values, 0.5);
+  s.p90 = LinearQuantile(values, 0.9);
   return s;
 }
 
 CampaignStats RunCampaign(const CampaignJob& job, const CampaignPolicy& policy, const MonteCarlo& mc) {
-  std::vector<TrialResult> results(static_cast<size_t>(mc.trials));
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i; (i = next++) < mc.trials;) results[i] = RunTrial(job, policy, mc.seed, static_cast<uint64_t>(i));
-  };
-  const int threads = std::clamp(mc.threads, 1, std::max(1, mc.trials));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  std::vector<TrialResult> results(static_cast<size_t>(std::max(0, mc.trials)));
+  ParallelFor(static_cast<int64_t>(results.size()), std::max(1, mc.threads), [&](int64_t i, int) {
+    results[static_cast<size_t>(i)] = RunTrial(job, policy, mc.seed, static_cast<uint64_t>(i));
+  });
 
   CampaignStats s;
   s.trials = mc.trials;

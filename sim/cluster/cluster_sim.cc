@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/engine/event_queue.h"
+#include "sim/util/statistics.h"
 
 namespace stacksim::cluster {
 namespace {
@@ -437,12 +438,6 @@ ClusterResult ClusterSim::Run() {
   return result_;
 }
 
-Time Percentile(const std::vector<Time>& sorted, double q) {
-  // Nearest rank: the smallest value with at least q of the values at or below it.
-  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
 void ClusterSim::Summarize() {
   ClusterResult& r = result_;
   r.makespan = r.last_end - r.first_submit;
@@ -480,9 +475,10 @@ void ClusterSim::Summarize() {
     double sum = 0;
     for (Time w : waits) sum += w.seconds();
     r.wait.mean = Time::FromSeconds(sum / static_cast<double>(waits.size()));
-    r.wait.p50 = Percentile(waits, 0.50);
-    r.wait.p90 = Percentile(waits, 0.90);
-    r.wait.p99 = Percentile(waits, 0.99);
+    // Nearest rank: a wait some job had (sim/util/statistics.h).
+    r.wait.p50 = NearestRankQuantile(waits, 0.50);
+    r.wait.p90 = NearestRankQuantile(waits, 0.90);
+    r.wait.p99 = NearestRankQuantile(waits, 0.99);
     r.wait.max = waits.back();
   }
   // Buckets hold GPU-seconds so far: make them averages over their length

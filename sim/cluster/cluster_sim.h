@@ -91,7 +91,7 @@ struct JobOutcome {
 };
 
 struct WaitStats {
-  Time mean, p50, p90, p99, max;
+  Time mean, p50, p90, p99, max;  // percentiles by nearest rank (sim/util/statistics.h)
 };
 
 // Averages over one bucket of the time series.

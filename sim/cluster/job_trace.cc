@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sim/compare/compare.h"
+#include "sim/util/csv.h"
 
 namespace stacksim::cluster {
 namespace {
@@ -103,26 +104,9 @@ void Finish(JobSpec& j, bool has_submit, bool has_gpus, const std::string& fallb
 std::vector<JobSpec> ParseCsv(const std::string& text, const std::string& origin) {
   std::vector<JobSpec> jobs;
   std::vector<std::string> columns;
-  std::istringstream in(text);
-  std::string line;
-  int line_no = 0;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> cells;
-    std::string cell;
-    std::istringstream s(l);
-    while (std::getline(s, cell, ',')) cells.push_back(Trim(cell));
-    if (!l.empty() && l.back() == ',') cells.push_back("");
-    return cells;
-  };
-  while (std::getline(in, line)) {
-    ++line_no;
-    const std::string trimmed = Trim(line);
-    if (trimmed.empty() || trimmed[0] == '#') continue;
-    const std::string where = "line " + std::to_string(line_no);
-    if (trimmed.find('"') != std::string::npos) {
-      throw InputError(origin, where, "quoted CSV fields are not supported (no field needs a comma)");
-    }
-    std::vector<std::string> cells = split(trimmed);
+  for (const CsvRecord& record : SplitCsv(text, origin, {.comments = true})) {
+    const std::vector<std::string>& cells = record.cells;
+    const std::string where = "line " + std::to_string(record.line);
     if (columns.empty()) {
       for (const std::string& c : cells) {
         if (!kFields.count(c)) throw InputError(origin, where + ": " + c, "unknown column");
@@ -147,7 +131,7 @@ std::vector<JobSpec> ParseCsv(const std::string& text, const std::string& origin
       has_submit |= columns[c] == "submit";
       has_gpus |= columns[c] == "gpus";
     }
-    Finish(j, has_submit, has_gpus, "job-" + std::to_string(line_no));
+    Finish(j, has_submit, has_gpus, "job-" + std::to_string(record.line));
     jobs.push_back(std::move(j));
   }
   if (columns.empty()) throw InputError(origin, "", "empty trace: expected a header row and jobs");

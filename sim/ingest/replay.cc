@@ -17,6 +17,7 @@
 #include "sim/ingest/replay_perfetto.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/statistics.h"
 
 namespace stacksim::ingest {
 namespace {
@@ -25,11 +26,8 @@ using trace::Task;
 using trace::TaskId;
 using trace::TaskKind;
 
-Time Median(std::vector<Time> v) {
-  if (v.empty()) return Time::Zero();
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+// The high median: a delay that was measured (sim/util/statistics.h).
+Time MeasuredMedian(const std::vector<Time>& v) { return v.empty() ? Time::Zero() : HighMedian(Sorted(v)); }
 
 // Launch latency and inter-kernel gap, measured from the step.
 void MeasureLaunch(const KinetoStep& step, Time* latency, Time* gap) {
@@ -46,8 +44,8 @@ void MeasureLaunch(const KinetoStep& step, Time* latency, Time* gap) {
     }
     stream_end[k.stream] = std::max(prev_end, k.start + k.duration);
   }
-  *latency = Median(lat);
-  *gap = Median(gaps);
+  *latency = MeasuredMedian(lat);
+  *gap = MeasuredMedian(gaps);
 }
 
 // `filler`: the replay's stand-in for time between kernels, not recorded work.

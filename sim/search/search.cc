@@ -1,15 +1,11 @@
 #include "sim/search/search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <queue>
-#include <thread>
 
 #include "sim/cost/profile_cost_model.h"
 #include "sim/engine/engine.h"
@@ -18,6 +14,7 @@
 #include "sim/search/step_bound.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
+#include "sim/util/parallel.h"
 #include "sim/workload/placement.h"
 #include "sim/workload/training_step.h"
 
@@ -83,38 +80,6 @@ Objective ParseObjective(const std::string& text, const std::string& origin) {
     if (text == ObjectiveName(o)) return o;
   }
   throw InputError(origin, "", "unknown objective '" + text + "' (time, throughput, cost, energy)");
-}
-
-int Workers(int threads) {
-  return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int)>& fn) {
-  if (n <= 0) return;
-  const int t = static_cast<int>(std::min<int64_t>(Workers(threads), n));
-  if (t == 1) {
-    for (int64_t i = 0; i < n; ++i) fn(i, 0);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&](int worker) {
-    for (int64_t i = next++; i < n; i = next++) {
-      try {
-        fn(i, worker);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = n;  // stop handing out work
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < t; ++i) pool.emplace_back(work, i);
-  work(0);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
 }
 
 Time SimulateStep(const config::ScenarioConfig& scenario, const config::PlanConfig& plan) {

@@ -30,13 +30,13 @@
 #define STACKSIM_SIM_SEARCH_SEARCH_H_
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "sim/config/scenario.h"
 #include "sim/search/economics.h"
 #include "sim/search/plan_space.h"
+#include "sim/util/parallel.h"
 #include "sim/util/units.h"
 
 namespace stacksim::search {
@@ -76,11 +76,10 @@ class ThreadRunner : public PlanRunner {
   int threads_;
 };
 
-// Runs fn(i, worker) for i in [0, n) on up to `threads` threads (0: all
-// cores); worker in [0, Workers(threads)) names the thread (for per-thread
-// state). The first exception thrown is rethrown after all have stopped.
-void ParallelFor(int64_t n, int threads, const std::function<void(int64_t i, int worker)>& fn);
-int Workers(int threads);
+// Threads for `threads` (0: all cores); the loop is ParallelFor of
+// sim/util/parallel.h. Named here too because the command line asks for
+// search::Workers.
+using ::stacksim::Workers;
 
 struct SearchOptions {
   Objective objective = Objective::kTime;

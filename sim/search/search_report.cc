@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/report/number_text.h"
+#include "sim/util/csv.h"
 
 namespace stacksim::search {
 namespace {
@@ -118,22 +119,25 @@ nlohmann::json SearchJson(const SearchResult& r) {
 }
 
 std::string SearchCsv(const SearchResult& r) {
-  std::string out =
-      "rank,gpus,tp,pp,dp,cp,ep,vp,micro_batch,schedule,sequence_parallel,recompute,sharding,offload,nvlink_domain,"
-      "step_time_s,tokens_per_s,mfu,memory_peak_bytes,memory_headroom_bytes,objective,gap_to_best_pct,"
-      "cost_per_mtok_usd,energy_per_mtok_kwh\n";
+  std::string out = CsvLine({"rank", "gpus", "tp", "pp", "dp", "cp", "ep", "vp", "micro_batch", "schedule",
+                             "sequence_parallel", "recompute", "sharding", "offload", "nvlink_domain", "step_time_s",
+                             "tokens_per_s", "mfu", "memory_peak_bytes", "memory_headroom_bytes", "objective",
+                             "gap_to_best_pct", "cost_per_mtok_usd", "energy_per_mtok_kwh"});
   int rank = 0;
   for (const Row& row : Rows(r)) {
     const RankedPlan& p = *row.plan;
     const PlanPoint& pt = p.point;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.1f},{:.6f},{:.0f},{:.0f},{:.9g},{:.4f},{},{}\n",
-                       ++rank, pt.gpus, pt.tp, pt.pp, pt.dp, pt.cp, pt.ep, pt.vp, pt.micro_batch,
-                       config::ScheduleName(pt.schedule), pt.sequence_parallel ? "true" : "false",
-                       config::RecomputeName(pt.recompute), config::ShardingName(pt.sharding),
-                       pt.offload ? "host" : "none", p.placement, p.step.seconds(), p.tokens_per_s, p.mfu,
-                       p.peak_memory.value, p.headroom().value, p.objective, row.gap_best,
-                       r.economics.gpu_hour_usd > 0 ? fmt::format("{:.6g}", p.cost_per_mtok_usd) : "",
-                       r.economics.gpu_watts > 0 ? fmt::format("{:.6g}", p.energy_per_mtok_kwh) : "");
+    out += CsvLine({std::to_string(++rank), std::to_string(pt.gpus), std::to_string(pt.tp), std::to_string(pt.pp),
+                    std::to_string(pt.dp), std::to_string(pt.cp), std::to_string(pt.ep), std::to_string(pt.vp),
+                    std::to_string(pt.micro_batch), config::ScheduleName(pt.schedule),
+                    pt.sequence_parallel ? "true" : "false", config::RecomputeName(pt.recompute),
+                    config::ShardingName(pt.sharding), pt.offload ? "host" : "none", p.placement,
+                    fmt::format("{:.9f}", p.step.seconds()), fmt::format("{:.1f}", p.tokens_per_s),
+                    fmt::format("{:.6f}", p.mfu), fmt::format("{:.0f}", p.peak_memory.value),
+                    fmt::format("{:.0f}", p.headroom().value), fmt::format("{:.9g}", p.objective),
+                    fmt::format("{:.4f}", row.gap_best),
+                    r.economics.gpu_hour_usd > 0 ? fmt::format("{:.6g}", p.cost_per_mtok_usd) : "",
+                    r.economics.gpu_watts > 0 ? fmt::format("{:.6g}", p.energy_per_mtok_kwh) : ""});
   }
   return out;
 }

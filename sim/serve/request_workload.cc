@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <random>
-#include <sstream>
 
+#include "sim/util/csv.h"
 #include "sim/util/error.h"
 
 namespace stacksim::serve {
@@ -54,31 +53,13 @@ std::vector<Request> GenerateRequests(const WorkloadConfig& w) {
 }
 
 std::vector<Request> ReadRequestTrace(const std::string& path, int64_t limit) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot read request trace");
-  std::string line;
-  std::getline(in, line);
-  if (line.rfind("arrival_s,prompt_tokens,output_tokens", 0) != 0) {
-    throw InputError(path, "line 1", "header must be arrival_s,prompt_tokens,output_tokens");
-  }
+  const CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"arrival_s", "prompt_tokens", "output_tokens"});
   std::vector<Request> out;
-  int lineno = 1;
-  while (std::getline(in, line) && (limit == 0 || static_cast<int64_t>(out.size()) < limit)) {
-    ++lineno;
-    if (line.empty()) continue;
-    std::istringstream row(line);
-    double arrival = 0;
-    long long prompt = 0, output = 0;
-    char c1 = 0, c2 = 0;
-    if (!(row >> arrival >> c1 >> prompt >> c2 >> output) || c1 != ',' || c2 != ',' || arrival < 0 || prompt < 1 ||
-        output < 1) {
-      throw InputError(path, "line " + std::to_string(lineno),
-                       "expected arrival_s >= 0, prompt_tokens >= 1, output_tokens >= 1");
-    }
-    if (!(arrival <= kMaxInputSeconds / 2)) {
-      throw InputError(path, "line " + std::to_string(lineno), "arrival_s beyond 50 years; stacksim's clock holds 100");
-    }
-    out.push_back({Time::FromSeconds(arrival), prompt, output});
+  for (size_t r = 0; r < t.rows() && (limit == 0 || static_cast<int64_t>(out.size()) < limit); ++r) {
+    const double arrival = t.NonNegativeNumber(r, "arrival_s");
+    if (!(arrival <= kMaxInputSeconds / 2)) t.Fail(r, "arrival_s", "beyond 50 years; stacksim's clock holds 100");
+    out.push_back({Time::FromSeconds(arrival), t.PositiveInt(r, "prompt_tokens"), t.PositiveInt(r, "output_tokens")});
   }
   std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival < b.arrival; });
   return out;

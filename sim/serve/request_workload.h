@@ -27,8 +27,10 @@ struct Request {
 // Sorted by arrival. Throws InputError for an unreadable or malformed trace
 // (naming the file and line).
 std::vector<Request> GenerateRequests(const WorkloadConfig& w);
-// CSV with a header "arrival_s,prompt_tokens,output_tokens"; at most
-// `limit` rows (0: all).
+// CSV (sim/util/csv.h) whose header names the columns arrival_s (seconds,
+// >= 0), prompt_tokens and output_tokens (whole, >= 1), in any order, other
+// columns ignored; at most `limit` rows (0: all). Errors name the file, the
+// column and the line.
 std::vector<Request> ReadRequestTrace(const std::string& path, int64_t limit = 0);
 
 }  // namespace stacksim::serve

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include "sim/util/statistics.h"
+
 namespace stacksim::serve {
 namespace {
 
@@ -12,9 +14,12 @@ LatencyStats Stats(const std::vector<double>& v) {
   LatencyStats s;
   if (v.empty()) return s;
   s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  s.p50 = Percentile(v, 50);
-  s.p90 = Percentile(v, 90);
-  s.p99 = Percentile(v, 99);
+  // Linear interpolation (type 7, numpy.percentile's default), as the serving
+  // benchmarks compute theirs (sim/util/statistics.h).
+  const std::vector<double> sorted = Sorted(v);
+  s.p50 = LinearQuantile(sorted, 0.50);
+  s.p90 = LinearQuantile(sorted, 0.90);
+  s.p99 = LinearQuantile(sorted, 0.99);
   return s;
 }
 
@@ -36,15 +41,6 @@ nlohmann::json StatsJson(const LatencyStats& s) {
 }
 
 }  // namespace
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(rank));
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
 
 ServeMetrics ComputeMetrics(const ServeConfig& c, const ServeResult& r, double gpu_hour_usd,
                             const std::string& price_source) {

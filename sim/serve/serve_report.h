@@ -15,7 +15,8 @@
 namespace stacksim::serve {
 
 struct LatencyStats {
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0;  // seconds
+  // Seconds; percentiles by linear interpolation (sim/util/statistics.h).
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
 };
 
 struct ServeMetrics {
@@ -37,8 +38,6 @@ struct ServeMetrics {
   double usd_per_million_output_tokens = 0;
 };
 
-// Percentile by linear interpolation between closest ranks (numpy's default).
-double Percentile(std::vector<double> values, double p);
 // gpu_hour_usd / price_source: the GPU's price (0 when unknown).
 ServeMetrics ComputeMetrics(const ServeConfig& c, const ServeResult& r, double gpu_hour_usd,
                             const std::string& price_source);

@@ -14,6 +14,7 @@
 #include "sim/serve/serve_sim.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/parallel.h"
 
 namespace stacksim::serve {
 namespace {
@@ -333,7 +334,7 @@ ServeSearchResult SearchServing(const ServeSearchSpace& space, const ServeSearch
   res.slo = o.slo;
   res.objective = o.objective;
   res.max_replicas = o.max_replicas;
-  res.threads = search::Workers(o.threads);
+  res.threads = Workers(o.threads);
 
   ServeConfig base = space.base;
   base.workload.rate_per_s = o.rate_per_s;
@@ -396,7 +397,7 @@ ServeSearchResult SearchServing(const ServeSearchSpace& space, const ServeSearch
 
   std::vector<Evaluation> evals(configs.size());
   ReplicaSearch search(o, requests);
-  search::ParallelFor(static_cast<int64_t>(configs.size()), o.threads, [&](int64_t i, int) {
+  ParallelFor(static_cast<int64_t>(configs.size()), o.threads, [&](int64_t i, int) {
     evals[i] = search.Evaluate(configs[i].first, *configs[i].second);
   });
 

@@ -1,18 +1,16 @@
 #include "sim/straggler/straggler.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <map>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "sim/cost/profile_cost_model.h"
 #include "sim/net/analytic_network.h"
 #include "sim/util/error.h"
+#include "sim/util/parallel.h"
+#include "sim/util/statistics.h"
 #include "sim/workload/training_step.h"
 
 namespace stacksim::straggler {
@@ -70,30 +68,6 @@ std::vector<SlowUnit> Draw(const StragglerSpec& spec, bool transient, bool trans
   return out;
 }
 
-// Runs f(i) for i in [0, n) on `threads` threads; the first exception wins.
-template <typename F>
-void ParallelFor(size_t n, int threads, F f) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mu;
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        f(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (!error) error = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
 }  // namespace
 
 StragglerReplayer::StragglerReplayer(const config::ScenarioConfig& scenario)
@@ -130,11 +104,6 @@ std::vector<Pattern> StragglerReplayer::SlowReplicaPatterns(const std::vector<Sl
 
 Time StragglerReplayer::Replay(const std::vector<Pattern>& patterns) const {
   return ReplayPatterns(*base_, patterns, *cost_, *network_);
-}
-
-Time Percentile(const std::vector<Time>& sorted, double q) {
-  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
 void CheckStragglerOptions(const StragglerOptions& options) {
@@ -201,7 +170,8 @@ StragglerResult AnalyzeStragglers(const config::ScenarioConfig& scenario, const 
   }
 
   std::vector<Time> times(sets.size());
-  ParallelFor(sets.size(), std::max(1, options.threads), [&](size_t i) { times[i] = replayer.Replay(*sets[i]); });
+  ParallelFor(static_cast<int64_t>(sets.size()), std::max(1, options.threads),
+              [&](int64_t i, int) { times[static_cast<size_t>(i)] = replayer.Replay(*sets[static_cast<size_t>(i)]); });
   res.replays = static_cast<int>(sets.size());
   for (const auto* set : sets) res.variants_max = std::max(res.variants_max, static_cast<int>(set->size()));
   res.baseline = times[baseline_key];
@@ -215,9 +185,10 @@ StragglerResult AnalyzeStragglers(const config::ScenarioConfig& scenario, const 
   std::vector<Time> sorted = res.step_times;
   std::sort(sorted.begin(), sorted.end());
   res.mean = mean_of(keys[0]);
-  res.p50 = Percentile(sorted, 0.50);
-  res.p90 = Percentile(sorted, 0.90);
-  res.p99 = Percentile(sorted, 0.99);
+  // Nearest rank: a step time that occurred (sim/util/statistics.h).
+  res.p50 = NearestRankQuantile(sorted, 0.50);
+  res.p90 = NearestRankQuantile(sorted, 0.90);
+  res.p99 = NearestRankQuantile(sorted, 0.99);
   res.max = sorted.back();
   res.slowdown = res.mean.seconds() / res.baseline.seconds();
   for (size_t c = 1; c < replaced_counts.size(); ++c) {

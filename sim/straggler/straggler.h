@@ -86,7 +86,7 @@ struct StragglerResult {
   int nodes = 0, gpus = 0;
   Time baseline;                 // no stragglers
   std::vector<Time> step_times;  // per simulated step
-  Time mean, p50, p90, p99, max;
+  Time mean, p50, p90, p99, max;  // percentiles by nearest rank (sim/util/statistics.h)
   double slowdown = 1;           // mean / baseline
   int persistent_slow = 0;       // slow nodes and GPUs drawn once for the job
   double transient_slow = 0;     // slow nodes and GPUs per step, mean
@@ -104,9 +104,6 @@ void CheckStragglerOptions(const StragglerOptions& options);
 // Throws InputError as CheckStragglerOptions, or for a plan that cannot run.
 StragglerResult AnalyzeStragglers(const config::ScenarioConfig& scenario, const StragglerSpec& spec,
                                   const StragglerOptions& options);
-
-// Value at quantile q of sorted values (nearest rank). REQUIRES: sorted non-empty.
-Time Percentile(const std::vector<Time>& sorted, double q);
 
 }  // namespace stacksim::straggler
 

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <utility>
+
+#include "sim/util/statistics.h"
 
 namespace stacksim::uncertainty {
 namespace {
@@ -77,13 +80,7 @@ std::string DimensionName(const std::string& d) {
 }  // namespace
 
 double PredictiveQuantile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  double pos = q * static_cast<double>(values.size() + 1) - 1.0;  // 0-based
-  pos = std::clamp(pos, 0.0, static_cast<double>(values.size() - 1));
-  size_t i = static_cast<size_t>(std::floor(pos));
-  double frac = pos - static_cast<double>(i);
-  if (i + 1 >= values.size()) return values.back();
-  return values[i] + (values[i + 1] - values[i]) * frac;
+  return stacksim::PredictiveQuantile(Sorted(std::move(values)), q);
 }
 
 std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFeatures& f, double predicted_s,

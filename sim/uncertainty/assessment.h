@@ -31,9 +31,11 @@ struct RangeOptions {
   int min_runs = 5;  // fewer similar runs than this: widen
 };
 
-// The q-quantile of `values` by Hyndman & Fan's type 6 (position q (n + 1),
-// 1-based, linear between order statistics, clamped to the smallest and
-// largest value). REQUIRES: values not empty, 0 <= q <= 1.
+// The q-quantile of `values` (any order) by Hyndman & Fan's type 6 (position
+// q (n + 1), 1-based, linear between order statistics, clamped to the
+// smallest and largest value): stacksim::PredictiveQuantile of
+// sim/util/statistics.h on the sorted values. REQUIRES: values not empty,
+// 0 <= q <= 1.
 double PredictiveQuantile(std::vector<double> values, double q);
 
 struct StepRange {

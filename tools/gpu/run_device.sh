@@ -14,7 +14,7 @@ echo "== $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi || true
 export PYTHONUNBUFFERED=1
 echo "== launch overhead (CUDA C++)"
-if nvcc -O2 -gencode=arch=compute_90,code=sm_90 "$here/launch_overhead.cu" -o /tmp/launch_overhead; then
+if nvcc -O2 -gencode=arch=compute_90,code=sm_90 -I"$here/../.." "$here/launch_overhead.cu" -o /tmp/launch_overhead; then
   /tmp/launch_overhead | tee "$out/launch_cuda.csv"
 fi
 echo "== GPT step trace"

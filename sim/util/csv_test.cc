@@ -1,10 +1,10 @@
-#include "calibrate/fit/csv.h"
+#include "sim/util/csv.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/input_error.h"
 
-namespace stacksim::calibrate {
+namespace stacksim {
 namespace {
 
 using testing::ErrorFrom;
@@ -59,5 +59,50 @@ TEST(CsvTable, RejectsImpossibleNumbersAndRaggedRows) {
   EXPECT_TRUE(Mentions(ErrorFrom([] { CsvTable::Read("/nonexistent/x.csv"); }), "cannot read"));
 }
 
+TEST(CsvTable, NonNegativeNumberAcceptsZeroAndNamesANegativeCell) {
+  CsvTable t = CsvTable::Parse("us\n0\n-2\n", "l.csv");
+  EXPECT_EQ(t.NonNegativeNumber(0, "us"), 0);
+  InputError e = ErrorFrom([&] { t.NonNegativeNumber(1, "us"); });
+  EXPECT_EQ(std::string(e.what()), "l.csv: us: line 3: '-2' must not be negative");
+}
+
+TEST(CsvTable, HeaderMapsColumnsByNameInAnyOrder) {
+  CsvTable t = CsvTable::Parse("b,a\n2,1\n", "o.csv");
+  EXPECT_EQ(t.header(), (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(t.Text(0, "a"), "1");
+  EXPECT_EQ(t.Text(0, "b"), "2");
+  InputError twice = ErrorFrom([] { CsvTable::Parse("a,b,a\n", "d.csv"); });
+  EXPECT_EQ(twice.key_path(), "a");
+  EXPECT_TRUE(Mentions(twice, "names this column twice")) << twice.what();
+  EXPECT_TRUE(Mentions(ErrorFrom([] { CsvTable::Parse("\na,,c\n", "n.csv"); }), "line 2: column 2 has no name"));
+}
+
+TEST(SplitCsv, CountsLinesInsideQuotedCellsAndSkipsCommentsOnlyWhenAsked) {
+  const std::string text = "# jobs\nid,note\n  # indented comment\na,\"two\nlines\"\nb, x \n";
+  std::vector<CsvRecord> r = SplitCsv(text, "c.csv", {.comments = true});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].cells, (std::vector<std::string>{"id", "note"}));
+  EXPECT_EQ(r[0].line, 2);
+  EXPECT_EQ(r[1].cells, (std::vector<std::string>{"a", "two\nlines"}));
+  EXPECT_EQ(r[1].line, 4);
+  EXPECT_EQ(r[2].cells, (std::vector<std::string>{"b", "x"}));
+  EXPECT_EQ(r[2].line, 6);  // the quoted line break counts
+  std::vector<CsvRecord> plain = SplitCsv("#a,b\n1,2\n", "p.csv");
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0].cells[0], "#a");
+  InputError open = ErrorFrom([] { SplitCsv("a\n\"b,c\n", "q.csv"); });
+  EXPECT_EQ(std::string(open.what()), "q.csv: line 2: a quoted cell is never closed");
+}
+
+TEST(CsvLine, QuotesOnlyWhatAReaderWouldOtherwiseSplitOrTrim) {
+  EXPECT_EQ(CsvLine({"plain", "", "1.5"}), "plain,,1.5\n");
+  EXPECT_EQ(CsvLine({"a,b", "say \"hi\"", "two\nlines", " padded"}),
+            "\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\" padded\"\n");
+  const std::vector<std::string> cells = {"x, y", "\"q\"", "tab\t", "multi\r\nline", "  "};
+  std::vector<CsvRecord> back = SplitCsv(CsvLine(cells), "w.csv");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].cells, cells);
+}
+
 }  // namespace
-}  // namespace stacksim::calibrate
+}  // namespace stacksim
