@@ -67,8 +67,9 @@ void AppendHeader(const simulate::SimulationResult& r, std::string& out) {
                      ProfileOrigin(s.profile));
 }
 
-void AppendHeadline(const simulate::SimulationResult& r, std::string& out) {
+void AppendHeadline(const simulate::SimulationResult& r, const uncertainty::Assessment* trust, std::string& out) {
   out += fmt::format("step time           {} s\n", Seconds(r.iteration, SecondsDecimals(r.iteration)));
+  if (trust != nullptr) out += uncertainty::StepRangeLine(*trust);
   out += fmt::format("throughput          {} tokens/s, {} per GPU\n", Grouped(r.tokens_per_s),
                      Grouped(r.tokens_per_s_per_gpu));
   out += fmt::format("MFU / HFU           {} / {}\n", Percent(r.mfu), Percent(r.hfu));
@@ -220,11 +221,14 @@ std::string PlanLine(const config::PlanConfig& p) {
                                                        : "");
 }
 
-std::string TextReport(const simulate::SimulationResult& r) {
+namespace {
+
+// trust: nullptr for the report without the uncertainty.
+std::string Report(const simulate::SimulationResult& r, const uncertainty::Assessment* trust) {
   std::string out;
   AppendHeader(r, out);
   out += "\n";
-  if (!r.out_of_memory) AppendHeadline(r, out);
+  if (!r.out_of_memory) AppendHeadline(r, trust, out);
   AppendMemory(r, out);
   if (!r.out_of_memory) AppendBreakdown(r, out);
   if (!r.algorithms.empty()) {
@@ -242,7 +246,16 @@ std::string TextReport(const simulate::SimulationResult& r) {
   out += fmt::format("\nsimulated {} rank{}, {} tasks in {:.2f} s\n", r.simulated_ranks,
                      r.simulated_ranks == 1 ? "" : "s", Grouped(static_cast<double>(r.tasks)),
                      r.wall_seconds);
+  if (trust != nullptr) out += uncertainty::AssessmentText(*trust);
   return out;
+}
+
+}  // namespace
+
+std::string TextReport(const simulate::SimulationResult& r) { return Report(r, nullptr); }
+
+std::string TextReport(const simulate::SimulationResult& r, const uncertainty::Assessment& trust) {
+  return Report(r, &trust);
 }
 
 }  // namespace stacksim::report

@@ -158,6 +158,28 @@ TEST(TextReport, OutOfMemorySaysWhyAndSkipsBreakdown) {
   EXPECT_FALSE(Contains(text, "step time")) << text;
 }
 
+TEST(TextReport, UncertaintyGoesUnderTheStepTimeAndAfterTheReport) {
+  uncertainty::Assessment trust;
+  trust.range = uncertainty::StepRange{};
+  trust.range->predicted_s = 10;
+  trust.range->low_s = 9;
+  trust.range->high_s = 12;
+  trust.range->low_quantile = 0.1;
+  trust.range->high_quantile = 0.9;
+  trust.range->n = 7;
+  trust.range->basis = "p10-p90 of 7 runs";
+  trust.warnings = {"no validated run had FP8"};
+  std::string text = TextReport(TenSecondStep(), trust);
+  EXPECT_TRUE(Contains(text, "step time           10.000 s\nlikely              ")) << text;
+  EXPECT_TRUE(Contains(text, "of 7 similar validated runs; see uncertainty)\nthroughput")) << text;
+  EXPECT_TRUE(Contains(text, " s\n\nuncertainty\n  step 10.0")) << text;  // after "simulated ... in 0.50 s"
+  EXPECT_TRUE(text.size() > 30 && Contains(text.substr(text.size() - 30), "no validated run had FP8\n")) << text;
+  // Without the assessment, neither.
+  std::string plain = TextReport(TenSecondStep());
+  EXPECT_FALSE(Contains(plain, "likely")) << plain;
+  EXPECT_FALSE(Contains(plain, "uncertainty")) << plain;
+}
+
 TEST(TextReport, FlagshipSizedReportStaysShort) {
   simulate::SimulationResult r = TenSecondStep();
   r.memory.resize(8, r.memory[0]);

@@ -65,4 +65,19 @@ Economics LookUpEconomics(const config::ScenarioConfig& s) {
   return e;
 }
 
+Economics LookUpTopologyPrice(const config::TopologyConfig& topology) {
+  Economics price;
+  if (topology.gpu_hour_usd > 0) {
+    price.gpu_hour_usd = topology.gpu_hour_usd;
+    price.price_basis = "topology file";
+    return price;
+  }
+  const std::string path = config::DataRoot() + "/economics/gpus.json";
+  if (!std::filesystem::is_regular_file(path)) return price;
+  const Economics e = LookUpEconomics(path, topology.gpu);
+  price.gpu_hour_usd = e.gpu_hour_usd;
+  price.price_basis = e.price_basis;
+  return price;
+}
+
 }  // namespace stacksim::search

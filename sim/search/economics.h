@@ -30,6 +30,13 @@ struct Economics {
 // a malformed economics file is an InputError naming it.
 Economics LookUpEconomics(const config::ScenarioConfig& s);
 
+// The price per GPU-hour of one topology's GPU, as `serve` prices a
+// deployment: the topology's gpu_hour_usd (basis "topology file"), else the
+// entry for its GPU in <data root>/economics/gpus.json (read only then; its
+// basis). Sets gpu_hour_usd and price_basis only; both stay empty when
+// neither gives a price.
+Economics LookUpTopologyPrice(const config::TopologyConfig& topology);
+
 // Reads one economics file (for tests): entries keyed by profile name, each
 // {"gpu_hour_usd": {"value", "source", "basis"}, "tdp_watts": {"value",
 // "source"}}, both optional.

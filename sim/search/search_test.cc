@@ -255,6 +255,24 @@ TEST(Economics, ShippedPricesAndPowerCarrySources) {
   EXPECT_EQ(e.gpu_watts, 0);
 }
 
+TEST(Economics, TopologyPriceIsTheTopologysElseTheShippedOne) {
+  config::TopologyConfig t = testing::DgxTopology();
+  t.gpu = "h100-sxm-80gb";
+  Economics e = LookUpTopologyPrice(t);
+  EXPECT_NEAR(e.gpu_hour_usd, 2.90, 0.001);
+  EXPECT_EQ(e.price_basis, "Spheron on-demand, 2026");
+  EXPECT_EQ(e.gpu_watts, 0);  // a price only
+  t.gpu_hour_usd = 2.5;
+  e = LookUpTopologyPrice(t);
+  EXPECT_EQ(e.gpu_hour_usd, 2.5);
+  EXPECT_EQ(e.price_basis, "topology file");
+  t.gpu = "no-such-gpu";
+  t.gpu_hour_usd = 0;
+  e = LookUpTopologyPrice(t);
+  EXPECT_EQ(e.gpu_hour_usd, 0);
+  EXPECT_EQ(e.price_basis, "");
+}
+
 }  // namespace
 }  // namespace stacksim::search
 

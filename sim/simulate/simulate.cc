@@ -6,8 +6,7 @@
 
 #include "sim/cost/profile_cost_model.h"
 #include "sim/memory/memory_model.h"
-#include "sim/net/analytic_network.h"
-#include "sim/net/simgrid_network.h"
+#include "sim/net/network_factory.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/training_step.h"
@@ -194,14 +193,8 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
 
   auto trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(scenario));
   cost::ProfileCostModel cost(profile, plan.cuda_graphs);
-  std::unique_ptr<engine::NetworkModel> network;
-  if (options.network == "simgrid") {
-    network = net::MakeSimGridNetwork(scenario.topology, profile, scenario.gpus, scenario.node_order);
-  } else if (options.network == "analytic") {
-    network = std::make_unique<net::AnalyticNetwork>(scenario.topology, profile);
-  } else {
-    throw InputError("", "--network", "unknown network model '" + options.network + "' (analytic, simgrid)");
-  }
+  std::unique_ptr<engine::NetworkModel> network =
+      net::MakeNetwork(options.network, scenario.topology, profile, scenario.gpus, scenario.node_order);
   res.network_model = network->name();
   engine::Engine engine(cost, *network);
   auto replay = std::make_shared<engine::ReplayResult>(engine.Replay(*trace));

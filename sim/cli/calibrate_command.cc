@@ -1,0 +1,54 @@
+// stacksim calibrate ...: runs the calibration harness, a separate program
+// (it needs CUDA) that sits beside this one when the build found CUDA.
+// Everything after 'calibrate' goes to the harness.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/command.h"
+#include "sim/config/scenario.h"
+
+namespace stacksim::cli {
+namespace {
+
+// "" when this build has no harness.
+std::string HarnessPath() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  auto harness = self.parent_path() / "stacksim-calibrate";
+  return std::filesystem::exists(harness) ? harness.string() : "";
+}
+
+int RunCalibrate(std::vector<std::string> args) {
+  std::string harness = HarnessPath();
+  if (harness.empty()) {
+    std::cerr << "stacksim calibrate: this build has no calibration harness (CUDA was not found when it was "
+                 "configured); nothing measured\n";
+    return 2;
+  }
+  args.insert(args.begin(), harness);
+  if (std::find(args.begin(), args.end(), "--data-dir") == args.end()) {
+    args.push_back("--data-dir");
+    args.push_back(config::DataRoot());
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(harness.c_str(), argv.data());
+  std::cerr << "stacksim calibrate: cannot run " << harness << "\n";
+  return 1;
+}
+
+}  // namespace
+
+RunFunction AddCalibrateOptions(CLI::App* cmd) {
+  cmd->prefix_command();
+  return [cmd] { return RunCalibrate(cmd->remaining()); };
+}
+
+}  // namespace stacksim::cli

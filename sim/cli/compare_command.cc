@@ -1,0 +1,118 @@
+// stacksim compare --model M|--scenario S --tokens T --cluster C...: the best
+// plan on each cluster for one model and token budget, and what training
+// costs there in days, dollars and energy.
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/cli/command.h"
+#include "sim/cli/flags.h"
+#include "sim/compare/compare.h"
+#include "sim/compare/compare_html.h"
+#include "sim/config/scenario.h"
+#include "sim/report/html.h"
+#include "sim/search/mpi_runner.h"
+#include "sim/search/search.h"
+#include "sim/simulate/simulate.h"
+#include "sim/util/error.h"
+
+namespace stacksim::cli {
+namespace {
+
+struct CompareArgs {
+  std::string model, scenario;
+  config::ScenarioOptions opts;  // --set applies to --scenario
+  int64_t seq_len = 0, global_batch = 0;
+  std::string precision = "bf16";
+  std::string tokens;
+  std::vector<std::string> clusters;
+  std::string objective = "time";
+  std::string format = "text";
+  std::string html;
+  int threads = 0;
+};
+
+// Sequences per step when only a model is given: about 4M tokens, the
+// global batch of Llama 3's first pre-training stage (arXiv:2407.21783
+// section 3.4.1), at the given sequence length.
+constexpr int64_t kDefaultBatchTokens = int64_t{4} << 20;
+constexpr int64_t kDefaultSeqLen = 4096;
+
+int RunCompare(const CompareArgs& a) {
+  mallopt(M_MMAP_MAX, 0);  // as search: replays reuse the heap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  if (a.model.empty() == a.scenario.empty()) {
+    throw InputError("compare", "", "give either --model or --scenario (the model, batch and fixed plan fields)");
+  }
+  compare::CompareRequest request;
+  if (!a.scenario.empty()) {
+    if (a.precision != "bf16") {
+      throw InputError("--precision", "", "applies to --model; with --scenario use --set plan.precision=...");
+    }
+    request.base = config::LoadScenario(a.scenario, a.opts);
+    if (a.seq_len > 0) request.base.seq_len = a.seq_len;
+    if (a.global_batch > 0) request.base.plan.global_batch = a.global_batch;
+  } else {
+    if (!a.opts.overrides.empty()) throw InputError("--set", "", "applies to --scenario, not to --model");
+    const int64_t seq = a.seq_len > 0 ? a.seq_len : kDefaultSeqLen;
+    const int64_t batch = a.global_batch > 0 ? a.global_batch : std::max<int64_t>(1, kDefaultBatchTokens / seq);
+    request.base = compare::BaseScenario(a.model, seq, batch,
+                                         a.precision == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16);
+  }
+  request.tokens = compare::ParseTokenCount(a.tokens);
+  for (const std::string& c : a.clusters) request.clusters.push_back(compare::ParseClusterSpec(c));
+  compare::CompareOptions options;
+  options.objective = search::ParseObjective(a.objective);
+  search::MpiContext mpi;
+  options.threads = a.threads > 0 ? a.threads : std::max(1, search::Workers(0) / mpi.local_size());
+  search::MpiRunner runner(mpi, options.threads);
+  if (mpi.active()) options.runner = &runner;
+  compare::Comparison c = compare::Compare(request, options);
+  if (mpi.rank() != 0) return 0;
+  PrintResult(a.format, [&] { return compare::ComparisonJson(c); },
+              [&] { return compare::ComparisonText(c); });
+  if (!a.html.empty()) {
+    // The page shows each best plan's breakdown and memory: simulate them.
+    std::vector<simulate::SimulationResult> runs;
+    for (const compare::ClusterResult& r : c.clusters) {
+      if (r.ok()) runs.push_back(simulate::Simulate(r.scenario));
+    }
+    std::vector<const simulate::SimulationResult*> best_runs;
+    size_t next = 0;
+    for (const compare::ClusterResult& r : c.clusters) best_runs.push_back(r.ok() ? &runs[next++] : nullptr);
+    report::WriteHtmlFile(compare::ComparisonHtml(c, best_runs), a.html);
+  }
+  return c.best >= 0 ? 0 : 2;
+}
+
+}  // namespace
+
+RunFunction AddCompareOptions(CLI::App* cmd) {
+  auto a = std::make_shared<CompareArgs>();
+  cmd->add_option("--model", a->model, "Model name (models/) or file");
+  cmd->add_option("--scenario", a->scenario, "Take model, batch and fixed plan fields from this scenario");
+  cmd->add_option("--tokens", a->tokens, "Token budget to train, e.g. 15T, 300B")->required();
+  cmd->add_option("--cluster", a->clusters, "TOPOLOGY:GPUS[@USD per GPU-hour], GPUS as N or LO..HI (repeatable)")
+      ->required();
+  cmd->add_option("--seq-len", a->seq_len, "Tokens per sequence (default: the scenario's, else 4096)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", a->global_batch,
+                  "Sequences per step (default: the scenario's, else about 4M tokens)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--precision", a->precision, "Training precision with --model")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--objective", a->objective, "Best plan per cluster by (and best cluster by)")
+      ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));
+  AddFormat(cmd, &a->format);
+  AddHtml(cmd, &a->html);
+  AddThreads(cmd, &a->threads);
+  AddSet(cmd, &a->opts.overrides, "Override a field of --scenario: key.path=value (repeatable)");
+  return [a] { return RunCompare(*a); };
+}
+
+}  // namespace stacksim::cli

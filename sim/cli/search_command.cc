@@ -1,0 +1,123 @@
+// stacksim search SCENARIO: ranks the parallel plans for the scenario's
+// model, cluster and batch; splits over MPI ranks under mpirun.
+#include <malloc.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "sim/cli/command.h"
+#include "sim/cli/flags.h"
+#include "sim/config/scenario.h"
+#include "sim/report/html.h"
+#include "sim/report/html_pages.h"
+#include "sim/search/economics.h"
+#include "sim/search/mpi_runner.h"
+#include "sim/search/search.h"
+#include "sim/search/search_report.h"
+#include "sim/simulate/simulate.h"
+
+namespace stacksim::cli {
+namespace {
+
+struct SearchArgs {
+  std::string scenario;
+  config::ScenarioOptions opts;
+  std::string format = "text";
+  std::string objective = "time";
+  std::string gpus;
+  int top = 10;
+  int threads = 0;
+  int batch = 16;
+  double gpu_hour_usd = 0;
+  double gpu_watts = 0;
+  std::string html;
+};
+
+int RunSearch(const SearchArgs& a) {
+  // Replays allocate and free traces of up to hundreds of MB, hundreds of
+  // times: keep freed memory in the heap instead of returning it to the
+  // kernel and faulting it in again (a third of the search's time otherwise).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  config::ScenarioConfig scenario = config::LoadScenario(a.scenario, a.opts);
+  search::SearchSpace space;
+  space.scenario = scenario;
+  if (!a.gpus.empty()) space.gpu_counts = search::ParseGpuRange(a.gpus, scenario.topology);
+  search::SearchOptions options;
+  options.objective = search::ParseObjective(a.objective);
+  options.top = a.top;
+  options.batch = a.batch;
+  options.economics = search::LookUpEconomics(scenario);
+  if (a.gpu_hour_usd > 0) {
+    options.economics.gpu_hour_usd = a.gpu_hour_usd;
+    options.economics.price_source = "--gpu-hour-usd";
+  }
+  if (a.gpu_watts > 0) {
+    options.economics.gpu_watts = a.gpu_watts;
+    options.economics.power_source = "--gpu-watts";
+  }
+  search::MpiContext mpi;
+  // Ranks sharing a machine share its cores.
+  options.threads = a.threads > 0 ? a.threads : std::max(1, search::Workers(0) / mpi.local_size());
+  search::MpiRunner runner(mpi, options.threads);
+  if (mpi.active()) options.runner = &runner;
+  search::SearchResult result = search::Search(space, options);
+  if (mpi.rank() != 0) return result.plans.empty() ? 2 : 0;
+  if (a.format == "json") {
+    PrintJson(search::SearchJson(result));
+  } else if (a.format == "csv") {
+    std::cout << search::SearchCsv(result);
+  } else {
+    std::cout << search::SearchText(result);
+  }
+  if (!a.html.empty()) {
+    // The page shows the best plan's step as simulate would: simulate it
+    // again, with its trace (the search keeps step times only).
+    simulate::SimulationResult best;
+    if (!result.plans.empty()) {
+      config::ScenarioConfig best_scenario = scenario;
+      best_scenario.gpus = result.plans.front().point.gpus;
+      best_scenario.plan = result.plans.front().plan;
+      simulate::Options sim_opts;
+      sim_opts.keep_trace = true;
+      best = simulate::Simulate(best_scenario, sim_opts);
+    }
+    report::WriteHtmlFile(report::SearchHtml(result, result.plans.empty() ? nullptr : &best), a.html);
+  }
+  if (result.plans.empty()) {
+    std::cerr << "error: " << scenario.file << ": no plan of the search space is valid and fits in memory ("
+              << result.counts.enumeration.invalid_total() << " invalid, " << result.counts.out_of_memory
+              << " out of GPU memory, " << result.counts.host_memory << " out of host memory)\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+RunFunction AddSearchOptions(CLI::App* cmd) {
+  auto a = std::make_shared<SearchArgs>();
+  cmd->add_option("scenario", a->scenario, "Scenario JSON file (its plan fixes what is not searched)")->required();
+  AddFormat(cmd, &a->format, {"text", "json", "csv"});
+  cmd->add_option("--top", a->top, "Plans to rank")->check(CLI::Range(1, 100000));
+  cmd->add_option("--objective", a->objective, "What to minimise (throughput: maximise tokens/s)")
+      ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));
+  cmd->add_option("--gpus", a->gpus, "GPU count N or range LO..HI (whole nodes); default: the scenario's");
+  AddThreads(cmd, &a->threads, "Threads (default: all cores, shared by local MPI ranks)");
+  cmd->add_option("--batch", a->batch, "Plans simulated per round (changes pruning counts, not the ranking)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--gpu-hour-usd", a->gpu_hour_usd,
+                  "Price per GPU-hour (overrides the topology and economics/gpus.json)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-watts", a->gpu_watts, "Power per GPU in W (overrides economics/gpus.json)")
+      ->check(CLI::PositiveNumber);
+  AddSet(cmd, &a->opts.overrides);
+  AddProfile(cmd, &a->opts.profile_path);
+  AddHtml(cmd, &a->html);
+  return [a] { return RunSearch(*a); };
+}
+
+}  // namespace stacksim::cli

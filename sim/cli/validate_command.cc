@@ -1,0 +1,55 @@
+// stacksim validate FILE: predictions against published training runs, and
+// the error table the uncertainty ranges come from (--write-error-table).
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "sim/cli/command.h"
+#include "sim/cli/flags.h"
+#include "sim/config/scenario.h"
+#include "sim/uncertainty/error_table.h"
+#include "sim/util/error.h"
+#include "sim/validate/validate.h"
+
+namespace stacksim::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string file;
+  std::string only;  // --run
+  std::string error_table_path;
+  std::string format = "text";
+};
+
+int RunValidate(const ValidateArgs& a) {
+  if (!a.only.empty() && !a.error_table_path.empty()) {
+    throw InputError("--write-error-table", "", "needs every run: it cannot be combined with --run");
+  }
+  validate::ValidationOptions opts;
+  opts.only_id = a.only;
+  validate::ValidationReport rep = validate::RunValidation(a.file, opts);
+  if (!a.error_table_path.empty()) {
+    validate::StampErrorTable(rep.error_table, config::DataRoot());
+    std::ofstream out(a.error_table_path);
+    out << uncertainty::ErrorTableToJson(rep.error_table).dump(2) << "\n";
+    if (!out) throw InputError(a.error_table_path, "", "cannot write the error table");
+  }
+  PrintResult(a.format, [&] { return validate::ValidationJson(rep); },
+              [&] { return validate::ValidationText(rep); });
+  return 0;
+}
+
+}  // namespace
+
+RunFunction AddValidateOptions(CLI::App* cmd) {
+  auto a = std::make_shared<ValidateArgs>();
+  cmd->add_option("file", a->file, "Validation file (schema stacksim.validation.training/1)")->required();
+  cmd->add_option("--run", a->only, "Validate only the run with this id");
+  cmd->add_option("--write-error-table", a->error_table_path,
+                  "Also write the per-run errors and features to FILE (validation/error_table.json)");
+  AddFormat(cmd, &a->format);
+  return [a] { return RunValidate(*a); };
+}
+
+}  // namespace stacksim::cli

@@ -1,0 +1,17 @@
+#include "sim/net/network_factory.h"
+
+#include "sim/net/analytic_network.h"
+#include "sim/net/simgrid_network.h"
+#include "sim/util/error.h"
+
+namespace stacksim::net {
+
+std::unique_ptr<engine::NetworkModel> MakeNetwork(const std::string& name, const config::TopologyConfig& topology,
+                                                  const config::ProfileConfig& profile, int cluster_gpus,
+                                                  config::NodeOrder order) {
+  if (name == "simgrid") return MakeSimGridNetwork(topology, profile, cluster_gpus, order);
+  if (name == "analytic") return std::make_unique<AnalyticNetwork>(topology, profile);
+  throw InputError("", "--network", "unknown network model '" + name + "' (analytic, simgrid)");
+}
+
+}  // namespace stacksim::net
