@@ -72,14 +72,21 @@ TEST(TrainingStep, GroupsCarryTheirParallelDimension) {
   EXPECT_EQ(roles[trace::GroupRole::kDp], 2);
   EXPECT_EQ(roles[trace::GroupRole::kPipelinePair], 4);  // next and previous per stage
   EXPECT_EQ(roles[trace::GroupRole::kOther], 0);
-  int dp_collectives = 0;
+  // Data-parallel traffic: the gradient reduction over the DP group, and
+  // (tied embeddings, pp > 1) the embedding gradient between first and last stage.
+  int over_dp = 0;
   for (const auto& task : t.tasks()) {
     if (task.kind != trace::TaskKind::kCollective || task.role != trace::TaskRole::kDpComm) continue;
-    ++dp_collectives;
-    EXPECT_EQ(t.group(task.comm.group).role, trace::GroupRole::kDp);
-    EXPECT_EQ(t.group(task.comm.group).size, 2);
+    const trace::CommGroup& g = t.group(task.comm.group);
+    if (g.role == trace::GroupRole::kDp) {
+      ++over_dp;
+      EXPECT_EQ(g.size, 2);
+    } else {
+      EXPECT_EQ(g.role, trace::GroupRole::kEmbedding);
+      EXPECT_EQ(g.simulated, (std::vector<trace::RankId>{0, 1}));
+    }
   }
-  EXPECT_GT(dp_collectives, 0);
+  EXPECT_GT(over_dp, 0);
 }
 
 TEST(TrainingStep, FlopsSplitEvenlyOverTensorAndPipelineRanks) {
