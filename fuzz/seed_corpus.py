@@ -201,7 +201,7 @@ DICT_SOURCES = {
     "scenario_set": ["sim/config/scenario.cc", "sim/config/plan.cc"],
     "serve_scenario": ["sim/serve/serve_config.cc"],
     "cluster_scenario": ["sim/cluster/cluster_scenario.cc", "sim/cluster/job_trace.cc", "sim/config/plan.cc"],
-    "training_validation": ["sim/validate/validate.cc"],
+    "training_validation": ["sim/validate/validate.cc", "sim/validate/run_scenario.cc"],
     "serving_validation": ["sim/serve/serve_validate.cc"],
     "kineto": ["sim/ingest/kineto.cc"],
     "chakra_json": ["sim/chakra/chakra_graph.cc", "sim/chakra/chakra_export.cc", "sim/chakra/chakra_json.cc",
