@@ -29,7 +29,7 @@
 #include "sim/straggler/straggler_spec.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
-#include "sim/validate/validate.h"
+#include "sim/validate/run_scenario.h"
 
 namespace stacksim::fuzz {
 namespace {

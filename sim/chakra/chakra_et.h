@@ -15,7 +15,7 @@
 // or an id of 2^63 or more is an InputError naming the file, the node's index
 // in the file ("node #3", 0-based; its id once read) and the field.
 // Everything the graph means (dependencies, attributes) is checked by the
-// importer (chakra.h), the same way for both forms.
+// importer (chakra_import.h), the same way for both forms.
 #ifndef STACKSIM_SIM_CHAKRA_CHAKRA_ET_H_
 #define STACKSIM_SIM_CHAKRA_CHAKRA_ET_H_
 

@@ -1,8 +1,10 @@
 // One rank's Chakra graph as Chakra's schema has it (et_def.proto, package
 // ChakraProtoMsg): GlobalMetadata, then Node messages with typed attributes.
 // It is the one model both file forms are read into and written from: the
-// JSON form (chakra.cc) and the protobuf .et form (chakra_et.cc). Mapping it
-// to and from a stacksim trace (chakra.cc) does not depend on the form.
+// JSON form (chakra_json.h) and the protobuf .et form (chakra_et.h). Mapping
+// it to and from a stacksim trace (chakra_export.h, chakra_import.h) does not
+// depend on the form. RankText and RankGraph pair a rank's file text or graph
+// with the file's name, which every error names.
 //
 // Times are Chakra's: integer microseconds. Ids and dependencies are
 // Chakra's uint64 node ids; stacksim keeps them as int64 (readers reject ids
@@ -123,6 +125,18 @@ struct ChakraGraph {
   std::string version;              // GlobalMetadata.version
   std::vector<Attribute> metadata;  // GlobalMetadata.attr
   std::vector<ChakraNode> nodes;    // file order
+};
+
+// One rank's Chakra file (JSON text or .et bytes): `file` names it in errors.
+struct RankText {
+  std::string file;
+  std::string text;
+};
+
+// One rank's graph and the file it came from (named in errors).
+struct RankGraph {
+  std::string file;
+  ChakraGraph graph;
 };
 
 }  // namespace stacksim::chakra

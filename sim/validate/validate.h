@@ -1,12 +1,13 @@
 // Validation against published training runs: schema
 // stacksim.validation.training/1 (see shared/validation/README.md).
 //
-// Each run becomes a scenario: the run's model shapes, the GPU's shipped
-// profile and system topology (with the run's NIC bandwidth and GPUs per
-// node), and its plan. Null plan fields are filled the way a tuned run of
-// that framework would (the fastest valid choice that fits in memory), and
-// the choices are reported. Runs stacksim cannot model yet are listed with
-// the reason, never dropped.
+// Each run becomes a scenario (run_scenario.h: the run's model shapes, the
+// GPU's shipped profile and system topology, its plan and what its framework
+// did). Null plan fields are filled the way a tuned run of that framework
+// would (the fastest valid choice that fits in memory), and the choices are
+// reported. Each run is simulated and scored against its measured iteration
+// time (seconds); runs stacksim cannot model yet are listed with the reason,
+// never dropped.
 #ifndef STACKSIM_SIM_VALIDATE_VALIDATE_H_
 #define STACKSIM_SIM_VALIDATE_VALIDATE_H_
 
@@ -65,17 +66,6 @@ struct ValidationOptions {
 };
 
 ValidationReport RunValidation(const std::string& path, const ValidationOptions& options = {});
-
-// Builds the scenario for one run (exposed for tests). Throws InputError for
-// malformed runs and for runs stacksim cannot model yet (the message says why).
-// `fixed` receives plan fields that were null and must be chosen by search.
-struct RunScenario {
-  config::ScenarioConfig scenario;
-  std::vector<std::string> open_fields;  // "vp", "micro_batch"
-  std::vector<std::string> choices;
-  bool predates_selective_recompute = false;  // the framework could only recompute whole layers
-};
-RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path);
 
 // Stamps the table with the commit of the git checkout at `source_dir` ("+
 // uncommitted changes" when sim/, profiles/, topologies/ or models/ differ

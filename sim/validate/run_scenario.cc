@@ -1,0 +1,271 @@
+#include "sim/validate/run_scenario.h"
+
+#include <optional>
+
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::validate {
+namespace {
+
+using config::Precision;
+
+bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// What a run's framework did that the validation file does not say, read once
+// from its free-text "framework" field. The facts are independent flags, not
+// one enum: a framework's text may match more than one (Megatron-LM with
+// DeepSpeed, NeMo on Megatron-Core).
+struct FrameworkFacts {
+  // Predates fused flash attention in Megatron-LM (it arrived in 2023): the
+  // unfused QK^T / softmax / PV path, and (Megatron-LM of 2021-22's local
+  // DDP) gradients reduced after the backward pass.
+  bool unfused_attention = false;
+  // Selective recomputation arrived with Korthikanti et al. (2022); before it
+  // Megatron-LM could only checkpoint whole layers.
+  bool predates_selective_recompute = false;
+  // Megatron-Core and NeMo recipes turn on sequence parallelism with TP and
+  // use the distributed optimizer.
+  bool megatron_core_defaults = false;
+  // MosaicML's Composer / llm-foundry: MPT-style architecture, FlashAttention-2
+  // and eager (unfused) elementwise kernels.
+  bool mosaic = false;
+};
+
+FrameworkFacts FrameworkFactsOf(const std::string& framework) {
+  FrameworkFacts f;
+  f.unfused_attention = Contains(framework, "(2021)") || Contains(framework, "(2022)") ||
+                        Contains(framework, "DeepSpeed") || Contains(framework, "example");
+  f.predates_selective_recompute = Contains(framework, "(2021)") || Contains(framework, "example");
+  f.megatron_core_defaults = Contains(framework, "Megatron-Core") || Contains(framework, "NeMo");
+  f.mosaic = Contains(framework, "llm-foundry") || Contains(framework, "Composer");
+  return f;
+}
+
+std::string TopologyFor(const std::string& gpu) {
+  if (gpu == "a100-sxm-80gb") return "dgx-a100";
+  if (gpu == "a100-sxm-40gb") return "dgx-a100-40gb";
+  if (gpu == "h100-sxm-80gb" || gpu == "h100-sxm-96gb") return "dgx-h100";
+  if (gpu == "h800-sxm-80gb") return "h800-node";
+  return "";
+}
+
+// The run's "model": shapes as given, architecture details by model family.
+void ReadModel(JsonObject& obj, const FrameworkFacts& fw, const std::string& file, const std::string& path,
+               RunScenario& out) {
+  config::ScenarioConfig& s = out.scenario;
+  JsonObject m(obj.Required("model"));
+  std::optional<JsonNode> moe_node = m.Optional("moe");
+  std::string attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
+  if (attention == "mla") throw InputError(file, path + ".model.attention", "multi-head latent attention is not modelled yet");
+  config::ModelConfig& model = s.model;
+  model.name = m.Required("name").String();
+  model.num_layers = m.Required("layers").PositiveInt();
+  model.hidden_size = m.Required("hidden").PositiveInt();
+  model.num_attention_heads = m.Required("heads").PositiveInt();
+  auto kv = m.Optional("kv_heads");
+  model.num_kv_heads = kv ? kv->PositiveInt() : model.num_attention_heads;
+  model.head_dim = model.hidden_size / model.num_attention_heads;
+  model.intermediate_size = m.Required("ffn_hidden").PositiveInt();
+  if (auto vocab = m.Optional("vocab")) {
+    model.vocab_size = vocab->PositiveInt();
+  } else if (m.Required("activation").String() == "gelu") {
+    // GPT models without a stated vocabulary use GPT-2's BPE (50,257 tokens),
+    // which Megatron-LM pads to a multiple of 128 x tp: 51,200 up to tp 8.
+    model.vocab_size = 51200;
+    out.choices.push_back("vocab=51200 (GPT-2 BPE, padded as Megatron-LM does)");
+  } else {
+    throw InputError(file, path + ".model.vocab", "the vocabulary size is needed for this model family");
+  }
+  s.seq_len = m.Required("seq_len").PositiveInt();
+  std::string act = m.Required("activation").OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"});
+  model.activation = act == "gelu"           ? config::Activation::kGelu
+                     : act == "swiglu"       ? config::Activation::kSwiglu
+                     : act == "relu"         ? config::Activation::kRelu
+                     : act == "squared-relu" ? config::Activation::kSquaredRelu
+                                             : config::Activation::kGeglu;
+  if (moe_node) {
+    // Routed experts replace the MLP from layer dense_layers on; shared
+    // experts as wide as expert_ffn_hidden each (DeepSeek's convention).
+    JsonObject moe(*moe_node);
+    model.num_experts = moe.Required("experts").PositiveInt();
+    model.experts_per_token = moe.Required("top_k").PositiveInt();
+    model.moe_intermediate_size = moe.Required("expert_ffn_hidden").PositiveInt();
+    if (auto sh = moe.Optional("shared_experts")) model.shared_expert_intermediate_size = sh->Int() * model.moe_intermediate_size;
+    if (auto d = moe.Optional("dense_layers")) model.first_k_dense = d->Int();
+    moe.Finish();
+  }
+  m.Finish();
+  // Architecture details the schema leaves out follow the model family: GPT
+  // models trained with Megatron-LM use learned positions, biases, dropout 0.1
+  // and tied embeddings; MPT (llm-foundry) uses ALiBi, no biases, no dropout,
+  // tied embeddings; gated-MLP (Llama-style) models use RoPE, RMSNorm, no
+  // biases and untied embeddings.
+  if (model.gated_mlp()) {
+    model.norm = config::NormKind::kRmsNorm;
+    model.norm_bias = false;
+    model.position_embedding = config::PositionEmbedding::kRope;
+    model.tie_word_embeddings = false;
+  } else if (fw.mosaic) {
+    model.norm = config::NormKind::kLayerNorm;
+    model.norm_bias = false;
+    model.position_embedding = config::PositionEmbedding::kAlibi;
+    model.tie_word_embeddings = true;
+  } else {
+    model.norm = config::NormKind::kLayerNorm;
+    model.attention_bias = model.mlp_bias = true;
+    model.position_embedding = config::PositionEmbedding::kLearned;
+    model.learned_position_embeddings = true;
+    model.max_position_embeddings = s.seq_len;
+    model.tie_word_embeddings = true;
+    model.dropout = true;
+  }
+}
+
+// The run's "hardware": the shipped profile and system of that GPU, with the
+// run's NIC bandwidth and node size.
+void ReadHardware(JsonObject& obj, const std::string& file, const std::string& path, RunScenario& out) {
+  config::ScenarioConfig& s = out.scenario;
+  JsonObject hw(obj.Required("hardware"));
+  std::string gpu = hw.Required("gpu").String();
+  std::string topo = TopologyFor(gpu);
+  if (topo.empty()) throw InputError(file, path + ".hardware.gpu", "no shipped system topology for GPU '" + gpu + "'");
+  s.topology_file = config::ResolveDataFile("topologies", topo, file);
+  s.topology = config::LoadTopologyFile(s.topology_file);
+  s.profile_file = config::ResolveDataFile("profiles", gpu, file);
+  s.profile = config::LoadProfileFile(s.profile_file);
+  s.gpus = static_cast<int>(hw.Required("gpus").PositiveInt());
+  if (auto gpn = hw.Optional("gpus_per_node")) s.topology.gpus_per_node = static_cast<int>(gpn->PositiveInt());
+  if (auto nic = hw.Optional("nic_gbps_per_gpu")) {
+    s.topology.nics.per_node = s.topology.gpus_per_node;
+    s.topology.nics.bandwidth = Bandwidth{nic->PositiveNumber() * 1e9 / 8};
+  }
+  hw.Ignore({"notes"});
+  hw.Finish();
+}
+
+// The run's "plan": given fields as given, the framework's defaults for the
+// ones it leaves out, and the null ones it leaves open for search.
+void ReadPlan(JsonObject& obj, const FrameworkFacts& fw, const std::string& file, const std::string& path,
+              RunScenario& out) {
+  config::ScenarioConfig& s = out.scenario;
+  JsonObject p(obj.Required("plan"));
+  config::PlanConfig& plan = s.plan;
+  auto given_int = [&](const char* key, int* dst) {
+    if (auto v = p.Optional(key)) {
+      *dst = static_cast<int>(v->PositiveInt());
+      return true;
+    }
+    return false;
+  };
+  given_int("tp", &plan.tp);
+  given_int("pp", &plan.pp);
+  given_int("dp", &plan.dp);
+  if (!p.Has("tp") || !p.Has("pp") || !p.Has("dp")) {
+    throw InputError(file, path + ".plan", "tp, pp and dp must be given (plan search is not part of validation)");
+  }
+  int cp = 1, ep = 1;
+  given_int("cp", &cp);
+  given_int("ep", &ep);
+  plan.cp = cp;
+  plan.ep = ep;
+  plan.global_batch = p.Required("global_batch").PositiveInt();
+
+  if (auto prec = p.Optional("precision")) {
+    std::string v = prec->OneOf({"fp16", "bf16", "fp8"});
+    // FP8 as Megatron-Core runs it: Transformer Engine FP8 for the linear layers.
+    plan.precision = v == "fp16" ? Precision::kFp16 : v == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  } else {
+    plan.precision = Precision::kBf16;
+    out.choices.push_back("precision=bf16");
+  }
+  // Attention kernels by framework generation: unfused before FlashAttention
+  // reached Megatron-LM; FlashAttention-2 in 2023's llm-foundry; the fastest
+  // fused kernels (Transformer Engine / cuDNN) in Megatron-Core and NeMo.
+  out.predates_selective_recompute = fw.predates_selective_recompute;
+  plan.attention = fw.unfused_attention ? config::AttentionImpl::kUnfused
+                   : fw.mosaic             ? config::AttentionImpl::kFlash2
+                                           : config::AttentionImpl::kFlash;
+  // Megatron-LM of 2021-22 reduced gradients after the backward pass (its
+  // local DDP); overlap with the backward came with Megatron-Core.
+  plan.overlap_grad_reduce = !fw.unfused_attention;
+  // Composer/llm-foundry ran the transformer's elementwise work as PyTorch
+  // eager kernels; Megatron-LM and NeMo use fused kernels.
+  plan.kernels = fw.mosaic ? config::KernelFusion::kEager : config::KernelFusion::kFused;
+  out.choices.push_back(std::string("kernels=") + (fw.mosaic ? "eager" : "fused"));
+  out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
+  if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
+
+  if (auto sp = p.Optional("sequence_parallel")) {
+    plan.sequence_parallel = sp->Bool() && plan.tp > 1;
+  } else {
+    plan.sequence_parallel = fw.megatron_core_defaults && plan.tp > 1;
+    out.choices.push_back(std::string("sequence_parallel=") + (plan.sequence_parallel ? "on" : "off"));
+  }
+  if (auto sh = p.Optional("sharding")) {
+    std::string v = sh->OneOf({"none", "zero1", "zero2", "zero3"});
+    plan.sharding = v == "none"    ? config::Sharding::kNone
+                    : v == "zero1" ? config::Sharding::kZero1
+                    : v == "zero2" ? config::Sharding::kZero2
+                                   : config::Sharding::kZero3;
+  } else {
+    plan.sharding = fw.megatron_core_defaults && plan.dp > 1 ? config::Sharding::kZero1 : config::Sharding::kNone;
+    out.choices.push_back(std::string("sharding=") + config::ShardingName(plan.sharding));
+  }
+  if (auto sg = p.Optional("shard_group")) {
+    if (sg->PositiveInt() < plan.dp) {
+      out.choices.push_back("shard_group " + std::to_string(sg->PositiveInt()) +
+                            " (hybrid sharding) simulated as sharding over the whole data-parallel group");
+    }
+  }
+  if (auto mb = p.Optional("micro_batch")) {
+    plan.micro_batch = mb->PositiveInt();
+  } else {
+    out.open_fields.push_back("micro_batch");
+  }
+  if (auto vp = p.Optional("vp")) {
+    plan.vp = static_cast<int>(vp->PositiveInt());
+  } else {
+    out.open_fields.push_back("vp");
+  }
+  if (auto rc = p.Optional("recompute")) {
+    std::string v = rc->OneOf({"none", "selective", "full"});
+    plan.recompute = v == "none" ? config::Recompute::kNone
+                     : v == "selective" ? config::Recompute::kSelective
+                                        : config::Recompute::kFull;
+  } else {
+    out.open_fields.push_back("recompute");
+  }
+  p.Finish();
+}
+
+}  // namespace
+
+RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path) {
+  JsonNode node(run, file, path);
+  JsonObject obj(node);
+  RunScenario out;
+  config::ScenarioConfig& s = out.scenario;
+  s.file = file;
+  s.name = obj.Required("id").String();
+  std::string framework = obj.Has("framework") ? obj.Required("framework").String() : "";
+  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats", "framework"});
+  const FrameworkFacts fw = FrameworkFactsOf(framework);
+  ReadModel(obj, fw, file, path, out);
+  ReadHardware(obj, file, path, out);
+  ReadPlan(obj, fw, file, path, out);
+  obj.Finish();
+  config::PlanConfig& plan = s.plan;
+  plan.schedule = plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+  // Layers that pp x vp does not divide (Llama-3.1 405B: 126 over 64 virtual
+  // stages) run as Megatron-Core's account_for_embedding/loss_in_pipeline_split
+  // does: the first and last stages, which also hold embedding and head, take
+  // one layer fewer.
+  if (s.model.num_layers % (static_cast<int64_t>(plan.pp) * plan.vp) != 0) {
+    plan.uneven_stages = true;
+    out.choices.push_back("uneven_stages (end stages one layer fewer)");
+  }
+  return out;
+}
+
+}  // namespace stacksim::validate

@@ -1,0 +1,41 @@
+// One published training run (an element of a stacksim.validation.training/1
+// file, see shared/validation/README.md) as the scenario stacksim simulates.
+//
+// The run's model shapes become a ModelConfig, with the architecture details
+// the schema leaves out taken from the model family; its GPU selects the
+// shipped profile and system topology, with the run's NIC bandwidth (Gb/s per
+// GPU in the file, bytes/s in the scenario) and GPUs per node; its plan
+// becomes a PlanConfig. What the run's framework did that the file does not
+// say (attention kernels, kernel fusion, sequence parallelism, sharding,
+// gradient-reduction overlap, which recomputation it could do) follows from
+// the free-text "framework" field, read once. Plan fields the run leaves
+// null are not guessed here: they are listed for the validation to choose by
+// simulation, as a tuned run would. The result owns its scenario.
+#ifndef STACKSIM_SIM_VALIDATE_RUN_SCENARIO_H_
+#define STACKSIM_SIM_VALIDATE_RUN_SCENARIO_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/scenario.h"
+
+namespace stacksim::validate {
+
+struct RunScenario {
+  config::ScenarioConfig scenario;
+  std::vector<std::string> open_fields;  // null plan fields to choose by search: "micro_batch", "vp", "recompute"
+  std::vector<std::string> choices;      // what stacksim filled in, and how, in words
+  bool predates_selective_recompute = false;  // the framework could only recompute whole layers
+};
+
+// Builds the scenario for one run: `run` is the run's JSON object, `file` the
+// validation file and `path` the run's key path in it (both named in errors).
+// Throws InputError for malformed runs and for runs stacksim cannot model yet
+// (the message says why).
+RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path);
+
+}  // namespace stacksim::validate
+
+#endif  // STACKSIM_SIM_VALIDATE_RUN_SCENARIO_H_
