@@ -15,6 +15,7 @@
 #include "sim/cluster/cluster_sim.h"
 #include "sim/cluster/job_trace.h"
 #include "sim/compare/compare.h"
+#include "sim/util/token_count.h"
 #include "sim/config/model.h"
 #include "sim/config/profile.h"
 #include "sim/config/scenario.h"
@@ -214,7 +215,7 @@ void CliValues(const std::string& text) {
     case 4: campaign::ParseDuration(v, file, "duration"); break;
     case 5: cluster::ParseClusterTime(v, file, "time"); break;
     case 6: campaign::ParseTokens(v); break;
-    case 7: compare::ParseTokenCount(v); break;
+    case 7: ParseTokenCount(v); break;
     case 8: campaign::ParseInterval(v, "--checkpoint-interval"); break;
     case 9: compare::ParseClusterSpec(v); break;
     case 10: {

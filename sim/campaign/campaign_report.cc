@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 
 namespace stacksim::campaign {
 namespace {
@@ -54,20 +54,20 @@ std::string CampaignText(const TrainingCampaign& c) {
   const bool budget = c.job.steps > 0;
   std::string o;
   o += fmt::format("campaign: {}\n", c.scenario.name);
-  o += fmt::format("job: {} GPUs on {} node{}, step {:.3f} s simulated ({} tokens)", report::Grouped(c.scenario.gpus),
-                   report::Grouped(c.components.nodes), c.components.nodes == 1 ? "" : "s", c.job.step.seconds(),
-                   report::Grouped(static_cast<double>(c.scenario.tokens_per_step())));
+  o += fmt::format("job: {} GPUs on {} node{}, step {:.3f} s simulated ({} tokens)", Grouped(c.scenario.gpus),
+                   Grouped(c.components.nodes), c.components.nodes == 1 ? "" : "s", c.job.step.seconds(),
+                   Grouped(static_cast<double>(c.scenario.tokens_per_step())));
   if (budget) {
     o += fmt::format("; {} tokens = {} steps = {:.2f} days without interruptions or checkpoints\n",
-                     report::Grouped(static_cast<double>(c.request.tokens)),
-                     report::Grouped(static_cast<double>(c.job.steps)), c.failure_free_wall.seconds() / kDay);
+                     Grouped(static_cast<double>(c.request.tokens)),
+                     Grouped(static_cast<double>(c.job.steps)), c.failure_free_wall.seconds() / kDay);
   } else {
     o += fmt::format("; a fixed span of {:.2f} days\n", c.request.duration.seconds() / kDay);
   }
   o += fmt::format("checkpoint: {} ({:.0f} B/parameter x {}), {} per GPU; write {} at {}, read {} at {} ({}); "
                    "async snapshot {} per GPU over its {} host link\n",
                    Size(c.checkpoint.bytes.value), c.checkpoint_bytes_per_parameter,
-                   report::Grouped(static_cast<double>(c.parameters)), Size(c.checkpoint.bytes_per_gpu.value),
+                   Grouped(static_cast<double>(c.parameters)), Size(c.checkpoint.bytes_per_gpu.value),
                    Human(c.checkpoint.write.seconds()), Rate(c.storage.write_bandwidth.value),
                    Human(c.checkpoint.read.seconds()), Rate(c.storage.read_bandwidth.value), c.storage_from,
                    Human(c.checkpoint.snapshot.seconds()), Rate(c.scenario.topology.pcie_bandwidth.value));
@@ -80,7 +80,7 @@ std::string CampaignText(const TrainingCampaign& c) {
                    c.policy.spares == 1 ? "" : "s");
   o += fmt::format("policy: {} checkpoints every {} ({} steps{}); {} trials, seed {}\n",
                    c.policy.async_checkpoint ? "asynchronous" : "synchronous", Human(Interval(c)),
-                   report::Grouped(static_cast<double>(c.policy.steps_per_checkpoint)),
+                   Grouped(static_cast<double>(c.policy.steps_per_checkpoint)),
                    c.interval_from_sweep ? ", the sweep's best" : "", s.trials, c.request.mc.seed);
   if (s.unfinished > 0) {
     o += fmt::format("WARNING: {} of {} trials gave up after 1,000,000 interruptions: the job cannot make progress\n",
@@ -96,9 +96,9 @@ std::string CampaignText(const TrainingCampaign& c) {
   } else {
     const double tokens = static_cast<double>(c.scenario.tokens_per_step());
     o += fmt::format("tokens trained in {:.2f} days: mean {}, p10 {}, p50 {}, p90 {}\n",
-                     c.request.duration.seconds() / kDay, report::Grouped(s.steps.mean * tokens),
-                     report::Grouped(s.steps.p10 * tokens), report::Grouped(s.steps.p50 * tokens),
-                     report::Grouped(s.steps.p90 * tokens));
+                     c.request.duration.seconds() / kDay, Grouped(s.steps.mean * tokens),
+                     Grouped(s.steps.p10 * tokens), Grouped(s.steps.p50 * tokens),
+                     Grouped(s.steps.p90 * tokens));
   }
   o += fmt::format("goodput {:.1f}% (useful steps / wall clock); time running steps {:.1f}% (incl. steps later redone)\n",
                    100 * s.goodput, 100 * s.training_fraction);
@@ -121,7 +121,7 @@ std::string CampaignText(const TrainingCampaign& c) {
     for (size_t i = 0; i < c.sweep.points.size(); ++i) {
       const SweepPoint& p = c.sweep.points[i];
       o += fmt::format("  {:>10} {:>10}   {:>6}   {:>9}{}\n", Human(p.interval.seconds()),
-                       report::Grouped(static_cast<double>(p.steps_per_checkpoint)),
+                       Grouped(static_cast<double>(p.steps_per_checkpoint)),
                        p.finished ? fmt::format("{:.2f}%", 100 * p.goodput) : "-",
                        budget && p.finished ? fmt::format("{:.2f}", p.wall_mean_s / kDay) : "-",
                        static_cast<int>(i) == c.sweep.best ? "  <- best" : "");

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/compare/compare.h"
+#include "sim/util/token_count.h"
 
 namespace stacksim::campaign {
 
@@ -22,7 +22,7 @@ void CheckCampaignRequest(const CampaignRequest& r) {
   }
 }
 
-int64_t ParseTokens(const std::string& text) { return compare::ParseTokenCount(text, "--tokens"); }
+int64_t ParseTokens(const std::string& text) { return ParseTokenCount(text, "--tokens"); }
 
 std::optional<Time> ParseInterval(const std::string& text, const std::string& option) {
   if (text == "auto") return std::nullopt;

@@ -13,7 +13,7 @@
 
 namespace stacksim::chakra {
 
-std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const engine::ReplayResult& replay,
+std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const trace::ReplayResult& replay,
                                               const std::string& dir, FileForm form) {
   std::vector<ChakraGraph> graphs = ExportChakraGraphs(trace, replay);
   std::error_code ec;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim/chakra/chakra_import.h"
-#include "sim/engine/engine.h"
+#include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
 
 namespace stacksim::chakra {
@@ -18,7 +18,7 @@ namespace stacksim::chakra {
 enum class FileForm { kJson, kEt };
 
 // Writes every rank to DIR/stacksim.<rank>.json or .et (creates DIR). Returns the paths.
-std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const engine::ReplayResult& replay,
+std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const trace::ReplayResult& replay,
                                               const std::string& dir, FileForm form = FileForm::kJson);
 
 // Reads DIR/*.<rank>.json or DIR/*.<rank>.et (ranks 0..n-1, each once; the

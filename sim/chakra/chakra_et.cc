@@ -365,7 +365,7 @@ ChakraGraph DecodeChakraEt(const RankText& in) {
   return graph;
 }
 
-std::vector<std::string> ExportChakraEt(const trace::Trace& trace, const engine::ReplayResult& replay) {
+std::vector<std::string> ExportChakraEt(const trace::Trace& trace, const trace::ReplayResult& replay) {
   std::vector<std::string> out;
   for (const ChakraGraph& g : ExportChakraGraphs(trace, replay)) out.push_back(EncodeChakraEt(g));
   return out;

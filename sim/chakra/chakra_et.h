@@ -52,7 +52,7 @@ std::string EncodeChakraEt(const ChakraGraph& graph);
 ChakraGraph DecodeChakraEt(const RankText& in);
 
 // ExportChakraGraphs in the .et form, per rank.
-std::vector<std::string> ExportChakraEt(const trace::Trace& trace, const engine::ReplayResult& replay);
+std::vector<std::string> ExportChakraEt(const trace::Trace& trace, const trace::ReplayResult& replay);
 // Builds a trace from per-rank .et files (index = rank).
 trace::Trace ImportChakraEt(const std::vector<RankText>& ranks, const ImportOptions& options = {});
 

@@ -45,7 +45,7 @@ void AddBytes(Bytes b, std::vector<Attribute>& attrs) {
 
 }  // namespace
 
-std::vector<ChakraGraph> ExportChakraGraphs(const trace::Trace& t, const engine::ReplayResult& replay) {
+std::vector<ChakraGraph> ExportChakraGraphs(const trace::Trace& t, const trace::ReplayResult& replay) {
   const TaskId n = static_cast<TaskId>(t.size());
   const TaskId recv_base = n;  // the receive node of transfer x has id n + x
   std::vector<ChakraGraph> graphs(t.rank_count());

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sim/chakra/chakra_graph.h"
-#include "sim/engine/engine.h"
+#include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
 
 namespace stacksim::chakra {
@@ -25,7 +25,7 @@ namespace stacksim::chakra {
 // REQUIRES: replay is the replay of trace. Throws InputError if the trace has
 // a cross-rank dependency Chakra cannot express (one not through a transfer
 // to the dependent's rank).
-std::vector<ChakraGraph> ExportChakraGraphs(const trace::Trace& trace, const engine::ReplayResult& replay);
+std::vector<ChakraGraph> ExportChakraGraphs(const trace::Trace& trace, const trace::ReplayResult& replay);
 
 }  // namespace stacksim::chakra
 

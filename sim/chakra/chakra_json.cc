@@ -74,7 +74,7 @@ std::string ChakraJsonText(const ChakraGraph& graph) {
   return text + "\n";
 }
 
-std::vector<std::string> ExportChakraJson(const trace::Trace& t, const engine::ReplayResult& replay) {
+std::vector<std::string> ExportChakraJson(const trace::Trace& t, const trace::ReplayResult& replay) {
   std::vector<std::string> out;
   for (const ChakraGraph& g : ExportChakraGraphs(t, replay)) out.push_back(ChakraJsonText(g));
   return out;

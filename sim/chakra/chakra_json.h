@@ -17,7 +17,7 @@
 #include "sim/chakra/chakra_export.h"
 #include "sim/chakra/chakra_graph.h"
 #include "sim/chakra/chakra_import.h"
-#include "sim/engine/engine.h"
+#include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
 
 namespace stacksim::chakra {
@@ -28,7 +28,7 @@ std::string ChakraJsonText(const ChakraGraph& graph);
 ChakraGraph ParseChakraJson(const RankText& in);
 
 // ExportChakraGraphs in the JSON form, per rank.
-std::vector<std::string> ExportChakraJson(const trace::Trace& trace, const engine::ReplayResult& replay);
+std::vector<std::string> ExportChakraJson(const trace::Trace& trace, const trace::ReplayResult& replay);
 
 // Builds a trace from per-rank Chakra JSON (index = rank).
 trace::Trace ImportChakraJson(const std::vector<RankText>& ranks, const ImportOptions& options = {});

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sim/config/scenario.h"
-#include "sim/engine/engine.h"
+#include "sim/trace/replay_result.h"
 #include "sim/simulate/simulate.h"
 #include "sim/trace/trace.h"
 

@@ -6,7 +6,7 @@
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
-#include "sim/cluster/cluster_html.h"
+#include "sim/report/cluster_html.h"
 #include "sim/cluster/cluster_report.h"
 #include "sim/cluster/cluster_scenario.h"
 #include "sim/report/html.h"
@@ -29,7 +29,7 @@ int RunCluster(const ClusterArgs& a) {
   cluster::ClusterResult result = cluster::RunClusterScenario(scenario, options);
   PrintResult(a.format, [&] { return cluster::ClusterJson(result); },
               [&] { return cluster::ClusterText(result); });
-  if (!a.html.empty()) report::WriteHtmlFile(cluster::ClusterHtml(result), a.html);
+  if (!a.html.empty()) report::WriteHtmlFile(report::ClusterHtml(result), a.html);
   return 0;
 }
 

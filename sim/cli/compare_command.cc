@@ -13,7 +13,8 @@
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
 #include "sim/compare/compare.h"
-#include "sim/compare/compare_html.h"
+#include "sim/util/token_count.h"
+#include "sim/report/compare_html.h"
 #include "sim/config/scenario.h"
 #include "sim/report/html.h"
 #include "sim/search/mpi_runner.h"
@@ -64,7 +65,7 @@ int RunCompare(const CompareArgs& a) {
     request.base = compare::BaseScenario(a.model, seq, batch,
                                          a.precision == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16);
   }
-  request.tokens = compare::ParseTokenCount(a.tokens);
+  request.tokens = ParseTokenCount(a.tokens);
   for (const std::string& c : a.clusters) request.clusters.push_back(compare::ParseClusterSpec(c));
   compare::CompareOptions options;
   options.objective = search::ParseObjective(a.objective);
@@ -85,7 +86,7 @@ int RunCompare(const CompareArgs& a) {
     std::vector<const simulate::SimulationResult*> best_runs;
     size_t next = 0;
     for (const compare::ClusterResult& r : c.clusters) best_runs.push_back(r.ok() ? &runs[next++] : nullptr);
-    report::WriteHtmlFile(compare::ComparisonHtml(c, best_runs), a.html);
+    report::WriteHtmlFile(report::ComparisonHtml(c, best_runs), a.html);
   }
   return c.best >= 0 ? 0 : 2;
 }

@@ -1,16 +1,16 @@
 // stacksim replay TRACE: replays a PyTorch profiler (Kineto) trace, with
-// what-ifs on another GPU or at a data-parallel scale (sim/ingest/replay.h).
+// what-ifs on another GPU or at a data-parallel scale (sim/replay/replay.h).
 #include <iostream>
 #include <memory>
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
-#include "sim/ingest/replay.h"
+#include "sim/replay/replay.h"
 
 namespace stacksim::cli {
 
 RunFunction AddReplayOptions(CLI::App* cmd) {
-  auto a = std::make_shared<ingest::ReplayOptions>();
+  auto a = std::make_shared<replay::ReplayOptions>();
   cmd->add_option("trace", a->trace_path, "Kineto Chrome-trace JSON (.json or .json.gz)")->required();
   AddProfile(cmd, &a->profile_path, "Profile of the recording's GPU (default: H200)");
   cmd->add_option("--to-profile", a->to_profile_path, "Re-time the kernels on this GPU profile");
@@ -21,7 +21,7 @@ RunFunction AddReplayOptions(CLI::App* cmd) {
   cmd->add_option("--perfetto", a->perfetto_path, "Write the replayed (re-timed) step as a Perfetto trace");
   AddFormat(cmd, &a->format);
   return [a] {
-    std::cout << ingest::RunReplayCommand(*a);
+    std::cout << replay::RunReplayCommand(*a);
     return 0;
   };
 }

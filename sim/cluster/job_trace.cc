@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "sim/compare/compare.h"
+#include "sim/util/token_count.h"
 #include "sim/util/csv.h"
 
 namespace stacksim::cluster {
@@ -45,7 +45,7 @@ int ParseGpus(const std::string& text, const std::string& file, const std::strin
 
 int64_t ParseTokens(const std::string& text, const std::string& file, const std::string& path) {
   try {
-    return compare::ParseTokenCount(text, file);
+    return ParseTokenCount(text, file);
   } catch (const InputError& e) {
     throw InputError(file, path, "expected a positive token count such as 300B or 2.5T, got '" + text + "'");
   }

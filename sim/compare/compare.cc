@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 #include "sim/search/search_report.h"
 #include "sim/util/error.h"
 
@@ -17,7 +17,6 @@ namespace stacksim::compare {
 namespace {
 
 namespace fs = std::filesystem;
-using report::Grouped;
 
 constexpr double kSecondsPerDay = 86400.0;
 
@@ -87,32 +86,6 @@ ClusterSpec ParseClusterSpec(const std::string& text) {
   spec.topology = rest.substr(0, colon);
   spec.gpus = rest.substr(colon + 1);
   return spec;
-}
-
-int64_t ParseTokenCount(const std::string& text, const std::string& origin) {
-  auto fail = [&] {
-    throw InputError(origin, "", "expected a positive token count such as 15T, 2.5T, 300B, 800M or 1e12, got '" +
-                                     text + "'");
-  };
-  if (text.empty()) fail();
-  double scale = 1;
-  std::string number = text;
-  switch (text.back()) {
-    case 'K': case 'k': scale = 1e3; break;
-    case 'M': case 'm': scale = 1e6; break;
-    case 'B': case 'b': case 'G': case 'g': scale = 1e9; break;
-    case 'T': case 't': scale = 1e12; break;
-    default: break;
-  }
-  if (scale != 1) number.pop_back();
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(number.c_str(), &end) * scale;
-  if (number.empty() || end != number.c_str() + number.size() || errno != 0 || !std::isfinite(v) || v < 1 ||
-      v > 9e18) {
-    fail();
-  }
-  return static_cast<int64_t>(std::llround(v));
 }
 
 config::ScenarioConfig BaseScenario(const std::string& model, int64_t seq_len, int64_t global_batch,

@@ -42,10 +42,6 @@ struct ClusterSpec {
 // Throws InputError("--cluster", ...) on a malformed spec.
 ClusterSpec ParseClusterSpec(const std::string& text);
 
-// "15T", "2.5T", "300B", "800M", "1e12", "15000000000000": tokens. Decimal
-// suffixes K, M, B (or G), T. Throws InputError(origin, ...) otherwise.
-int64_t ParseTokenCount(const std::string& text, const std::string& origin = "--tokens");
-
 struct CompareRequest {
   // Model, sequence length, global batch and the plan fields a search does not
   // vary (precision, kernels, ...); its topology and GPU count are replaced by

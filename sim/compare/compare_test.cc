@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "sim/compare/compare_html.h"
+#include "sim/report/compare_html.h"
 #include "sim/search/search.h"
 #include "sim/simulate/simulate.h"
 #include "tests/input_error.h"
@@ -39,18 +39,6 @@ TEST(CompareSpecTest, RejectsMalformedSpecsNamingTheOption) {
   for (const char* bad : {"dgx-h100", "dgx-h100:", ":64", "dgx-h100:64@", "dgx-h100:64@-2", "dgx-h100:64@abc",
                           "dgx-h100:64@0"}) {
     ExpectError([&] { ParseClusterSpec(bad); }, "--cluster", "", bad);
-  }
-}
-
-TEST(CompareSpecTest, ParsesTokenCounts) {
-  EXPECT_EQ(ParseTokenCount("15T"), 15'000'000'000'000);
-  EXPECT_EQ(ParseTokenCount("2.5T"), 2'500'000'000'000);
-  EXPECT_EQ(ParseTokenCount("300B"), 300'000'000'000);
-  EXPECT_EQ(ParseTokenCount("800M"), 800'000'000);
-  EXPECT_EQ(ParseTokenCount("1e12"), 1'000'000'000'000);
-  EXPECT_EQ(ParseTokenCount("12345"), 12345);
-  for (const char* bad : {"", "T", "-5T", "abc", "1.5X", "0", "1e30"}) {
-    ExpectError([&] { ParseTokenCount(bad); }, "--tokens", "", "token count");
   }
 }
 
@@ -177,7 +165,7 @@ TEST(CompareTest, JsonListsEveryClusterWithItsRankingAndBest) {
 TEST(CompareHtmlTest, PageHasTheChartsTheTableAndEachBestPlansStep) {
   Comparison c = Compare(SmallRequest({"dgx-h100:8", "dgx-a100:8", "h800-node:8"}));
   simulate::SimulationResult h100 = simulate::Simulate(c.clusters[0].scenario);
-  const std::string html = ComparisonHtml(c, {&h100, nullptr, nullptr});
+  const std::string html = report::ComparisonHtml(c, {&h100, nullptr, nullptr});
   for (const char* section : {"Days to train the budget", "Cost", "GPU energy", "MFU of the best plan",
                               "Clusters side by side", "Prices and their sources", "Warnings",
                               "Best plan on dgx-h100:8"}) {
@@ -186,14 +174,14 @@ TEST(CompareHtmlTest, PageHasTheChartsTheTableAndEachBestPlansStep) {
   EXPECT_EQ(html.find("Best plan on dgx-a100:8"), std::string::npos);  // not simulated: no section
   // The best cluster's bar has its own colour, once per chart (days, cost,
   // energy, MFU; the page without step sections, which use it for memory).
-  const std::string charts = ComparisonHtml(c, {});
+  const std::string charts = report::ComparisonHtml(c, {});
   size_t best_bars = 0;
   for (size_t at = charts.find("#59a14f"); at != std::string::npos; at = charts.find("#59a14f", at + 1)) ++best_bars;
   EXPECT_EQ(best_bars, 4u);
   // Self-contained and deterministic.
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
-  EXPECT_EQ(html, ComparisonHtml(c, {&h100, nullptr, nullptr}));
+  EXPECT_EQ(html, report::ComparisonHtml(c, {&h100, nullptr, nullptr}));
 }
 
 }  // namespace

@@ -17,25 +17,16 @@
 
 #include "sim/engine/cost_model.h"
 #include "sim/engine/network_model.h"
+#include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
 
 namespace stacksim::engine {
 
-struct TaskTiming {
-  Time ready;   // all dependencies (and stream predecessor) finished
-  Time start;   // began (collectives: all members ready)
-  Time end;
-};
-
-struct ReplayResult {
-  Time makespan;                    // end of the last task
-  std::vector<TaskTiming> timings;  // indexed by TaskId
-  // Time added by link sharing: for each task, end - (start + latency + unshared transfer).
-  std::vector<Time> contention;     // indexed by TaskId (zero for compute)
-  std::vector<std::string> algorithms;  // per collective kind+group, what the network model chose
-  std::vector<std::string> bottlenecks;  // flow-level models: where contention added time (ContentionReport)
-};
+// The result types live with the trace (sim/trace/replay_result.h), so that
+// what reads a replay needs no engine.
+using trace::ReplayResult;
+using trace::TaskTiming;
 
 class Engine {
  public:

@@ -14,12 +14,18 @@
 
 #include "sim/engine/network_model.h"
 #include "sim/ingest/kineto.h"
-#include "sim/ingest/replay.h"
-#include "sim/ingest/replay_perfetto.h"
+#include "sim/replay/replay.h"
+#include "sim/replay/replay_perfetto.h"
 #include "sim/util/error.h"
 
 namespace stacksim::ingest {
 namespace {
+
+using replay::BuildStepTrace;
+using replay::DpInsertion;
+using replay::MeasuredCostModel;
+using replay::ReplayComparisonJson;
+using replay::StepTrace;
 
 using nlohmann::json;
 

@@ -6,11 +6,18 @@
 #include <fstream>
 
 #include "sim/engine/network_model.h"
-#include "sim/ingest/replay.h"
+#include "sim/replay/replay.h"
 #include "sim/util/error.h"
 
 namespace stacksim::ingest {
 namespace {
+
+using replay::Breakdown;
+using replay::BuildStepTrace;
+using replay::DpInsertion;
+using replay::MeasuredCostModel;
+using replay::StepBreakdown;
+using replay::StepTrace;
 
 const char* kTrace = STACKSIM_SOURCE_DIR "/tests/data/kineto/h200-gpt-small-step.json.gz";
 

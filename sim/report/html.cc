@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 #include "sim/util/error.h"
 
 namespace stacksim::report {

@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "sim/report/html.h"
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 #include "sim/report/text_report.h"
 #include "sim/search/plan_space.h"
 
@@ -294,7 +294,7 @@ std::string StageMemoryHtml(const simulate::SimulationResult& r) {
 std::string StepTimelineHtml(const simulate::SimulationResult& r) {
   if (!r.trace || !r.replay || r.replay->timings.size() != r.trace->size()) return "";
   const trace::Trace& tr = *r.trace;
-  const engine::ReplayResult& replay = *r.replay;
+  const trace::ReplayResult& replay = *r.replay;
   TimeUnit unit = UnitFor(replay.makespan);
 
   // One lane per (rank, stream) that has tasks, ranks in order, streams in
@@ -324,7 +324,7 @@ std::string StepTimelineHtml(const simulate::SimulationResult& r) {
   chart.intervals.reserve(tr.size());
   for (size_t id = 0; id < tr.size(); ++id) {
     const trace::Task& task = tr.tasks()[id];
-    const engine::TaskTiming& t = replay.timings[id];
+    const trace::TaskTiming& t = replay.timings[id];
     if (t.end <= t.start || task.rank < 0 || task.rank >= ranks || task.stream < 0 ||
         static_cast<size_t>(task.stream) >= streams) {
       continue;

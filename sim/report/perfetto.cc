@@ -160,7 +160,7 @@ std::string JsonEscape(const std::string& text) {
   return fmt::to_string(buf);
 }
 
-void WritePerfettoTrace(const trace::Trace& trace, const engine::ReplayResult& replay, std::ostream& out,
+void WritePerfettoTrace(const trace::Trace& trace, const trace::ReplayResult& replay, std::ostream& out,
                         const std::string& title) {
   if (replay.timings.size() != trace.size()) {
     throw std::logic_error(fmt::format("WritePerfettoTrace: {} timings for {} tasks", replay.timings.size(),
@@ -194,7 +194,7 @@ void WritePerfettoTrace(const trace::Trace& trace, const engine::ReplayResult& r
   const bool have_contention = replay.contention.size() == trace.size();
   for (size_t id = 0; id < trace.size(); ++id) {
     const trace::Task& task = trace.tasks()[id];
-    const engine::TaskTiming& t = replay.timings[id];
+    const trace::TaskTiming& t = replay.timings[id];
     fmt::memory_buffer& buf = w.Begin();
     auto it = std::back_inserter(buf);
     buf.append(std::string_view(R"({"ph":"X","name":")"));
@@ -225,7 +225,7 @@ void WritePerfettoTrace(const trace::Trace& trace, const engine::ReplayResult& r
   w.Flush();
 }
 
-void WritePerfettoTraceFile(const trace::Trace& trace, const engine::ReplayResult& replay,
+void WritePerfettoTraceFile(const trace::Trace& trace, const trace::ReplayResult& replay,
                             const std::string& title, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw InputError(path, "", "cannot write the trace file (check that the folder exists)");

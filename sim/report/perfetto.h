@@ -11,18 +11,18 @@
 #include <ostream>
 #include <string>
 
-#include "sim/engine/engine.h"
+#include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
 
 namespace stacksim::report {
 
 // REQUIRES: replay.timings has one entry per task of `trace` (std::logic_error
 // otherwise). `title` is recorded in the file's metadata.
-void WritePerfettoTrace(const trace::Trace& trace, const engine::ReplayResult& replay,
+void WritePerfettoTrace(const trace::Trace& trace, const trace::ReplayResult& replay,
                         std::ostream& out, const std::string& title);
 
 // As above, to a file. Throws InputError naming `path` if it cannot be written.
-void WritePerfettoTraceFile(const trace::Trace& trace, const engine::ReplayResult& replay,
+void WritePerfettoTraceFile(const trace::Trace& trace, const trace::ReplayResult& replay,
                             const std::string& title, const std::string& path);
 
 // `text` as the contents of a JSON string (without the quotes).

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 
 namespace stacksim::report {
 namespace {

@@ -5,13 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 #include "sim/util/csv.h"
 
 namespace stacksim::search {
 namespace {
 
-using report::Grouped;
 
 double GiB(Bytes b) { return b.value / kGiB; }
 

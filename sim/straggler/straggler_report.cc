@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 
 namespace stacksim::straggler {
 namespace {
@@ -28,7 +28,7 @@ std::string StragglerText(const StragglerResult& r) {
   }
   out += fmt::format("  drawn             {} persistent slow node(s)/GPU(s), {:.1f} transient per step, of {} nodes "
                      "({} GPUs); seed {}\n",
-                     r.persistent_slow, r.transient_slow, report::Grouped(r.nodes), report::Grouped(r.gpus),
+                     r.persistent_slow, r.transient_slow, Grouped(r.nodes), Grouped(r.gpus),
                      r.options.seed);
   out += fmt::format("  no stragglers     {:.3f} s\n", r.baseline.seconds());
   if (r.options.steps == 1) {

@@ -17,8 +17,8 @@
 // KinetoStep::kernels, and ComputeOp.op_class its class (kGemm for compute-
 // bound, kMemoryBound otherwise). MeasuredCostModel answers from the measured
 // durations, each times a re-timing scale.
-#ifndef STACKSIM_SIM_INGEST_REPLAY_H_
-#define STACKSIM_SIM_INGEST_REPLAY_H_
+#ifndef STACKSIM_SIM_REPLAY_REPLAY_H_
+#define STACKSIM_SIM_REPLAY_REPLAY_H_
 
 #include <string>
 #include <vector>
@@ -30,7 +30,14 @@
 #include "sim/ingest/kineto.h"
 #include "sim/trace/trace.h"
 
-namespace stacksim::ingest {
+namespace stacksim::replay {
+
+using ingest::KernelClass;
+using ingest::KernelClassName;
+using ingest::KinetoHostCall;
+using ingest::KinetoKernel;
+using ingest::KinetoStep;
+using ingest::KinetoStreamWait;
 
 // Data-parallel all-reduce to insert when the recording has no collectives.
 struct DpInsertion {
@@ -98,6 +105,6 @@ struct ReplayOptions {
 // The `stacksim replay` command: returns the report.
 std::string RunReplayCommand(const ReplayOptions& opts);
 
-}  // namespace stacksim::ingest
+}  // namespace stacksim::replay
 
-#endif  // STACKSIM_SIM_INGEST_REPLAY_H_
+#endif  // STACKSIM_SIM_REPLAY_REPLAY_H_

@@ -1,4 +1,4 @@
-#include "sim/ingest/replay.h"
+#include "sim/replay/replay.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,12 +14,12 @@
 
 #include "sim/config/scenario.h"
 #include "sim/net/analytic_network.h"
-#include "sim/ingest/replay_perfetto.h"
+#include "sim/replay/replay_perfetto.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 #include "sim/util/statistics.h"
 
-namespace stacksim::ingest {
+namespace stacksim::replay {
 namespace {
 
 using trace::Task;
@@ -383,7 +383,7 @@ double MetaUnprofiledStep(const nlohmann::json& j) {
 }  // namespace
 
 std::string RunReplayCommand(const ReplayOptions& o) {
-  KinetoStep step = ReadKinetoTrace(o.trace_path);
+  KinetoStep step = ingest::ReadKinetoTrace(o.trace_path);
   engine::FixedNetworkModel no_net(Time::Zero(), Bandwidth{1e12});
   StepTrace own = BuildStepTrace(step);
   MeasuredCostModel measured(step);
@@ -486,4 +486,4 @@ std::string RunReplayCommand(const ReplayOptions& o) {
   return o.format == "json" ? out.dump(1) + "\n" : text.str();
 }
 
-}  // namespace stacksim::ingest
+}  // namespace stacksim::replay

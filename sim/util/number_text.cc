@@ -1,10 +1,10 @@
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-namespace stacksim::report {
+namespace stacksim {
 
 std::string Grouped(double v) {
   if (!std::isfinite(v)) return fmt::format("{}", v);
@@ -17,4 +17,4 @@ std::string Grouped(double v) {
   return v < 0 ? "-" + out : out;
 }
 
-}  // namespace stacksim::report
+}  // namespace stacksim

@@ -1,4 +1,4 @@
-#include "sim/ingest/replay_perfetto.h"
+#include "sim/replay/replay_perfetto.h"
 
 #include <fstream>
 #include <map>
@@ -9,7 +9,7 @@
 
 #include "sim/util/error.h"
 
-namespace stacksim::ingest {
+namespace stacksim::replay {
 namespace {
 
 // Thread ids by name, shared by every view so rows line up.
@@ -89,4 +89,4 @@ void WriteReplayComparison(const KinetoStep& step, const std::vector<ReplayView>
   if (!out) throw InputError(path, "", "error while writing the Perfetto trace");
 }
 
-}  // namespace stacksim::ingest
+}  // namespace stacksim::replay

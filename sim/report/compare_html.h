@@ -3,8 +3,8 @@
 // the budget, cost, GPU energy, MFU) and a table, each cluster's best plan,
 // and that plan's step breakdown and memory per stage when its simulation is
 // given.
-#ifndef STACKSIM_SIM_COMPARE_COMPARE_HTML_H_
-#define STACKSIM_SIM_COMPARE_COMPARE_HTML_H_
+#ifndef STACKSIM_SIM_REPORT_COMPARE_HTML_H_
+#define STACKSIM_SIM_REPORT_COMPARE_HTML_H_
 
 #include <string>
 #include <vector>
@@ -12,13 +12,13 @@
 #include "sim/compare/compare.h"
 #include "sim/simulate/simulate.h"
 
-namespace stacksim::compare {
+namespace stacksim::report {
 
 // `best_runs[i]`: cluster i's best plan simulated (simulate::Simulate on
 // ClusterResult::scenario), or null to leave its step sections out; empty:
 // none. Deterministic, self-contained (html.h).
-std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate::SimulationResult*>& best_runs);
+std::string ComparisonHtml(const compare::Comparison& c, const std::vector<const simulate::SimulationResult*>& best_runs);
 
-}  // namespace stacksim::compare
+}  // namespace stacksim::report
 
-#endif  // STACKSIM_SIM_COMPARE_COMPARE_HTML_H_
+#endif  // STACKSIM_SIM_REPORT_COMPARE_HTML_H_

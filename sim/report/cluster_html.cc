@@ -1,4 +1,4 @@
-#include "sim/cluster/cluster_html.h"
+#include "sim/report/cluster_html.h"
 
 #include <algorithm>
 #include <numeric>
@@ -6,9 +6,14 @@
 #include <fmt/format.h>
 
 #include "sim/report/html.h"
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 
-namespace stacksim::cluster {
+namespace stacksim::report {
+
+using cluster::ClusterResult;
+using cluster::JobOutcome;
+using cluster::kIdleReasons;
+
 namespace {
 
 constexpr double kHour = 3600.0;
@@ -49,17 +54,17 @@ std::string ClusterHtml(const ClusterResult& r) {
       "Summary",
       report::KeyNumbersHtml({
           {"GPU utilization", fmt::format("{:.1f}%", 100.0 * r.utilization),
-           fmt::format("{} of {} GPU-hours busy", report::Grouped(r.busy_gpu_s / kHour),
-                       report::Grouped(r.total_gpu_s / kHour))},
+           fmt::format("{} of {} GPU-hours busy", Grouped(r.busy_gpu_s / kHour),
+                       Grouped(r.total_gpu_s / kHour))},
           {"makespan", Duration(r.makespan.seconds()), "first submit to last completion"},
           {"queue wait p50 / p99", Duration(r.wait.p50.seconds()) + " / " + Duration(r.wait.p99.seconds()),
            "mean " + Duration(r.wait.mean.seconds())},
           {"slowed by placement", fmt::format("{} jobs", r.jobs_slowed),
-           fmt::format("{} GPU-hours lost, worst x{:.2f}", report::Grouped(r.placement_lost_gpu_s / kHour),
+           fmt::format("{} GPU-hours lost, worst x{:.2f}", Grouped(r.placement_lost_gpu_s / kHour),
                        r.max_slowdown)},
           {"node failures", std::to_string(r.node_failures),
            fmt::format("{} jobs killed, {} GPU-hours of work lost", r.jobs_killed,
-                       report::Grouped(r.lost_work_gpu_s / kHour))},
+                       Grouped(r.lost_work_gpu_s / kHour))},
       }));
 
   report::StackedBarChart total;
@@ -117,7 +122,7 @@ std::string ClusterHtml(const ClusterResult& r) {
   for (size_t i = 0; i < order.size() && slowed.rows.size() < 20; ++i) {
     const JobOutcome& j = r.jobs[order[i]];
     if (j.placement_slowdown <= 1.0) break;
-    slowed.rows.push_back({j.id, j.user, report::Grouped(j.gpus), std::to_string(j.leaves),
+    slowed.rows.push_back({j.id, j.user, Grouped(j.gpus), std::to_string(j.leaves),
                            std::to_string(j.min_leaves), fmt::format("x{:.3f}", j.placement_slowdown),
                            Duration(j.wait.seconds()), std::to_string(j.restarts)});
   }
@@ -128,4 +133,4 @@ std::string ClusterHtml(const ClusterResult& r) {
   return page.Render();
 }
 
-}  // namespace stacksim::cluster
+}  // namespace stacksim::report

@@ -8,8 +8,8 @@
 // row by row. Only real work is drawn: the replay's filler tasks (host gaps,
 // launch latency, inter-kernel gaps) are left out. Times are microseconds
 // from the step's begin.
-#ifndef STACKSIM_SIM_INGEST_REPLAY_PERFETTO_H_
-#define STACKSIM_SIM_INGEST_REPLAY_PERFETTO_H_
+#ifndef STACKSIM_SIM_REPLAY_REPLAY_PERFETTO_H_
+#define STACKSIM_SIM_REPLAY_REPLAY_PERFETTO_H_
 
 #include <string>
 #include <vector>
@@ -18,7 +18,11 @@
 #include "sim/ingest/kineto.h"
 #include "sim/trace/trace.h"
 
-namespace stacksim::ingest {
+namespace stacksim::replay {
+
+using ingest::KinetoHostCall;
+using ingest::KinetoKernel;
+using ingest::KinetoStep;
 
 struct ReplayView {
   std::string name;                          // "replayed on h200-sxm-141gb"
@@ -33,6 +37,6 @@ void WriteReplayComparison(const KinetoStep& step, const std::vector<ReplayView>
 // The same document as a JSON value (for tests).
 std::string ReplayComparisonJson(const KinetoStep& step, const std::vector<ReplayView>& views);
 
-}  // namespace stacksim::ingest
+}  // namespace stacksim::replay
 
-#endif  // STACKSIM_SIM_INGEST_REPLAY_PERFETTO_H_
+#endif  // STACKSIM_SIM_REPLAY_REPLAY_PERFETTO_H_

@@ -1,4 +1,4 @@
-#include "sim/cluster/cluster_html.h"
+#include "sim/report/cluster_html.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ TEST(ClusterHtml, PageShowsGpuTimeByStateOverTimeAndIsSelfContained) {
   // A runs 0-10 h on 3 nodes, B (all 4 nodes) waits for it: the head-blocked
   // idle of the fourth node shows up in the state chart.
   ClusterResult r = RunCluster(shape, {Job("A", 0, 24, 10), Job("B", 1, 32, 5)}, ClusterOptions{});
-  const std::string html = ClusterHtml(r);
+  const std::string html = report::ClusterHtml(r);
   for (const char* text : {"Where the GPU-time went", "GPUs over time", "Queue over time", "busy",
                            "idle: head job needs more nodes", "GPU utilization"}) {
     EXPECT_NE(html.find(text), std::string::npos) << text;
@@ -29,7 +29,7 @@ TEST(ClusterHtml, PageShowsGpuTimeByStateOverTimeAndIsSelfContained) {
   EXPECT_EQ(rows, r.series.size());
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
-  EXPECT_EQ(html, ClusterHtml(r));
+  EXPECT_EQ(html, report::ClusterHtml(r));
 }
 
 }  // namespace

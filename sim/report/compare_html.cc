@@ -1,12 +1,16 @@
-#include "sim/compare/compare_html.h"
+#include "sim/report/compare_html.h"
 
 #include <fmt/format.h>
 
 #include "sim/report/html.h"
 #include "sim/report/html_pages.h"
-#include "sim/report/number_text.h"
+#include "sim/util/number_text.h"
 
-namespace stacksim::compare {
+namespace stacksim::report {
+
+using compare::ClusterResult;
+using compare::Comparison;
+
 namespace {
 
 using report::Bar;
@@ -49,13 +53,13 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
   report::HtmlPage page(
       "stacksim compare",
       fmt::format("{}: {} tokens at seq {}, global batch {} ({} tokens per step); best plan per cluster by {}", c.model,
-                  report::Grouped(static_cast<double>(c.tokens)), c.seq_len, report::Grouped(c.global_batch),
-                  report::Grouped(static_cast<double>(c.tokens_per_step)), search::ObjectiveName(c.objective)));
+                  Grouped(static_cast<double>(c.tokens)), c.seq_len, Grouped(c.global_batch),
+                  Grouped(static_cast<double>(c.tokens_per_step)), search::ObjectiveName(c.objective)));
 
   std::vector<report::KeyNumber> keys;
   if (c.best >= 0) {
     const ClusterResult& b = c.clusters[c.best];
-    keys.push_back({"best cluster", b.spec.text, fmt::format("{} x {}", report::Grouped(b.gpus), b.scenario.topology.gpu)});
+    keys.push_back({"best cluster", b.spec.text, fmt::format("{} x {}", Grouped(b.gpus), b.scenario.topology.gpu)});
     keys.push_back({"days to train", DecimalText(b.days, 3), search::PlanName(b.best().point)});
     if (b.cost_usd > 0) keys.push_back({"cost", Money(b.cost_usd), fmt::format("${:.2f} per GPU-hour", b.search.economics.gpu_hour_usd)});
     keys.push_back({"MFU", fmt::format("{:.1f}%", 100.0 * b.best().mfu), fmt::format("{:.3f} s per step", b.best().step.seconds())});
@@ -92,9 +96,9 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
       continue;
     }
     const auto& econ = r.search.economics;
-    table.rows.push_back({r.spec.text, r.scenario.topology.gpu, report::Grouped(r.gpus),
+    table.rows.push_back({r.spec.text, r.scenario.topology.gpu, Grouped(r.gpus),
                           search::PlanName(r.best().point), r.best().placement,
-                          fmt::format("{:.3f}", r.best().step.seconds()), report::Grouped(r.best().tokens_per_s),
+                          fmt::format("{:.3f}", r.best().step.seconds()), Grouped(r.best().tokens_per_s),
                           fmt::format("{:.1f}%", 100.0 * r.best().mfu),
                           fmt::format("{:.1f} / {:.0f}", r.best().peak_memory.value / kGiB, r.best().capacity.value / kGiB),
                           DecimalText(r.days, 4), DecimalText(r.gpu_hours, 4),
@@ -120,7 +124,7 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
     if (run == nullptr) continue;
     const ClusterResult& r = c.clusters[i];
     std::string body = report::ParagraphHtml(search::PlanName(r.best().point) + " on " +
-                                             report::Grouped(r.gpus) + " x " + r.scenario.topology.gpu);
+                                             Grouped(r.gpus) + " x " + r.scenario.topology.gpu);
     body += report::StepBreakdownHtml(*run);
     body += report::StageMemoryHtml(*run);
     page.AddSection("Best plan on " + r.spec.text, body);
@@ -128,4 +132,4 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
   return page.Render();
 }
 
-}  // namespace stacksim::compare
+}  // namespace stacksim::report
