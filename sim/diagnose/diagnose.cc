@@ -58,7 +58,6 @@ struct Candidate {
   config::NodeOrder node_order = config::NodeOrder::kPacked;
 };
 
-const char* NodeOrderName(config::NodeOrder o) { return o == config::NodeOrder::kScattered ? "scattered" : "packed"; }
 
 // Whether any pair of neighbouring pipeline stages sits in different domains.
 bool PipelineCrossesDomains(const config::PlanConfig& p, const config::TopologyConfig& topo) {
