@@ -27,6 +27,7 @@
 #include "sim/compare/compare_html.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
+#include "sim/diagnose/diagnosis_report.h"
 #include "sim/ingest/replay.h"
 #include "sim/net/analytic_network.h"
 #include "sim/net/simgrid_network.h"
