@@ -8,6 +8,7 @@
 #include "sim/cli/flags.h"
 #include "sim/config/scenario.h"
 #include "sim/diagnose/diagnose.h"
+#include "sim/diagnose/diagnosis_report.h"
 #include "sim/report/html.h"
 #include "sim/report/html_pages.h"
 

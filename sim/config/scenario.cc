@@ -137,6 +137,8 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
 
 }  // namespace
 
+const char* NodeOrderName(NodeOrder o) { return o == NodeOrder::kScattered ? "scattered" : "packed"; }
+
 std::string DataRoot() {
   const char* env = std::getenv("STACKSIM_DATA_DIR");
   if (env != nullptr && env[0] != '\0') return env;
@@ -420,7 +422,7 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   j["topology"] = TopologyToJson(s.topology);
   j["profile"] = ProfileToJson(s.profile);
   j["gpus"] = s.gpus;
-  j["node_order"] = s.node_order == NodeOrder::kScattered ? "scattered" : "packed";
+  j["node_order"] = NodeOrderName(s.node_order);
   j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
   j["plan"] = PlanToJson(s.plan);
   j["files"] = {{"scenario", s.file},

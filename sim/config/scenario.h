@@ -26,6 +26,7 @@ namespace stacksim::config {
 // groups filled one after another), or scattered round-robin over the leaf
 // groups, as a fragmented cluster's scheduler hands them out.
 enum class NodeOrder { kPacked, kScattered };
+const char* NodeOrderName(NodeOrder o);  // "packed", "scattered"
 
 struct ScenarioConfig {
   std::string name;

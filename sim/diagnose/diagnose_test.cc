@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/diagnose/diagnosis_report.h"
+
 #include "tests/fixtures.h"
 
 namespace stacksim::diagnose {
@@ -17,7 +19,7 @@ Time Sum(const Diagnosis& d) {
 }
 
 const Remedy* Top(const Diagnosis& d) {
-  return !d.remedies.empty() && d.remedies[0].status == "simulated" ? &d.remedies[0] : nullptr;
+  return !d.remedies.empty() && d.remedies[0].status == RemedyStatus::kSimulated ? &d.remedies[0] : nullptr;
 }
 
 // One GPU, eager kernels: the memory-bound work runs at eager bandwidth, and
@@ -31,10 +33,10 @@ TEST(Diagnose, EagerKernelsMakeFusionTheTopRemedy) {
   Diagnosis d = Diagnose(Scenario(GptModel(4, 2048, 16, 32000), 1, 2048, plan));
   EXPECT_EQ(Sum(d), d.step);
   EXPECT_EQ(d.step, d.result.iteration);
-  EXPECT_GT(d.layer_gap[3], Time::Zero());
+  EXPECT_GT(d.layer_gap[StackLayer::kCompilation], Time::Zero());
   const Remedy* top = Top(d);
   ASSERT_NE(top, nullptr);
-  EXPECT_EQ(top->layer, 4);
+  EXPECT_EQ(top->layer, StackLayer::kCompilation);
   EXPECT_EQ(top->plan_changes, nlohmann::json({{"kernels", "fused"}}));
   EXPECT_GT(top->gain, Time::Zero());
   // The predicted step is what simulating the changed plan gives.
@@ -42,8 +44,8 @@ TEST(Diagnose, EagerKernelsMakeFusionTheTopRemedy) {
   fused.plan.kernels = config::KernelFusion::kFused;
   EXPECT_EQ(top->predicted, simulate::Simulate(fused).iteration);
   // Nothing communicates and nothing recomputes.
-  EXPECT_EQ(d.layer_gap[4], Time::Zero());
-  for (const Remedy& r : d.remedies) EXPECT_NE(r.layer, 5) << r.change;
+  EXPECT_EQ(d.layer_gap[StackLayer::kHardware], Time::Zero());
+  for (const Remedy& r : d.remedies) EXPECT_NE(r.layer, StackLayer::kHardware) << r.change;
 }
 
 // pp 8 with 8 micro-batches per pipeline: 1F1B idles 7 of 15 slots, the
@@ -55,36 +57,36 @@ TEST(Diagnose, FewMicroBatchesMakeTheBubbleTheGapAndTheScheduleTheRemedy) {
   plan.global_batch = 8;
   Diagnosis d = Diagnose(Scenario(GptModel(32, 2048, 16, 32000), 8, 2048, plan));
   EXPECT_EQ(Sum(d), d.step);
-  int largest = 0;
-  for (int l = 0; l < 5; ++l) {
+  StackLayer largest = StackLayer::kModelDefinition;
+  for (StackLayer l : kStackLayers) {
     if (d.layer_gap[l] > d.layer_gap[largest]) largest = l;
   }
-  EXPECT_EQ(largest, 1) << "parallelization";
+  EXPECT_EQ(largest, StackLayer::kParallelization) << "parallelization";
   // The pipeline's idle: the bubble proper, including the last stage's wait
   // for stage 0 at the tied-embedding all-reduce (the drain of the
   // pipeline), which simulate counts as bubble, not "other".
-  const auto& parts = d.layer_parts[1];
+  const auto& parts = d.layer_parts[StackLayer::kParallelization];
   double pipeline = parts["bubble_s"].get<double>();
   for (const auto& [key, v] : parts.items()) {
     if (v.is_number()) {
       EXPECT_LE(v.get<double>(), pipeline) << key;
     }
   }
-  EXPECT_LT(d.layer_parts[2]["other_idle_s"].get<double>(), 0.01 * d.step.seconds());
+  EXPECT_LT(d.layer_parts[StackLayer::kRuntimeOrchestration]["other_idle_s"].get<double>(), 0.01 * d.step.seconds());
   EXPECT_GT(pipeline, 0.3 * d.step.seconds());  // (p-1)/(m+p-1) = 7/15 of a 1F1B pipeline, less the comm
   const Remedy* top = Top(d);
   ASSERT_NE(top, nullptr);
-  EXPECT_EQ(top->layer, 2);
+  EXPECT_EQ(top->layer, StackLayer::kParallelization);
   EXPECT_TRUE(top->plan_changes.contains("schedule") || top->plan_changes.contains("vp")) << top->plan_changes;
   EXPECT_GT(top->gain, d.step * 0.1);
   // Remedies together are kept only when they beat the best one alone.
-  if (!d.combined.status.empty()) {
-    EXPECT_EQ(d.combined.status, "simulated");
+  if (d.combined.status != RemedyStatus::kNone) {
+    EXPECT_EQ(d.combined.status, RemedyStatus::kSimulated);
     EXPECT_LT(d.combined.predicted, top->predicted);
   }
   // Ranked by gain.
   for (size_t i = 1; i < d.remedies.size(); ++i) {
-    if (d.remedies[i].status != "simulated") break;
+    if (d.remedies[i].status != RemedyStatus::kSimulated) break;
     EXPECT_GE(d.remedies[i - 1].gain, d.remedies[i].gain);
   }
 }
@@ -102,13 +104,13 @@ TEST(Diagnose, TpOverPcieIsCommunicationBoundAndLessTpRanksFirst) {
   s.topology.scale_up.per_gpu_bandwidth = Bandwidth{16e9};
   Diagnosis d = Diagnose(s);
   EXPECT_EQ(Sum(d), d.step);
-  EXPECT_EQ(d.step_class, "communication-bound");
+  EXPECT_EQ(d.step_class, StepClass::kCommunicationBound);
   bool pcie = false;
-  for (const auto& line : d.layer_findings[4]) pcie |= line.find("binding link: PCIe") != std::string::npos;
+  for (const auto& line : d.layer_findings[StackLayer::kHardware]) pcie |= line.find("binding link: PCIe") != std::string::npos;
   EXPECT_TRUE(pcie);
   const Remedy* top = Top(d);
   ASSERT_NE(top, nullptr);
-  EXPECT_EQ(top->layer, 2);
+  EXPECT_EQ(top->layer, StackLayer::kParallelization);
   EXPECT_LT(top->plan_changes.value("tp", 8), 8) << top->change;
   EXPECT_GT(top->gain, d.step * 0.2);
 }
@@ -124,7 +126,7 @@ TEST(Diagnose, InvalidRemediesAreReportedNotSimulated) {
   bool invalid = false;
   for (const Remedy& r : d.remedies) {
     if (r.plan_changes.contains("vp") && r.plan_changes["vp"] == 2) {
-      EXPECT_EQ(r.status, "invalid");
+      EXPECT_EQ(r.status, RemedyStatus::kInvalid);
       EXPECT_FALSE(r.reason.empty());
       invalid = true;
     }
@@ -161,7 +163,7 @@ TEST(Diagnose, CrossNodePipelineSendsProposeThePipelineInnerRankOrder) {
   const Remedy* r = Find(d, "rank_order");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->plan_changes, nlohmann::json({{"rank_order", "tp-cp-pp-dp"}}));
-  EXPECT_EQ(r->status, "simulated") << r->reason;
+  EXPECT_EQ(r->status, RemedyStatus::kSimulated) << r->reason;
   EXPECT_GT(r->gain, d.step * 0.05);
   // With 8 micro-batches per pipeline the sends are few and the same remedy
   // loses: the NICs then carry more in the gradient all-reduce.
@@ -191,7 +193,7 @@ TEST(Diagnose, ExposedGradientsUnderThePipelineInnerOrderProposeTheDefault) {
   const Remedy* r = Find(d, "rank_order");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->plan_changes["rank_order"], "tp-cp-dp-pp");
-  EXPECT_EQ(r->status, "simulated") << r->reason;
+  EXPECT_EQ(r->status, RemedyStatus::kSimulated) << r->reason;
   EXPECT_GT(r->gain, Time::Zero());
 }
 
@@ -212,8 +214,8 @@ TEST(Diagnose, ScatteredNodesProposePackedNodesForTheFlowLevelModel) {
   const Remedy* r = Find(d, "node_order");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->plan_changes, nlohmann::json({{"node_order", "packed"}}));
-  EXPECT_EQ(r->layer, 3);
-  EXPECT_EQ(r->status, "not simulated");
+  EXPECT_EQ(r->layer, StackLayer::kRuntimeOrchestration);
+  EXPECT_EQ(r->status, RemedyStatus::kNotSimulated);
   EXPECT_NE(r->reason.find("--network simgrid --set node_order=packed"), std::string::npos) << r->reason;
   EXPECT_NE(DiagnosisText(d).find("not measured here"), std::string::npos);
   // Packed nodes propose nothing.
@@ -247,7 +249,7 @@ TEST(Diagnose, ExposedExpertAllToAllProposesEpInsideTheDomain) {
   ASSERT_NE(inside, nullptr);
   ASSERT_NE(halved, nullptr);
   ASSERT_NE(hier, nullptr);
-  EXPECT_EQ(inside->status, "simulated") << inside->reason;
+  EXPECT_EQ(inside->status, RemedyStatus::kSimulated) << inside->reason;
   EXPECT_GT(inside->gain, Time::Zero());
   EXPECT_NE(inside->change.find("inside the NVLink domain"), std::string::npos) << inside->change;
   // Inside one node already: neither the in-domain nor the hierarchical remedy.
@@ -284,7 +286,7 @@ TEST(Diagnose, ExposedContextParallelTrafficProposesTheOtherCpCommAndLessCp) {
   ASSERT_NE(less, nullptr);
   EXPECT_EQ(p2p->plan_changes, nlohmann::json({{"cp_comm", "p2p"}}));
   EXPECT_EQ(less->plan_changes, nlohmann::json({{"cp", 4}, {"dp", 2}}));
-  EXPECT_EQ(p2p->status, "simulated") << p2p->reason;
+  EXPECT_EQ(p2p->status, RemedyStatus::kSimulated) << p2p->reason;
   // The overlapped ring hides most of what the gathers expose.
   EXPECT_GT(p2p->gain, Time::Zero());
 }

@@ -1,7 +1,6 @@
 #include "sim/report/html_pages.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -207,6 +206,18 @@ std::string RoleColor(trace::TaskRole role, size_t label_index) {
     case trace::TaskRole::kOther: break;
   }
   return PaletteColor(label_index);
+}
+
+// A layer's colour in the diagnosis waterfall.
+const char* LayerColor(diagnose::StackLayer l) {
+  switch (l) {
+    case diagnose::StackLayer::kModelDefinition: return "#76b7b2";
+    case diagnose::StackLayer::kParallelization: return "#f28e2b";
+    case diagnose::StackLayer::kRuntimeOrchestration: return "#8c8c8c";
+    case diagnose::StackLayer::kCompilation: return "#b07aa1";
+    case diagnose::StackLayer::kHardware: return "#e15759";
+  }
+  return "#8c8c8c";
 }
 
 }  // namespace
@@ -487,9 +498,6 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
 }
 
 std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
-  static constexpr std::array<const char*, 5> kLayers = {"model definition", "parallelization",
-                                                         "runtime orchestration", "compilation", "hardware"};
-  static constexpr std::array<const char*, 5> kLayerColors = {"#76b7b2", "#f28e2b", "#8c8c8c", "#b07aa1", "#e15759"};
   const simulate::SimulationResult& r = d.result;
   const config::ScenarioConfig& s = r.scenario;
   TimeUnit unit = UnitFor(d.step);
@@ -498,10 +506,10 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
 
   const diagnose::Remedy* best_remedy = nullptr;
   for (const diagnose::Remedy& m : d.remedies) {
-    if (m.status == "simulated" && m.gain > Time::Zero() && (!best_remedy || m.gain > best_remedy->gain)) best_remedy = &m;
+    if (m.status == diagnose::RemedyStatus::kSimulated && m.gain > Time::Zero() && (!best_remedy || m.gain > best_remedy->gain)) best_remedy = &m;
   }
   std::vector<KeyNumber> keys = {
-      {"simulated step", unit.Text(d.step), d.step_class},
+      {"simulated step", unit.Text(d.step), diagnose::StepClassName(d.step_class)},
       {"ideal step", unit.Text(d.ideal),
        fmt::format("model FLOPs at the {} dense peak", config::PrecisionName(s.plan.precision))},
       {"MFU", Percent(r.mfu), "ideal / step"},
@@ -510,7 +518,7 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
     keys.push_back({"best single remedy", unit.Text(best_remedy->predicted),
                     best_remedy->change + " (" + pct(best_remedy->gain) + " faster)"});
   }
-  if (d.combined.status == "simulated") {
+  if (d.combined.status == diagnose::RemedyStatus::kSimulated) {
     keys.push_back({"remedies together", unit.Text(d.combined.predicted), "-" + pct(d.combined.gain) + " per step"});
   }
   page.AddSection("Summary", KeyNumbersHtml(keys) + SetupTable(r));
@@ -520,10 +528,12 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
   fall.axis_title = "time (" + unit.name + ")";
   fall.steps.push_back({"ideal step", unit.Of(d.ideal), "#4e79a7", "",
                         fmt::format("{} ({})", unit.Fixed(d.ideal, d.step), pct(d.ideal))});
-  for (int l = 0; l < 5; ++l) {
+  for (diagnose::StackLayer l : diagnose::kStackLayers) {
+    const int n = diagnose::StackLayerNumber(l);
+    const char* name = diagnose::StackLayerName(l);
     std::string text = fmt::format("+{} ({})", unit.Fixed(d.layer_gap[l], d.step), pct(d.layer_gap[l]));
-    fall.steps.push_back({fmt::format("{} {}", l + 1, kLayers[l]), unit.Of(d.layer_gap[l]), kLayerColors[l],
-                          fmt::format("layer {} {}: {}", l + 1, kLayers[l], text), text});
+    fall.steps.push_back({fmt::format("{} {}", n, name), unit.Of(d.layer_gap[l]), LayerColor(l),
+                          fmt::format("layer {} {}: {}", n, name, text), text});
   }
   fall.total_label = "simulated step";
   fall.total_text = unit.Fixed(d.step, d.step);
@@ -535,12 +545,12 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
                       WaterfallSvg(fall));
 
   std::string findings;
-  for (int l = 0; l < 5; ++l) {
-    findings += fmt::format("<h3>{} {}: {} ({})</h3>\n", l + 1, kLayers[l],
+  for (diagnose::StackLayer l : diagnose::kStackLayers) {
+    findings += fmt::format("<h3>{} {}: {} ({})</h3>\n", diagnose::StackLayerNumber(l), diagnose::StackLayerName(l),
                             HtmlEscape(unit.Fixed(d.layer_gap[l], d.step)),
                             HtmlEscape(pct(d.layer_gap[l])));
     if (!d.layer_findings[l].empty()) findings += ListHtml(d.layer_findings[l]);
-    if (l == 0 && !d.ops.empty()) {
+    if (l == diagnose::StackLayer::kModelDefinition && !d.ops.empty()) {
       HtmlTable ops;
       ops.header = {"op (all layers, micro-batches)", "calls", "time (" + unit.name + ")",
                     "ideal (" + unit.name + ")", "roofline"};
@@ -548,7 +558,7 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
       for (size_t i = 0; i < d.ops.size() && i < kMaxOps; ++i) {
         const diagnose::OpStat& op = d.ops[i];
         ops.rows.push_back({op.name, Grouped(static_cast<double>(op.calls)), DecimalText(unit.Of(op.time), 4),
-                            DecimalText(unit.Of(op.ideal), 4), op.roofline});
+                            DecimalText(unit.Of(op.ideal), 4), diagnose::RooflineName(op.roofline)});
       }
       findings += TableHtml(ops);
     }
@@ -569,17 +579,19 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
     bars.groups.push_back({label, {{unit.Of(m.predicted), text, label + ": " + m.finding,
                                     m.gain > Time::Zero() ? kGoodColor : kNeutralColor}}});
   };
-  if (d.combined.status == "simulated") add_bar("together: " + d.combined.change, d.combined);
+  if (d.combined.status == diagnose::RemedyStatus::kSimulated) add_bar("together: " + d.combined.change, d.combined);
   HtmlTable table;
   table.header = {"layer", "change", "result", "predicted (" + unit.name + ")", "vs now", "because"};
   table.numeric = {true, false, false, true, true, false};
   for (const diagnose::Remedy& m : d.remedies) {
-    bool simulated = m.status == "simulated";
-    if (simulated) add_bar(fmt::format("[{}] {}", m.layer, m.change), m);
+    bool simulated = m.status == diagnose::RemedyStatus::kSimulated;
+    const int layer = diagnose::StackLayerNumber(*m.layer);
+    if (simulated) add_bar(fmt::format("[{}] {}", layer, m.change), m);
     std::string vs = simulated ? (m.gain > Time::Zero() ? "-" : "+") +
                                      pct(m.gain > Time::Zero() ? m.gain : Time::Zero() - m.gain)
                                : "";
-    table.rows.push_back({std::to_string(m.layer), m.change, simulated ? "simulated" : m.status + ": " + m.reason,
+    table.rows.push_back({std::to_string(layer), m.change,
+                          simulated ? "simulated" : diagnose::RemedyStatusName(m.status) + std::string(": ") + m.reason,
                           simulated ? DecimalText(unit.Of(m.predicted), 4) : "", vs, m.finding});
   }
   std::string remedies = ParagraphHtml(

@@ -1,0 +1,111 @@
+#include "sim/simulate/attribution.h"
+
+#include <algorithm>
+
+namespace stacksim::simulate {
+namespace {
+
+using trace::TaskId;
+
+Time Overlap(Time a0, Time a1, Time b0, Time b1) {
+  Time lo = std::max(a0, b0), hi = std::min(a1, b1);
+  return hi > lo ? hi - lo : Time::Zero();
+}
+
+// Which breakdown bucket a task's busy time goes to.
+Time* Bucket(Breakdown& b, trace::TaskRole role) {
+  switch (role) {
+    case trace::TaskRole::kGemm: return &b.gemm;
+    case trace::TaskRole::kAttention: return &b.attention;
+    case trace::TaskRole::kMemoryBound: return &b.memory_bound;
+    case trace::TaskRole::kOptimizer: return &b.optimizer;
+    case trace::TaskRole::kTpComm: return &b.tp_exposed;
+    case trace::TaskRole::kDpComm: return &b.dp_exposed;
+    case trace::TaskRole::kPpComm: return &b.pp_exposed;
+    case trace::TaskRole::kEpComm: return &b.ep_exposed;
+    case trace::TaskRole::kOffload: return &b.offload_exposed;
+    case trace::TaskRole::kOther:
+    case trace::TaskRole::kHostSync: return &b.other;
+  }
+  return &b.other;
+}
+
+}  // namespace
+
+TaskId GapBlocker(const trace::Trace& t, const engine::ReplayResult& r, TaskId task, Time stream_free) {
+  TaskId blocker = -1;
+  Time latest = stream_free;
+  for (const TaskId* d = t.deps_begin(task); d != t.deps_end(task); ++d) {
+    if (r.timings[*d].end > latest) {
+      latest = r.timings[*d].end;
+      blocker = *d;
+    }
+  }
+  return blocker;
+}
+
+Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const std::vector<TaskId>& rank_tasks,
+                    trace::StreamId compute, Time makespan) {
+  Breakdown b;
+  Time prev_end = Time::Zero();
+  std::vector<TaskId> side;  // this rank's tasks on other streams
+  for (TaskId i : rank_tasks) {
+    const trace::Task& task = t.task(i);
+    if (task.stream != compute) {
+      side.push_back(static_cast<TaskId>(i));
+      continue;
+    }
+    const auto& tm = r.timings[i];
+    if (tm.start > prev_end) {
+      Time gap = tm.start - prev_end;
+      const TaskId blocker = GapBlocker(t, r, i, prev_end);
+      if (blocker < 0) {
+        b.other += gap;
+      } else {
+        const trace::Task& bt = t.task(blocker);
+        const auto& btm = r.timings[blocker];
+        Time exposed = Overlap(prev_end, tm.start, btm.start, btm.end);
+        Time* bucket = Bucket(b, bt.role);
+        bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed ||
+                    bucket == &b.ep_exposed;
+        if (bucket == &b.offload_exposed) {
+          // Waiting for the offloaded optimizer step (a chain of copies,
+          // host work and NVMe I/O): all of the wait is offload.
+          b.offload_exposed += gap;
+        } else if (comm) {
+          *bucket += exposed;
+          Time rest = gap - exposed;
+          // Waiting for a pipeline neighbour beyond the transfer itself is
+          // bubble, and so is waiting at a collective shared with other
+          // stages (the tied-embedding or DualPipe-mirror gradient
+          // all-reduce) before the last of them arrives; an expert
+          // all-to-all queued behind another one (DualPipe's overlapped
+          // chunks share the EP stream) is still all-to-all time.
+          const bool shared_with_stages = bt.kind == trace::TaskKind::kCollective &&
+                                          bt.comm.group != trace::kNoGroup &&
+                                          t.group(bt.comm.group).simulated.size() > 1;
+          (bucket == &b.pp_exposed || shared_with_stages ? b.bubble
+           : bucket == &b.ep_exposed                     ? b.ep_exposed
+                                                         : b.other) += rest;
+        } else {
+          b.other += gap;
+        }
+      }
+    }
+    *Bucket(b, task.role) += tm.end - tm.start;
+    prev_end = std::max(prev_end, tm.end);
+  }
+  // After its last kernel the rank waits for its own communication (data-
+  // parallel reduction, parameter gathers) or for the other stages.
+  if (makespan > prev_end) {
+    Time tail = makespan - prev_end;
+    Time comm_end = prev_end;
+    for (TaskId id : side) comm_end = std::max(comm_end, r.timings[id].end);
+    Time exposed = std::min(tail, comm_end - prev_end);
+    b.dp_exposed += exposed;
+    b.bubble += tail - exposed;
+  }
+  return b;
+}
+
+}  // namespace stacksim::simulate
