@@ -8,10 +8,15 @@
 #include <string>
 #include <utility>
 
+#include "sim/workload/gradient_buckets.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/offload.h"
+#include "sim/workload/pass_emission.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/placement.h"
+#include "sim/workload/stage_groups.h"
+#include "sim/workload/stage_layers.h"
+#include "sim/workload/zero_bubble_split.h"
 
 namespace stacksim::workload {
 namespace {
@@ -32,65 +37,6 @@ constexpr double kOptimizerBytesPerParam = 38.0;
 struct OpList {
   std::vector<Op> ops;
   std::vector<int32_t> names;
-};
-
-// The backward of an op list split for zero-bubble schedules: B (everything
-// but the weight-gradient GEMMs) and W (those GEMMs).
-std::pair<std::vector<Op>, std::vector<Op>> SplitWeightGradients(const std::vector<Op>& ops) {
-  std::vector<Op> b, w;
-  std::vector<int> index(ops.size(), -1);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Op op = ops[i];
-    if (op.weight_grad) {
-      op.wait_for = -1;  // W waits for all of B's async collectives instead
-      w.push_back(op);
-    } else {
-      if (op.wait_for >= 0) op.wait_for = index[op.wait_for];
-      index[i] = static_cast<int>(b.size());
-      b.push_back(op);
-    }
-  }
-  return {b, w};
-}
-
-// A pass being emitted that can stop after each expert-parallel all-to-all,
-// so that DualPipe can interleave a forward and a backward chunk: while one
-// chunk's all-to-all runs, the other chunk's kernels are queued on the GPU.
-class PassEmission {
- public:
-  struct promise_type {
-    std::exception_ptr error;
-    PassEmission get_return_object() {
-      return PassEmission(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
-    std::suspend_always initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    std::suspend_always yield_value(int) noexcept { return {}; }
-    void return_void() {}
-    void unhandled_exception() { error = std::current_exception(); }
-  };
-
-  explicit PassEmission(std::coroutine_handle<promise_type> h) : h_(h) {}
-  PassEmission(PassEmission&& o) noexcept : h_(std::exchange(o.h_, {})) {}
-  PassEmission(const PassEmission&) = delete;
-  PassEmission& operator=(const PassEmission&) = delete;
-  ~PassEmission() {
-    if (h_) h_.destroy();
-  }
-  // Emits up to the next stopping point; false once the pass is complete.
-  bool Resume() {
-    if (h_.done()) return false;
-    h_.resume();
-    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
-    return !h_.done();
-  }
-  void RunToEnd() {
-    while (Resume()) {
-    }
-  }
-
- private:
-  std::coroutine_handle<promise_type> h_;
 };
 
 class StepBuilder {
@@ -139,7 +85,8 @@ class StepBuilder {
   void LayerGradientsDone(int rank, int layer, TaskId last);
   void StageGradientsDone(int rank, int stage, TaskId last);
   int LastMicroBatch(int chunk) const { return layout_.dual() && chunk == 0 ? m_ / 2 - 1 : m_ - 1; }
-  void AddGradients(int rank, Bytes bytes, TaskId after, int layer);
+  // Adds gradients to the rank's bucket; reduces it when full (overlapped reduction).
+  void AddGradients(int rank, Bytes dense, Bytes expert, TaskId after);
   void FlushGradients(int rank, TaskId after);
   void EmitStepEnd();
   bool CanRun(int rank, const PipelineStep& st) const;
@@ -164,18 +111,13 @@ class StepBuilder {
   int Kind(int layer) const { return s_.model.IsMoeLayer(layer) ? 1 : 0; }
   trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0, ep_stream_ = 0;
   trace::LabelId label_compute_ = 0;
-  std::vector<trace::GroupId> tp_group_, dp_group_, next_pair_, prev_pair_, ep_group_, edp_group_, cp_group_;
-  trace::GroupId embedding_group_ = trace::kNoGroup;
-  // DualPipe: the rank holding the same two stages (of the other copy), whose
-  // gradients are summed with this rank's.
-  std::vector<trace::GroupId> mirror_group_;
+  StageGroups groups_;
+  // DualPipe: the collective instance each rank shares with its mirror.
   std::vector<int> mirror_instance_;
   // Cross-stage hand-offs: [micro-batch][model stage] -> transfer task.
   std::vector<std::vector<TaskId>> fwd_out_, bwd_out_;
-  // Per rank: gradient bytes waiting in the current bucket, and DP tasks.
-  std::vector<double> bucket_;
-  std::vector<double> expert_bucket_;  // expert gradients, reduced over the expert-data-parallel group
-  std::vector<std::vector<TaskId>> dp_tasks_;
+  GradientBuckets buckets_;
+  std::vector<std::vector<TaskId>> dp_tasks_;  // per rank: its data-parallel collectives
   std::vector<TaskId> last_compute_;
   // ZeRO-3: per rank, the last parameter gather and the compute that must
   // finish before the next gather may start (prefetch depth one layer).
@@ -186,10 +128,8 @@ class StepBuilder {
   std::vector<std::vector<TaskId>> chunk_gather_;
   std::vector<TaskId> embedding_grad_ready_;
   int32_t n_xfer_fwd_ = 0, n_xfer_bwd_ = 0, n_gather_ = 0, n_reduce_ = 0;
-  Bytes layer_param_bytes_, layer_grad_bytes_;
-  // Per layer kind: gradient bytes of the non-expert part (reduced over dp)
-  // and of the routed experts (reduced over the expert-data-parallel group).
-  Bytes grad_bytes_[2], expert_grad_bytes_[2];
+  Bytes layer_param_bytes_;
+  GradientSizes sizes_;
   int edp_ = 1;  // expert-data-parallel size: tp x dp x cp / ep
   int next_instance_ = 0;
 };
@@ -250,7 +190,7 @@ void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapp
       task.comm.kind = op.collective;
       task.comm.bytes = op.bytes;
       task.comm.scale_out_bytes = op.scale_out_bytes;
-      task.comm.group = op.ep_group ? ep_group_[rank] : op.cp_group ? cp_group_[rank] : tp_group_[rank];
+      task.comm.group = op.ep_group ? groups_.ep[rank] : op.cp_group ? groups_.cp[rank] : groups_.tp[rank];
       if (overlapped && op.ep_group && op.collective == CollectiveKind::kAllToAll) {
         task.stream = ep_stream_;
         if (c.prev >= 0) deps.push_back(c.prev);
@@ -336,7 +276,7 @@ TaskId StepBuilder::SendOut(int rank, int stage, int mb, bool forward, TaskId af
   // Pairs are placed lower rank first: r -> r+1 (forward in copy 0, backward
   // in DualPipe's copy 1) uses this rank's "next" pair.
   const bool up = (layout_.Direction(mb) == 0) == forward;
-  const trace::GroupId pair = up ? next_pair_[rank] : prev_pair_[rank];
+  const trace::GroupId pair = up ? groups_.next_pair[rank] : groups_.prev_pair[rank];
   return Send(rank, mb, dst, pair, forward ? n_xfer_fwd_ : n_xfer_bwd_, after);
 }
 
@@ -355,7 +295,7 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
   for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
     if (zero3) {
       TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
-                            layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
+                            layer_param_bytes_ * static_cast<double>(plan_.dp), groups_.dp[rank],
                             {last_gather_[rank], gather_gate_[rank],
                              EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
                             -1, l, mb);
@@ -380,31 +320,23 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
   }
 }
 
-void StepBuilder::AddGradients(int rank, Bytes bytes, TaskId after, int layer) {
-  bucket_[rank] += bytes.value;
-  if (plan_.overlap_grad_reduce && bucket_[rank] + expert_bucket_[rank] >= plan_.grad_bucket.value) {
-    FlushGradients(rank, after);
-  }
+void StepBuilder::AddGradients(int rank, Bytes dense, Bytes expert, TaskId after) {
+  if (buckets_.Add(rank, dense, expert)) FlushGradients(rank, after);
 }
 
 void StepBuilder::FlushGradients(int rank, TaskId after) {
-  if (expert_bucket_[rank] > 0) {
-    // Expert gradients go over the expert-data-parallel group (the ranks that
-    // hold the same experts); in the same bucket cadence as the rest.
-    if (edp_ > 1) {
-      CollectiveKind kind =
-          plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "expert-grad-reduce", kind,
-                                           Bytes{expert_bucket_[rank]}, edp_group_[rank], {after}));
-    }
-    expert_bucket_[rank] = 0;
-  }
-  if (bucket_[rank] <= 0) return;
-  CollectiveKind kind =
+  const GradientBuckets::Pending pending = buckets_.Take(rank);
+  const CollectiveKind kind =
       plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-  dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "grad-reduce", kind, Bytes{bucket_[rank]},
-                                       dp_group_[rank], {after}));
-  bucket_[rank] = 0;
+  // Expert gradients go over the expert-data-parallel group (the ranks that
+  // hold the same experts); in the same bucket cadence as the rest.
+  if (pending.expert > 0 && edp_ > 1) {
+    dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "expert-grad-reduce", kind,
+                                         Bytes{pending.expert}, groups_.edp[rank], {after}));
+  }
+  if (pending.dense <= 0) return;
+  dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "grad-reduce", kind,
+                                       Bytes{pending.dense}, groups_.dp[rank], {after}));
 }
 
 void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, bool last_micro_batch) {
@@ -412,8 +344,8 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
     // FSDP reduce-scatters each layer's gradients as soon as they exist.
     if (plan_.dp > 1) {
       dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
-                                           CollectiveKind::kReduceScatter, layer_grad_bytes_ * 1.0,
-                                           dp_group_[rank], {last}, -1, layer, mb));
+                                           CollectiveKind::kReduceScatter, sizes_.fsdp_layer * 1.0,
+                                           groups_.dp[rank], {last}, -1, layer, mb));
     }
   } else if (last_micro_batch) {
     LayerGradientsDone(rank, layer, last);
@@ -422,8 +354,7 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
 
 void StepBuilder::LayerGradientsDone(int rank, int layer, TaskId last) {
   if (plan_.sharding == Sharding::kZero3 || plan_.dp * plan_.cp == 1) return;
-  expert_bucket_[rank] += expert_grad_bytes_[Kind(layer)].value;
-  AddGradients(rank, grad_bytes_[Kind(layer)], last, layer);
+  AddGradients(rank, sizes_.dense[Kind(layer)], sizes_.expert[Kind(layer)], last);
 }
 
 void StepBuilder::StageGradientsDone(int rank, int stage, TaskId last) {
@@ -432,7 +363,7 @@ void StepBuilder::StageGradientsDone(int rank, int stage, TaskId last) {
   if (stage == 0 || stage == last_stage()) {
     double emb = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
     bool has_copy = stage == 0 || !s_.model.tie_word_embeddings || last_stage() > 0;
-    if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.grad_reduce_precision)}, last, -1);
+    if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.grad_reduce_precision)}, Bytes{0}, last);
   }
   if (plan_.overlap_grad_reduce) FlushGradients(rank, last);
 }
@@ -455,7 +386,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
     if (zero3) {
       TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
-                            layer_param_bytes_ * static_cast<double>(plan_.dp), dp_group_[rank],
+                            layer_param_bytes_ * static_cast<double>(plan_.dp), groups_.dp[rank],
                             {last_gather_[rank], gather_gate_[rank],
                              EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
                             -1, l, mb);
@@ -522,7 +453,7 @@ void StepBuilder::EmitStepEnd() {
     int instance = next_instance_++;
     for (int r : {0, p_ - 1}) {
       dp_tasks_[r].push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "embedding-grad-allreduce",
-                                        CollectiveKind::kAllReduce, Bytes{bytes}, embedding_group_,
+                                        CollectiveKind::kAllReduce, Bytes{bytes}, groups_.embedding,
                                         {embedding_grad_ready_[r]}, instance));
     }
   }
@@ -540,7 +471,7 @@ void StepBuilder::EmitStepEnd() {
       dp_tasks_[r].push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "dualpipe-mirror-grad-allreduce",
                                         CollectiveKind::kAllReduce,
                                         Bytes{shard * config::PrecisionBytes(plan_.grad_reduce_precision)},
-                                        mirror_group_[r], deps, mirror_instance_[r]));
+                                        groups_.mirror[r], deps, mirror_instance_[r]));
     }
     const double expert = static_cast<double>(StageExpertParameters(s_, r));
     double params = sharded_optimizer
@@ -567,7 +498,7 @@ void StepBuilder::EmitStepEnd() {
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
         !plan_.overlap_param_gather) {
       double bytes = static_cast<double>(StageParameters(s_, r)) * shape_.element_bytes();
-      Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, dp_group_[r],
+      Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, groups_.dp[r],
                  {step});
     }
   }
@@ -621,69 +552,19 @@ trace::Trace StepBuilder::Build() {
 
   const double layer_params = static_cast<double>(s_.model.LayerParameterCount()) / plan_.tp;
   layer_param_bytes_ = Bytes{layer_params / plan_.dp * shape_.element_bytes()};  // one rank's shard
-  // FSDP reduces gradients in the training precision; Megatron keeps fp32 main grads.
-  layer_grad_bytes_ = Bytes{layer_params * config::PrecisionBytes(plan_.sharding == Sharding::kZero3
-                                                                      ? plan_.precision
-                                                                      : plan_.grad_reduce_precision)};
+  sizes_ = ComputeGradientSizes(s_);
 
-  // Gradient bytes per layer kind: the non-expert part (split over TP) is
-  // reduced over dp, the routed experts (split over EP) over the expert-data-
-  // parallel group.
-  const config::Precision grad_precision = plan_.sharding == Sharding::kZero3 ? plan_.precision : plan_.grad_reduce_precision;
-  for (int kind = 0; kind < 2; ++kind) {
-    double expert = kind == 1 && s_.model.is_moe() ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
-    int64_t first_moe = 0;
-    while (first_moe < s_.model.num_layers - 1 && !s_.model.IsMoeLayer(first_moe)) ++first_moe;
-    double all = static_cast<double>(kind == 1 ? s_.model.LayerParameterCount(first_moe) : s_.model.LayerParameterCount());
-    grad_bytes_[kind] = Bytes{(all - expert) / plan_.tp * config::PrecisionBytes(grad_precision)};
-    expert_grad_bytes_[kind] = Bytes{expert / plan_.ep * config::PrecisionBytes(grad_precision)};
-  }
-
-  PlanGroups groups = PlacePlan(plan_, s_.topology);
-  for (int r = 0; r < p_; ++r) {
-    // This stage's copy of each group: simulated by rank r, placed at the stage's first GPU.
-    auto at_stage = [&](trace::CommGroup g) {
-      g.simulated = {r};
-      g.first_rank = StageFirstRank(plan_, r);
-      return t_.AddGroup(std::move(g));
-    };
-    tp_group_.push_back(at_stage(groups.tp));
-    dp_group_.push_back(at_stage(groups.dp));
-    cp_group_.push_back(at_stage(groups.cp));
-    ep_group_.push_back(at_stage(groups.ep));
-    edp_group_.push_back(at_stage(groups.edp));
-    trace::CommGroup next = PlacePipelinePair(plan_, s_.topology, r, (r + 1) % p_);
-    next_pair_.push_back(t_.AddGroup(next));
-    trace::CommGroup prev = PlacePipelinePair(plan_, s_.topology, (r + p_ - 1) % p_, r);
-    prev_pair_.push_back(t_.AddGroup(prev));
-  }
-  if (s_.model.tie_word_embeddings && p_ > 1) {
-    trace::CommGroup emb = PlacePipelinePair(plan_, s_.topology, 0, p_ - 1);
-    emb.role = trace::GroupRole::kEmbedding;
-    emb.name = trace::GroupRoleName(emb.role);
-    emb.simulated = {0, p_ - 1};
-    embedding_group_ = t_.AddGroup(emb);
-  }
+  groups_ = AddStageGroups(t_, s_, p_, layout_.dual());
   if (layout_.dual()) {
-    // DualPipe: ranks r and p-1-r hold the same two stages; each pair sums
-    // its gradients (one collective instance shared by both ranks).
-    mirror_group_.assign(p_, trace::kNoGroup);
+    // DualPipe: ranks r and p-1-r share one gradient all-reduce instance.
     mirror_instance_.assign(p_, -1);
-    for (int r = 0; r < p_ / 2; ++r) {
-      trace::CommGroup g = PlacePipelinePair(plan_, s_.topology, r, p_ - 1 - r);
-      g.role = trace::GroupRole::kDualPipeMirror;
-      g.name = trace::GroupRoleName(g.role);
-      g.simulated = {r, p_ - 1 - r};
-      mirror_group_[r] = mirror_group_[p_ - 1 - r] = t_.AddGroup(g);
-      mirror_instance_[r] = mirror_instance_[p_ - 1 - r] = next_instance_++;
-    }
+    for (int r = 0; r < p_ / 2; ++r) mirror_instance_[r] = mirror_instance_[p_ - 1 - r] = next_instance_++;
   }
 
   const int vstages = layout_.stages();
   fwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
   bwd_out_.assign(m_, std::vector<TaskId>(vstages, -1));
-  bucket_.assign(p_, 0);
-  expert_bucket_.assign(p_, 0);
+  buckets_ = GradientBuckets(p_, plan_.grad_bucket, plan_.overlap_grad_reduce);
   dp_tasks_.assign(p_, {});
   last_compute_.assign(p_, -1);
   last_gather_.assign(p_, -1);
@@ -712,10 +593,10 @@ trace::Trace StepBuilder::Build() {
         std::vector<TaskId> gathers;
         if (expert > 0 && edp_ > 1) {
           gathers.push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "expert-param-gather", CollectiveKind::kAllGather,
-                                       Bytes{expert * shape_.element_bytes()}, edp_group_[r], {}));
+                                       Bytes{expert * shape_.element_bytes()}, groups_.edp[r], {}));
         }
         chunk_gather_[r][c] = Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather,
-                                         Bytes{params * shape_.element_bytes()}, dp_group_[r], gathers);
+                                         Bytes{params * shape_.element_bytes()}, groups_.dp[r], gathers);
       }
     }
   }
@@ -770,66 +651,6 @@ trace::Trace StepBuilder::Build() {
 }
 
 }  // namespace
-
-std::vector<int> LayersPerVirtualStage(int layers, int pp, int vp) {
-  const int n = pp * vp;
-  const int per = (layers + n - 1) / n;
-  std::vector<int> out(n, per);
-  int extra = per * n - layers;
-  // Take the surplus from the ends first: they also hold embedding and head.
-  for (int i = 0; extra > 0; i = (i + 1) % ((n + 1) / 2)) {
-    for (int idx : {i, n - 1 - i}) {
-      if (extra > 0 && out[idx] > 0) {
-        --out[idx];
-        --extra;
-      }
-      if (idx == n - 1 - idx) break;
-    }
-  }
-  return out;
-}
-
-int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
-  const auto& plan = s.plan;
-  const PipelineLayout layout = PipelineLayout::Of(plan);
-  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, layout.v);
-  std::vector<int> first(layers.size(), 0);
-  for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
-  const int64_t embedding = s.model.vocab_size * s.model.hidden_size / plan.tp;
-  const int last = layout.stages() - 1;
-  int64_t params = 0;
-  for (int vs : layout.StagesOfRank(stage)) {
-    for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
-      int64_t expert = s.model.IsMoeLayer(l) ? s.model.ExpertParameterCount() : 0;
-      params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ep;
-    }
-    if (vs == 0) {
-      params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);
-    }
-    if (vs == last) {
-      // The output head: its own weights, or the tied copy when it lives on another stage.
-      if (!s.model.tie_word_embeddings || last > 0) params += embedding;
-      params += 2 * s.model.hidden_size;  // final norm
-    }
-  }
-  return params;
-}
-
-int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage) {
-  if (!s.model.is_moe()) return 0;
-  const auto& plan = s.plan;
-  const PipelineLayout layout = PipelineLayout::Of(plan);
-  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, layout.v);
-  std::vector<int> first(layers.size(), 0);
-  for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
-  int64_t params = 0;
-  for (int vs : layout.StagesOfRank(stage)) {
-    for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
-      if (s.model.IsMoeLayer(l)) params += s.model.ExpertParameterCount() / plan.ep;
-    }
-  }
-  return params;
-}
 
 trace::Trace BuildTrainingStep(const config::ScenarioConfig& s) { return StepBuilder(s).Build(); }
 

@@ -1,0 +1,51 @@
+#include "sim/workload/stage_groups.h"
+
+#include <utility>
+
+#include "sim/workload/placement.h"
+
+namespace stacksim::workload {
+
+StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int stages, bool dual_pipe) {
+  const config::PlanConfig& plan = s.plan;
+  const int p = stages;
+  StageGroups out;
+  PlanGroups groups = PlacePlan(plan, s.topology);
+  for (int r = 0; r < p; ++r) {
+    // This stage's copy of each group: simulated by rank r, placed at the stage's first GPU.
+    auto at_stage = [&](trace::CommGroup g) {
+      g.simulated = {r};
+      g.first_rank = StageFirstRank(plan, r);
+      return t.AddGroup(std::move(g));
+    };
+    out.tp.push_back(at_stage(groups.tp));
+    out.dp.push_back(at_stage(groups.dp));
+    out.cp.push_back(at_stage(groups.cp));
+    out.ep.push_back(at_stage(groups.ep));
+    out.edp.push_back(at_stage(groups.edp));
+    out.next_pair.push_back(t.AddGroup(PlacePipelinePair(plan, s.topology, r, (r + 1) % p)));
+    out.prev_pair.push_back(t.AddGroup(PlacePipelinePair(plan, s.topology, (r + p - 1) % p, r)));
+  }
+  if (s.model.tie_word_embeddings && p > 1) {
+    trace::CommGroup emb = PlacePipelinePair(plan, s.topology, 0, p - 1);
+    emb.role = trace::GroupRole::kEmbedding;
+    emb.name = trace::GroupRoleName(emb.role);
+    emb.simulated = {0, p - 1};
+    out.embedding = t.AddGroup(emb);
+  }
+  if (dual_pipe) {
+    // DualPipe: ranks r and p-1-r hold the same two stages; each pair sums
+    // its gradients.
+    out.mirror.assign(p, trace::kNoGroup);
+    for (int r = 0; r < p / 2; ++r) {
+      trace::CommGroup g = PlacePipelinePair(plan, s.topology, r, p - 1 - r);
+      g.role = trace::GroupRole::kDualPipeMirror;
+      g.name = trace::GroupRoleName(g.role);
+      g.simulated = {r, p - 1 - r};
+      out.mirror[r] = out.mirror[p - 1 - r] = t.AddGroup(g);
+    }
+  }
+  return out;
+}
+
+}  // namespace stacksim::workload
