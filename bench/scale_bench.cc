@@ -7,7 +7,7 @@
 // allows one simulation per process, so run that one alone:
 //   build/bench/scale_bench --benchmark_filter='Analytic|Stragglers'
 //   build/bench/scale_bench --benchmark_filter=SimGrid
-// Measured wall time and peak memory are in NOTES.md ("Scale limits").
+// Measured wall time and peak memory are in docs/scale.md.
 #include <benchmark/benchmark.h>
 
 #include <stdexcept>

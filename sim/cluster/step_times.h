@@ -53,7 +53,7 @@ struct PlanLibrary {
 // the simulator's scattered order keeps it in one group. network "analytic":
 // one in-process run; the analytic model prices any group spanning leaf
 // groups at the full oversubscription whatever the order (its loaded-fabric
-// view, which equals the flow-level scattered step in NOTES.md's contention
+// view, which equals the flow-level scattered step in docs/network.md's contention
 // scenario (a)), so packed = scattered and placement costs nothing.
 class SimulatedStepTimes : public StepTimeModel {
  public:

@@ -245,7 +245,7 @@ void SimGridSession::BuildPlatform() {
   }
   iface->seal();
   // The network model's next event is not public API: Model is its primary
-  // base, so the pointer converts (Itanium ABI). See NOTES.md, issue 4.
+  // base, so the pointer converts (Itanium ABI). See docs/network.md.
   model_ = reinterpret_cast<simgrid::kernel::resource::Model*>(zone->get_network_model().get());
 }
 
@@ -562,7 +562,7 @@ std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyC
                                                          const config::ProfileConfig& profile, int cluster_gpus,
                                                          config::NodeOrder order) {
   // One host and a few links per GPU: 131,072 GPUs take 0.9 GB and ~25 CPU-s
-  // (NOTES.md, "Scale limits"); beyond 2^18 GPUs memory, not the model, binds.
+  // (docs/scale.md); beyond 2^18 GPUs memory, not the model, binds.
   constexpr int kMaxSimGridGpus = 1 << 18;
   if (cluster_gpus > kMaxSimGridGpus) {
     throw InputError("", "--network", "the SimGrid model builds one host per GPU: " + std::to_string(cluster_gpus) +
