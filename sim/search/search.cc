@@ -7,12 +7,11 @@
 #include <memory>
 #include <queue>
 
-#include "sim/cost/profile_cost_model.h"
 #include "sim/engine/engine.h"
 #include "sim/memory/memory_model.h"
-#include "sim/net/analytic_network.h"
 #include "sim/search/step_bound.h"
 #include "sim/simulate/simulate.h"
+#include "sim/simulate/step_replay.h"
 #include "sim/util/error.h"
 #include "sim/util/parallel.h"
 #include "sim/workload/placement.h"
@@ -85,11 +84,7 @@ Objective ParseObjective(const std::string& text, const std::string& origin) {
 Time SimulateStep(const config::ScenarioConfig& scenario, const config::PlanConfig& plan) {
   config::ScenarioConfig s = scenario;
   s.plan = plan;
-  trace::Trace trace = workload::BuildTrainingStep(s);
-  cost::ProfileCostModel cost(s.profile, plan.cuda_graphs);
-  net::AnalyticNetwork network(s.topology, s.profile);
-  engine::Engine engine(cost, network);
-  return engine.Replay(trace).makespan;
+  return simulate::ReplayStep(simulate::BuildStep(s)).makespan;
 }
 
 ThreadRunner::ThreadRunner(int threads)

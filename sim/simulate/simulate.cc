@@ -8,6 +8,7 @@
 #include "sim/memory/memory_model.h"
 #include "sim/net/network_factory.h"
 #include "sim/simulate/attribution.h"
+#include "sim/simulate/step_replay.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/training_step.h"
@@ -88,13 +89,10 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     return res;
   }
 
-  auto trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(scenario));
-  cost::ProfileCostModel cost(profile, plan.cuda_graphs);
-  std::unique_ptr<engine::NetworkModel> network =
-      net::MakeNetwork(options.network, scenario.topology, profile, scenario.gpus, scenario.node_order);
-  res.network_model = network->name();
-  engine::Engine engine(cost, *network);
-  auto replay = std::make_shared<engine::ReplayResult>(engine.Replay(*trace));
+  StepModels step = BuildStep(scenario, options.network);
+  std::shared_ptr<trace::Trace> trace = step.trace;
+  res.network_model = step.network->name();
+  auto replay = std::make_shared<engine::ReplayResult>(ReplayStep(step));
 
   res.iteration = replay->makespan;
   res.tasks = trace->size();

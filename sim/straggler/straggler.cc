@@ -6,12 +6,9 @@
 #include <map>
 #include <random>
 
-#include "sim/cost/profile_cost_model.h"
-#include "sim/net/analytic_network.h"
 #include "sim/util/error.h"
 #include "sim/util/parallel.h"
 #include "sim/util/statistics.h"
-#include "sim/workload/training_step.h"
 
 namespace stacksim::straggler {
 namespace {
@@ -73,15 +70,13 @@ std::vector<SlowUnit> Draw(const StragglerSpec& spec, bool transient, bool trans
 StragglerReplayer::StragglerReplayer(const config::ScenarioConfig& scenario)
     : plan_(scenario.plan), gpus_(scenario.gpus), gpus_per_node_(scenario.topology.gpus_per_node),
       nodes_(scenario.nodes()) {
-  base_ = std::make_unique<trace::Trace>(workload::BuildTrainingStep(scenario));
-  cost_ = std::make_unique<cost::ProfileCostModel>(scenario.profile, scenario.plan.cuda_graphs);
-  network_ = std::make_unique<net::AnalyticNetwork>(scenario.topology, scenario.profile);
+  step_ = simulate::BuildStep(scenario);
 }
 
 StragglerReplayer::~StragglerReplayer() = default;
 
 std::vector<Pattern> StragglerReplayer::SlowReplicaPatterns(const std::vector<SlowUnit>& slow) const {
-  const int stages = base_->rank_count();
+  const int stages = step_.trace->rank_count();
   std::map<int, Pattern> replicas;  // ordered: patterns come out in replica order
   auto slow_rank = [&](int64_t rank, double slowdown) {
     if (rank < 0 || rank >= gpus_) return;  // a partly filled last node
@@ -103,7 +98,7 @@ std::vector<Pattern> StragglerReplayer::SlowReplicaPatterns(const std::vector<Sl
 }
 
 Time StragglerReplayer::Replay(const std::vector<Pattern>& patterns) const {
-  return ReplayPatterns(*base_, patterns, *cost_, *network_);
+  return ReplayPatterns(*step_.trace, patterns, *step_.cost, *step_.network);
 }
 
 void CheckStragglerOptions(const StragglerOptions& options) {

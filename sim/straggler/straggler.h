@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/config/scenario.h"
+#include "sim/simulate/step_replay.h"
 #include "sim/straggler/replica_expansion.h"
 #include "sim/straggler/straggler_spec.h"
 #include "sim/trace/trace.h"
@@ -58,7 +59,7 @@ class StragglerReplayer {
   Time Replay(const std::vector<Pattern>& patterns) const;
   Time Step(const std::vector<SlowUnit>& slow) const { return Replay(Patterns(slow)); }
 
-  const trace::Trace& base() const { return *base_; }
+  const trace::Trace& base() const { return *step_.trace; }
   int nodes() const { return nodes_; }
   int gpus() const { return gpus_; }
 
@@ -67,9 +68,7 @@ class StragglerReplayer {
   int gpus_ = 0;
   int gpus_per_node_ = 1;
   int nodes_ = 0;
-  std::unique_ptr<trace::Trace> base_;
-  std::unique_ptr<engine::CostModel> cost_;
-  std::unique_ptr<engine::NetworkModel> network_;
+  simulate::StepModels step_;  // the healthy step, replayed with each pattern
 };
 
 // Step time with the `replaced` slowest persistent units healthy.

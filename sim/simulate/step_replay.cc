@@ -1,0 +1,22 @@
+#include "sim/simulate/step_replay.h"
+
+#include "sim/cost/profile_cost_model.h"
+#include "sim/engine/engine.h"
+#include "sim/net/network_factory.h"
+#include "sim/workload/training_step.h"
+
+namespace stacksim::simulate {
+
+StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network) {
+  StepModels m;
+  m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s));
+  m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs);
+  m.network = net::MakeNetwork(network, s.topology, s.profile, s.gpus, s.node_order);
+  return m;
+}
+
+trace::ReplayResult ReplayStep(const StepModels& step) {
+  return engine::Engine(*step.cost, *step.network).Replay(*step.trace);
+}
+
+}  // namespace stacksim::simulate
