@@ -2,6 +2,8 @@
 #ifndef STACKSIM_TESTS_FIXTURES_H_
 #define STACKSIM_TESTS_FIXTURES_H_
 
+#include <utility>
+
 #include "sim/config/scenario.h"
 
 namespace stacksim::testing {
@@ -65,6 +67,15 @@ inline config::ProfileConfig RoundProfile() {
   p.attention_bwd_efficiency.value = 0.4;
   p.flash2_fwd_efficiency.value = 0.3;
   p.flash2_bwd_efficiency.value = 0.25;
+  // Eager kernels at the H200-measured fractions of copy bandwidth that every
+  // shipped profile carries (profiles/*.json "eager_kernels").
+  using config::EagerKernel;
+  for (auto [kind, gbps] : {std::pair{EagerKernel::kElementwise, 4152.0}, std::pair{EagerKernel::kLayerNorm, 2424.0},
+                            std::pair{EagerKernel::kRmsNorm, 2681.0}, std::pair{EagerKernel::kGelu, 3621.0},
+                            std::pair{EagerKernel::kGatedActivation, 1137.0}, std::pair{EagerKernel::kSoftmax, 1071.0},
+                            std::pair{EagerKernel::kDropout, 2415.0}, std::pair{EagerKernel::kCast, 2115.0}}) {
+    p.eager_kernels[static_cast<int>(kind)] = {gbps / 4152, "test: H200-measured eager GB/s over the 4152 GB/s copy"};
+  }
   p.kernel_launch.value = Time::Us(4);
   p.host_bandwidth.value = Bandwidth{50e9};
   p.intra_reference_link.value = Bandwidth{450e9};

@@ -535,7 +535,8 @@ class ProfileFitter {
       fields.push_back("gemm.max_efficiency." + key);
     }
     for (const char* f : {"gemm.tile", "gemm.k_overhead", "attention.fwd_efficiency", "attention.bwd_efficiency",
-                          "attention.flash2_fwd_efficiency", "attention.flash2_bwd_efficiency", "kernel_launch",
+                          "attention.flash2_fwd_efficiency", "attention.flash2_bwd_efficiency", "eager_kernels",
+                          "kernel_launch",
                           "host_bandwidth", "collectives.intra_node.reference_link_bandwidth",
                           "collectives.intra_node.latency", "collectives.intra_node.all_reduce",
                           "collectives.intra_node.ring", "collectives.inter_node.nic_efficiency",
@@ -554,6 +555,7 @@ class ProfileFitter {
       return "datasheet figures: calibrate measures achieved rates as fractions of them";
     }
     if (field == "collectives.intra_node.latency") return "not measured by calibrate";
+    if (field == "eager_kernels") return "eager PyTorch kernels: calibrate times fused kernels only";
     if (field.rfind("collectives.inter_node.", 0) == 0) return "one node: nothing crosses a network";
     return "not measured";
   }

@@ -34,7 +34,7 @@ struct GemmSample {
 };
 
 // A GEMM precision: its gemm.csv name, its profile key, and the bytes per
-// element the workload generator counts (sim/workload/layer_ops.cc: fp8
+// element the workload generator counts (sim/workload/op_builders.cc: fp8
 // training keeps bf16 activations; fp32 training feeds TF32 products 4-byte
 // tensors).
 struct GemmDtype {

@@ -35,7 +35,7 @@ TEST(PredictedGemmSeconds, TakesTheLargestOfFlopsBytesAndLaunch) {
 }
 
 TEST(GemmDtypes, CountBytesAsTheWorkloadGeneratorDoes) {
-  // sim/workload/layer_ops.cc: fp8 training keeps bf16 activations; TF32 products read fp32 tensors.
+  // sim/workload/op_builders.cc: fp8 training keeps bf16 activations; TF32 products read fp32 tensors.
   EXPECT_EQ(FindGemmDtype("bf16")->element_bytes, 2);
   EXPECT_EQ(FindGemmDtype("fp8_e4m3")->element_bytes, 2);
   EXPECT_EQ(std::string(FindGemmDtype("fp8_e4m3")->profile_key), "fp8");

@@ -93,7 +93,8 @@ json ProjectProfile(const json& measured, const json& target_datasheet, const st
                          !config::IsFallbackSource(effs[key]["source"].get<std::string>());
     if (!from_measured) from_target.push_back("gemm.max_efficiency." + key + " (not measured on " + measured_name + ")");
   }
-  for (const char* f : {"sm_count", "hbm_capacity", "hbm_bandwidth", "peak_flops", "host_bandwidth", "collectives"}) {
+  for (const char* f :
+       {"sm_count", "hbm_capacity", "hbm_bandwidth", "peak_flops", "eager_kernels", "host_bandwidth", "collectives"}) {
     from_target.push_back(f);
   }
 

@@ -88,7 +88,7 @@ const char* RankOrderName(RankOrder o);  // "tp-cp-dp-pp", "tp-cp-pp-dp"
 // linear, Transformer Engine's LayerNormLinear, stay), mla_up_proj (MLA's
 // up-projections and RoPE), mlp (a dense MLP), moe_act (the routed experts'
 // activation), moe (the whole MoE layer), shared_experts (the shared-expert
-// MLP). The list is in sim/workload/layer_ops.cc SelectiveRecompute and
+// MLP). The list is in sim/workload/recompute_modules.cc SelectiveRecompute and
 // sim/memory/memory_model.cc LayerActivations.
 enum class RecomputeModule { kCoreAttn, kLayerNorm, kMlaUpProj, kMlp, kMoeAct, kMoe, kSharedExperts };
 inline constexpr int kRecomputeModuleCount = 7;

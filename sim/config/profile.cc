@@ -161,8 +161,11 @@ std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const Profi
                          {"attention.fwd_efficiency", p.attention_fwd_efficiency.source},
                          {"attention.bwd_efficiency", p.attention_bwd_efficiency.source},
                          {"attention.flash2_fwd_efficiency", p.flash2_fwd_efficiency.source},
-                         {"attention.flash2_bwd_efficiency", p.flash2_bwd_efficiency.source},
-                         {"kernel_launch", p.kernel_launch.source},
+                         {"attention.flash2_bwd_efficiency", p.flash2_bwd_efficiency.source}});
+  for (EagerKernel k : kAllEagerKernels) {
+    out.emplace_back(std::string("eager_kernels.") + EagerKernelName(k), p.eager_kernels[static_cast<int>(k)].source);
+  }
+  out.insert(out.end(), {{"kernel_launch", p.kernel_launch.source},
                          {"host_bandwidth", p.host_bandwidth.source},
                          {"collectives.intra_node.reference_link_bandwidth", p.intra_reference_link.source},
                          {"collectives.intra_node.latency", p.intra_latency.source},
@@ -214,6 +217,20 @@ std::string PartialSummary(const ProfileConfig& p) {
     out += ")";
   }
   return out;
+}
+
+const char* EagerKernelName(EagerKernel k) {
+  switch (k) {
+    case EagerKernel::kElementwise: return "elementwise";
+    case EagerKernel::kLayerNorm: return "layer_norm";
+    case EagerKernel::kRmsNorm: return "rms_norm";
+    case EagerKernel::kGelu: return "gelu";
+    case EagerKernel::kGatedActivation: return "gated_activation";
+    case EagerKernel::kSoftmax: return "softmax";
+    case EagerKernel::kDropout: return "dropout";
+    case EagerKernel::kCast: return "cast";
+  }
+  return "?";
 }
 
 const char* ProfileKindName(ProfileKind k) {
@@ -323,6 +340,13 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     p.flash2_bwd_efficiency = SourcedFraction(attention.Required("flash2_bwd_efficiency"));
     attention.Finish();
   }
+  {
+    JsonObject eager(obj.Required("eager_kernels"));
+    for (EagerKernel k : kAllEagerKernels) {
+      p.eager_kernels[static_cast<int>(k)] = SourcedFraction(eager.Required(EagerKernelName(k)));
+    }
+    eager.Finish();
+  }
   p.kernel_launch = SourcedTime(obj.Required("kernel_launch"));
   p.host_bandwidth = SourcedBandwidth(obj.Required("host_bandwidth"));
 
@@ -397,6 +421,12 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
                     {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)},
                     {"flash2_fwd_efficiency", SourcedJson(p.flash2_fwd_efficiency, p.flash2_fwd_efficiency.value)},
                     {"flash2_bwd_efficiency", SourcedJson(p.flash2_bwd_efficiency, p.flash2_bwd_efficiency.value)}};
+  nlohmann::json eager = nlohmann::json::object();
+  for (EagerKernel k : kAllEagerKernels) {
+    const Sourced<double>& e = p.eager_kernels[static_cast<int>(k)];
+    eager[EagerKernelName(k)] = SourcedJson(e, e.value);
+  }
+  j["eager_kernels"] = eager;
   j["kernel_launch"] = SourcedJson(p.kernel_launch, TimeText(p.kernel_launch.value));
   j["host_bandwidth"] = SourcedJson(p.host_bandwidth, BandwidthText(p.host_bandwidth.value));
   j["collectives"] = {

@@ -74,6 +74,18 @@ struct GemmModel {
   Sourced<double> k_overhead;
 };
 
+// Memory-bound kernel families whose generic (eager PyTorch) kernels reach
+// different fractions of the device copy bandwidth: the keys of a profile's
+// "eager_kernels" section, in this order.
+enum class EagerKernel { kElementwise, kLayerNorm, kRmsNorm, kGelu, kGatedActivation, kSoftmax, kDropout, kCast };
+inline constexpr int kNumEagerKernels = 8;
+inline constexpr std::array<EagerKernel, kNumEagerKernels> kAllEagerKernels = {
+    EagerKernel::kElementwise, EagerKernel::kLayerNorm, EagerKernel::kRmsNorm, EagerKernel::kGelu,
+    EagerKernel::kGatedActivation, EagerKernel::kSoftmax, EagerKernel::kDropout, EagerKernel::kCast};
+// The profile key: "elementwise", "layer_norm", "rms_norm", "gelu",
+// "gated_activation", "softmax", "dropout", "cast".
+const char* EagerKernelName(EagerKernel k);
+
 struct ProfileConfig {
   std::string name;         // "h100-sxm-80gb"
   std::string gpu;          // human name, "NVIDIA H100 SXM5 80GB"
@@ -98,6 +110,11 @@ struct ProfileConfig {
   // The FlashAttention-2 kernels (2023 frameworks), same units.
   Sourced<double> flash2_fwd_efficiency;
   Sourced<double> flash2_bwd_efficiency;
+  // Eager (generic PyTorch) memory-bound kernels, per family: achieved
+  // bandwidth over the device copy's, a fraction in (0, 1]. Plans with
+  // unfused kernels (plan.kernels "eager") run their memory-bound work at
+  // these fractions of the copy bandwidth.
+  std::array<Sourced<double>, kNumEagerKernels> eager_kernels;
   Sourced<Time> kernel_launch;           // host issue time per eager kernel launch
   Sourced<Bandwidth> host_bandwidth;     // pinned host<->device, per direction
 
@@ -113,13 +130,15 @@ struct ProfileConfig {
   Sourced<Time> inter_latency;
 
   std::optional<FlopRate> Peak(Precision p) const;
+  double EagerEfficiency(EagerKernel k) const { return eager_kernels[static_cast<int>(k)].value; }
 };
 
 // Strict, like every input: besides unknown/missing keys and wrong units, a
 // value that is not {"value": ..., "source": "..."} is an error ("every profile
 // value must state its source"); curve sizes must be strictly increasing;
 // efficiencies are fractions in (0, 1]; all five peak_flops keys are present
-// (null for a precision the GPU lacks). A partial profile's marker is checked
+// (null for a precision the GPU lacks); "eager_kernels" has every family of
+// EagerKernel, each a fraction. A partial profile's marker is checked
 // too: "partial" is a bool, only in a measured or projected profile; "missing"
 // is present exactly when partial is true, each entry {"section", "reason",
 // "fields"} with every listed field a value of the profile whose source is a
@@ -128,7 +147,8 @@ ProfileConfig ParseProfile(const JsonNode& node);
 ProfileConfig LoadProfileFile(const std::string& path);
 
 // Every value of a profile as (field path, source): "sm_count",
-// "peak_flops.bf16", "gemm.max_efficiency.fp8", "collectives.intra_node.ring"
+// "peak_flops.bf16", "gemm.max_efficiency.fp8", "eager_kernels.softmax",
+// "collectives.intra_node.ring"
 // (a curve's source), in file order; absent optional values are left out.
 std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const ProfileConfig& p);
 // The source of `field`, or nullopt when the profile has no such value.

@@ -96,6 +96,41 @@ TEST(Profile, EfficiencyMustBeAFraction) {
   EXPECT_EQ(ParseError(doc).key_path(), "attention.fwd_efficiency.value");
 }
 
+TEST(Profile, EagerKernelsGiveEveryFamilyAFractionWithItsSource) {
+  ProfileConfig p = LoadProfileFile(kFixture);
+  EXPECT_DOUBLE_EQ(p.EagerEfficiency(EagerKernel::kElementwise), 1.0);
+  EXPECT_DOUBLE_EQ(p.EagerEfficiency(EagerKernel::kSoftmax), 1071.0 / 4152);
+  EXPECT_DOUBLE_EQ(p.EagerEfficiency(EagerKernel::kGatedActivation), 1137.0 / 4152);
+  EXPECT_EQ(FieldSource(p, "eager_kernels.softmax"), p.eager_kernels[static_cast<int>(EagerKernel::kSoftmax)].source);
+  EXPECT_STREQ(EagerKernelName(EagerKernel::kGatedActivation), "gated_activation");
+}
+
+TEST(Profile, BadEagerKernelValueIsAnErrorNamingFileAndKey) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["eager_kernels"]["softmax"]["value"] = 1.5;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.file(), "p.json");
+  EXPECT_EQ(e.key_path(), "eager_kernels.softmax.value");
+  EXPECT_TRUE(Mentions(e, "fraction")) << e.what();
+  doc["eager_kernels"]["softmax"]["value"] = "fast";
+  EXPECT_EQ(ParseError(doc).key_path(), "eager_kernels.softmax.value");
+  doc = ReadJsonFile(kFixture);
+  doc["eager_kernels"]["layer_norm"] = 0.58;
+  e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "eager_kernels.layer_norm");
+  EXPECT_TRUE(Mentions(e, "every profile value must state its source"));
+  doc = ReadJsonFile(kFixture);
+  doc["eager_kernels"].erase("cast");
+  EXPECT_EQ(ParseError(doc).key_path(), "eager_kernels.cast");
+  doc = ReadJsonFile(kFixture);
+  doc["eager_kernels"]["swish"] = {{"value", 0.5}, {"source", "x"}};
+  EXPECT_EQ(ParseError(doc).key_path(), "eager_kernels.swish");
+  // Required like every other section.
+  doc = ReadJsonFile(kFixture);
+  doc.erase("eager_kernels");
+  EXPECT_EQ(ParseError(doc).key_path(), "eager_kernels");
+}
+
 TEST(Profile, CurvesMustBeSortedAndStrictlyIncreasing) {
   // (parsed from text: nlohmann's initializer lists would turn string pairs into an object)
   auto points = [](const char* text) { return nlohmann::json::parse(text); };
@@ -164,6 +199,10 @@ TEST(Profile, WritesBackWhatItReads) {
     EXPECT_DOUBLE_EQ(back.intra_all_reduce.At(Bytes{3e6}).value, p.intra_all_reduce.At(Bytes{3e6}).value);
     EXPECT_EQ(back.kernel_launch.value, p.kernel_launch.value);
     EXPECT_EQ(back.kernel_launch.source, p.kernel_launch.source);
+    for (EagerKernel k : kAllEagerKernels) {
+      EXPECT_EQ(back.EagerEfficiency(k), p.EagerEfficiency(k)) << EagerKernelName(k);
+      EXPECT_EQ(back.eager_kernels[static_cast<int>(k)].source, p.eager_kernels[static_cast<int>(k)].source);
+    }
   }
 }
 

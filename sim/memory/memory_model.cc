@@ -24,11 +24,11 @@ double MlaAttentionActivations(const workload::LayerShape& s, double e, double l
   const double T = D(s.tokens());
   const double Tn = s.sequence_parallel ? T / s.tp : T;
   const double h = D(s.hidden);
-  const double hr = D(s.heads / s.tp);
-  const double qk = D(s.head_dim), v = D(s.v_head_dim);
-  const double latents = D(s.q_lora_rank + s.kv_lora_rank);  // no query latent without q_lora_rank
+  const double hr = D(s.attention.heads / s.tp);
+  const double qk = D(s.attention.head_dim), v = D(s.mla.v_head_dim);
+  const double latents = D(s.mla.q_lora_rank + s.mla.kv_lora_rank);  // no query latent without q_lora_rank
   const double mask = s.dropout ? 1.0 : 0.0;
-  const bool fp8 = s.precision == config::Precision::kFp8;
+  const bool fp8 = s.kernels.precision == config::Precision::kFp8;
   double a = e * Tn * h;                  // input norm's input (the residual stream)
   // The input norm's output, read by the two duplicated down-projections (or
   // W_Q and W_DKV): one shared 16-bit tensor, or each linear's own FP8 copy.
@@ -39,7 +39,7 @@ double MlaAttentionActivations(const workload::LayerShape& s, double e, double l
   if (up_proj) {
     // Only the unit's inputs stay: the latents above and the RoPE key (all
     // tokens, gathered under SP), which K held before.
-    a += e * T * D(s.qk_rope_dim);
+    a += e * T * D(s.mla.qk_rope_dim);
   } else {
     a += l * Tn * latents;                // normed latents, the up-projections' inputs (SP shard, re-gathered)
     a += e * T * hr * (2.0 * qk + v);     // Q, K (nope + rope wide) and V, flash attention's inputs
@@ -57,13 +57,13 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   const double T = D(s.tokens());
   const double Tn = s.sequence_parallel ? T / s.tp : T;  // norm/dropout region
   const double h = D(s.hidden);
-  const double q = D(s.heads / s.tp) * D(s.head_dim);
-  const double kv = D(std::max<int64_t>(1, s.kv_heads / s.tp)) * D(s.head_dim);
+  const double q = D(s.attention.heads / s.tp) * D(s.attention.head_dim);
+  const double kv = D(std::max<int64_t>(1, s.attention.kv_heads / s.tp)) * D(s.attention.head_dim);
   const double f = D(s.ffn / s.tp);
   const double mask = s.dropout ? 1.0 : 0.0;  // one byte per element
   // FP8 (Transformer Engine): the linear layers keep their inputs for the
   // weight gradient as FP8 (one byte); everything else stays 16-bit.
-  const double l = s.precision == config::Precision::kFp8 ? 1.0 : e;
+  const double l = s.kernels.precision == config::Precision::kFp8 ? 1.0 : e;
   if (recompute == config::Recompute::kFull) return Bytes{e * Tn * h};
   // Selective recomputation by module (Megatron-Core recompute_modules; see
   // workload::SelectiveRecompute for what each re-runs): a recomputed module
@@ -77,24 +77,24 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // Q and K, V, the projection's input (the attention output) and the
   // residual dropout mask. The input norm is fused into the QKV GEMM (TE's
   // LayerNormLinear keeps its output), so layernorm does not touch it.
-  double attn = s.mla ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
+  double attn = s.mla.enabled ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
                                                 recomputed(RecomputeModule::kMlaUpProj))
                       : e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
-  const double scores = D(s.micro_batch) * D(s.heads / s.tp) * D(s.seq) * D(s.seq);
-  if (s.flash_attention) {
-    attn += 4.0 * D(s.tokens()) * D(s.heads / s.tp);  // fp32 log-sum-exp per (local) row
+  const double scores = D(s.micro_batch) * D(s.attention.heads / s.tp) * D(s.seq) * D(s.seq);
+  if (s.attention.flash) {
+    attn += 4.0 * D(s.tokens()) * D(s.attention.heads / s.tp);  // fp32 log-sum-exp per (local) row
   } else if (!recomputed(RecomputeModule::kCoreAttn)) {
     attn += e * scores + mask * scores + e * scores;  // softmax output, dropout mask, dropout output: 5as^2b/t
   }
-  if (s.moe) {
+  if (s.moe.enabled) {
     // MoE block: norm input, router input and fp32 probabilities, the
     // dispatched token copies (the grouped FC1's input, as the busiest EP rank
     // receives them), the expert activation input (both halves when gated),
     // FC2's input, the expert outputs kept for the weighted combine, the
     // dropout mask; shared experts as a dense MLP of their width.
     const double Tl = s.routed_tokens();
-    const double copies = D(s.tokens_per_local_expert()) * D(s.local_experts());
-    const double fe = D(s.expert_ffn);
+    const double copies = D(s.tokens_per_local_expert()) * D(s.moe.local_experts());
+    const double fe = D(s.moe.expert_ffn);
     const bool norm = recomputed(RecomputeModule::kLayerNorm);
     const bool whole = recomputed(RecomputeModule::kMoe);
     const bool shared = whole || recomputed(RecomputeModule::kSharedExperts);
@@ -103,11 +103,11 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     // checkpoint's under moe): gone only when the norm is recomputed.
     if (!norm) moe += e * Tl * h;
     if (!whole) {
-      moe += 4.0 * Tl * D(s.experts) + l * copies * h + e * copies * fe * (s.gated ? 2 : 1) + e * Tl * D(s.top_k) * h;
+      moe += 4.0 * Tl * D(s.moe.experts) + l * copies * h + e * copies * fe * (s.gated ? 2 : 1) + e * Tl * D(s.moe.top_k) * h;
       if (!recomputed(RecomputeModule::kMoeAct)) moe += l * copies * fe;  // the activation's output
     }
-    if (s.shared_ffn > 0) {
-      const double fs = D(s.shared_ffn / s.tp);
+    if (s.moe.shared_ffn > 0) {
+      const double fs = D(s.moe.shared_ffn / s.tp);
       // Shared FC1's input is the norm's output (or its FP8 copy): dropped by
       // either recomputation.
       if (!norm && !shared) moe += l * Tn * h;
@@ -151,7 +151,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const int p = plan.pp;
   const auto layout = workload::PipelineLayout::Of(plan);
   const int v = layout.chunks();  // model chunks per rank (two model copies for DualPipe)
-  const auto shape = workload::LayerShape::From(s.model, plan, s.seq_len);
+  const auto shape = workload::LayerShape::From(s.model, plan, s.seq_len, s.profile);
   const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.num_layers), p, layout.v);
   std::vector<int> first_layer(layers.size(), 0);
   for (size_t i = 1; i < layers.size(); ++i) first_layer[i] = first_layer[i - 1] + layers[i - 1];

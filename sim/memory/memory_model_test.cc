@@ -15,7 +15,7 @@ workload::LayerShape Gpt(int tp, bool sp, int64_t b, int64_t s, int64_t h, int64
   plan.sequence_parallel = sp;
   plan.attention = config::AttentionImpl::kUnfused;
   plan.precision = config::Precision::kFp16;
-  return workload::LayerShape::From(model, plan, s);
+  return workload::LayerShape::From(model, plan, s, testing::RoundProfile());
 }
 
 // Korthikanti et al. 2022, Table 2: activation bytes per layer.

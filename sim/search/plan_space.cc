@@ -240,7 +240,7 @@ class Enumerator {
     auto it = selective_cache_.find(key);
     if (it != selective_cache_.end()) return it->second;
     s_.plan = ApplyPoint(s_.plan, p);
-    auto shape = workload::LayerShape::From(s_.model, s_.plan, s_.seq_len);
+    auto shape = workload::LayerShape::From(s_.model, s_.plan, s_.seq_len, s_.profile);
     std::vector<workload::LayerShape> shapes = {shape};
     if (s_.model.is_moe()) shapes.push_back(shape.Moe(s_.model, s_.plan));
     bool same = true;

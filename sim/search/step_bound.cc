@@ -112,7 +112,7 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
   auto c = std::make_unique<LayerCosts>();
   const auto& model = scenario_.model;
   const workload::PlanGroups groups = workload::PlacePlan(plan, scenario_.topology);
-  const workload::LayerShape shape = workload::LayerShape::From(model, plan, scenario_.seq_len);
+  const workload::LayerShape shape = workload::LayerShape::From(model, plan, scenario_.seq_len, scenario_.profile);
   for (int kind = 0; kind < (model.is_moe() ? 2 : 1); ++kind) {
     const workload::LayerShape ls = kind == 1 ? shape.Moe(model, plan, workload::DomainSize(scenario_.topology)) : shape;
     auto bwd = workload::LayerBackward(ls);
@@ -247,7 +247,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
 
   // A pipeline send between neighbouring stages (both directions carry the
   // same bytes: the activation or its gradient, split over TP).
-  const workload::LayerShape shape = workload::LayerShape::From(model, plan, scenario_.seq_len);
+  const workload::LayerShape shape = workload::LayerShape::From(model, plan, scenario_.seq_len, scenario_.profile);
   trace::TransferOp send;
   send.bytes = Bytes{static_cast<double>(shape.tokens()) * shape.hidden * shape.element_bytes() / plan.tp};
   std::vector<Time> send_to_next(stages, Time::Zero());  // stage vs -> vs+1 (and back)

@@ -149,7 +149,7 @@ const IterationBreakdown& IterationCost::LinearPart(int64_t tokens, bool graphs)
   const cost::ProfileCostModel& model = graphs ? graphs_ : eager_;
   const config::ModelConfig& m = c_.model;
   IterationBreakdown b;
-  workload::LayerShape shape = workload::LayerShape::From(m, plan_, tokens);
+  workload::LayerShape shape = workload::LayerShape::From(m, plan_, tokens, c_.profile);
   const int64_t moe_layers = m.is_moe() ? m.MoeLayerCount() : 0;
   AddOps(workload::LayerForward(shape), D(m.num_layers - moe_layers), model, b);
   if (moe_layers > 0) {

@@ -31,7 +31,7 @@ LayerShape Shape(int cp, int tp = 2, config::CpComm comm = config::CpComm::kP2p)
   plan.cp_comm = comm;
   plan.sequence_parallel = true;
   plan.micro_batch = 1;
-  return LayerShape::From(Llama(), plan, 16384);
+  return LayerShape::From(Llama(), plan, 16384, testing::RoundProfile());
 }
 
 const Op* Find(const std::vector<Op>& ops, const std::string& name) {

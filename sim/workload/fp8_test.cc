@@ -28,7 +28,7 @@ LayerShape Shape(Precision precision) {
   config::PlanConfig plan;
   plan.micro_batch = 2;
   plan.precision = precision;
-  return LayerShape::From(model, plan, 2048);
+  return LayerShape::From(model, plan, 2048, testing::RoundProfile());
 }
 
 const Op& Find(const std::vector<Op>& ops, const std::string& name) {

@@ -29,7 +29,7 @@ config::PlanConfig Plan(int tp, bool sp, config::Precision precision = config::P
 
 // A DeepSeek-V3 layer with a dense MLP (layers 0-2), sequence 4096.
 LayerShape V3(int tp, bool sp = true, config::Precision precision = config::Precision::kBf16) {
-  return LayerShape::From(DeepSeekV3(), Plan(tp, sp, precision), 4096);
+  return LayerShape::From(DeepSeekV3(), Plan(tp, sp, precision), 4096, testing::RoundProfile());
 }
 
 const Op* Find(const std::vector<Op>& ops, const std::string& name) {
@@ -160,10 +160,10 @@ TEST(Mla, WeightGradientsAreMarked) {
 TEST(Mla, EqualWidthsReduceToOrdinaryAttention) {
   for (bool flash : {true, false}) {
     LayerShape mla = V3(8);
-    mla.flash_attention = flash;
-    mla.v_head_dim = mla.head_dim;  // 192
+    mla.attention.flash = flash;
+    mla.mla.v_head_dim = mla.attention.head_dim;  // 192
     LayerShape mha = mla;
-    mha.mla = false;
+    mha.mla.enabled = false;
     std::vector<Op> a, b;
     for (bool backward : {false, true}) {
       a = backward ? LayerBackward(mla) : LayerForward(mla);
@@ -188,8 +188,8 @@ TEST(Mla, EqualWidthsReduceToOrdinaryAttention) {
   // With DeepSeek-V3's widths the forward core costs what MHA with the mean
   // width (192 + 128) / 2 = 160 would.
   LayerShape mha160 = V3(8);
-  mha160.mla = false;
-  mha160.head_dim = 160;
+  mha160.mla.enabled = false;
+  mha160.attention.head_dim = 160;
   EXPECT_DOUBLE_EQ(FlopsOf(LayerForward(V3(8)), "attention"), FlopsOf(LayerForward(mha160), "attention"));
 }
 

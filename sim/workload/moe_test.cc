@@ -62,7 +62,7 @@ TEST(Moe, AllToAllVolumePerLayerMatchesHandCount) {
   const int ep = 8;
   for (int tp : {1, 2}) {
     config::PlanConfig plan = MoePlan(tp, 8, ep);
-    LayerShape s = LayerShape::From(m, plan, 4096).Moe(m, plan);
+    LayerShape s = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan);
     const double tokens = 4096.0 / tp;  // each TP rank routes its sequence-parallel shard
     const double direction = tokens * 8 * 2048 * 2.0 * (ep - 1) / ep;
     for (bool backward : {false, true}) {
@@ -137,8 +137,8 @@ TEST(Moe, HierarchicalDispatchBytesMatchHandCount) {
   config::PlanConfig plan = MoePlan(1, 64, 64);
   plan.dispatcher = config::MoeDispatcher::kHierarchical;
   plan.precision = config::Precision::kFp8;
-  LayerShape s = LayerShape::From(m, plan, 4096).Moe(m, plan, /*domain_gpus=*/8);
-  ASSERT_EQ(s.ep_nodes(), 8);
+  LayerShape s = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, /*domain_gpus=*/8);
+  ASSERT_EQ(s.moe.ep_nodes(), 8);
   const double T = 4096, h = 2048;
   const double gpus = ExpectedDistinctUnits(256, 8, 64, 8, 4);
   const double nodes = ExpectedDistinctUnits(256, 8, 8, 8, 4);
@@ -162,7 +162,7 @@ TEST(Moe, HierarchicalDispatchBytesMatchHandCount) {
   // the IB bytes drop from 7 to 3.18 rows per token.
   plan.dispatcher = config::MoeDispatcher::kAllToAll;
   plan.precision = config::Precision::kBf16;
-  LayerShape flat = LayerShape::From(m, plan, 4096).Moe(m, plan, 8);
+  LayerShape flat = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8);
   double flat_bytes = 0;
   for (const Op& op : LayerForward(flat)) {
     if (op.name == "ep-dispatch") flat_bytes = op.bytes.value;
@@ -173,7 +173,7 @@ TEST(Moe, HierarchicalDispatchBytesMatchHandCount) {
   // Inside one node (EP 8) nothing leaves it.
   plan.dispatcher = config::MoeDispatcher::kHierarchical;
   plan.ep = 8;
-  for (const Op& op : LayerForward(LayerShape::From(m, plan, 4096).Moe(m, plan, 8))) {
+  for (const Op& op : LayerForward(LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8))) {
     if (op.name == "ep-dispatch") EXPECT_EQ(op.scale_out_bytes.value, 0.0);
   }
 }
@@ -193,7 +193,7 @@ TEST(Moe, PermuteKernelBytesMatchHandCount) {
       plan.routing = config::Routing::kZipf;
       plan.zipf_exponent = 1.0;
     }
-    LayerShape s = LayerShape::From(m, plan, 4096).Moe(m, plan);
+    LayerShape s = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan);
     const double lf = MoeLoadFactor(m, plan);
     EXPECT_EQ(lf > 1.0, skewed);
     std::map<std::string, Op> ops;
@@ -223,7 +223,7 @@ TEST(Moe, DispatcherWaitsForTheHostOncePerForward) {
   for (auto dispatcher : {config::MoeDispatcher::kAllToAll, config::MoeDispatcher::kHierarchical}) {
     plan.dispatcher = dispatcher;
     plan.capacity_factor = 0;
-    LayerShape s = LayerShape::From(m, plan, 4096).Moe(m, plan, 8);
+    LayerShape s = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8);
     auto waits = [](const std::vector<Op>& ops) {
       int n = 0;
       for (const Op& op : ops) {
@@ -238,7 +238,7 @@ TEST(Moe, DispatcherWaitsForTheHostOncePerForward) {
     EXPECT_EQ(waits(LayerForward(s)), 1);
     EXPECT_EQ(waits(LayerBackward(s)), 0);
     plan.capacity_factor = 1.25;
-    EXPECT_EQ(waits(LayerForward(LayerShape::From(m, plan, 4096).Moe(m, plan, 8))), 0);
+    EXPECT_EQ(waits(LayerForward(LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8))), 0);
   }
 }
 
@@ -248,7 +248,7 @@ TEST(Moe, DispatcherWaitsForTheHostOncePerForward) {
 TEST(Moe, ExpertFlagMarksTheRoutedExpertGemmsOnly) {
   config::ModelConfig m = Load("qwen3-30b-a3b");
   config::PlanConfig plan = MoePlan(1, 8, 8);
-  LayerShape s = LayerShape::From(m, plan, 4096).Moe(m, plan, 8);
+  LayerShape s = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8);
   double expert_gemm_flops = 0;
   int flagged = 0;
   for (const Op& op : LayerForward(s)) {
@@ -259,10 +259,11 @@ TEST(Moe, ExpertFlagMarksTheRoutedExpertGemmsOnly) {
   }
   EXPECT_GE(flagged, 3);  // fc1, activation, fc2
   // FC1 (gated: two halves) and FC2 over each local expert's tokens: 2mnk each.
-  const double tokens = static_cast<double>(s.tokens_per_local_expert()) * s.local_experts();
-  const double hand = 2 * tokens * s.hidden * s.expert_ffn * ((s.gated ? 2 : 1) + 1);
+  const double tokens = static_cast<double>(s.tokens_per_local_expert()) * s.moe.local_experts();
+  const double hand = 2 * tokens * s.hidden * s.moe.expert_ffn * ((s.gated ? 2 : 1) + 1);
   EXPECT_NEAR(expert_gemm_flops / hand, 1.0, 1e-9);
-  auto dense = LayerShape::From(config::LoadModelFile(kModels + "llama3-8b.json"), MoePlan(1, 8, 1), 4096);
+  auto dense = LayerShape::From(config::LoadModelFile(kModels + "llama3-8b.json"), MoePlan(1, 8, 1), 4096,
+                                testing::RoundProfile());
   for (const Op& op : LayerForward(dense)) EXPECT_FALSE(op.expert) << op.name;
 }
 

@@ -91,7 +91,7 @@ config::PlanConfig DensePlan(config::AttentionImpl attention = config::Attention
 }
 
 LayerShape Dense(RecomputeModules m, config::AttentionImpl attention = config::AttentionImpl::kFlash) {
-  return With(LayerShape::From(SmallDense(), DensePlan(attention), 2048), m);
+  return With(LayerShape::From(SmallDense(), DensePlan(attention), 2048, testing::RoundProfile()), m);
 }
 
 // Hand count without recomputation (bytes, e = 2):
@@ -207,13 +207,13 @@ config::PlanConfig V3Plan(Precision precision) {
 }
 
 LayerShape V3Dense(RecomputeModules m, Precision precision = Precision::kBf16) {
-  return With(LayerShape::From(DeepSeekV3(), V3Plan(precision), 4096), m);
+  return With(LayerShape::From(DeepSeekV3(), V3Plan(precision), 4096, testing::RoundProfile()), m);
 }
 
 LayerShape V3Moe(RecomputeModules m, Precision precision = Precision::kBf16) {
   const auto model = DeepSeekV3();
   const auto plan = V3Plan(precision);
-  return With(LayerShape::From(model, plan, 4096).Moe(model, plan), m);
+  return With(LayerShape::From(model, plan, 4096, testing::RoundProfile()).Moe(model, plan), m);
 }
 
 // Hand count, bf16, without recomputation (mla_test.cc has the attention
@@ -287,7 +287,8 @@ TEST(RecomputeModules, MlaUpProjectionRegathersTheLatentsUnderSequenceParallelis
   config::PlanConfig plan = V3Plan(Precision::kBf16);
   plan.tp = 8;
   plan.sequence_parallel = true;
-  const LayerShape s = With(LayerShape::From(model, plan, 4096), Only({RecomputeModule::kMlaUpProj}));
+  const LayerShape s =
+      With(LayerShape::From(model, plan, 4096, testing::RoundProfile()), Only({RecomputeModule::kMlaUpProj}));
   const auto ops = SelectiveRecompute(s);
   const Op* ag = Find(ops, "recompute-ag-attn");
   ASSERT_NE(ag, nullptr);

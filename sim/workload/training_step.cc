@@ -509,7 +509,7 @@ trace::Trace StepBuilder::Build() {
   p_ = layout_.p;
   v_ = layout_.chunks();
   m_ = layout_.m;
-  shape_ = LayerShape::From(s_.model, plan_, s_.seq_len);
+  shape_ = LayerShape::From(s_.model, plan_, s_.seq_len, s_.profile);
   layers_ = LayersPerVirtualStage(static_cast<int>(s_.model.num_layers), p_, layout_.v);
   first_layer_.assign(layers_.size(), 0);
   for (size_t i = 1; i < layers_.size(); ++i) first_layer_[i] = first_layer_[i - 1] + layers_[i - 1];

@@ -102,7 +102,7 @@ TEST(TrainingStep, FlopsSplitEvenlyOverTensorAndPipelineRanks) {
 
 TEST(TrainingStep, FlashAttentionDoesCausalHalfAndBackwardTwoAndAHalfTimes) {
   auto model = testing::GptModel(1, 1024, 16, 1024);
-  LayerShape s = LayerShape::From(model, Plan(1, 1, 1, 1, 1), 4096);
+  LayerShape s = LayerShape::From(model, Plan(1, 1, 1, 1, 1), 4096, testing::RoundProfile());
   auto fwd = LayerForward(s);
   auto bwd = LayerBackward(s);
   double attn_f = 0, attn_b = 0;
@@ -118,7 +118,7 @@ TEST(TrainingStep, SequenceParallelTurnsAllReducesIntoReduceScatterAndAllGather)
   auto count = [&](bool sp) {
     plan.sequence_parallel = sp;
     std::map<trace::CollectiveKind, int> n;
-    for (auto& op : LayerForward(LayerShape::From(model, plan, 2048))) {
+    for (auto& op : LayerForward(LayerShape::From(model, plan, 2048, testing::RoundProfile()))) {
       if (op.is_collective) n[op.collective]++;
     }
     return n;

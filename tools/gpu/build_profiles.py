@@ -112,6 +112,24 @@ AZURE_FA2 = {
 NIC_NDR = (47.0, 50.0)  # nccl-tests#290 (AddyLaddy): expect 46-48 GB/s per 400 Gb/s NDR NIC (mid 47)
 NIC_HDR = (96.0, 100.0)  # nccl-tests#119: 3 nodes x 8 A100, 4x HDR: peak ~96 of 100 GB/s (avg 84.8 over sizes)
 
+# Eager (generic PyTorch) memory-bound kernels on our H200: profile key -> (memops.csv op, GB/s of its largest
+# row, 32768 x 8192 bf16, rounded; None: at copy speed), over the device copy measured in the same run
+# (copy.csv d2d, mean of the medians at 1 and 4 GiB), rounded. These are the figures the workload generator
+# carried in code before the profiles did (sim/workload/layer_ops.cc); eager_kernels() checks them against
+# the CSVs. No other GPU has a published eager-kernel measurement.
+EAGER_COPY_GBPS = 4152
+EAGER_GBPS = {
+    "elementwise": ("add", None, None),
+    "layer_norm": ("layernorm", 2424, None),
+    "rms_norm": ("rmsnorm", 2681, None),
+    "gelu": ("gelu_tanh", 3621, None),
+    "gated_activation": ("swiglu_unfused", 1137, "silu(a) * b as two eager kernels"),
+    "softmax": ("softmax", 1071, None),
+    "dropout": ("dropout", 2415, None),
+    "cast": ("cast_bf16_to_fp32", 2115, None),
+}
+EAGER_ROWS, EAGER_COLS = 32768, 8192
+
 GIB_NOTE = ("read as GiB: NVIDIA sizes HBM in binary units (our H200, sold as 141 GB, shows 143,771 MiB = "
             "140.4 GiB in nvidia-smi, profiles/measured/h200-sxm-141gb-2026-11-29/log.txt)")
 
@@ -228,6 +246,50 @@ class Derived:
         print(f"inter-node per-step latency {self.inter_lat:.2f} us (range {self.inter_lat_range[0]:.2f}"
               f"-{self.inter_lat_range[1]:.2f})")
         print(f"PCIe per-step latency {self.pcie_lat:.2f} us")
+
+
+def eager_kernels(d, measured_here):
+    """eager_kernels section: each family's H200-measured eager bandwidth over the device copy; on other GPUs
+    the same fraction, applied as it is."""
+    f = d.fit
+    e = f["env"]
+    rows = {r["op"]: r for r in f["memops_rows"]
+            if int(r["rows"]) == EAGER_ROWS and int(r["cols"]) == EAGER_COLS and r["dtype"] == "bf16"}
+    if round(f["copy"]["gbps"]) != EAGER_COPY_GBPS:
+        raise SystemExit(f"copy.csv: device copy {f['copy']['gbps']:.1f} GB/s, cited as {EAGER_COPY_GBPS}")
+    out = {}
+    for key, (op, gbps, note) in EAGER_GBPS.items():
+        measured = float(rows[op]["gbps_median"])
+        if gbps is None:
+            if measured < EAGER_COPY_GBPS:
+                raise SystemExit(f"memops.csv: {op} {measured:.1f} GB/s is below the copy, cited at copy speed")
+            value, what = 1.0, f"{op} {measured:.0f} GB/s, at copy speed: 1.0"
+        else:
+            if round(measured) != gbps:
+                raise SystemExit(f"memops.csv: {op} {measured:.1f} GB/s, cited as {gbps}")
+            value = gbps / EAGER_COPY_GBPS
+            what = (f"{op} {gbps} GB/s" + (f" ({note})" if note else "") +
+                    f" / {EAGER_COPY_GBPS} GB/s device copy = {value:.4f}")
+        row = (f"{h200fit.REL_DIR}/memops.csv, eager PyTorch kernel at {EAGER_ROWS} x {EAGER_COLS} bf16 (bytes: each "
+               f"input read once, each output written once), over the device copy of the same run (copy.csv d2d, "
+               f"mean of the medians at 1 and 4 GiB): {what}")
+        if measured_here:
+            src = (f"measured ({e['gpu_name']}, driver {f['driver']}, {e['date_utc'][:10]}): {row}; not measured by "
+                   f"stacksim calibrate, which times fused kernels only")
+        else:
+            src = f"H200-measured eager/fused ratio, {row}; applied to this GPU [U]"
+        out[key] = v(value, src)
+    return out
+
+
+def with_eager_kernels(d, p):
+    """p with its eager_kernels section after attention (the H200 measurement on every GPU)."""
+    out = {}
+    for k, x in p.items():
+        out[k] = x
+        if k == "attention":
+            out["eager_kernels"] = eager_kernels(d, p["name"] == "h200-sxm-141gb")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -849,8 +911,9 @@ def calibrated(path):
 
 def all_profiles(fit):
     d = Derived(fit)
-    return d, [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(CALIBRATED_H200),
-               blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
+    profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(CALIBRATED_H200),
+                blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
+    return d, [with_eager_kernels(d, p) for p in profiles]
 
 
 # ---------------------------------------------------------------------------
@@ -858,7 +921,8 @@ def all_profiles(fit):
 # ---------------------------------------------------------------------------
 
 REQUIRED = ["schema", "name", "gpu", "kind", "provenance", "sm_count", "hbm_capacity", "hbm_bandwidth",
-            "copy_efficiency", "peak_flops", "gemm", "attention", "kernel_launch", "host_bandwidth", "collectives"]
+            "copy_efficiency", "peak_flops", "gemm", "attention", "eager_kernels", "kernel_launch", "host_bandwidth",
+            "collectives"]
 
 ATTENTION_KEYS = ["fwd_efficiency", "bwd_efficiency", "flash2_fwd_efficiency", "flash2_bwd_efficiency"]
 
@@ -867,6 +931,7 @@ def check_profile(p, where):
     """Every number is {value, source} with a source; curves carry gpus and a source."""
     errors = [f"{where}: missing {k}" for k in REQUIRED if k not in p]
     errors += [f"{where}: missing attention.{k}" for k in ATTENTION_KEYS if k not in p.get("attention", {})]
+    errors += [f"{where}: missing eager_kernels.{k}" for k in EAGER_GBPS if k not in p.get("eager_kernels", {})]
 
     # A calibrated profile's marker (docs/formats.md "Partial profiles") carries no sources.
     calibration_marker = {"partial", "missing", "gpus_used", "gpus_requested"}

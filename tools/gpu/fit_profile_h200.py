@@ -54,7 +54,7 @@ FIT_TILES = [(64, 64), (64, 128), (128, 64), (128, 128), (128, 256), (256, 128)]
 FIT_K_OVERHEADS = [0, 32, 64, 96, 128, 192, 256, 384, 512]
 FIT_EFF_STEPS = 200  # max_efficiency in {1/200, 2/200, ..., 1}: steps of 0.005
 # Bytes per element of a GEMM's operands as the workload generator counts them
-# (sim/workload/layer_ops.cc: LayerShape::element_bytes; fp8 training keeps
+# (sim/workload/layer_shape.cc: LayerShape::element_bytes; fp8 training keeps
 # bf16 activations, fp32 training runs TF32 products on 4-byte tensors).
 GEMM_ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "tf32": 4, "fp8_e4m3": 2}
 # The tile of the old profile and the tile-only model: the baseline the

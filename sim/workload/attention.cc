@@ -1,0 +1,124 @@
+#include "sim/workload/attention.h"
+
+#include <algorithm>
+
+#include "sim/workload/context_parallel.h"
+#include "sim/workload/op_builders.h"
+
+namespace stacksim::workload {
+namespace {
+
+using config::EagerKernel;
+using trace::OpClass;
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.attention.head_dim; }
+
+// RoPE on Q and K: read and write both.
+double RopeBytes(const LayerShape& s) {
+  return ActBytes(s, 2.0 * D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim));
+}
+
+// One fused attention kernel over the micro-batch's heads on this rank: two
+// products of 2*s*s*d per head forward, halved by the causal mask; the
+// backward runs five (S recomputed, dP, dV, dQ, dK): 2.5x (Dao 2023).
+Op FlashAttention(const LayerShape& s, bool backward) {
+  const int64_t bh = s.micro_batch * QHeads(s);
+  const int64_t head_dim = s.attention.head_dim;
+  const int cp = s.cp.size;
+  // Q and K are head_dim wide, V and O VDim (different under MLA).
+  const double q = D(s.tokens()) * D(QHeads(s)) * D(head_dim);
+  const double o = D(s.tokens()) * D(QHeads(s)) * D(VDim(s));
+  const double k = D(s.tokens()) * D(KvHeads(s)) * D(head_dim);
+  const double v = D(s.tokens()) * D(KvHeads(s)) * D(VDim(s));
+  Op op;
+  op.name = backward ? "attention-bwd" : "attention";
+  op.role = trace::TaskRole::kAttention;
+  op.compute.op_class = OpClass::kAttention;
+  op.compute.precision = AsBf16(s).kernels.precision;  // TE keeps attention in bf16 under FP8
+  // Under CP (ring attention) this rank's seq/cp queries meet all seq keys;
+  // with two chunks per rank (Megatron's causal load balancing) every rank
+  // does 1/cp of the causal work.
+  op.compute.m = s.seq / cp;
+  op.compute.n = s.seq;
+  op.compute.k = head_dim;
+  op.compute.batch = bh;
+  op.compute.causal = true;
+  op.compute.backward = backward;
+  op.compute.flash2 = s.attention.flash2;
+  // Forward: QK^T over head_dim and PV over VDim. Backward: S = QK^T, dQ =
+  // dS K and dK = dS^T Q over head_dim; dP = dO V^T and dV = P^T dO over VDim.
+  const double pair = 2.0 * D(bh) * D(s.seq) * D(s.seq) * 0.5 / cp;  // one s x s product per unit width
+  const double dqk = D(head_dim), dv = D(VDim(s));
+  op.compute.flops = Flops{backward ? pair * (3.0 * dqk + 2.0 * dv) : pair * (dqk + dv)};
+  // Reads Q, K, V (and O, dO backward), writes O (dQ, dK, dV backward); under
+  // CP the K/V blocks of all cp ranks pass through.
+  op.compute.bytes = Bytes{ActBytes(s, backward ? 2 * q + 2 * o + 2 * (k + v) * cp : q + o + (k + v) * cp)};
+  return op;
+}
+
+}  // namespace
+
+int64_t QHeads(const LayerShape& s) { return s.attention.heads / s.tp; }
+int64_t KvHeads(const LayerShape& s) { return std::max<int64_t>(1, s.attention.kv_heads / s.tp); }
+int64_t VDim(const LayerShape& s) { return s.mla.enabled ? s.mla.v_head_dim : s.attention.head_dim; }
+
+void QkvForward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t T = s.tokens();
+  AddGather(ops, "ag-attn", s);
+  AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
+  ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
+  if (s.attention.rope) ops.push_back(Memory("rope", RopeBytes(s), s));
+}
+
+void QkvBackward(std::vector<Op>& ops, const LayerShape& s) {
+  if (s.attention.rope) ops.push_back(Memory("rope-bwd", RopeBytes(s), s));
+  AddGather(ops, "ag-attn-input", s, /*async=*/true);
+  const int regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
+  GemmBackward(ops, "qkv", s.tokens(), QkvWidth(s), s.hidden, s, regather);
+}
+
+void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t bh = s.micro_batch * QHeads(s);
+  if (s.attention.flash) {
+    if (s.cp.size > 1) ops.push_back(CpKvExchange(s, /*backward=*/false));
+    ops.push_back(FlashAttention(s, /*backward=*/false));
+    return;
+  }
+  // Unfused (Megatron-LM 2021-22): batched QK^T, fused scale-mask-softmax with
+  // dropout, then probabilities times V; the full s x s square is computed.
+  const double scores = D(bh) * D(s.seq) * D(s.seq);
+  Op qk = Gemm16("attention-qk", s.seq, s.seq, s.attention.head_dim, bh, s);
+  qk.role = trace::TaskRole::kAttention;
+  ops.push_back(qk);
+  Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s, 1,
+                      EagerKernel::kSoftmax);
+  softmax.role = trace::TaskRole::kAttention;
+  ops.push_back(softmax);
+  Op pv = Gemm16("attention-pv", s.seq, VDim(s), s.seq, bh, s);
+  pv.role = trace::TaskRole::kAttention;
+  ops.push_back(pv);
+}
+
+void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t bh = s.micro_batch * QHeads(s);
+  const int64_t head_dim = s.attention.head_dim;
+  if (s.attention.flash) {
+    if (s.cp.size > 1) ops.push_back(CpKvExchange(s, /*backward=*/true));
+    ops.push_back(FlashAttention(s, /*backward=*/true));
+    return;
+  }
+  const double scores = D(bh) * D(s.seq) * D(s.seq);
+  Op pv_dgrad = Gemm16("attention-pv-dgrad", s.seq, s.seq, VDim(s), bh, s);  // dP = dO V^T
+  Op pv_wgrad = Gemm16("attention-pv-dv", s.seq, VDim(s), s.seq, bh, s);     // dV = P^T dO
+  Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s, 1, EagerKernel::kSoftmax);
+  Op qk_dq = Gemm16("attention-qk-dq", s.seq, head_dim, s.seq, bh, s);        // dQ = dS K
+  Op qk_dk = Gemm16("attention-qk-dk", s.seq, head_dim, s.seq, bh, s);        // dK = dS^T Q
+  for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) {
+    op->role = trace::TaskRole::kAttention;
+    ops.push_back(*op);
+  }
+}
+
+}  // namespace stacksim::workload

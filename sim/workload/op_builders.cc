@@ -1,0 +1,162 @@
+#include "sim/workload/op_builders.h"
+
+#include <algorithm>
+
+namespace stacksim::workload {
+namespace {
+
+using config::EagerKernel;
+using config::Precision;
+using trace::CollectiveKind;
+using trace::OpClass;
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+// GEMM precision: fp32 training runs its products on TF32 tensor cores.
+Precision GemmPrecision(Precision p) { return p == Precision::kFp32 ? Precision::kTf32 : p; }
+
+}  // namespace
+
+Op Gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
+  Op op;
+  op.name = name;
+  op.role = trace::TaskRole::kGemm;
+  op.compute.op_class = OpClass::kGemm;
+  op.compute.precision = GemmPrecision(s.kernels.precision);
+  op.compute.m = m;
+  op.compute.n = n;
+  op.compute.k = k;
+  op.compute.batch = batch;
+  op.compute.flops = Flops{2.0 * D(m) * D(n) * D(k) * D(batch)};
+  // FP8 GEMMs read one-byte operands and write a 16-bit output.
+  const double in_bytes = s.kernels.precision == Precision::kFp8 ? 1.0 : s.element_bytes();
+  op.compute.bytes = Bytes{((D(m) * D(k) + D(k) * D(n)) * in_bytes + D(m) * D(n) * s.element_bytes()) * D(batch)};
+  return op;
+}
+
+LayerShape AsBf16(const LayerShape& s) {
+  LayerShape b = s;
+  if (b.kernels.precision == Precision::kFp8) b.kernels.precision = Precision::kBf16;
+  return b;
+}
+
+Op Gemm16(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
+  return Gemm(name, m, n, k, batch, AsBf16(s));
+}
+
+Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernels, EagerKernel kind,
+          double eager_passes, int eager_kernels) {
+  Op op;
+  op.name = name;
+  op.role = trace::TaskRole::kMemoryBound;
+  op.compute.op_class = OpClass::kMemoryBound;
+  op.compute.precision = s.kernels.precision;
+  op.compute.bytes = Bytes{bytes};
+  // FLOP counts cover matrix products only (the usual MFU/HFU convention).
+  op.compute.flops = Flops{0};
+  op.compute.kernels = static_cast<int16_t>(kernels);
+  if (!s.kernels.fused) {
+    op.compute.bytes = Bytes{bytes * eager_passes};
+    op.compute.bandwidth_efficiency = static_cast<float>(s.kernels.EagerEfficiency(kind));
+    op.compute.kernels = static_cast<int16_t>(std::max(kernels, eager_kernels));
+  }
+  return op;
+}
+
+void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s) {
+  if (s.kernels.precision != Precision::kFp8) return;
+  ops.push_back(Memory(name, elements * (s.element_bytes() + 1.0), s, 1, EagerKernel::kCast));
+}
+
+void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
+                     bool input_is_fp8, const LayerShape& s) {
+  AddCast(ops, name + "-cast-w", D(k) * D(n) * D(batch), s);
+  if (!input_is_fp8) AddCast(ops, name + "-cast-x", D(m) * D(k) * D(batch), s);
+}
+
+Op Collective(const std::string& name, CollectiveKind kind, double bytes, bool async) {
+  Op op;
+  op.is_collective = true;
+  op.name = name;
+  op.role = trace::TaskRole::kTpComm;
+  op.collective = kind;
+  op.bytes = Bytes{bytes};
+  op.async = async;
+  return op;
+}
+
+double NormTokens(const LayerShape& s) {
+  return s.sequence_parallel ? D(s.tokens()) / s.tp : D(s.tokens());
+}
+
+void AddReduce(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
+  if (s.tp == 1) return;
+  double bytes = D(s.tokens()) * D(s.hidden) * s.element_bytes();
+  ops.push_back(Collective(name, s.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                           bytes));
+}
+
+void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async) {
+  if (s.tp == 1 || !s.sequence_parallel) return;
+  ops.push_back(Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.element_bytes(), async));
+}
+
+double ActBytes(const LayerShape& s, double elements) { return elements * s.element_bytes(); }
+
+// Reads x and the residual, writes the sum (and a one-byte dropout mask).
+Op ResidualForward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  double fused = ActBytes(s, 3 * n) + (s.dropout ? n : 0);
+  // Eager: bias add (read, write), dropout (read, write, mask), residual add
+  // (two reads, one write), each its own kernel when present.
+  double eager = ActBytes(s, 3 * n) + (s.bias ? ActBytes(s, 2 * n) : 0) + (s.dropout ? ActBytes(s, 2 * n) + n : 0);
+  int kernels = 1 + (s.bias ? 1 : 0) + (s.dropout ? 1 : 0);
+  return Memory(name, fused, s, 1, s.dropout ? EagerKernel::kDropout : EagerKernel::kElementwise, eager / fused,
+                kernels);
+}
+
+EagerKernel NormKernel(const LayerShape& s) { return s.rms_norm ? EagerKernel::kRmsNorm : EagerKernel::kLayerNorm; }
+
+EagerKernel ActivationKernel(const LayerShape& s) {
+  return s.gated ? EagerKernel::kGatedActivation : EagerKernel::kGelu;
+}
+
+Op NormForward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  return Memory(name, ActBytes(s, 2 * n), s, 1, NormKernel(s));
+}
+
+// Norm backward reads x and dy, writes dx, and adds the residual branch's gradient.
+Op NormBackward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  return Memory(name, ActBytes(s, 4 * n), s, 2, NormKernel(s));
+}
+
+Op ResidualBackward(const std::string& name, const LayerShape& s) {
+  double n = NormTokens(s) * D(s.hidden);
+  double fused = ActBytes(s, 3 * n) + (s.dropout ? n : 0);
+  double eager = fused + (s.bias ? ActBytes(s, 2 * n) : 0);  // bias gradient: a separate reduction
+  return Memory(name, fused, s, 1, s.dropout ? EagerKernel::kDropout : EagerKernel::kElementwise, eager / fused,
+                1 + (s.bias ? 1 : 0));
+}
+
+void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
+                  const LayerShape& s, int wait_for) {
+  AddCast(ops, name + "-cast-dy", D(m) * D(n), s);  // FP8 (e5m2) output gradient
+  ops.push_back(Gemm(name + "-dgrad", m, k, n, 1, s));
+  Op w = Gemm(name + "-wgrad", k, n, m, 1, s);
+  w.wait_for = wait_for;
+  w.weight_grad = true;
+  ops.push_back(w);
+}
+
+void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
+                         int64_t batch, const LayerShape& s, bool dy_is_fp8) {
+  if (!dy_is_fp8) AddCast(ops, name + "-cast-dy", D(m) * D(n) * D(batch), s);
+  ops.push_back(Gemm(name + "-dgrad", m, k, n, batch, s));
+  Op w = Gemm(name + "-wgrad", k, n, m, batch, s);
+  w.weight_grad = true;
+  ops.push_back(w);
+}
+
+}  // namespace stacksim::workload

@@ -1,0 +1,84 @@
+// The building blocks every part of a layer's op list is made of: GEMMs
+// (2mnk FLOPs; the 16-bit ones FP8 training keeps), memory-bound kernels
+// (each input read once and each output written once; fused, or as generic
+// eager kernels at the profile's efficiency for their family), FP8 casts
+// (Transformer Engine, delayed scaling), tensor-parallel collectives (the
+// all-reduce after a row-parallel GEMM, the SP gather before a
+// column-parallel one), norms, residual adds, and the data- and
+// weight-gradient GEMMs of a backward.
+//
+// Shapes follow Megatron-LM's tensor parallelism (Shoeybi et al. 2019) and
+// sequence parallelism (Korthikanti et al. 2022). Sizes are elements; byte
+// counts are doubles of bytes (Bytes in the ops they build).
+#ifndef STACKSIM_SIM_WORKLOAD_OP_BUILDERS_H_
+#define STACKSIM_SIM_WORKLOAD_OP_BUILDERS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/workload/layer_shape.h"
+#include "sim/workload/op.h"
+
+namespace stacksim::workload {
+
+// A GEMM y = x W of an m x k by k x n product, `batch` of them.
+Op Gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s);
+// The shape with FP8 training replaced by bf16: Transformer Engine runs only
+// the linear layers in FP8 (attention, router and logits stay bf16).
+LayerShape AsBf16(const LayerShape& s);
+// A GEMM that stays 16-bit under FP8 training.
+Op Gemm16(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s);
+
+// A memory-bound kernel moving `bytes` (as a fused kernel would). With eager
+// kernels the same work runs as `eager_passes` times the bytes in
+// `eager_kernels` generic kernels of the given family, at the shape's eager
+// efficiency for it.
+Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernels = 1,
+          config::EagerKernel kind = config::EagerKernel::kElementwise, double eager_passes = 1.0,
+          int eager_kernels = 0);
+
+// FP8 casting (Transformer Engine, delayed scaling): a memory-bound kernel
+// reads `elements` 16-bit values and writes them as FP8, recording the amax
+// on the way (3 bytes per element). No-op unless training in FP8.
+void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s);
+// FP8 casts before a linear GEMM y = x W (x: m x k, W: k x n, `batch` of
+// them): the weight, once per micro-batch, and the input unless the fused
+// norm before it already wrote it in FP8 (TE's LayerNormLinear).
+void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
+                     bool input_is_fp8, const LayerShape& s);
+
+// A collective over the TP group (kTpComm) of a `bytes` per-rank buffer.
+Op Collective(const std::string& name, trace::CollectiveKind kind, double bytes, bool async = false);
+// The all-reduce after a row-parallel GEMM (or its reduce-scatter under SP).
+void AddReduce(std::vector<Op>& ops, const std::string& name, const LayerShape& s);
+// The all-gather before a column-parallel GEMM under SP.
+void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async = false);
+
+// Tokens the norms, dropouts and residual adds touch on one rank.
+double NormTokens(const LayerShape& s);
+// Bytes of `elements` activation elements.
+double ActBytes(const LayerShape& s, double elements);
+
+// The eager kernel family of the model's norm (LayerNorm or RMSNorm).
+config::EagerKernel NormKernel(const LayerShape& s);
+// The eager kernel family of the MLP activation (GeLU, or the gated pair).
+config::EagerKernel ActivationKernel(const LayerShape& s);
+Op NormForward(const std::string& name, const LayerShape& s);
+Op NormBackward(const std::string& name, const LayerShape& s);
+// Residual add with bias and dropout, and its backward.
+Op ResidualForward(const std::string& name, const LayerShape& s);
+Op ResidualBackward(const std::string& name, const LayerShape& s);
+
+// Backward of a GEMM y = x W (x: m x k, W: k x n): dgrad dx = dy W^T and
+// wgrad dW = x^T dy (a weight-gradient op, waiting for op `wait_for`).
+void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
+                  const LayerShape& s, int wait_for = -1);
+// Backward of a batched GEMM (one per local expert). dy_is_fp8: the output
+// gradient arrives in FP8 already (no cast).
+void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
+                         int64_t batch, const LayerShape& s, bool dy_is_fp8 = false);
+
+}  // namespace stacksim::workload
+
+#endif  // STACKSIM_SIM_WORKLOAD_OP_BUILDERS_H_

@@ -1,0 +1,84 @@
+#include "sim/workload/recompute_modules.h"
+
+#include <utility>
+
+#include "sim/workload/attention.h"
+#include "sim/workload/dense_mlp.h"
+#include "sim/workload/mla.h"
+#include "sim/workload/moe.h"
+#include "sim/workload/op_builders.h"
+
+namespace stacksim::workload {
+namespace {
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+std::vector<Op> AsRecompute(std::vector<Op> ops) {
+  for (Op& op : ops) {
+    op.name = "recompute-" + op.name;
+    op.recompute = true;
+  }
+  return ops;
+}
+
+// Selective recomputation by module (Megatron-Core recompute_modules; DeepSeek-V3,
+// arXiv:2412.19437 §3.2.3, recomputes every RMSNorm and the MLA
+// up-projections). Output-discarding modules (layernorm, mla_up_proj, moe_act)
+// keep their input and drop their output; checkpointed modules (core_attn,
+// mlp, moe, shared_experts) keep their input and drop everything inside. Each
+// re-runs its forward here, before the layer's backward, in backward order
+// (the MLP side first). Megatron re-runs a unit when the backward reaches
+// it; the difference within one layer is not modelled.
+std::vector<Op> SelectiveRecompute(const LayerShape& s) {
+  using config::RecomputeModule;
+  const config::RecomputeModules& m = s.recompute_modules;
+  const bool moe = s.moe.enabled;
+  const int64_t T = s.tokens();
+  const double Tn = NormTokens(s);
+  std::vector<Op> ops;
+  // MLP side. A MoE layer's norm is a module of its own; under FP8 the linear
+  // layers it feeds then keep its 16-bit output instead of their FP8 copy
+  // (Megatron's set_save_original_input) and cast it again for the backward.
+  if (moe && m.Has(RecomputeModule::kLayerNorm)) {
+    ops.push_back(NormForward("mlp-norm", s));
+    if (s.moe.shared_ffn > 0 && !m.Has(RecomputeModule::kMoe) && !m.Has(RecomputeModule::kSharedExperts)) {
+      AddCast(ops, "shared-fc1-cast-x", D(T) * D(s.hidden), s);
+    }
+  }
+  if (!moe && m.Has(RecomputeModule::kMlp)) {
+    ops.push_back(NormForward("mlp-norm", s));  // inside FC1 (TE LayerNormLinear)
+    DenseMlpForward(ops, s);
+  }
+  if (moe && m.Has(RecomputeModule::kMoe)) {
+    MoeForward(ops, s);
+  } else if (moe) {
+    if (m.Has(RecomputeModule::kMoeAct)) {
+      // As MoeForward's expert activation; FC2 keeps the activation's 16-bit
+      // output instead of its FP8 copy and casts it again.
+      const size_t first_expert_op = ops.size();
+      ops.push_back(ExpertActivation(s));
+      AddCast(ops, "expert-fc2-cast-x", ExpertTokens(s) * D(s.moe.expert_ffn), s);
+      MarkExpert(ops, first_expert_op);
+    }
+    if (m.Has(RecomputeModule::kSharedExperts)) SharedExpertForward(ops, s);
+  }
+  // Attention side.
+  if (m.Has(RecomputeModule::kCoreAttn) && !s.attention.flash) AttentionCoreForward(ops, s);
+  if (s.mla.enabled && m.Has(RecomputeModule::kMlaUpProj)) MlaUpForward(ops, s, /*recompute=*/true);
+  if (s.mla.enabled && m.Has(RecomputeModule::kLayerNorm)) {
+    // MLA's input norm is a module of its own (the down-projections are plain
+    // linears); without MLA it is fused into the QKV GEMM and stays.
+    ops.push_back(NormForward("input-norm", s));
+    if (s.mla.q_lora_rank > 0) {
+      AddCast(ops, "q-down-cast-x", Tn * D(s.hidden), s);
+    } else {
+      AddCast(ops, "q-proj-cast-x", D(T) * D(s.hidden), s);
+    }
+    AddCast(ops, "kv-down-cast-x", Tn * D(s.hidden), s);
+  }
+  return AsRecompute(std::move(ops));
+}
+
+}  // namespace stacksim::workload
