@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/workload/layer_ops.h"
+#include "sim/workload/op.h"
 
 namespace stacksim::workload {
 
