@@ -42,10 +42,7 @@ StepAccounting AccountStep(const simulate::SimulationResult& result) {
   a.peak = peak;
   cost::ProfileCostModel cost(s.profile, p.cuda_graphs);
 
-  trace::StreamId compute = 0;
-  for (size_t i = 0; i < t.streams().size(); ++i) {
-    if (t.streams()[i] == "compute") compute = static_cast<trace::StreamId>(i);
-  }
+  const trace::StreamId compute = t.compute_stream();
 
   // Per-op accounting on the breakdown rank's compute stream.
   std::map<std::string, OpStat> ops;

@@ -116,10 +116,7 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   res.mfu = res.model_flops.value / seconds / gpus / peak->value;
   res.hfu = res.hardware_flops.value / seconds / gpus / peak->value;
 
-  trace::StreamId compute = 0;
-  for (size_t i = 0; i < trace->streams().size(); ++i) {
-    if (trace->streams()[i] == "compute") compute = static_cast<trace::StreamId>(i);
-  }
+  const trace::StreamId compute = trace->compute_stream();
   Time busiest = Time::Zero();
   std::vector<std::vector<TaskId>> rank_tasks(trace->rank_count());
   for (size_t i = 0; i < trace->size(); ++i) {

@@ -80,6 +80,7 @@ trace::Trace ExpandReplicas(const trace::Trace& base, int variants) {
   // Same ids for labels and streams; names are mapped as met.
   for (const std::string& l : base.labels()) out.InternLabel(l);
   for (const std::string& s : base.streams()) out.InternStream(s);
+  out.SetComputeStream(base.compute_stream());
   std::vector<int32_t> name_of;
   for (const trace::Task& t : base.tasks()) {
     if (t.name >= static_cast<int32_t>(name_of.size())) name_of.resize(t.name + 1, -1);

@@ -188,6 +188,10 @@ class Trace {
 
   void SetRankCount(int ranks) { ranks_ = ranks; }
   int rank_count() const { return ranks_; }
+  // The stream that runs each rank's kernels one after another (the GPU's
+  // compute stream): a step's accounting attributes its busy and idle time.
+  void SetComputeStream(StreamId s) { compute_stream_ = s; }
+  StreamId compute_stream() const { return compute_stream_; }
 
   // Adds a task; its dependencies are the listed tasks (already added).
   TaskId Add(const Task& task, std::initializer_list<TaskId> deps = {});
@@ -213,6 +217,7 @@ class Trace {
 
  private:
   int ranks_ = 1;
+  StreamId compute_stream_ = 0;
   std::vector<Task> tasks_;
   std::vector<TaskId> deps_;
   std::vector<CommGroup> groups_;

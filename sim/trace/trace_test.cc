@@ -39,5 +39,15 @@ TEST(Trace, RoleLabelIsTheRoleNameInterned) {
   EXPECT_NE(t.RoleLabel(TaskRole::kDpComm), gemm);
 }
 
+TEST(Trace, ComputeStreamIsTheOneTheGeneratorNamed) {
+  Trace t;
+  EXPECT_EQ(t.compute_stream(), 0);
+  const StreamId side = t.InternStream("dp");
+  const StreamId compute = t.InternStream("kernels");
+  t.SetComputeStream(compute);
+  EXPECT_EQ(t.compute_stream(), compute);
+  EXPECT_NE(t.compute_stream(), side);
+}
+
 }  // namespace
 }  // namespace stacksim::trace

@@ -516,6 +516,7 @@ trace::Trace StepBuilder::Build() {
 
   t_.SetRankCount(p_);
   compute_ = t_.InternStream("compute");
+  t_.SetComputeStream(compute_);
   tp_stream_ = t_.InternStream("tp");
   dp_stream_ = t_.InternStream("dp");
   pp_stream_ = t_.InternStream("pp");
