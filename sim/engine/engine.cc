@@ -1,7 +1,6 @@
 #include "sim/engine/engine.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -10,50 +9,43 @@
 #include <vector>
 
 #include "sim/engine/event_queue.h"
+#include "sim/engine/link_sharing.h"
 
 namespace stacksim::engine {
 namespace {
 
-using trace::RankId;
 using trace::TaskId;
 using trace::TaskKind;
 
 inline constexpr int kCollectiveKinds = 5;  // values of trace::CollectiveKind
-inline constexpr int kLinksPerRank = 2;     // kScaleUpLink, kScaleOutLink
 
 enum class EventKind : uint8_t {
   kTaskEnd,      // id: a compute or delay task
   kLatencyEnd,   // id: a communication op whose latency phase ended
-  kTransferEnd,  // id: a communication op; stale unless version matches
+  kTransferEnd,  // id: a communication op with nothing to send
 };
 
 struct EventPayload {
   EventKind kind;
-  uint32_t version;
   int32_t id;
 };
 
 enum class TaskState : uint8_t { kWaiting, kReady, kStarted, kFinished };
 
 // One communication operation: all tasks of a collective instance, or one
-// single-task collective, or one transfer. Its transfer phase is a flow that
-// shares links with the other active flows.
+// single-task collective, or one transfer. Its transfer phase goes to the
+// FlowSession, which shares bandwidth with the other active ones.
 struct CommOp {
   int32_t members_begin = 0;  // range in Replayer::op_members_, ascending task ids
   int32_t members_count = 0;
   int32_t ready_count = 0;    // members ready so far
-  int32_t res_begin = 0;      // range in Replayer::res_pool_ (rank * 2 + link)
-  int32_t res_count = 0;
-  int32_t share = 1;          // flows on its busiest resource; progresses at 1/share
-  uint32_t version = 0;       // bumped whenever its end is rescheduled
+  uint8_t links = kNoLinks;   // CommCost::links
   Time latency;
   Time transfer;              // unshared transfer time
-  Time last_update;           // when `remaining` was last brought up to date
-  double remaining = 0;       // unshared transfer work left, ns
 };
 
-// The state of one replay. Everything is a flat vector indexed by task id,
-// op id or resource id, built once before the event loop.
+// The state of one replay. Everything is a flat vector indexed by task id or
+// op id, built once before the event loop.
 class Replayer {
  public:
   Replayer(const CostModel& cost, const NetworkModel& network, const trace::Trace& trace)
@@ -71,10 +63,7 @@ class Replayer {
   void StartCommOp(int32_t op, Time now);
   void StartTransferPhase(int32_t op, Time now);
   void EndCommOp(int32_t op, Time now);
-  void DrainSession(Time horizon);
-  void JoinOrLeave(int32_t op, Time now, bool join);
-  int32_t ShareOf(const CommOp& op) const;
-  void ScheduleTransferEnd(int32_t op, Time now);
+  void DrainSession();
   void NoteAlgorithm(const trace::Task& task, const std::string& algorithm);
   [[noreturn]] void ThrowDeadlock() const;
   std::string Describe(TaskId t) const;
@@ -97,21 +86,18 @@ class Replayer {
   std::vector<int32_t> op_of_task_;  // -1 for compute and delay tasks
   std::vector<CommOp> ops_;
   std::vector<TaskId> op_members_;
-  std::vector<int32_t> res_pool_;
-  std::vector<std::vector<int32_t>> res_flows_;  // active flows per (rank, link)
-  std::vector<uint32_t> op_mark_;                // scratch: epoch stamps per op
-  std::vector<uint32_t> rank_mark_;              // scratch: epoch stamps per rank
-  std::vector<int32_t> affected_;                // scratch
-  uint32_t epoch_ = 0;
 
   // Algorithms already reported, per (group, collective kind).
   std::vector<std::vector<std::string>> algorithms_seen_;
 
-  EventQueue<EventPayload> events_;
+  // Numbers the events of both events_ and an EqualShareLinks session, so
+  // their ties merge in the order they were scheduled.
+  uint64_t event_seq_ = 0;
+  EventQueue<EventPayload> events_{&event_seq_};
 
-  // Flow-level network: when present it shares bandwidth among transfer
-  // phases instead of JoinOrLeave.
+  // Shares bandwidth among transfer phases: the network model's, or EqualShareLinks.
   std::unique_ptr<FlowSession> session_;
+  std::vector<TaskId> completed_;  // scratch: what AdvanceTo gave
 };
 
 void Replayer::BuildGraph() {
@@ -176,9 +162,6 @@ void Replayer::BuildCommOps() {
     op_members_[o.members_begin + o.members_count++] = t;
   }
 
-  res_flows_.assign(static_cast<size_t>(trace_.rank_count()) * kLinksPerRank, {});
-  op_mark_.assign(ops_.size(), 0);
-  rank_mark_.assign(trace_.rank_count(), 0);
   algorithms_seen_.assign(trace_.groups().size() * kCollectiveKinds, {});
 }
 
@@ -194,11 +177,12 @@ ReplayResult Replayer::Run() {
   events_.Reserve(1024);
 
   session_ = network_.StartSession(trace_);
+  if (!session_) session_ = std::make_unique<EqualShareLinks>(trace_, &event_seq_);
   for (TaskId t = 0; t < static_cast<TaskId>(n); ++t) {
     if (pending_[t] == 0) StartTask(t, Time::Zero());
   }
   for (;;) {
-    if (session_) DrainSession(events_.empty() ? Time::Max() : events_.Top().time);
+    DrainSession();
     if (events_.empty()) break;
     const auto e = events_.Pop();
     const Time now = e.time;
@@ -209,31 +193,31 @@ ReplayResult Replayer::Run() {
       case EventKind::kLatencyEnd:
         StartTransferPhase(e.payload.id, now);
         break;
-      case EventKind::kTransferEnd: {
-        CommOp& op = ops_[e.payload.id];
-        if (e.payload.version != op.version) break;  // rescheduled since
-        if (op.res_count > 0) JoinOrLeave(e.payload.id, now, /*join=*/false);
+      case EventKind::kTransferEnd:
         EndCommOp(e.payload.id, now);
         break;
-      }
     }
   }
   if (finished_ != n) ThrowDeadlock();
-  if (session_) result_.bottlenecks = session_->ContentionReport();
+  result_.bottlenecks = session_->ContentionReport();
   return std::move(result_);
 }
 
-// Ends every communication whose flows the session completes at or before
-// `horizon` (the next queued event). Rule for ties: session completions at
-// time t come before queue events at t, and ops completed together end in the
-// order AdvanceTo returns them. A completion may queue new events earlier
-// than `horizon` (a zero-length task), so the horizon is re-read each round.
-void Replayer::DrainSession(Time horizon) {
+// Ends every communication whose flows the session completes before the
+// next queued event, by FlowSession's tie rule, in the order AdvanceTo
+// gives them. A completion may queue events earlier than the one waiting
+// (a zero-length task), so the queue's top is re-read each round.
+void Replayer::DrainSession() {
   for (;;) {
-    Time t = session_->NextCompletion();
-    if (t == Time::Max() || t > horizon) return;
-    for (TaskId task : session_->AdvanceTo(t)) EndCommOp(op_of_task_[task], t);
-    if (!events_.empty() && events_.Top().time < horizon) horizon = events_.Top().time;
+    const Time t = session_->NextCompletion();
+    if (t == Time::Max() && session_->NextCompletionOrder() == 0) return;  // none
+    if (!events_.empty()) {
+      const auto& next = events_.Top();
+      if (t > next.time || (t == next.time && session_->NextCompletionOrder() > next.seq)) return;
+    }
+    completed_.clear();
+    session_->AdvanceTo(t, &completed_);
+    for (TaskId task : completed_) EndCommOp(op_of_task_[task], t);
   }
 }
 
@@ -269,7 +253,7 @@ void Replayer::StartTask(TaskId t, Time now) {
   }
   state_[t] = TaskState::kStarted;
   result_.timings[t].start = now;
-  events_.Push(CheckedSum(now, duration), EventPayload{EventKind::kTaskEnd, 0, t});
+  events_.Push(CheckedSum(now, duration), EventPayload{EventKind::kTaskEnd, t});
 }
 
 void Replayer::Finish(TaskId t, Time now) {
@@ -290,8 +274,7 @@ void Replayer::NoteAlgorithm(const trace::Task& task, const std::string& algorit
                                trace_.group(task.comm.group).name + ": " + algorithm);
 }
 
-// Every member of `op` is ready at `now`: price it, start its latency phase
-// and note which (rank, link) resources its transfer phase will hold.
+// Every member of `op` is ready at `now`: price it and start its latency phase.
 void Replayer::StartCommOp(int32_t op_id, Time now) {
   CommOp& op = ops_[op_id];
   const TaskId first = op_members_[op.members_begin];
@@ -308,20 +291,7 @@ void Replayer::StartCommOp(int32_t op_id, Time now) {
   }
   op.latency = cost.latency;
   op.transfer = cost.transfer;
-
-  op.res_begin = static_cast<int32_t>(res_pool_.size());
-  if (cost.links != kNoLinks && cost.transfer > Time::Zero()) {
-    ++epoch_;
-    auto add_rank = [&](RankId r) {
-      if (rank_mark_[r] == epoch_) return;
-      rank_mark_[r] = epoch_;
-      if (cost.links & kScaleUpLink) res_pool_.push_back(r * kLinksPerRank + 0);
-      if (cost.links & kScaleOutLink) res_pool_.push_back(r * kLinksPerRank + 1);
-    };
-    for (int32_t i = 0; i < op.members_count; ++i) add_rank(trace_.task(op_members_[op.members_begin + i]).rank);
-    if (task.kind == TaskKind::kTransfer) add_rank(task.transfer.dst);
-  }
-  op.res_count = static_cast<int32_t>(res_pool_.size()) - op.res_begin;
+  op.links = cost.links;
 
   for (int32_t i = 0; i < op.members_count; ++i) {
     TaskId m = op_members_[op.members_begin + i];
@@ -329,86 +299,22 @@ void Replayer::StartCommOp(int32_t op_id, Time now) {
     result_.timings[m].start = now;
   }
   if (op.latency > Time::Zero()) {
-    events_.Push(CheckedSum(now, op.latency), EventPayload{EventKind::kLatencyEnd, 0, op_id});
+    events_.Push(CheckedSum(now, op.latency), EventPayload{EventKind::kLatencyEnd, op_id});
   } else {
     StartTransferPhase(op_id, now);
   }
 }
 
 void Replayer::StartTransferPhase(int32_t op_id, Time now) {
-  CommOp& op = ops_[op_id];
-  if (session_ && op.transfer > Time::Zero()) {
-    session_->Start(op_members_[op.members_begin], now);
+  const CommOp& op = ops_[op_id];
+  if (op.transfer > Time::Zero()) {
+    const TaskId* members = op_members_.data() + op.members_begin;
+    session_->Start(CommPhase{members[0], {members, static_cast<size_t>(op.members_count)}, op.transfer, op.links},
+                    now);
     return;
   }
-  if (op.res_count == 0) {
-    // Nothing shared (or nothing to send): it takes its unshared time. Ends
-    // go through the queue even at `now`, so long chains never recurse.
-    events_.Push(CheckedSum(now, op.transfer), EventPayload{EventKind::kTransferEnd, op.version, op_id});
-    return;
-  }
-  JoinOrLeave(op_id, now, /*join=*/true);
-}
-
-// Flows on the op's busiest resource, the op included once it has joined.
-int32_t Replayer::ShareOf(const CommOp& op) const {
-  size_t share = 1;
-  for (int32_t i = op.res_begin; i < op.res_begin + op.res_count; ++i) {
-    share = std::max(share, res_flows_[res_pool_[i]].size());
-  }
-  return static_cast<int32_t>(share);
-}
-
-void Replayer::ScheduleTransferEnd(int32_t op_id, Time now) {
-  CommOp& op = ops_[op_id];
-  ++op.version;
-  double left = std::max(0.0, op.remaining * op.share);
-  // llround of a double past int64 is unspecified: saturate, and let the sum fail.
-  const Time dt = left < 9.2e18 ? Time::Ns(std::llround(left)) : Time::Max();
-  events_.Push(CheckedSum(now, dt), EventPayload{EventKind::kTransferEnd, op.version, op_id});
-}
-
-// Processor sharing: `op`'s transfer phase starts (join) or ends (leave) at
-// `now`. Only flows sharing one of its resources can change rate; each is
-// brought up to date at its old rate, then rescheduled if its rate changed.
-void Replayer::JoinOrLeave(int32_t op_id, Time now, bool join) {
-  CommOp& op = ops_[op_id];
-  ++epoch_;
-  affected_.clear();
-  op_mark_[op_id] = epoch_;
-  for (int32_t i = op.res_begin; i < op.res_begin + op.res_count; ++i) {
-    for (int32_t other : res_flows_[res_pool_[i]]) {
-      if (op_mark_[other] == epoch_) continue;
-      op_mark_[other] = epoch_;
-      affected_.push_back(other);
-      CommOp& o = ops_[other];
-      o.remaining -= static_cast<double>((now - o.last_update).ns()) / o.share;
-      o.last_update = now;
-    }
-  }
-  for (int32_t i = op.res_begin; i < op.res_begin + op.res_count; ++i) {
-    std::vector<int32_t>& flows = res_flows_[res_pool_[i]];
-    if (join) {
-      flows.push_back(op_id);
-    } else {
-      auto it = std::find(flows.begin(), flows.end(), op_id);
-      *it = flows.back();
-      flows.pop_back();
-    }
-  }
-  for (int32_t other : affected_) {
-    CommOp& o = ops_[other];
-    int32_t share = ShareOf(o);
-    if (share == o.share) continue;
-    o.share = share;
-    ScheduleTransferEnd(other, now);
-  }
-  if (join) {
-    op.remaining = static_cast<double>(op.transfer.ns());
-    op.last_update = now;
-    op.share = ShareOf(op);
-    ScheduleTransferEnd(op_id, now);
-  }
+  // Nothing to send. Ends go through the queue even at `now`, so long chains never recurse.
+  events_.Push(now, EventPayload{EventKind::kTransferEnd, op_id});
 }
 
 void Replayer::EndCommOp(int32_t op_id, Time now) {

@@ -3,9 +3,10 @@
 // Each rank's streams run their tasks in order; a task starts when the task
 // before it on its stream has finished, its dependencies have finished and,
 // for a collective, every task of its instance is ready. Compute time comes
-// from the CostModel, communication time from the NetworkModel; transfers that
-// use the same link of the same rank at the same time share its bandwidth
-// equally (processor sharing), recomputed whenever one starts or ends.
+// from the CostModel, communication time from the NetworkModel: a latency
+// phase, then a bandwidth phase that a FlowSession shares with concurrent
+// ones (the network model's own, or EqualShareLinks: transfers that use the
+// same link of the same rank at the same time share its bandwidth equally).
 //
 // The engine knows nothing about what the tasks mean. It is deterministic:
 // ties in time resolve by task id. No global state: engines are independent.

@@ -331,6 +331,43 @@ TEST(Engine, ReportsEachAlgorithmPerCollectiveAndGroupOnce) {
                                                     "all-reduce dp: tree"}));
 }
 
+TEST(Engine, LinkSharingEndsTieWithQueuedEventsInTheOrderTheyWereScheduled) {
+  // Without a session of the network model's own, a transfer that ends when a
+  // compute task does ends after it if its end was scheduled later (a
+  // flow-level session's completions would come first). The collectives they
+  // release are reported in the order they start, which shows which came first.
+  for (bool compute_first : {true, false}) {
+    TraceBuilder b(1);
+    GroupId g = b.Group("a", {0});
+    GroupId h = b.Group("b", {0});
+    TaskId c = -1;
+    if (compute_first) c = b.Compute(0, b.compute(), 1000);
+    TaskId x = b.Collective(0, b.comm(), g, -1, 1000);
+    if (!compute_first) c = b.Compute(0, b.compute(), 1000);
+    b.Collective(0, b.compute(), h, -1, 10, {c});   // "tree"
+    b.Collective(0, b.comm(), h, -1, 2000, {x});    // "ring"
+    FixedCostModel cost(kRate);
+    LinkByGroupNetwork network(Time::Zero());
+    ReplayResult r = Engine(cost, network).Replay(b.trace());
+    EXPECT_EQ(r.timings[x].end, Time::Ns(1000));
+    EXPECT_EQ(r.timings[c].end, Time::Ns(1000));
+    std::vector<std::string> expected{"all-reduce a: ring", "all-reduce b: tree", "all-reduce b: ring"};
+    if (!compute_first) std::swap(expected[1], expected[2]);
+    EXPECT_EQ(r.algorithms, expected) << compute_first;
+  }
+}
+
+TEST(Engine, ATransferMayEndAtTheLastRepresentableTime) {
+  // 1e30 bytes at 1 GB/s saturate Time: the transfer, started at 0, ends at
+  // Time::Max() like any event there.
+  TraceBuilder b(1);
+  GroupId g = b.Group("a", {0});
+  TaskId x = b.Collective(0, b.comm(), g, -1, 1e30);
+  ReplayResult r = ReplayFixed(b.trace());
+  EXPECT_EQ(r.timings[x].end, Time::Max());
+  EXPECT_EQ(r.makespan, Time::Max());
+}
+
 TEST(Engine, DeadlockThrowsAndNamesTheStuckTasks) {
   TraceBuilder b(2);
   GroupId dp = b.Group("dp", {0, 1});
@@ -393,12 +430,12 @@ TEST(Engine, ReplayIsDeterministicAndEnginesAreIndependent) {
 class OneLinkSession : public FlowSession {
  public:
   explicit OneLinkSession(const trace::Trace& trace) : trace_(trace) {}
-  void Start(TaskId task, Time now) override {
+  void Start(const CommPhase& phase, Time now) override {
     Update(now);
-    const Task& t = trace_.task(task);
+    const Task& t = trace_.task(phase.task);
     double work = t.kind == TaskKind::kTransfer ? t.transfer.bytes.value : t.comm.bytes.value;
-    flows_.push_back({task, work});
-    started_.push_back(task);
+    flows_.push_back({phase.task, work});
+    started_.push_back(phase.task);
   }
   Time NextCompletion() override {
     if (flows_.empty()) return Time::Max();
@@ -406,18 +443,16 @@ class OneLinkSession : public FlowSession {
     for (const Flow& f : flows_) least = std::min(least, f.left);
     return now_ + Time::Ns(std::llround(least * static_cast<double>(flows_.size())));
   }
-  std::vector<TaskId> AdvanceTo(Time t) override {
+  void AdvanceTo(Time t, std::vector<TaskId>* done) override {
     Update(t);
-    std::vector<TaskId> done;
     for (size_t i = 0; i < flows_.size();) {
       if (flows_[i].left <= 0.5) {
-        done.push_back(flows_[i].task);
+        done->push_back(flows_[i].task);
         flows_.erase(flows_.begin() + static_cast<long>(i));
       } else {
         ++i;
       }
     }
-    return done;
   }
   std::vector<std::string> ContentionReport() const override { return {"the one link"}; }
   std::vector<TaskId> started_;

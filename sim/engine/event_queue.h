@@ -4,7 +4,9 @@
 // were pushed, so a replay is deterministic whatever the heap does with ties.
 // Times are stacksim::Time (integer nanoseconds). The queue owns copies of
 // the payloads; Payload should be a small trivially copyable struct, since
-// every push and pop moves it.
+// every push and pop moves it. Queues built on one sequence counter number
+// their events in one order, so comparing (time, seq) merges them exactly as
+// one queue would (the engine's queue and EqualShareLinks' flow ends).
 #ifndef STACKSIM_SIM_ENGINE_EVENT_QUEUE_H_
 #define STACKSIM_SIM_ENGINE_EVENT_QUEUE_H_
 
@@ -26,12 +28,17 @@ class EventQueue {
     Payload payload;
   };
 
+  EventQueue() = default;
+  // Numbers events from `*seq`, which the caller owns and may share with
+  // other queues. REQUIRES: `seq` outlives the queue.
+  explicit EventQueue(uint64_t* seq) : shared_seq_(seq) {}
+
   void Reserve(size_t n) { heap_.reserve(n); }
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
 
   void Push(Time time, const Payload& payload) {
-    heap_.push_back(Event{time, next_seq_++, payload});
+    heap_.push_back(Event{time, shared_seq_ ? (*shared_seq_)++ : next_seq_++, payload});
     std::push_heap(heap_.begin(), heap_.end(), Later);
   }
 
@@ -56,6 +63,7 @@ class EventQueue {
 
   std::vector<Event> heap_;
   uint64_t next_seq_ = 0;
+  uint64_t* shared_seq_ = nullptr;  // when set, numbers come from here instead
 };
 
 }  // namespace stacksim::engine

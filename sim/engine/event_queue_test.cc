@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace stacksim::engine {
@@ -43,6 +44,20 @@ TEST(EventQueue, EventsPushedWhilePoppingKeepTimeThenInsertionOrder) {
   EXPECT_EQ(last.payload, 3);
   EXPECT_EQ(last.time, Time::Ns(20));
   EXPECT_TRUE(q.empty());
+}
+
+TEST(EventQueue, QueuesOnOneCounterNumberTheirEventsInOnePushOrder) {
+  uint64_t seq = 0;
+  EventQueue<int> a(&seq), b(&seq);
+  a.Push(Time::Ns(5), 1);
+  b.Push(Time::Ns(5), 2);
+  a.Push(Time::Ns(5), 3);
+  EXPECT_EQ(seq, 3u);
+  auto first = a.Pop(), second = b.Pop(), third = a.Pop();
+  // At equal times, (time, seq) orders events across queues as one queue would.
+  EXPECT_LT(first.seq, second.seq);
+  EXPECT_LT(second.seq, third.seq);
+  EXPECT_EQ(third.payload, 3);
 }
 
 }  // namespace

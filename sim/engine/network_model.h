@@ -3,14 +3,17 @@
 // The engine asks for the cost of a collective or a point-to-point transfer
 // when it starts. The answer splits into a latency part (fixed, not shared)
 // and a transfer part: the time the bytes would take if the task had its
-// links to itself. While several transfers use the same link of the same rank
-// at once, the engine shares that link's bandwidth equally between them, so
+// links to itself. The transfer part then goes to a FlowSession, which shares
+// bandwidth between concurrent communications: the model's own (SimGrid's
+// flow-level model) or, for models that have none, EqualShareLinks
+// (link_sharing.h), which shares each link of each rank equally, so
 // concurrent communication slows down without the model knowing about it.
 #ifndef STACKSIM_SIM_ENGINE_NETWORK_MODEL_H_
 #define STACKSIM_SIM_ENGINE_NETWORK_MODEL_H_
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,22 +36,50 @@ struct CommCost {
   std::string algorithm;    // what the model chose ("ring", "tree", "nvls", "hier-ring"), for reports
 };
 
-// A flow-level network that shares bandwidth itself (SimGrid's max-min model):
-// the engine hands it the bandwidth phase of every communication and asks
-// when the next one finishes (SimGrid's model contract: "when does my next
-// action finish?" and "advance to t"). One session serves one replay.
+// The bandwidth phase of one communication, as the engine hands it to a
+// FlowSession. Views into the engine's data, valid during the Start call.
+struct CommPhase {
+  trace::TaskId task;                      // its first member task: the id AdvanceTo gives back
+  std::span<const trace::TaskId> members;  // all its tasks, ascending ids (`task` first)
+  Time transfer;                           // CommCost::transfer (> 0)
+  uint8_t links = kNoLinks;                // CommCost::links
+};
+
+// Shares bandwidth between the bandwidth phases of concurrent communications.
+// The engine hands it every one and asks when the next one finishes
+// (SimGrid's model contract: "when does my next action finish?" and "advance
+// to t"). One session serves one replay; the engine uses the network model's
+// own (StartSession) or else EqualShareLinks.
+//
+// The engine's loop, before each event of its own queue (compute ends,
+// latency ends, ends of communications with nothing to send): while the session's next completion comes first, end what
+// AdvanceTo gives, in that order. A completion at time t comes first when t
+// is earlier than the queued event's time or, at the same time, when
+// NextCompletionOrder() <= the event's seq (EventQueue numbering). Ending a
+// communication may start others (Start at the same time) or queue events
+// earlier than the one waiting, so the engine asks again after each AdvanceTo.
 class FlowSession {
  public:
   virtual ~FlowSession() = default;
-  // Starts the bandwidth phase of communication `task` (a collective's first
-  // member task, or a transfer) at `now`, after its latency phase.
-  virtual void Start(trace::TaskId task, Time now) = 0;
-  // The earliest time a started communication's flows all finish; Time::Max() if none.
+  // Starts the bandwidth phase of a communication at `now`, after its latency
+  // phase. REQUIRES: now >= every time passed before.
+  virtual void Start(const CommPhase& phase, Time now) = 0;
+  // The earliest time a started communication's flows all finish; Time::Max()
+  // if none (unless NextCompletionOrder() > 0: see below).
   virtual Time NextCompletion() = 0;
-  // Advances to `t` (REQUIRES: t <= NextCompletion()) and returns the tasks
-  // (as passed to Start) whose flows have all finished by `t`, in the order
-  // they were started.
-  virtual std::vector<trace::TaskId> AdvanceTo(Time t) = 0;
+  // Where that completion falls among the engine's queued events at its time:
+  // before those whose seq is at least this. The default, 0, puts a session's
+  // completions before every queued event at the same time. A session that
+  // numbers its completions from the engine's event counter (EqualShareLinks)
+  // returns seq + 1, so both merge as one queue would; only such a session
+  // may report a completion at Time::Max() itself.
+  virtual uint64_t NextCompletionOrder() { return 0; }
+  // Advances to `t` (REQUIRES: t <= NextCompletion()) and appends to `done`
+  // tasks (CommPhase::task) whose flows have all finished by `t`, in the
+  // order the engine is to end them: all of them (SimGrid's session: in the
+  // order they were started), or only the first (EqualShareLinks: the rest
+  // stay for the next call, so the engine's events can come between them).
+  virtual void AdvanceTo(Time t, std::vector<trace::TaskId>* done) = 0;
   // Where contention added time: the busiest links and what crossed them, one line each.
   virtual std::vector<std::string> ContentionReport() const = 0;
 };
@@ -56,10 +87,9 @@ class FlowSession {
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
-  // A flow-level model returns a session for this trace; the engine then lets
-  // the session share bandwidth instead of sharing links itself. Analytic
-  // models return nullptr (the default). CommCost.latency still comes from
-  // Collective() / Transfer().
+  // A flow-level model returns a session for this trace, which then shares
+  // bandwidth instead of EqualShareLinks. Analytic models return nullptr (the
+  // default). CommCost.latency still comes from Collective() / Transfer().
   virtual std::unique_ptr<FlowSession> StartSession(const trace::Trace& trace) const { return nullptr; }
   virtual CommCost Collective(const trace::CommOp& op, const trace::CommGroup& group) const = 0;
   virtual CommCost Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const = 0;

@@ -106,7 +106,8 @@ class SimGridSession : public engine::FlowSession {
   using Clk = std::chrono::steady_clock;
   static double Since(Clk::time_point t0) { return std::chrono::duration<double>(Clk::now() - t0).count(); }
 
-  void Start(TaskId task, Time now) override {
+  void Start(const engine::CommPhase& phase, Time now) override {
+    const TaskId task = phase.task;  // flows come from the task and its group, not from the phase's links
     auto t0 = Clk::now();
     struct Acc { double& d; Clk::time_point t; ~Acc() { d += Since(t); } } acc{t_start_, t0};
     // The engine has drained every completion up to `now`, so SimGrid can
@@ -152,7 +153,7 @@ class SimGridSession : public engine::FlowSession {
     return Time::Ns(std::max(t, clock_ns_ + (stalled_ ? 1 : 0)));
   }
 
-  std::vector<TaskId> AdvanceTo(Time t) override {
+  void AdvanceTo(Time t, std::vector<TaskId>* out) override {
     struct Acc { double& d; Clk::time_point t; ~Acc() { d += Since(t); } } acc{t_run_, Clk::now()};
     if (t.ns() > clock_ns_) {
       engine_->run_until(static_cast<double>(t.ns()) * 1e-9);
@@ -161,11 +162,8 @@ class SimGridSession : public engine::FlowSession {
     }
     stalled_ = done_.empty();
     std::sort(done_.begin(), done_.end(), [&](int32_t a, int32_t b) { return ops_[a].seq < ops_[b].seq; });
-    std::vector<TaskId> out;
-    out.reserve(done_.size());
-    for (int32_t slot : done_) out.push_back(ops_[slot].task);
+    for (int32_t slot : done_) out->push_back(ops_[slot].task);
     done_.clear();
-    return out;
   }
 
   std::vector<std::string> ContentionReport() const override;
