@@ -17,7 +17,7 @@ namespace {
 // all-reduce across both, and a send from rank 0 to rank 1.
 struct TinyStep {
   trace::Trace trace;
-  engine::ReplayResult replay;
+  trace::ReplayResult replay;
 };
 
 const char kOddName[] = "proj \"out\" \\ x";
@@ -75,7 +75,7 @@ TinyStep MakeTinyStep() {
   t.Add(send, {g0});
 
   auto at = [](int64_t ready, int64_t start, int64_t end) {
-    return engine::TaskTiming{Time::Ns(ready), Time::Ns(start), Time::Ns(end)};
+    return trace::TaskTiming{Time::Ns(ready), Time::Ns(start), Time::Ns(end)};
   };
   s.replay.timings = {at(0, 0, 1500), at(0, 0, 2000), at(1500, 2000, 2750), at(2000, 2000, 2750),
                       at(2750, 2750, 3000)};
