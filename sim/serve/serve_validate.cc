@@ -62,14 +62,38 @@ const char* MetricKindName(MetricKind k) {
   return "?";
 }
 
+namespace {
+
+// What a published serving measurement measured (the run's "kind").
+enum class MeasurementKind {
+  kOfflineThroughput,
+  kStaticBatchThroughput,
+  kStaticBatchLatency,
+  kPrefillLatencyBatch1,
+  kOnlineLatencyConcurrency,
+  kChunkedPrefillOnlineLatency,
+};
+
+MeasurementKind ParseMeasurementKind(const JsonNode& v) {
+  const std::string text = v.OneOf({"offline_throughput", "static_batch_throughput", "static_batch_latency",
+                                    "prefill_latency_batch1", "online_latency_concurrency",
+                                    "chunked_prefill_online_latency"});
+  if (text == "static_batch_throughput") return MeasurementKind::kStaticBatchThroughput;
+  if (text == "static_batch_latency") return MeasurementKind::kStaticBatchLatency;
+  if (text == "prefill_latency_batch1") return MeasurementKind::kPrefillLatencyBatch1;
+  if (text == "online_latency_concurrency") return MeasurementKind::kOnlineLatencyConcurrency;
+  if (text == "chunked_prefill_online_latency") return MeasurementKind::kChunkedPrefillOnlineLatency;
+  return MeasurementKind::kOfflineThroughput;
+}
+
+}  // namespace
+
 ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file, const std::string& path) {
   JsonNode node(run, file, path);
   JsonObject obj(node);
   ServingRunPlan plan;
   std::string id = obj.Required("id").String();
-  std::string kind = obj.Required("kind").OneOf({"offline_throughput", "static_batch_throughput",
-                                                 "static_batch_latency", "prefill_latency_batch1",
-                                                 "online_latency_concurrency", "chunked_prefill_online_latency"});
+  const MeasurementKind kind = ParseMeasurementKind(obj.Required("kind"));
   obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "confidence", "caveats"});
 
   JsonObject engine_obj(obj.Required("engine"));
@@ -153,8 +177,9 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   EngineLimits limits = DefaultLimits(engine);
   nlohmann::json scheduler;
   int64_t requests = 0;
-  const bool static_kind =
-      kind == "static_batch_throughput" || kind == "static_batch_latency" || kind == "prefill_latency_batch1";
+  const bool static_kind = kind == MeasurementKind::kStaticBatchThroughput ||
+                           kind == MeasurementKind::kStaticBatchLatency ||
+                           kind == MeasurementKind::kPrefillLatencyBatch1;
   if (static_kind) {
     if (!max_batch) throw InputError(file, path + ".scheduler.max_batch_size", "a static batch needs its size");
     int64_t batch = max_batch->PositiveInt();
@@ -198,7 +223,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   nlohmann::json lengths_in = {{"kind", "fixed"}, {"tokens", shape.prompt_tokens}};
   nlohmann::json lengths_out = {{"kind", "fixed"}, {"tokens", shape.output_tokens}};
   std::optional<double> qps;
-  if (kind == "online_latency_concurrency") {
+  if (kind == MeasurementKind::kOnlineLatencyConcurrency) {
     if (!concurrency) throw InputError(file, path + ".workload.concurrency", "a closed loop needs its concurrency");
     plan.clients = static_cast<int>(concurrency->PositiveInt());
     // AIPerf's request count is not published: ten rounds per client.
