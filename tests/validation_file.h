@@ -1,6 +1,7 @@
-// Test helper: the published training runs (shared/validation, read-only),
-// next to this checkout or inside it; "" when neither exists (the tests that
-// need it skip, as in a fresh clone).
+// Test helper: the published training runs of the development set, shipped in
+// the checkout's validation/ (copied from shared/validation with their
+// sources); the shared copy next to the checkout when the checkout has none.
+// "" when neither exists (the tests that need it skip).
 #ifndef STACKSIM_TESTS_VALIDATION_FILE_H_
 #define STACKSIM_TESTS_VALIDATION_FILE_H_
 
@@ -10,7 +11,7 @@
 namespace stacksim::testing {
 
 inline std::string ValidationFile() {
-  for (const char* p : {"/../shared/validation/training_runs.json", "/shared/validation/training_runs.json"}) {
+  for (const char* p : {"/validation/training_runs.json", "/../shared/validation/training_runs.json"}) {
     std::string path = std::string(STACKSIM_SOURCE_DIR) + p;
     if (std::filesystem::exists(path)) return path;
   }
