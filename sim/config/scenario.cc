@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/framework.h"
+
 namespace stacksim::config {
 namespace {
 
@@ -105,7 +107,19 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     required.Required("pp");
     required.Required("dp");
   }
-  s.plan = ParsePlan(plan_node, PlanConfig{});
+  PlanConfig base;
+  std::optional<FrameworkProfile> framework;
+  if (auto f = obj.Optional("framework")) {
+    framework = FrameworkNamed(f->String(), file, f->path());
+    s.framework = framework->name;
+    base = framework->PlanDefaults(base);
+  }
+  s.plan = ParsePlan(plan_node, base);
+  // The framework's gradient dtype follows the precision the plan trains in,
+  // unless the plan says it.
+  if (framework && !plan_node.json().contains("grad_reduce_precision")) {
+    s.plan.grad_reduce_precision = framework->GradPrecision(s.plan.precision);
+  }
   s.plan.global_batch = gb;
   obj.Finish();
 
@@ -423,6 +437,7 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   j["profile"] = ProfileToJson(s.profile);
   j["gpus"] = s.gpus;
   j["node_order"] = NodeOrderName(s.node_order);
+  if (!s.framework.empty()) j["framework"] = s.framework;
   j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
   j["plan"] = PlanToJson(s.plan);
   j["files"] = {{"scenario", s.file},

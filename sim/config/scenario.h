@@ -41,6 +41,9 @@ struct ScenarioConfig {
   NodeOrder node_order = NodeOrder::kPacked;
   int64_t seq_len = 0;         // tokens per sequence
   PlanConfig plan;
+  // The framework the scenario names (frameworks/<name>.json), whose facts
+  // are the plan's defaults; "" when it names none (PlanConfig's defaults).
+  std::string framework;
   // Added with the parser (backward compatible): free text from the file, and
   // the --set overrides that were applied.
   std::string question;

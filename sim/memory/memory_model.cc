@@ -178,25 +178,29 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     const double Pe = D(workload::StageExpertParameters(s, st));
     const double Psharded = (P - Pe) / dp + Pe / edp;  // one rank's optimizer shard
     const double master = plan.precision == config::Precision::kFp32 ? 0.0 : 4.0;  // fp32 training needs no copy
+    // Gradient buffers in the dtype the framework reduces and keeps them in
+    // (Megatron's fp32 main gradients; bf16 in NeMo's performance recipes).
+    const double g = config::PrecisionBytes(plan.grad_reduce_precision);
     switch (plan.sharding) {
       case config::Sharding::kNone:
         f.weights = Bytes{e * P};
-        f.gradients = Bytes{4.0 * P};
+        f.gradients = Bytes{g * P};
         f.optimizer = Bytes{(master + 8.0) * P};
         break;
       case config::Sharding::kZero1:
         f.weights = Bytes{e * P};
-        f.gradients = Bytes{4.0 * P};
+        f.gradients = Bytes{g * P};
         f.optimizer = Bytes{(master + 8.0) * Psharded};
         break;
       case config::Sharding::kZero2:
         f.weights = Bytes{e * P};
         // Sharded gradients, plus one layer's full gradient before its reduce-scatter.
-        f.gradients = Bytes{4.0 * Psharded + 4.0 * largest_layer};
+        f.gradients = Bytes{g * Psharded + g * largest_layer};
         f.optimizer = Bytes{(master + 8.0) * Psharded};
         break;
       case config::Sharding::kZero3:
         // Sharded weights plus the gathered layer in use and the one prefetched.
+        // Sharded gradients stay fp32, the sharded parameters' dtype (FSDP).
         f.weights = Bytes{e * P / dp + 2.0 * e * layer_params};
         if (plan.precision == config::Precision::kFp8) f.weights += Bytes{(P / dp + 2.0 * layer_params)};
         f.gradients = Bytes{4.0 * P / dp + 4.0 * layer_params};

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "sim/config/framework.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -9,38 +10,6 @@ namespace stacksim::validate {
 namespace {
 
 using config::Precision;
-
-bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-// What a run's framework did that the validation file does not say, read once
-// from its free-text "framework" field. The facts are independent flags, not
-// one enum: a framework's text may match more than one (Megatron-LM with
-// DeepSpeed, NeMo on Megatron-Core).
-struct FrameworkFacts {
-  // Predates fused flash attention in Megatron-LM (it arrived in 2023): the
-  // unfused QK^T / softmax / PV path, and (Megatron-LM of 2021-22's local
-  // DDP) gradients reduced after the backward pass.
-  bool unfused_attention = false;
-  // Selective recomputation arrived with Korthikanti et al. (2022); before it
-  // Megatron-LM could only checkpoint whole layers.
-  bool predates_selective_recompute = false;
-  // Megatron-Core and NeMo recipes turn on sequence parallelism with TP and
-  // use the distributed optimizer.
-  bool megatron_core_defaults = false;
-  // MosaicML's Composer / llm-foundry: MPT-style architecture, FlashAttention-2
-  // and eager (unfused) elementwise kernels.
-  bool mosaic = false;
-};
-
-FrameworkFacts FrameworkFactsOf(const std::string& framework) {
-  FrameworkFacts f;
-  f.unfused_attention = Contains(framework, "(2021)") || Contains(framework, "(2022)") ||
-                        Contains(framework, "DeepSpeed") || Contains(framework, "example");
-  f.predates_selective_recompute = Contains(framework, "(2021)") || Contains(framework, "example");
-  f.megatron_core_defaults = Contains(framework, "Megatron-Core") || Contains(framework, "NeMo");
-  f.mosaic = Contains(framework, "llm-foundry") || Contains(framework, "Composer");
-  return f;
-}
 
 std::string TopologyFor(const std::string& gpu) {
   if (gpu == "a100-sxm-80gb") return "dgx-a100";
@@ -51,7 +20,7 @@ std::string TopologyFor(const std::string& gpu) {
 }
 
 // The run's "model": shapes as given, architecture details by model family.
-void ReadModel(JsonObject& obj, const FrameworkFacts& fw, const std::string& file, const std::string& path,
+void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::string& file, const std::string& path,
                RunScenario& out) {
   config::ScenarioConfig& s = out.scenario;
   JsonObject m(obj.Required("model"));
@@ -96,17 +65,18 @@ void ReadModel(JsonObject& obj, const FrameworkFacts& fw, const std::string& fil
     moe.Finish();
   }
   m.Finish();
-  // Architecture details the schema leaves out follow the model family: GPT
-  // models trained with Megatron-LM use learned positions, biases, dropout 0.1
-  // and tied embeddings; MPT (llm-foundry) uses ALiBi, no biases, no dropout,
-  // tied embeddings; gated-MLP (Llama-style) models use RoPE, RMSNorm, no
-  // biases and untied embeddings.
+  // Architecture details the schema leaves out follow the model family:
+  // gated-MLP (Llama-style) models use RoPE, RMSNorm, no biases and untied
+  // embeddings; a non-gated model is the family its framework trains
+  // (frameworks/*.json non_gated_family): GPT as Megatron-LM (learned
+  // positions, biases, dropout 0.1, tied embeddings) or MPT as llm-foundry
+  // (ALiBi, no biases, no dropout, tied embeddings).
   if (model.gated_mlp()) {
     model.norm = config::NormKind::kRmsNorm;
     model.norm_bias = false;
     model.position_embedding = config::PositionEmbedding::kRope;
     model.tie_word_embeddings = false;
-  } else if (fw.mosaic) {
+  } else if (fw.non_gated_family == config::ModelFamily::kMpt) {
     model.norm = config::NormKind::kLayerNorm;
     model.norm_bias = false;
     model.position_embedding = config::PositionEmbedding::kAlibi;
@@ -146,7 +116,7 @@ void ReadHardware(JsonObject& obj, const std::string& file, const std::string& p
 
 // The run's "plan": given fields as given, the framework's defaults for the
 // ones it leaves out, and the null ones it leaves open for search.
-void ReadPlan(JsonObject& obj, const FrameworkFacts& fw, const std::string& file, const std::string& path,
+void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::string& file, const std::string& path,
               RunScenario& out) {
   config::ScenarioConfig& s = out.scenario;
   JsonObject p(obj.Required("plan"));
@@ -179,27 +149,26 @@ void ReadPlan(JsonObject& obj, const FrameworkFacts& fw, const std::string& file
     plan.precision = Precision::kBf16;
     out.choices.push_back("precision=bf16");
   }
-  // Attention kernels by framework generation: unfused before FlashAttention
-  // reached Megatron-LM; FlashAttention-2 in 2023's llm-foundry; the fastest
-  // fused kernels (Transformer Engine / cuDNN) in Megatron-Core and NeMo.
-  out.predates_selective_recompute = fw.predates_selective_recompute;
-  plan.attention = fw.unfused_attention ? config::AttentionImpl::kUnfused
-                   : fw.mosaic             ? config::AttentionImpl::kFlash2
-                                           : config::AttentionImpl::kFlash;
-  // Megatron-LM of 2021-22 reduced gradients after the backward pass (its
-  // local DDP); overlap with the backward came with Megatron-Core.
-  plan.overlap_grad_reduce = !fw.unfused_attention;
-  // Composer/llm-foundry ran the transformer's elementwise work as PyTorch
-  // eager kernels; Megatron-LM and NeMo use fused kernels.
-  plan.kernels = fw.mosaic ? config::KernelFusion::kEager : config::KernelFusion::kFused;
-  out.choices.push_back(std::string("kernels=") + (fw.mosaic ? "eager" : "fused"));
+  // What the framework does that the run does not say: its attention kernel
+  // class, kernel fusion, gradient-reduction overlap and dtype
+  // (frameworks/*.json).
+  out.predates_selective_recompute = fw.selective_recompute == config::SelectiveRecomputeKind::kUnavailable;
+  plan.attention = fw.attention;
+  plan.overlap_grad_reduce = fw.overlap_grad_reduce;
+  plan.kernels = fw.kernels;
+  plan.grad_reduce_precision = fw.GradPrecision(plan.precision);
+  out.choices.push_back("framework=" + fw.name);
+  out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
   out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
+  if (plan.grad_reduce_precision != config::Precision::kFp32) {
+    out.choices.push_back(std::string("gradients in ") + config::PrecisionName(plan.grad_reduce_precision));
+  }
   if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
 
   if (auto sp = p.Optional("sequence_parallel")) {
     plan.sequence_parallel = sp->Bool() && plan.tp > 1;
   } else {
-    plan.sequence_parallel = fw.megatron_core_defaults && plan.tp > 1;
+    plan.sequence_parallel = fw.sequence_parallel && plan.tp > 1;
     out.choices.push_back(std::string("sequence_parallel=") + (plan.sequence_parallel ? "on" : "off"));
   }
   if (auto sh = p.Optional("sharding")) {
@@ -209,7 +178,7 @@ void ReadPlan(JsonObject& obj, const FrameworkFacts& fw, const std::string& file
                     : v == "zero2" ? config::Sharding::kZero2
                                    : config::Sharding::kZero3;
   } else {
-    plan.sharding = fw.megatron_core_defaults && plan.dp > 1 ? config::Sharding::kZero1 : config::Sharding::kNone;
+    plan.sharding = plan.dp > 1 ? fw.sharding : config::Sharding::kNone;
     out.choices.push_back(std::string("sharding=") + config::ShardingName(plan.sharding));
   }
   if (auto sg = p.Optional("shard_group")) {
@@ -248,9 +217,10 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   config::ScenarioConfig& s = out.scenario;
   s.file = file;
   s.name = obj.Required("id").String();
-  std::string framework = obj.Has("framework") ? obj.Required("framework").String() : "";
-  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats", "framework"});
-  const FrameworkFacts fw = FrameworkFactsOf(framework);
+  const std::string framework = obj.Required("framework").String();
+  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats"});
+  const config::FrameworkProfile& fw =
+      config::MatchFramework(config::ShippedFrameworks(), framework, file, path + ".framework");
   ReadModel(obj, fw, file, path, out);
   ReadHardware(obj, file, path, out);
   ReadPlan(obj, fw, file, path, out);

@@ -7,8 +7,9 @@
 // GPU in the file, bytes/s in the scenario) and GPUs per node; its plan
 // becomes a PlanConfig. What the run's framework did that the file does not
 // say (attention kernels, kernel fusion, sequence parallelism, sharding,
-// gradient-reduction overlap, which recomputation it could do) follows from
-// the free-text "framework" field, read once. Plan fields the run leaves
+// gradient-reduction overlap and dtype, which recomputation it could do)
+// comes from the framework profile (frameworks/*.json) its free-text
+// "framework" field selects (config::MatchFramework). Plan fields the run leaves
 // null are not guessed here: they are listed for the validation to choose by
 // simulation, as a tuned run would. The result owns its scenario.
 #ifndef STACKSIM_SIM_VALIDATE_RUN_SCENARIO_H_

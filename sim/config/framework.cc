@@ -1,0 +1,164 @@
+#include "sim/config/framework.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+
+#include "sim/config/scenario.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One fact: {"value": ..., "source": "..."}; the source must be given.
+JsonNode Fact(JsonObject& facts, const char* key) {
+  JsonObject fact(facts.Required(key));
+  JsonNode value = fact.Required("value");
+  fact.Required("source").String();
+  fact.Finish();
+  return value;
+}
+
+Precision GradPrecisionOf(const JsonNode& v) {
+  std::string s = v.OneOf({"fp32", "bf16", "fp16"});
+  return s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
+}
+
+}  // namespace
+
+const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k) {
+  return k == SelectiveRecomputeKind::kUnavailable ? "unavailable" : "modules";
+}
+
+const char* ModelFamilyName(ModelFamily f) { return f == ModelFamily::kMpt ? "mpt" : "gpt"; }
+
+Precision FrameworkProfile::GradPrecision(Precision training) const {
+  if (training == Precision::kFp32) return Precision::kFp32;
+  return training == Precision::kFp16 ? grad_precision_fp16 : grad_precision_bf16;
+}
+
+PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
+  base.attention = attention;
+  base.kernels = kernels;
+  base.sequence_parallel = sequence_parallel;
+  base.sharding = sharding;
+  base.overlap_grad_reduce = overlap_grad_reduce;
+  base.grad_reduce_precision = GradPrecision(base.precision);
+  return base;
+}
+
+FrameworkProfile LoadFrameworkFile(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  JsonObject top(root);
+  const std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.framework/1") {
+    throw InputError(path, "schema", "expected 'stacksim.framework/1', got '" + schema + "'");
+  }
+  FrameworkProfile f;
+  f.file = path;
+  f.name = fs::path(path).stem().string();
+  f.title = top.Required("title").String();
+  JsonNode matches = top.Required("matches");
+  if (!matches.IsArray() || matches.Elements().empty()) matches.Fail("expected a non-empty array of substring lists");
+  for (const JsonNode& m : matches.Elements()) {
+    if (!m.IsArray() || m.Elements().empty()) m.Fail("expected a non-empty array of substrings, e.g. [\"NeMo\"]");
+    std::vector<std::string> parts;
+    for (const JsonNode& s : m.Elements()) parts.push_back(s.String());
+    f.matches.push_back(parts);
+  }
+  JsonObject facts(top.Required("facts"));
+  {
+    std::string a = Fact(facts, "attention").OneOf({"flash", "flash2", "unfused"});
+    f.attention = a == "unfused" ? AttentionImpl::kUnfused : a == "flash2" ? AttentionImpl::kFlash2 : AttentionImpl::kFlash;
+  }
+  f.kernels = Fact(facts, "kernels").OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;
+  f.sequence_parallel = Fact(facts, "sequence_parallel").Bool();
+  {
+    std::string s = Fact(facts, "sharding").OneOf({"none", "zero1", "zero2", "zero3"});
+    f.sharding = s == "zero1" ? Sharding::kZero1 : s == "zero2" ? Sharding::kZero2 : s == "zero3" ? Sharding::kZero3 : Sharding::kNone;
+  }
+  f.overlap_grad_reduce = Fact(facts, "overlap_grad_reduce").Bool();
+  {
+    JsonObject g(Fact(facts, "grad_precision"));
+    f.grad_precision_bf16 = GradPrecisionOf(g.Required("bf16"));
+    f.grad_precision_fp16 = GradPrecisionOf(g.Required("fp16"));
+    g.Finish();
+  }
+  f.selective_recompute = Fact(facts, "selective_recompute").OneOf({"unavailable", "modules"}) == "unavailable"
+                              ? SelectiveRecomputeKind::kUnavailable
+                              : SelectiveRecomputeKind::kModules;
+  f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
+  facts.Finish();
+  top.Ignore({"notes"});
+  top.Finish();
+  return f;
+}
+
+const std::vector<FrameworkProfile>& ShippedFrameworks() {
+  static std::once_flag once;
+  static std::vector<FrameworkProfile> frameworks;
+  std::call_once(once, [] {
+    const fs::path dir = fs::path(DataRoot()) / "frameworks";
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) frameworks.push_back(LoadFrameworkFile(f));
+  });
+  return frameworks;
+}
+
+const FrameworkProfile& FrameworkNamed(const std::string& name, const std::string& file, const std::string& key) {
+  std::string known;
+  for (const auto& f : ShippedFrameworks()) {
+    if (f.name == name) return f;
+    known += (known.empty() ? "" : ", ") + f.name;
+  }
+  throw InputError(file, key, "no framework '" + name + "' under frameworks/ (known: " + known + ")");
+}
+
+const FrameworkProfile& MatchFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
+                                       const std::string& file, const std::string& key) {
+  const FrameworkProfile* best = nullptr;
+  const FrameworkProfile* tie = nullptr;
+  size_t best_len = 0;
+  for (const auto& f : frameworks) {
+    for (const auto& parts : f.matches) {
+      size_t len = 0;
+      bool all = true;
+      for (const auto& p : parts) {
+        if (text.find(p) == std::string::npos) {
+          all = false;
+          break;
+        }
+        len += p.size();
+      }
+      if (!all) continue;
+      if (len > best_len) {
+        best = &f;
+        tie = nullptr;
+        best_len = len;
+      } else if (len == best_len && best != &f) {
+        tie = &f;
+      }
+    }
+  }
+  if (best == nullptr) {
+    std::string known;
+    for (const auto& f : frameworks) known += (known.empty() ? "" : ", ") + f.name;
+    throw InputError(file, key, "no framework profile matches '" + text + "' (frameworks/: " + known + ")");
+  }
+  if (tie != nullptr) {
+    throw InputError(file, key, "'" + text + "' matches frameworks '" + best->name + "' and '" + tie->name +
+                                    "' equally; make one profile's match more specific");
+  }
+  return *best;
+}
+
+}  // namespace stacksim::config

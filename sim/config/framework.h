@@ -1,0 +1,83 @@
+// A training framework as facts: what Megatron-LM, NeMo, torchtitan,
+// llm-foundry, MaxText, DeepSpeed and the others do that a parallel plan does
+// not say (attention kernel class, kernel fusion, sequence-parallel and
+// sharding defaults, gradient-reduction overlap and dtype, which selective
+// recomputation it offers, the architecture details of the model family it
+// trains). One data file per framework under frameworks/ (schema
+// stacksim.framework/1, docs/formats.md), every fact with its source: the
+// framework's own configs, docs or code.
+//
+// A scenario names a framework ("framework": "megatron-core"); its facts are
+// the plan's defaults, and plan keys the scenario gives win. A published run
+// names its framework in free text ("NeMo 24.07 (Megatron-Core)"); the
+// profile whose match is the most specific selects it (MatchFramework).
+#ifndef STACKSIM_SIM_CONFIG_FRAMEWORK_H_
+#define STACKSIM_SIM_CONFIG_FRAMEWORK_H_
+
+#include <string>
+#include <vector>
+
+#include "sim/config/model.h"
+#include "sim/config/plan.h"
+
+namespace stacksim::config {
+
+// Which selective recomputation the framework runs when a plan asks for
+// "selective": none at all (Megatron-LM before Korthikanti et al. 2022 could
+// only checkpoint whole layers), or Megatron-Core's recompute modules
+// (core_attn by default).
+enum class SelectiveRecomputeKind { kUnavailable, kModules };
+const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);  // "unavailable", "modules"
+
+// The architecture details of a non-gated (GELU/ReLU) model that the schema of
+// a published run leaves out: GPT as Megatron-LM trains it (learned
+// positions, biases, dropout 0.1, tied embeddings) or MPT as llm-foundry does
+// (ALiBi, no biases, no dropout, tied embeddings). Gated-MLP models follow
+// the Llama family whatever the framework.
+enum class ModelFamily { kGpt, kMpt };
+const char* ModelFamilyName(ModelFamily f);  // "gpt", "mpt"
+
+struct FrameworkProfile {
+  std::string name;   // the file's stem: "megatron-core"
+  std::string title;  // "Megatron-LM with Megatron-Core (2023-)"
+  std::string file;
+  // Each entry: substrings (case-sensitive) that must all appear in a run's
+  // framework text for this profile to match.
+  std::vector<std::vector<std::string>> matches;
+
+  AttentionImpl attention = AttentionImpl::kFlash;
+  KernelFusion kernels = KernelFusion::kFused;
+  bool sequence_parallel = false;          // with tp > 1, when the plan does not say
+  Sharding sharding = Sharding::kNone;     // when the plan does not say
+  bool overlap_grad_reduce = true;
+  Precision grad_precision_bf16 = Precision::kFp32;  // gradient buffers and their reduction, bf16/fp8 training
+  Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
+  SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;
+  ModelFamily non_gated_family = ModelFamily::kGpt;
+
+  // The gradient dtype of training in `training` precision.
+  Precision GradPrecision(Precision training) const;
+  // `base` with this framework's defaults: attention, kernels, sequence
+  // parallelism, sharding, overlap and the gradient dtype for base.precision.
+  PlanConfig PlanDefaults(PlanConfig base) const;
+};
+
+// Reads one framework file. Throws InputError naming the file and key.
+FrameworkProfile LoadFrameworkFile(const std::string& path);
+
+// Every frameworks/*.json under the data root (config::DataRoot()), by name.
+const std::vector<FrameworkProfile>& ShippedFrameworks();
+
+// The shipped framework called `name` (a file stem). Throws InputError
+// (file, key) listing the known names when there is none.
+const FrameworkProfile& FrameworkNamed(const std::string& name, const std::string& file, const std::string& key);
+
+// The profile whose matching entry is the most specific (the most characters
+// of required substrings) for `text`. Throws InputError (file, key) when no
+// profile matches, or when two match equally specifically.
+const FrameworkProfile& MatchFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
+                                       const std::string& file, const std::string& key);
+
+}  // namespace stacksim::config
+
+#endif  // STACKSIM_SIM_CONFIG_FRAMEWORK_H_

@@ -1,0 +1,154 @@
+#include "sim/config/framework.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/scenario.h"
+#include "tests/input_error.h"
+
+namespace stacksim::config {
+namespace {
+
+using testing::ErrorFrom;
+
+const FrameworkProfile& Match(const std::string& text) {
+  return MatchFramework(ShippedFrameworks(), text, "runs.json", "runs[0].framework");
+}
+
+TEST(Framework, EveryShippedFileParsesWithASourcePerFact) {
+  // LoadFrameworkFile requires {"value", "source"} for every fact; a file
+  // that lost one would throw here.
+  const auto& all = ShippedFrameworks();
+  EXPECT_GE(all.size(), 10u);
+  for (const auto& f : all) {
+    EXPECT_FALSE(f.title.empty()) << f.file;
+    EXPECT_FALSE(f.matches.empty()) << f.file;
+  }
+}
+
+TEST(Framework, TheMostSpecificMatchWins) {
+  EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").name, "nemo");
+  EXPECT_EQ(Match("NeMo 26.04.01 container / Megatron-Bridge (Megatron-Core)").name, "nemo");
+  EXPECT_EQ(Match("Megatron-Core r0.8.0").name, "megatron-core");
+  EXPECT_EQ(Match("torchtitan (FSDP)").name, "torchtitan");
+  EXPECT_EQ(Match("torchtitan (FSDP + torch.compile + Float8)").name, "torchtitan-compile");
+  EXPECT_EQ(Match("Megatron-LM (2021)").name, "megatron-lm-2021");
+  EXPECT_EQ(Match("Megatron-LM + DeepSpeed ZeRO-3").name, "megatron-deepspeed");
+  EXPECT_EQ(Match("Composer + llm-foundry (PyTorch FSDP), MosaicML platform").name, "llm-foundry");
+}
+
+TEST(Framework, FactsDifferBetweenFrameworks) {
+  // NeMo's performance recipes keep gradients in bf16; Megatron-LM forces
+  // fp32 main gradients for bf16 and keeps the parameters' dtype under fp16.
+  EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").GradPrecision(Precision::kBf16), Precision::kBf16);
+  EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").GradPrecision(Precision::kFp8), Precision::kBf16);
+  EXPECT_EQ(Match("Megatron-Core r0.8.0").GradPrecision(Precision::kBf16), Precision::kFp32);
+  EXPECT_EQ(Match("Megatron-LM (2021)").GradPrecision(Precision::kFp16), Precision::kFp16);
+  EXPECT_EQ(Match("torchtitan (FSDP)").kernels, KernelFusion::kEager);
+  EXPECT_EQ(Match("torchtitan (FSDP + torch.compile)").kernels, KernelFusion::kFused);
+  EXPECT_EQ(Match("Megatron-LM (2021)").selective_recompute, SelectiveRecomputeKind::kUnavailable);
+  EXPECT_EQ(Match("Composer + llm-foundry").non_gated_family, ModelFamily::kMpt);
+}
+
+TEST(Framework, UnknownTextIsAnErrorNamingTheField) {
+  InputError e = ErrorFrom([] { Match("my own trainer"); });
+  EXPECT_EQ(e.file(), "runs.json");
+  EXPECT_EQ(e.key_path(), "runs[0].framework");
+  EXPECT_NE(std::string(e.what()).find("no framework profile matches"), std::string::npos);
+}
+
+TEST(Framework, EqualMatchesAreAnError) {
+  FrameworkProfile a, b;
+  a.name = "a";
+  a.matches = {{"Stack"}};
+  b.name = "b";
+  b.matches = {{"Stack"}};
+  InputError e = ErrorFrom([&] { MatchFramework({a, b}, "Stack 1.0", "f.json", "framework"); });
+  EXPECT_NE(std::string(e.what()).find("equally"), std::string::npos);
+}
+
+class FrameworkFile : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    dir_ = std::filesystem::temp_directory_path() / ("stacksim_framework_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    std::string path = (dir_ / "x.json").string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(FrameworkFile, AFactWithoutASourceIsRejected) {
+  std::string path = Write(R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]],
+    "facts": {"attention": {"value": "flash"}}})");
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
+  EXPECT_EQ(e.file(), path);
+  EXPECT_EQ(e.key_path(), "facts.attention.source");
+}
+
+TEST_F(FrameworkFile, AMissingFactIsRejected) {
+  std::string path = Write(R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]],
+    "facts": {"attention": {"value": "flash", "source": "s"}}})");
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
+  EXPECT_EQ(e.key_path(), "facts.kernels");
+}
+
+// A scenario that names a framework takes its facts as plan defaults; keys the
+// plan gives win.
+nlohmann::json Scenario() {
+  return nlohmann::json::parse(R"({"model": "llama3-8b", "topology": "dgx-h100", "gpus": 16,
+    "training": {"seq_len": 8192, "global_batch": 64},
+    "plan": {"tp": 2, "pp": 1, "dp": 8}})");
+}
+
+TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
+  nlohmann::json doc = Scenario();
+  doc["framework"] = "nemo";
+  ScenarioConfig s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.framework, "nemo");
+  EXPECT_TRUE(s.plan.sequence_parallel);
+  EXPECT_EQ(s.plan.sharding, Sharding::kZero1);
+  EXPECT_EQ(s.plan.grad_reduce_precision, Precision::kBf16);
+
+  doc["framework"] = "torchtitan";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);
+  EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
+  EXPECT_EQ(s.plan.sharding, Sharding::kZero3);
+}
+
+TEST(FrameworkScenario, PlanKeysWin) {
+  nlohmann::json doc = Scenario();
+  doc["framework"] = "nemo";
+  doc["plan"]["sequence_parallel"] = false;
+  doc["plan"]["grad_reduce_precision"] = "fp32";
+  doc["plan"]["precision"] = "fp16";
+  ScenarioConfig s = ParseScenario(doc, "s.json", {});
+  EXPECT_FALSE(s.plan.sequence_parallel);
+  EXPECT_EQ(s.plan.grad_reduce_precision, Precision::kFp32);
+}
+
+TEST(FrameworkScenario, GradientDtypeFollowsThePlansPrecision) {
+  nlohmann::json doc = Scenario();
+  doc["framework"] = "megatron-core";
+  doc["plan"]["precision"] = "fp16";
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.grad_reduce_precision, Precision::kFp16);
+  doc["plan"]["precision"] = "bf16";
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.grad_reduce_precision, Precision::kFp32);
+}
+
+TEST(FrameworkScenario, AnUnknownNameIsAnError) {
+  nlohmann::json doc = Scenario();
+  doc["framework"] = "my-trainer";
+  InputError e = ErrorFrom([&] { ParseScenario(doc, "s.json", {}); });
+  EXPECT_EQ(e.file(), "s.json");
+  EXPECT_EQ(e.key_path(), "framework");
+  EXPECT_NE(std::string(e.what()).find("nemo"), std::string::npos);  // lists the known names
+}
+
+}  // namespace
+}  // namespace stacksim::config
