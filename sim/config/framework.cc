@@ -92,6 +92,8 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                               ? SelectiveRecomputeKind::kUnavailable
                               : SelectiveRecomputeKind::kModules;
   f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
+  f.whole_local_batch = Fact(facts, "micro_batching").OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
+  f.default_one_f_one_b = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b"}) == "1f1b";
   facts.Finish();
   top.Ignore({"notes"});
   top.Finish();

@@ -54,6 +54,15 @@ struct FrameworkProfile {
   Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
   SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;
   ModelFamily non_gated_family = ModelFamily::kGpt;
+  // The micro-batch a run that does not state it used: chosen by the job's
+  // tuning (any size dividing the local batch), or the whole local batch
+  // without gradient accumulation, split into pp micro-batches under pipeline
+  // parallelism (torchtitan of 2024).
+  bool whole_local_batch = false;
+  // The pipeline schedule of a run that does not state its virtual stages:
+  // chosen by tuning (interleaving searched), or the framework's default
+  // 1F1B without virtual stages (torchtitan's pipeline_parallel_schedule).
+  bool default_one_f_one_b = false;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;

@@ -112,7 +112,7 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   EXPECT_EQ(s.framework, "nemo");
   EXPECT_TRUE(s.plan.sequence_parallel);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero1);
-  EXPECT_EQ(s.plan.grad_reduce_precision, Precision::kBf16);
+  EXPECT_EQ(s.plan.GradReducePrecision(), Precision::kBf16);
 
   doc["framework"] = "torchtitan";
   s = ParseScenario(doc, "s.json", {});
@@ -129,16 +129,16 @@ TEST(FrameworkScenario, PlanKeysWin) {
   doc["plan"]["precision"] = "fp16";
   ScenarioConfig s = ParseScenario(doc, "s.json", {});
   EXPECT_FALSE(s.plan.sequence_parallel);
-  EXPECT_EQ(s.plan.grad_reduce_precision, Precision::kFp32);
+  EXPECT_EQ(s.plan.GradReducePrecision(), Precision::kFp32);
 }
 
 TEST(FrameworkScenario, GradientDtypeFollowsThePlansPrecision) {
   nlohmann::json doc = Scenario();
   doc["framework"] = "megatron-core";
   doc["plan"]["precision"] = "fp16";
-  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.grad_reduce_precision, Precision::kFp16);
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.GradReducePrecision(), Precision::kFp16);
   doc["plan"]["precision"] = "bf16";
-  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.grad_reduce_precision, Precision::kFp32);
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.GradReducePrecision(), Precision::kFp32);
 }
 
 TEST(FrameworkScenario, AnUnknownNameIsAnError) {

@@ -253,7 +253,6 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.grad_reduce_precision = s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
   }
   obj.Finish();
-
   // Megatron-LM turns sequence parallelism off when tp == 1 (there is nothing
   // to split); we do the same rather than reject the plan.
   if (p.tp == 1) p.sequence_parallel = false;
@@ -280,7 +279,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"grad_bucket", BytesText(p.grad_bucket)},
           {"cuda_graphs", p.cuda_graphs},
           {"attention", AttentionName(p.attention)},
-          {"grad_reduce_precision", PrecisionName(p.grad_reduce_precision)},
+          {"grad_reduce_precision", PrecisionName(p.GradReducePrecision())},
           {"kernels", p.kernels == KernelFusion::kEager ? "eager" : "fused"},
           {"uneven_stages", p.uneven_stages},
           {"moe_routing", RoutingName(p.routing)},

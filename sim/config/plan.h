@@ -14,6 +14,7 @@
 #define STACKSIM_SIM_CONFIG_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -140,7 +141,11 @@ struct PlanConfig {
   // Megatron-Core's decoder_first/last_pipeline_num_layers).
   bool uneven_stages = false;
   // Precision of data-parallel gradient reduction (Megatron keeps fp32 main grads).
-  Precision grad_reduce_precision = Precision::kFp32;
+  // The dtype of the gradient buffers and their data-parallel reduction. Unset:
+  // fp32 (Megatron-LM's main gradients), or under ZeRO-3 the 16-bit compute
+  // dtype (PyTorch FSDP's and DeepSpeed's reduce dtype default); a framework
+  // (frameworks/*.json) or the plan sets it. Read it with GradReducePrecision().
+  std::optional<Precision> grad_reduce_precision;
   // MoE routing (see Routing); the slowest EP rank sets the pace.
   Routing routing = Routing::kUniform;
   double zipf_exponent = 1.0;
@@ -163,6 +168,11 @@ struct PlanConfig {
   bool overlap_offload = true;
 
   int gpus() const { return tp * pp * dp * cp; }
+  Precision GradReducePrecision() const {
+    if (grad_reduce_precision) return *grad_reduce_precision;
+    if (sharding != Sharding::kZero3) return Precision::kFp32;
+    return precision == Precision::kFp16 || precision == Precision::kFp32 ? precision : Precision::kBf16;
+  }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
 };
 

@@ -37,7 +37,7 @@ TEST(Plan, AbsentFieldsTakeTheDefaults) {
   EXPECT_FALSE(p.cuda_graphs);
   EXPECT_DOUBLE_EQ(p.grad_bucket.value, 160e6);
   EXPECT_EQ(p.attention, AttentionImpl::kFlash);
-  EXPECT_EQ(p.grad_reduce_precision, Precision::kFp32);
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kFp32);
 }
 
 TEST(Plan, ParsesEveryField) {
@@ -57,7 +57,7 @@ TEST(Plan, ParsesEveryField) {
   EXPECT_DOUBLE_EQ(p.grad_bucket.value, 40.0 * 1024 * 1024);
   EXPECT_TRUE(p.cuda_graphs);
   EXPECT_EQ(p.attention, AttentionImpl::kUnfused);
-  EXPECT_EQ(p.grad_reduce_precision, Precision::kBf16);
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kBf16);
 }
 
 TEST(Plan, ScheduleDefaultsToInterleavedWhenVpAboveOne) {
@@ -269,6 +269,29 @@ TEST(Plan, BadOffloadValuesNameTheirKey) {
             "plan.offload_optimizer_fraction");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 8, "overlap_offload": "yes"})").key_path(),
             "plan.overlap_offload");
+}
+
+}  // namespace
+}  // namespace stacksim::config
+
+namespace stacksim::config {
+namespace {
+
+TEST(Plan, GradientDtypeDefaultsByShardingUnlessGiven) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sharding": "zero1"})");
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kFp32);  // Megatron's fp32 main gradients
+  p = Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sharding": "zero3"})");
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kBf16);  // FSDP reduces in the compute dtype
+  p = Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sharding": "zero3", "precision": "fp8"})");
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kBf16);  // fp8 trains bf16 parameters
+  p = Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sharding": "zero3", "precision": "fp16"})");
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kFp16);
+  p = Parse(R"({"tp": 1, "pp": 1, "dp": 8, "sharding": "zero3", "grad_reduce_precision": "fp32"})");
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kFp32);
+  // The default follows the sharding a search tries.
+  p.grad_reduce_precision.reset();
+  p.sharding = Sharding::kZero1;
+  EXPECT_EQ(p.GradReducePrecision(), Precision::kFp32);
 }
 
 }  // namespace

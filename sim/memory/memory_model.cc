@@ -180,7 +180,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     const double master = plan.precision == config::Precision::kFp32 ? 0.0 : 4.0;  // fp32 training needs no copy
     // Gradient buffers in the dtype the framework reduces and keeps them in
     // (Megatron's fp32 main gradients; bf16 in NeMo's performance recipes).
-    const double g = config::PrecisionBytes(plan.grad_reduce_precision);
+    const double g = config::PrecisionBytes(plan.GradReducePrecision());
     switch (plan.sharding) {
       case config::Sharding::kNone:
         f.weights = Bytes{e * P};

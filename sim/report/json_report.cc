@@ -45,7 +45,7 @@ json PlanJson(const config::PlanConfig& p) {
       {"grad_bucket_bytes", p.grad_bucket.value},
       {"cuda_graphs", p.cuda_graphs},
       {"attention", config::AttentionName(p.attention)},
-      {"grad_reduce_precision", config::PrecisionName(p.grad_reduce_precision)},
+      {"grad_reduce_precision", config::PrecisionName(p.GradReducePrecision())},
       {"offload_optimizer", config::OffloadName(p.offload_optimizer)},
       {"offload_optimizer_fraction", p.offload_optimizer_fraction},
       {"offload_params", config::OffloadName(p.offload_params)},

@@ -425,7 +425,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
     gather.kind = trace::CollectiveKind::kAllGather;
     gather.bytes = Bytes{layer_params * shape.element_bytes()};
     scatter.kind = trace::CollectiveKind::kReduceScatter;
-    scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.precision)};
+    scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.GradReducePrecision())};
     const engine::CommCost g = network_.Collective(gather, groups.dp), rs = network_.Collective(scatter, groups.dp);
     const Time per_layer = (g.latency + g.transfer) + (g.latency + g.transfer) + rs.latency + rs.transfer;
     const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
@@ -454,7 +454,7 @@ Time StepTimeBound::GradientTail(const config::PlanConfig& plan, const workload:
   const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
   std::vector<int> first(layers.size(), 0);
   for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
-  const double grad_bytes = config::PrecisionBytes(plan.grad_reduce_precision);
+  const double grad_bytes = config::PrecisionBytes(plan.GradReducePrecision());
   const double embedding = static_cast<double>(model.vocab_size) * model.hidden_size / plan.tp * grad_bytes;
   const bool reduce = plan.sharding != config::Sharding::kZero3 && plan.dp * plan.cp > 1;
   const workload::PlanGroups groups = workload::PlacePlan(plan, topo);

@@ -160,8 +160,8 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   out.choices.push_back("framework=" + fw.name);
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
   out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
-  if (plan.grad_reduce_precision != config::Precision::kFp32) {
-    out.choices.push_back(std::string("gradients in ") + config::PrecisionName(plan.grad_reduce_precision));
+  if (plan.GradReducePrecision() != config::Precision::kFp32) {
+    out.choices.push_back(std::string("gradients in ") + config::PrecisionName(plan.GradReducePrecision()));
   }
   if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
 
@@ -189,11 +189,28 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   }
   if (auto mb = p.Optional("micro_batch")) {
     plan.micro_batch = mb->PositiveInt();
+  } else if (fw.whole_local_batch) {
+    // No gradient accumulation: each data-parallel rank runs its whole local
+    // batch, in pp micro-batches under pipeline parallelism.
+    const int64_t local = plan.global_batch / plan.dp;
+    const int64_t splits = plan.pp > 1 ? plan.pp : 1;
+    if (local < 1 || local % splits != 0) {
+      throw InputError(file, path + ".plan.global_batch",
+                       "framework " + fw.name + " runs the whole local batch (global_batch / dp = " +
+                           std::to_string(local) + ") in " + std::to_string(splits) +
+                           " micro-batches, which does not divide it");
+    }
+    plan.micro_batch = local / splits;
+    out.choices.push_back("micro_batch=" + std::to_string(plan.micro_batch) + " (the whole local batch" +
+                          (splits > 1 ? " in pp micro-batches" : "") + ", no gradient accumulation)");
   } else {
     out.open_fields.push_back("micro_batch");
   }
   if (auto vp = p.Optional("vp")) {
     plan.vp = static_cast<int>(vp->PositiveInt());
+  } else if (fw.default_one_f_one_b) {
+    plan.vp = 1;
+    if (plan.pp > 1) out.choices.push_back("vp=1 (the framework's default 1F1B schedule)");
   } else {
     out.open_fields.push_back("vp");
   }

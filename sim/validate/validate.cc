@@ -34,6 +34,11 @@ std::string PlanLine(const config::ScenarioConfig& s) {
 // staging) come and go. Choices for open plan fields must leave this much free.
 constexpr double kTunedHeadroom = 0.10;
 
+// The search bounds for open plan fields: micro-batches beyond 16 sequences
+// and more than 16 virtual stages per rank are not what tuned runs use.
+constexpr int64_t kLargestMicroBatch = 16;
+constexpr int kLargestVirtualStages = 16;
+
 bool Fits(const config::ScenarioConfig& s) {
   for (const auto& f : memory::EstimateMemory(s)) {
     if (f.total() > s.profile.hbm_capacity.value * (1.0 - kTunedHeadroom)) return false;
@@ -51,18 +56,31 @@ void FillOpenFields(RunScenario& rs, RunOutcome& outcome, simulate::SimulationRe
   };
   std::vector<int64_t> mbs = {base.plan.micro_batch};
   if (open("micro_batch")) {
+    // Every micro-batch size that divides the local batch, up to 16 sequences.
     mbs.clear();
-    for (int64_t mb : {1, 2, 4, 8}) {
+    for (int64_t mb = 1; mb <= kLargestMicroBatch; ++mb) {
       if (base.plan.global_batch % (mb * base.plan.dp) == 0) mbs.push_back(mb);
     }
     if (mbs.empty()) mbs.push_back(1);
   }
-  std::vector<int> vps = {base.plan.vp};
+  // Virtual stages: equal ones, or Megatron-Core's split that counts the
+  // embedding and the loss as a layer each (account_for_embedding/
+  // loss_in_pipeline_split: layers + 2 divide into pp x vp, and the first
+  // and last virtual stages hold one layer fewer).
+  struct VirtualStages {
+    int vp;
+    bool uneven;
+  };
+  std::vector<VirtualStages> vps = {{base.plan.vp, base.plan.uneven_stages}};
   if (open("vp")) {
-    vps = {1};
-    if (base.plan.pp > 1) {
-      for (int v = 2; v <= 8 && vps.size() < 3; ++v) {
-        if (base.model.num_layers % (base.plan.pp * v) == 0) vps.push_back(v);
+    vps = {{1, base.plan.uneven_stages}};
+    const int64_t layers = base.model.num_layers;
+    for (int v = 2; base.plan.pp > 1 && v <= kLargestVirtualStages && vps.size() < 4; ++v) {
+      const int64_t n = static_cast<int64_t>(base.plan.pp) * v;
+      if (layers % n == 0) {
+        vps.push_back({v, false});
+      } else if ((layers + 2) % n == 0 && layers >= n) {
+        vps.push_back({v, true});
       }
     }
   }
@@ -78,10 +96,12 @@ void FillOpenFields(RunScenario& rs, RunOutcome& outcome, simulate::SimulationRe
   config::ScenarioConfig chosen = base;
   bool any = false;
   for (int64_t mb : mbs) {
-    for (int v : vps) {
+    for (const VirtualStages& vs : vps) {
+      const int v = vs.vp;
       config::ScenarioConfig c = base;
       c.plan.micro_batch = mb;
       c.plan.vp = v;
+      c.plan.uneven_stages = vs.uneven;
       c.plan.schedule = v > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
       try {
         config::ValidatePlan(c, c.file);

@@ -5,8 +5,7 @@ namespace stacksim::workload {
 GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s) {
   const config::PlanConfig& plan = s.plan;
   GradientSizes out;
-  const config::Precision precision =
-      plan.sharding == config::Sharding::kZero3 ? plan.precision : plan.grad_reduce_precision;
+  const config::Precision precision = plan.GradReducePrecision();
   const double layer_params = static_cast<double>(s.model.LayerParameterCount()) / plan.tp;
   out.fsdp_layer = Bytes{layer_params * config::PrecisionBytes(precision)};
   for (int kind = 0; kind < 2; ++kind) {

@@ -17,8 +17,8 @@ namespace stacksim::workload {
 // Per layer kind ([0] dense, [1] MoE): the gradient bytes of one layer on one
 // rank. The non-expert part (split over TP) is reduced over the data-parallel
 // group, the routed experts (split over EP) over the expert-data-parallel one;
-// in the training precision under FSDP (ZeRO-3), else in
-// plan.grad_reduce_precision (Megatron keeps fp32 main gradients).
+// in plan.grad_reduce_precision (Megatron's fp32 main gradients by default; the
+// compute dtype under ZeRO-3 unless a framework or the plan says otherwise).
 struct GradientSizes {
   Bytes dense[2];
   Bytes expert[2];

@@ -54,8 +54,7 @@ class OffloadEmitter {
 }  // namespace
 
 double OffloadGradientBytes(const config::PlanConfig& plan) {
-  return config::PrecisionBytes(plan.sharding == config::Sharding::kZero3 ? plan.precision
-                                                                          : plan.grad_reduce_precision);
+  return config::PrecisionBytes(plan.GradReducePrecision());
 }
 
 double OffloadParamBytes(const config::PlanConfig& plan) { return plan.precision == Precision::kFp32 ? 4.0 : 2.0; }

@@ -54,8 +54,8 @@ inline constexpr double kOffloadStateBytesPerParam = 12.0;
 inline constexpr double kOffloadChunkParams = 128.0 * 1024 * 1024;
 
 // Bytes per parameter of the gradient as it is reduced and copied to the host:
-// the training precision under ZeRO-3 (FSDP), else grad_reduce_precision
-// (Megatron's fp32 main gradients by default).
+// plan.grad_reduce_precision (Megatron's fp32 main gradients by default; the
+// compute dtype under ZeRO-3 unless the plan says otherwise).
 double OffloadGradientBytes(const config::PlanConfig& plan);
 // Bytes per parameter of the working copy of the weights (2; 4 in fp32 training).
 double OffloadParamBytes(const config::PlanConfig& plan);

@@ -363,7 +363,7 @@ void StepBuilder::StageGradientsDone(int rank, int stage, TaskId last) {
   if (stage == 0 || stage == last_stage()) {
     double emb = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
     bool has_copy = stage == 0 || !s_.model.tie_word_embeddings || last_stage() > 0;
-    if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.grad_reduce_precision)}, Bytes{0}, last);
+    if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.GradReducePrecision())}, Bytes{0}, last);
   }
   if (plan_.overlap_grad_reduce) FlushGradients(rank, last);
 }
@@ -449,7 +449,7 @@ void StepBuilder::EmitStepEnd() {
   // gradients are summed across the first and last stage.
   if (s_.model.tie_word_embeddings && p_ > 1) {
     double bytes = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp *
-                   config::PrecisionBytes(plan_.grad_reduce_precision);
+                   config::PrecisionBytes(plan_.GradReducePrecision());
     int instance = next_instance_++;
     for (int r : {0, p_ - 1}) {
       dp_tasks_[r].push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "embedding-grad-allreduce",
@@ -470,7 +470,7 @@ void StepBuilder::EmitStepEnd() {
       deps.push_back(last_compute_[r]);
       dp_tasks_[r].push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "dualpipe-mirror-grad-allreduce",
                                         CollectiveKind::kAllReduce,
-                                        Bytes{shard * config::PrecisionBytes(plan_.grad_reduce_precision)},
+                                        Bytes{shard * config::PrecisionBytes(plan_.GradReducePrecision())},
                                         groups_.mirror[r], deps, mirror_instance_[r]));
     }
     const double expert = static_cast<double>(StageExpertParameters(s_, r));
