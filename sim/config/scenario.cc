@@ -131,6 +131,10 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     s.profile = LoadProfileFile(path);
   }
 
+  // A cluster larger than the topology file describes: more of the same units.
+  if (std::string grown = GrowFabricTo(s.topology, s.nodes()); !grown.empty()) {
+    s.topology.notes += (s.topology.notes.empty() ? "" : " ") + grown + ".";
+  }
   ValidatePlan(s, file);
   return s;
 }
