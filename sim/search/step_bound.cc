@@ -435,7 +435,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
     gather.kind = trace::CollectiveKind::kAllGather;
     gather.bytes = Bytes{layer_params * shape.element_bytes()};
     scatter.kind = trace::CollectiveKind::kReduceScatter;
-    scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.precision)};
+    scatter.bytes = Bytes{layer_params * shape.element_bytes()};  // bf16 gradients under fp8, as gradient_buckets.cc
     const engine::CommCost g = network_.Collective(gather, groups.fsdp), rs = network_.Collective(scatter, groups.fsdp);
     const Time per_layer = (g.latency + g.transfer) + (g.latency + g.transfer) + rs.latency + rs.transfer;
     const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);

@@ -130,6 +130,22 @@ TEST(Fsdp, HybridShardingGathersInGroupsAndAllReducesAcrossThem) {
   }
 }
 
+// FP8 training casts only GEMM inputs: weight gradients are bf16, and so is
+// what FSDP reduce-scatters (2 bytes per parameter, not fp8's 1).
+TEST(Fsdp, Fp8TrainingReduceScattersBf16Gradients) {
+  config::ScenarioConfig s = Zero3(8, 1, 0, 8);
+  s.plan.precision = config::Precision::kFp8;
+  s.profile.peak_flops[static_cast<int>(config::Precision::kFp8)] = s.profile.peak_flops[static_cast<int>(config::Precision::kBf16)];
+  const double layer = static_cast<double>(s.model.LayerParameterCount());
+  int scatters = 0;
+  for (const DpCollective& c : DpCollectives(BuildTrainingStep(s))) {
+    if (c.kind != CollectiveKind::kReduceScatter) continue;
+    ++scatters;
+    EXPECT_DOUBLE_EQ(c.bytes, layer * 2);
+  }
+  EXPECT_EQ(scatters, 4);
+}
+
 TEST(Fsdp, ShardGroupMustDivideDpAndNeedsZero3) {
   config::ScenarioConfig s = Zero3(8, 1, 3, 16);
   EXPECT_EQ(ValidateError(s).key_path(), "plan.shard_group");

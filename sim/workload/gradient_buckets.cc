@@ -5,8 +5,11 @@ namespace stacksim::workload {
 GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s) {
   const config::PlanConfig& plan = s.plan;
   GradientSizes out;
-  const config::Precision precision =
-      plan.sharding == config::Sharding::kZero3 ? plan.precision : plan.grad_reduce_precision;
+  // FSDP reduces in the 16-bit training precision; FP8 training (Transformer
+  // Engine, torchao float8) casts only GEMM inputs to fp8, its weight
+  // gradients come out in bf16.
+  const config::Precision training = plan.precision == config::Precision::kFp8 ? config::Precision::kBf16 : plan.precision;
+  const config::Precision precision = plan.sharding == config::Sharding::kZero3 ? training : plan.grad_reduce_precision;
   const double layer_params = static_cast<double>(s.model.LayerParameterCount()) / plan.tp;
   out.fsdp_layer = Bytes{layer_params * config::PrecisionBytes(precision)};
   for (int kind = 0; kind < 2; ++kind) {

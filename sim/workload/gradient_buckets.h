@@ -17,7 +17,7 @@ namespace stacksim::workload {
 // Per layer kind ([0] dense, [1] MoE): the gradient bytes of one layer on one
 // rank. The non-expert part (split over TP) is reduced over the data-parallel
 // group, the routed experts (split over EP) over the expert-data-parallel one;
-// in the training precision under FSDP (ZeRO-3), else in
+// in the training precision under FSDP (ZeRO-3; bf16 for fp8 training), else in
 // plan.grad_reduce_precision (Megatron keeps fp32 main gradients).
 struct GradientSizes {
   Bytes dense[2];
