@@ -57,9 +57,10 @@ ClusterScenario ParseClusterScenario(const nlohmann::json& doc, const std::strin
                std::to_string(config::kMaxGpus) + " GPUs)");
   }
   c.nodes = static_cast<int>(node_count);
-  if (c.topology.max_nodes > 0 && c.nodes > c.topology.max_nodes) {
-    nodes.Fail(std::to_string(c.nodes) + " nodes; topology " + c.topology.name + " holds at most " +
-               std::to_string(c.topology.max_nodes));
+  // A cluster larger than the topology file describes: the fabric grows (more
+  // leaf and spine groups of the same kind; docs/network.md).
+  if (std::string grown = config::GrowFabricTo(c.topology, c.nodes); !grown.empty()) {
+    c.topology.notes += (c.topology.notes.empty() ? "" : " ") + grown + ".";
   }
   c.shape = ShapeOf(c.topology, c.nodes);
 

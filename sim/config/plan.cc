@@ -189,6 +189,14 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
                  : s == "zero3" ? Sharding::kZero3
                                 : Sharding::kNone;
   }
+  if (auto v = obj.Optional("shard_group")) {
+    p.shard_group = Degree(*v);
+    if (p.sharding != Sharding::kZero3) v->Fail("shard_group (hybrid sharding) needs sharding \"zero3\"");
+    if (p.shard_group > p.dp || p.dp % p.shard_group != 0) {
+      v->Fail("shard_group " + std::to_string(p.shard_group) + " must divide dp (" + std::to_string(p.dp) +
+              "): each of the dp / shard_group replicas holds one whole sharded copy");
+    }
+  }
   if (auto v = obj.Optional("precision")) {
     std::string s = v->OneOf({"bf16", "fp16", "fp32", "fp8"});
     p.precision = s == "fp16"   ? Precision::kFp16
@@ -290,6 +298,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
   // Only with an offload target: ParsePlan rejects a fraction of nothing.
   if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
+  if (p.shard_group > 0) j["shard_group"] = p.shard_group;  // only with zero3: ParsePlan rejects it otherwise
   if (p.recompute == Recompute::kSelective) {
     nlohmann::json modules = nlohmann::json::array();
     for (int i = 0; i < kRecomputeModuleCount; ++i) {

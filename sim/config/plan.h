@@ -128,6 +128,12 @@ struct PlanConfig {
   // With recompute kSelective: which submodules are recomputed.
   RecomputeModules recompute_modules = RecomputeModules::Default();
   Sharding sharding = Sharding::kNone;
+  // ZeRO-3/FSDP only: the data-parallel ranks one copy of the parameters is
+  // sharded over (hybrid sharding, PyTorch's HSDP / torchtitan's dp_shard;
+  // the dp / shard_group copies all-reduce their gradient shards). 0: the
+  // whole dp group. Context-parallel ranks hold the same weights and join
+  // every shard group (FsdpShardRanks).
+  int shard_group = 0;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   Precision precision = Precision::kBf16;
   bool overlap_grad_reduce = true;  // DP gradient reduction overlapped with backward
@@ -174,6 +180,16 @@ struct PlanConfig {
     return precision == Precision::kFp16 || precision == Precision::kFp32 ? precision : Precision::kBf16;
   }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
+  // Data-parallel ranks per parameter shard group (shard_group, or dp when 0).
+  int ShardGroup() const { return shard_group > 0 ? shard_group : dp; }
+  // ZeRO-3/FSDP: ranks one layer's dense parameters are sharded over, and
+  // gathered from: the shard group x cp, as torchtitan's FSDP2 shards over
+  // the flattened dp_shard x cp mesh. The parameter gather and gradient
+  // reduce-scatter run over these ranks.
+  int FsdpShardRanks() const { return ShardGroup() * cp; }
+  // ZeRO-3/FSDP: copies of each parameter shard (hybrid sharding: dp /
+  // shard_group), which all-reduce their gradient shards.
+  int FsdpReplicas() const { return dp / ShardGroup(); }
 };
 
 // Parses a plan object. Fields absent from the object keep the values in

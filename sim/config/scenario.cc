@@ -145,6 +145,10 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     s.profile = LoadProfileFile(path);
   }
 
+  // A cluster larger than the topology file describes: more of the same units.
+  if (std::string grown = GrowFabricTo(s.topology, s.nodes()); !grown.empty()) {
+    s.topology.notes += (s.topology.notes.empty() ? "" : " ") + grown + ".";
+  }
   ValidatePlan(s, file);
   return s;
 }
@@ -309,8 +313,13 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     if (p.attention == AttentionImpl::kUnfused) {
       fail("plan.attention", "context parallelism needs fused (flash) attention");
     }
-    if (p.sharding == Sharding::kZero3) {
-      fail("plan.sharding", "ZeRO-3/FSDP with context parallelism is not modelled yet; use zero1 or zero2");
+  }
+  // Hybrid sharding: shard groups of shard_group data-parallel ranks (x cp),
+  // dp / shard_group replicas of each.
+  if (p.shard_group > 0) {
+    if (p.sharding != Sharding::kZero3) fail("plan.shard_group", "shard_group (hybrid sharding) needs sharding zero3");
+    if (p.shard_group > p.dp || p.dp % p.shard_group != 0) {
+      fail("plan.shard_group", "shard_group " + Str(p.shard_group) + " must divide dp " + Str(p.dp));
     }
   }
   // Mixture of experts. Megatron-Core's rule (MoE parallel folding, expert
@@ -340,8 +349,11 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
       fail("plan.sequence_parallel", "a MoE model with tp > 1 needs sequence parallelism (Megatron-Core routes the "
                                      "sequence-parallel shard of each TP rank)");
     }
-    if (p.sharding == Sharding::kZero3) {
-      fail("plan.sharding", "ZeRO-3/FSDP with mixture-of-experts layers is not modelled yet; use zero1 or zero2");
+    // ZeRO-3/FSDP of a MoE model shards the routed experts over the
+    // expert-data-parallel group; hybrid sharding of them is not modelled.
+    if (p.sharding == Sharding::kZero3 && p.ShardGroup() < p.dp) {
+      fail("plan.shard_group", "hybrid sharding (shard_group " + Str(p.shard_group) + " < dp " + Str(p.dp) +
+                                   ") of a mixture-of-experts model is not modelled; leave shard_group out");
     }
     if (p.routing == Routing::kHistogram && static_cast<int64_t>(p.routing_histogram.size()) != m.num_experts) {
       fail("plan.moe_routing_histogram", "the histogram has " + Str(static_cast<int64_t>(p.routing_histogram.size())) +

@@ -332,9 +332,25 @@ TEST(Scenario, GpusMustBeWholeNodesAndFitTheCluster) {
   doc["gpus"] = 16;
   doc["plan"] = {{"tp", 2}, {"pp", 2}, {"dp", 4}};
   doc["training"]["global_batch"] = 16;
-  InputError e = ParseError(doc);
-  EXPECT_EQ(e.key_path(), "gpus");
-  EXPECT_TRUE(Mentions(e, "at most 1 nodes"));
+  // More nodes than the file describes: the fabric grows, and says so.
+  ScenarioConfig grown = Parse(doc);
+  EXPECT_EQ(grown.topology.max_nodes, 256);  // whole spine groups of 256 nodes
+  EXPECT_NE(grown.topology.notes.find("fabric grown from the 1 nodes"), std::string::npos) << grown.topology.notes;
+}
+
+// MegaScale's GPT-3 175B on 12,288 A100 (arXiv:2402.15627 Table 2: tp 8, pp
+// 8, dp 192) on the 560-node dgx-a100 fabric, grown to 1,540 nodes.
+TEST(Scenario, TwelveThousandA100sGetAGrownFabric) {
+  nlohmann::json doc = Base();
+  doc["model"] = "gpt3-175b";
+  doc["topology"] = "dgx-a100";
+  doc["gpus"] = 12288;
+  doc["plan"] = {{"tp", 8}, {"pp", 8}, {"dp", 192}, {"vp", 6}, {"sequence_parallel", true}};
+  doc["training"] = {{"seq_len", 2048}, {"global_batch", 6144}};
+  ScenarioConfig s = Parse(doc);
+  EXPECT_EQ(s.nodes(), 1536);
+  EXPECT_EQ(s.topology.max_nodes, 1540);
+  EXPECT_EQ(s.topology.fabric.levels.back().nodes_below, 1540);
 }
 
 TEST(Scenario, SequenceMustFitLearnedPositions) {

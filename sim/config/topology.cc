@@ -1,5 +1,6 @@
 #include "sim/config/topology.h"
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 
@@ -228,6 +229,29 @@ nlohmann::json TopologyToJson(const TopologyConfig& t) {
 TopologyConfig LoadTopologyFile(const std::string& path) {
   nlohmann::json doc = ReadJsonFile(path);
   return ParseTopology(JsonNode(doc, path, ""));
+}
+
+std::string GrowFabricTo(TopologyConfig& t, int64_t nodes) {
+  if (t.max_nodes <= 0 || nodes <= t.max_nodes || t.fabric.levels.empty()) return "";
+  std::vector<FatTreeLevel>& levels = t.fabric.levels;
+  FatTreeLevel& top = levels.back();
+  // The unit the top level is built from: one switch group of the level below
+  // (a node when the fabric has one level).
+  const int64_t unit = levels.size() > 1 ? std::max(1, levels[levels.size() - 2].nodes_below) : 1;
+  const int64_t grown = (nodes + unit - 1) / unit * unit;
+  if (grown > INT_MAX / 2) return "";  // beyond kMaxGpus: ValidatePlan reports the size
+  const int before = t.max_nodes;
+  top.nodes_below = std::max<int>(top.nodes_below, static_cast<int>(grown));
+  t.max_nodes = static_cast<int>(grown);
+  std::string note = "fabric grown from the " + std::to_string(before) + " nodes " + t.name + " describes to " +
+                     std::to_string(grown) + " (";
+  if (levels.size() > 1) {
+    note += std::to_string(grown / unit) + " " + levels[levels.size() - 2].name + " groups of " + std::to_string(unit) +
+            " nodes, ";
+  }
+  note += "the " + top.name + " level spanning " + std::to_string(top.nodes_below) +
+          " nodes); every level keeps the oversubscription and hop latency the file gives it";
+  return note;
 }
 
 }  // namespace stacksim::config

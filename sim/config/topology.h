@@ -96,6 +96,16 @@ TopologyConfig LoadTopologyFile(const std::string& path);
 // The topology in the file format; ParseTopology reads it back.
 nlohmann::json TopologyToJson(const TopologyConfig& t);
 
+// Grows the fat tree to hold `nodes` nodes when the file describes fewer
+// (nodes > max_nodes > 0): the cluster is built the way the file builds it,
+// with more of its units. Every level below the top keeps its switch groups
+// (a leaf still spans its nodes_below, a spine its own), there are just more
+// of them, and the top level's group spans the whole cluster in whole groups
+// of the level below. Oversubscription and hop latency stay as the file
+// gives them per level. max_nodes becomes the new size. Returns the change in
+// words for the scenario's notes, or "" when nothing had to grow.
+std::string GrowFabricTo(TopologyConfig& t, int64_t nodes);
+
 }  // namespace stacksim::config
 
 #endif  // STACKSIM_SIM_CONFIG_TOPOLOGY_H_

@@ -193,5 +193,29 @@ TEST(Topology, BadHostOrNvmeFieldsNameTheirKey) {
   EXPECT_EQ(e.key_path(), "node.nvme.iops");
 }
 
+// MegaScale's 12,288 A100 (1,536 DGX nodes) on the dgx-a100 fabric, which
+// describes 560: the core level grows to whole 140-node spine groups (11 of
+// them, 1,540 nodes); leaves and spines keep their spans, every level its
+// oversubscription and hop latency.
+TEST(Topology, FatTreeGrowsToTheClusterAsked) {
+  TopologyConfig t = LoadTopologyFile(kSourceDir + "/topologies/dgx-a100.json");
+  const TopologyConfig before = t;
+  ASSERT_EQ(t.max_nodes, 560);
+  EXPECT_EQ(GrowFabricTo(t, 560), "");  // fits: nothing changes
+  const std::string note = GrowFabricTo(t, 12288 / 8);
+  EXPECT_NE(note.find("1540"), std::string::npos) << note;
+  EXPECT_EQ(t.max_nodes, 1540);
+  ASSERT_EQ(t.fabric.levels.size(), 3u);
+  EXPECT_EQ(t.fabric.levels[0].nodes_below, 20);
+  EXPECT_EQ(t.fabric.levels[1].nodes_below, 140);
+  EXPECT_EQ(t.fabric.levels[2].nodes_below, 1540);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.fabric.levels[i].oversubscription, before.fabric.levels[i].oversubscription);
+    EXPECT_EQ(t.fabric.levels[i].hop_latency, before.fabric.levels[i].hop_latency);
+  }
+  // The grown topology is a valid file again.
+  EXPECT_EQ(Parse(TopologyToJson(t)).max_nodes, 1540);
+}
+
 }  // namespace
 }  // namespace stacksim::config

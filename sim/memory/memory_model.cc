@@ -177,6 +177,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     const double P = D(workload::StageParameters(s, st));
     const double Pe = D(workload::StageExpertParameters(s, st));
     const double Psharded = (P - Pe) / dp + Pe / edp;  // one rank's optimizer shard
+    const double Pzero3 = (P - Pe) / plan.FsdpShardRanks() + Pe / edp;  // one rank's ZeRO-3 parameter shard
     const double master = plan.precision == config::Precision::kFp32 ? 0.0 : 4.0;  // fp32 training needs no copy
     // Gradient buffers in the dtype the framework reduces and keeps them in
     // (Megatron's fp32 main gradients; bf16 in NeMo's performance recipes).
@@ -199,12 +200,15 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
         f.optimizer = Bytes{(master + 8.0) * Psharded};
         break;
       case config::Sharding::kZero3:
-        // Sharded weights plus the gathered layer in use and the one prefetched.
+        // Sharded weights plus the gathered layer in use and the one
+        // prefetched. Dense parameters shard over the shard group x cp
+        // (torchtitan's FSDP2 over dp_shard x cp; the whole dp x cp without
+        // hybrid sharding), routed experts over the expert-data-parallel group.
         // Sharded gradients stay fp32, the sharded parameters' dtype (FSDP).
-        f.weights = Bytes{e * P / dp + 2.0 * e * layer_params};
-        if (plan.precision == config::Precision::kFp8) f.weights += Bytes{(P / dp + 2.0 * layer_params)};
-        f.gradients = Bytes{4.0 * P / dp + 4.0 * layer_params};
-        f.optimizer = Bytes{(master + 8.0) * P / dp};
+        f.weights = Bytes{e * Pzero3 + 2.0 * e * largest_layer};
+        if (plan.precision == config::Precision::kFp8) f.weights += Bytes{(Pzero3 + 2.0 * largest_layer)};
+        f.gradients = Bytes{4.0 * Pzero3 + 4.0 * largest_layer};
+        f.optimizer = Bytes{(master + 8.0) * Pzero3};
         break;
     }
     // FP8: Transformer Engine keeps an FP8 copy of the weights (one byte per
@@ -221,7 +225,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     // What the host and NVMe hold instead: EstimateOffload.
     f.optimizer = f.optimizer * workload::GpuOptimizerShare(plan);
     if (plan.offload_params != config::OffloadTarget::kNone) {
-      f.weights = f.weights - Bytes{(e + (plan.precision == config::Precision::kFp8 ? 1.0 : 0.0)) * P / dp};
+      f.weights = f.weights - Bytes{(e + (plan.precision == config::Precision::kFp8 ? 1.0 : 0.0)) * Pzero3};
     }
     // Activations: the peak number of chunk forwards awaiting their backward,
     // each holding its chunk's layers.
@@ -271,7 +275,8 @@ std::vector<OffloadFootprint> EstimateOffload(const config::ScenarioConfig& s) {
   const auto& plan = s.plan;
   std::vector<OffloadFootprint> out;
   if (plan.offload_optimizer == config::OffloadTarget::kNone) return out;
-  const double dp = plan.dp * plan.cp;
+  // Ranks the dense optimizer shard spans (ZeRO-3: the shard group x cp).
+  const double dp = plan.sharding == config::Sharding::kZero3 ? plan.FsdpShardRanks() : plan.dp * plan.cp;
   const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ep);
   const double f = plan.offload_optimizer_fraction;
   for (int st = 0; st < plan.pp; ++st) {

@@ -128,7 +128,24 @@ std::vector<int> ParseGpuRange(const std::string& text, const config::TopologyCo
   return GpuCountsInRange(number(text.substr(0, dots)), number(text.substr(dots + 2)), topology);
 }
 
-SearchResult Search(const SearchSpace& space, const SearchOptions& options) {
+namespace {
+
+// GPU counts beyond the topology file's max_nodes grow its fabric
+// (config::GrowFabricTo), once for the largest count: the smaller ones keep
+// every level they reached before, so one grown fabric serves them all.
+SearchSpace WithFabricForLargestCount(const SearchSpace& requested) {
+  SearchSpace space = requested;
+  config::TopologyConfig& t = space.scenario.topology;
+  int64_t gpus = space.scenario.gpus;
+  for (int g : space.gpu_counts) gpus = std::max<int64_t>(gpus, g);
+  if (t.gpus_per_node > 0) config::GrowFabricTo(t, (gpus + t.gpus_per_node - 1) / t.gpus_per_node);
+  return space;
+}
+
+}  // namespace
+
+SearchResult Search(const SearchSpace& requested, const SearchOptions& options) {
+  const SearchSpace space = WithFabricForLargestCount(requested);
   const auto wall0 = std::chrono::steady_clock::now();
   if (options.top < 1) throw InputError("--top", "", "must be at least 1");
   if (options.batch < 1) throw InputError("--batch", "", "must be at least 1");

@@ -131,6 +131,17 @@ TEST(Search, SmallModelOnOneNodeIsBestDataParallel) {
   for (size_t i = 1; i < r.plans.size(); ++i) EXPECT_GE(r.plans[i].score, r.plans[i - 1].score);
 }
 
+// A GPU count beyond the topology's max_nodes grows the fabric (one leaf of
+// one node becomes a leaf group per node) rather than invalidating every plan.
+TEST(Search, GpuCountsBeyondTheFabricGrowIt) {
+  SearchSpace space = TinySpace({16}, 16);
+  space.scenario.topology.fabric.levels = {config::FatTreeLevel{"leaf", 1, 1.0, Time::Ns(500)}};
+  space.scenario.topology.max_nodes = 1;
+  SearchResult r = Search(space, SearchOptions{});
+  EXPECT_EQ(r.counts.enumeration.invalid.count("gpus"), 0u);
+  EXPECT_FALSE(r.plans.empty());
+}
+
 // Across two nodes, TP may not leave the NVLink domain: those plans are
 // invalid, counted under plan.tp, and never ranked.
 TEST(Search, TensorParallelismStaysInTheNode) {

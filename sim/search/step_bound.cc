@@ -418,15 +418,25 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   // which runs one task at a time: the step lasts at least their sum. Where
   // the DP group crosses nodes (large dp, or the pipeline-inner rank order)
   // this is what bounds the plan.
-  if (plan.sharding == config::Sharding::kZero3 && plan.dp > 1) {
+  // The dense parameters' gather and reduce-scatter run over the shard group
+  // (dp x cp, or shard_group x cp with hybrid sharding); a MoE layer's routed
+  // experts go over another group and are left out (the bound stays below).
+  if (plan.sharding == config::Sharding::kZero3 && plan.FsdpShardRanks() > 1) {
     const workload::PlanGroups groups = workload::PlacePlan(plan, topo);
-    const double layer_params = static_cast<double>(model.LayerParameterCount()) / plan.tp;
+    double dense_params = static_cast<double>(model.LayerParameterCount());
+    for (int64_t l = 0; l < model.num_layers && model.is_moe(); ++l) {
+      if (!model.IsMoeLayer(l)) continue;
+      dense_params = std::min(dense_params, static_cast<double>(model.LayerParameterCount(l) -
+                                                                model.ExpertParameterCount()));
+      break;
+    }
+    const double layer_params = dense_params / plan.tp;
     trace::CommOp gather, scatter;
     gather.kind = trace::CollectiveKind::kAllGather;
     gather.bytes = Bytes{layer_params * shape.element_bytes()};
     scatter.kind = trace::CollectiveKind::kReduceScatter;
-    scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.GradReducePrecision())};
-    const engine::CommCost g = network_.Collective(gather, groups.dp), rs = network_.Collective(scatter, groups.dp);
+    scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.GradReducePrecision())};  // as gradient_buckets.cc
+    const engine::CommCost g = network_.Collective(gather, groups.fsdp), rs = network_.Collective(scatter, groups.fsdp);
     const Time per_layer = (g.latency + g.transfer) + (g.latency + g.transfer) + rs.latency + rs.transfer;
     const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
     const int64_t per_chunk_mb = layout.dual() ? m / 2 : m;

@@ -1,5 +1,6 @@
 #include "sim/validate/run_scenario.h"
 
+#include <cctype>
 #include <optional>
 
 #include "sim/config/framework.h"
@@ -16,7 +17,59 @@ std::string TopologyFor(const std::string& gpu) {
   if (gpu == "a100-sxm-40gb") return "dgx-a100-40gb";
   if (gpu == "h100-sxm-80gb" || gpu == "h100-sxm-96gb") return "dgx-h100";
   if (gpu == "h800-sxm-80gb") return "h800-node";
+  if (gpu == "h200-sxm-141gb") return "hgx-h200";
+  if (gpu == "b200") return "dgx-b200";
+  // GB200 NVL72: 72-GPU NVLink domains; the run's gpus_per_node is the domain size.
+  if (gpu == "gb200") return "gb200-nvl72";
   return "";
+}
+
+// Multi-head latent attention: the schema gives no MLA ranks, so they come
+// from the model family's published config, shipped in models/. DeepSeek-V3:
+// Hugging Face config.json of deepseek-ai/DeepSeek-V3 (q_lora_rank 1536,
+// kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128).
+struct MlaFamily {
+  const char* name;        // the run's model name, lower case without punctuation, starts with this
+  const char* model_file;  // models/<model_file>.json
+};
+constexpr MlaFamily kMlaFamilies[] = {{"deepseekv3", "deepseek-v3"}};
+
+void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario& out) {
+  config::ModelConfig& model = out.scenario.model;
+  std::string key;
+  for (char c : model.name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  const MlaFamily* family = nullptr;
+  for (const MlaFamily& f : kMlaFamilies) {
+    if (key.rfind(f.name, 0) == 0) family = &f;
+  }
+  if (family == nullptr) {
+    throw InputError(file, path + ".model.name",
+                     "multi-head latent attention needs its ranks (q_lora_rank, kv_lora_rank, head dims), which the "
+                     "validation schema does not give, and no published config is known for model '" + model.name +
+                         "' (known MLA families: DeepSeek-V3)");
+  }
+  const std::string published = config::ResolveDataFile("models", family->model_file, file);
+  const config::ModelConfig ref = config::LoadModelFile(published);
+  if (ref.hidden_size != model.hidden_size || ref.num_attention_heads != model.num_attention_heads) {
+    throw InputError(file, path + ".model.hidden",
+                     "hidden " + std::to_string(model.hidden_size) + " and heads " +
+                         std::to_string(model.num_attention_heads) + " differ from " + ref.name + "'s (" +
+                         std::to_string(ref.hidden_size) + ", " + std::to_string(ref.num_attention_heads) +
+                         "), whose MLA ranks would be taken");
+  }
+  model.q_lora_rank = ref.q_lora_rank;
+  model.kv_lora_rank = ref.kv_lora_rank;
+  model.qk_nope_head_dim = ref.qk_nope_head_dim;
+  model.qk_rope_head_dim = ref.qk_rope_head_dim;
+  model.v_head_dim = ref.v_head_dim;
+  model.head_dim = ref.qk_nope_head_dim + ref.qk_rope_head_dim;
+  model.num_kv_heads = model.num_attention_heads;
+  out.choices.push_back("MLA ranks from " + ref.name + "'s published config.json (models/" +
+                        family->model_file + ".json): q_lora_rank " + std::to_string(ref.q_lora_rank) + ", kv_lora_rank " +
+                        std::to_string(ref.kv_lora_rank) + ", qk_nope/rope " + std::to_string(ref.qk_nope_head_dim) +
+                        "/" + std::to_string(ref.qk_rope_head_dim) + ", v_head_dim " + std::to_string(ref.v_head_dim));
 }
 
 // The run's "model": shapes as given, architecture details by model family.
@@ -26,7 +79,6 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   JsonObject m(obj.Required("model"));
   std::optional<JsonNode> moe_node = m.Optional("moe");
   std::string attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
-  if (attention == "mla") throw InputError(file, path + ".model.attention", "multi-head latent attention is not modelled yet");
   config::ModelConfig& model = s.model;
   model.name = m.Required("name").String();
   model.num_layers = m.Required("layers").PositiveInt();
@@ -65,6 +117,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
     moe.Finish();
   }
   m.Finish();
+  if (attention == "mla") ReadMlaRanks(file, path, out);
   // Architecture details the schema leaves out follow the model family:
   // gated-MLP (Llama-style) models use RoPE, RMSNorm, no biases and untied
   // embeddings; a non-gated model is the family its framework trains
@@ -105,13 +158,27 @@ void ReadHardware(JsonObject& obj, const std::string& file, const std::string& p
   s.profile_file = config::ResolveDataFile("profiles", gpu, file);
   s.profile = config::LoadProfileFile(s.profile_file);
   s.gpus = static_cast<int>(hw.Required("gpus").PositiveInt());
-  if (auto gpn = hw.Optional("gpus_per_node")) s.topology.gpus_per_node = static_cast<int>(gpn->PositiveInt());
+  if (auto gpn = hw.Optional("gpus_per_node")) {
+    const int n = static_cast<int>(gpn->PositiveInt());
+    if (s.topology.scale_up.domain_gpus > s.topology.gpus_per_node) {
+      // Rack-scale NVLink (GB200 NVL72): the run's node is the NVLink domain;
+      // the trays (and their NICs) stay as the topology builds them.
+      if (n % s.topology.gpus_per_node != 0) {
+        gpn->Fail(std::to_string(n) + " GPUs per NVLink domain is not a whole number of " + topo + "'s " +
+                  std::to_string(s.topology.gpus_per_node) + "-GPU trays");
+      }
+      s.topology.scale_up.domain_gpus = n;
+    } else {
+      s.topology.gpus_per_node = n;
+    }
+  }
   if (auto nic = hw.Optional("nic_gbps_per_gpu")) {
     s.topology.nics.per_node = s.topology.gpus_per_node;
     s.topology.nics.bandwidth = Bandwidth{nic->PositiveNumber() * 1e9 / 8};
   }
   hw.Ignore({"notes"});
   hw.Finish();
+  if (std::string grown = config::GrowFabricTo(s.topology, s.nodes()); !grown.empty()) out.choices.push_back(grown);
 }
 
 // The run's "plan": given fields as given, the framework's defaults for the
@@ -182,9 +249,13 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     out.choices.push_back(std::string("sharding=") + config::ShardingName(plan.sharding));
   }
   if (auto sg = p.Optional("shard_group")) {
-    if (sg->PositiveInt() < plan.dp) {
-      out.choices.push_back("shard_group " + std::to_string(sg->PositiveInt()) +
-                            " (hybrid sharding) simulated as sharding over the whole data-parallel group");
+    // Hybrid sharding (HSDP): FSDP within groups of shard_group data-parallel
+    // ranks (x cp), gradient all-reduce across the dp / shard_group replicas.
+    const int64_t g = sg->PositiveInt();
+    if (g > plan.dp || plan.dp % g != 0) sg->Fail("shard_group " + std::to_string(g) + " must divide dp " + std::to_string(plan.dp));
+    if (g < plan.dp) {
+      if (plan.sharding != config::Sharding::kZero3) sg->Fail("shard_group (hybrid sharding) needs sharding zero3");
+      plan.shard_group = static_cast<int>(g);
     }
   }
   if (auto mb = p.Optional("micro_batch")) {

@@ -79,6 +79,28 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
     out.edp.siblings = ep;
     out.edp.sibling_stride = 1;
   }
+  out.fsdp = out.dp;
+  out.fsdp_replica = PlaceGroup(trace::GroupRole::kDp, 0, 1, 1, domain);
+  if (plan.ShardGroup() < plan.dp) {
+    // Shard groups: the first shard_group x cp members of the dp group (same
+    // stride); replicas: one member per shard group, a shard group apart.
+    const int shard = plan.FsdpShardRanks();
+    out.fsdp = PlaceGroup(trace::GroupRole::kDp, 0, dp_stride_int, shard, domain);
+    out.fsdp.stride = dp_stride_int;
+    // Every TP rank's shard group runs at once; with tp 1 the copies that
+    // run beside it are the other replicas' shard groups (one sibling stride
+    // names one of the two; the other's load is left out, as for pp pairs).
+    out.fsdp.siblings = plan.tp > 1 ? plan.tp : plan.FsdpReplicas();
+    out.fsdp.sibling_stride = plan.tp > 1 ? 1 : static_cast<int64_t>(dp_stride_int) * shard;
+    const int64_t replica_stride = static_cast<int64_t>(dp_stride_int) * shard;
+    out.fsdp_replica = PlaceGroup(trace::GroupRole::kDp, 0, static_cast<int>(replica_stride), plan.FsdpReplicas(), domain);
+    out.fsdp_replica.stride = replica_stride;
+    // Every rank of a shard group (and every TP rank) all-reduces its shard:
+    // in the default order the tp x cp x shard_group ranks before the next
+    // replica; pp-inner, the TP ranks (the other shard members' load is left out).
+    out.fsdp_replica.siblings = pp_inner ? plan.tp : static_cast<int>(replica_stride);
+    out.fsdp_replica.sibling_stride = 1;
+  }
   return out;
 }
 

@@ -37,6 +37,14 @@ struct PlanGroups {
   // group of ranks holding the same experts (tp x cp x dp / ep, stride ep).
   trace::CommGroup ep;
   trace::CommGroup edp;
+  // ZeRO-3/FSDP with hybrid sharding (plan.shard_group < dp): the shard
+  // group, shard_group x cp ranks that gather parameters and reduce-scatter
+  // gradients (consecutive data-parallel ranks, cp folded in as torchtitan's
+  // dp_shard x cp mesh), and the replica group, dp / shard_group ranks
+  // holding the same shard, which all-reduce it. Without hybrid sharding
+  // fsdp is the dp group and fsdp_replica a group of one.
+  trace::CommGroup fsdp;
+  trace::CommGroup fsdp_replica;
 };
 PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology);
 

@@ -45,6 +45,20 @@ StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int
       out.mirror[r] = out.mirror[p - 1 - r] = t.AddGroup(g);
     }
   }
+  // Hybrid-sharded FSDP only, after every other group (plans without it keep
+  // the group ids they always had).
+  out.fsdp = out.dp;
+  out.fsdp_replica.assign(p, trace::kNoGroup);
+  if (plan.ShardGroup() < plan.dp) {
+    for (int r = 0; r < p; ++r) {
+      for (auto [g, dst] : {std::pair{&groups.fsdp, &out.fsdp}, std::pair{&groups.fsdp_replica, &out.fsdp_replica}}) {
+        trace::CommGroup copy = *g;
+        copy.simulated = {r};
+        copy.first_rank = StageFirstRank(plan, r);
+        (*dst)[r] = t.AddGroup(std::move(copy));
+      }
+    }
+  }
   return out;
 }
 

@@ -19,12 +19,16 @@ struct StageGroups {
   std::vector<trace::GroupId> next_pair, prev_pair;  // to stage r+1 and from stage r-1 (wrapping)
   trace::GroupId embedding = trace::kNoGroup;        // tied embeddings with pp > 1 only
   std::vector<trace::GroupId> mirror;                // DualPipe only: rank r with rank stages-1-r
+  // ZeRO-3/FSDP: the parameter shard group (the dp group unless hybrid
+  // sharding) and, with hybrid sharding, the group of its replicas (else kNoGroup).
+  std::vector<trace::GroupId> fsdp, fsdp_replica;
 };
 
 // Adds the groups of `stages` simulated ranks to `t`, in a fixed order (per
 // stage: tp, dp, cp, ep, expert-dp, next pair, previous pair; then the
-// embedding pair; then the mirror pairs), so that the same scenario always
-// gives the same group ids.
+// embedding pair; then the mirror pairs; then, with hybrid sharding, each
+// stage's shard and replica groups), so that the same scenario always gives
+// the same group ids.
 StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int stages, bool dual_pipe);
 
 }  // namespace stacksim::workload

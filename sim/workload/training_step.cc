@@ -66,6 +66,15 @@ class StepBuilder {
   // last task on the compute stream (or the last of `first_deps` if empty).
   TaskId Emit(int rank, const OpList& list, const std::vector<TaskId>& first_deps, int layer, int mb,
               std::vector<TaskId>* async_out = nullptr);
+  // ZeRO-3/FSDP: gathers layer `l`'s parameters before its forward or
+  // backward; returns the collective the layer's compute waits for.
+  TaskId FsdpGather(int rank, int l, int mb);
+  // One rank's ZeRO-3 shard of layer `l`, bytes: the dense part (sharded over
+  // the shard group x cp) and the routed experts (over the expert-data-parallel group).
+  struct FsdpShard {
+    Bytes dense, expert;
+  };
+  FsdpShard FsdpShardOf(int l) const;
   TaskId Collective(int rank, trace::StreamId stream, trace::TaskRole role, const std::string& name,
                     CollectiveKind kind, Bytes bytes, trace::GroupId group, std::vector<TaskId> deps,
                     int instance = -1, int layer = -1, int mb = -1);
@@ -128,7 +137,6 @@ class StepBuilder {
   std::vector<std::vector<TaskId>> chunk_gather_;
   std::vector<TaskId> embedding_grad_ready_;
   int32_t n_xfer_fwd_ = 0, n_xfer_bwd_ = 0, n_gather_ = 0, n_reduce_ = 0;
-  Bytes layer_param_bytes_;
   GradientSizes sizes_;
   int edp_ = 1;  // expert-data-parallel size: tp x dp x cp / ep
   int next_instance_ = 0;
@@ -158,6 +166,36 @@ TaskId StepBuilder::Collective(int rank, trace::StreamId stream, trace::TaskRole
   task.comm.group = group;
   task.comm.instance = instance;
   return t_.Add(task, deps);
+}
+
+StepBuilder::FsdpShard StepBuilder::FsdpShardOf(int l) const {
+  const bool moe = s_.model.IsMoeLayer(l);
+  const double expert = moe ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
+  const double dense =
+      (static_cast<double>(moe ? s_.model.LayerParameterCount(l) : s_.model.LayerParameterCount()) - expert) / plan_.tp;
+  FsdpShard out;
+  out.dense = Bytes{dense / plan_.FsdpShardRanks() * shape_.element_bytes()};
+  out.expert = Bytes{expert / plan_.ep / edp_ * shape_.element_bytes()};
+  return out;
+}
+
+TaskId StepBuilder::FsdpGather(int rank, int l, int mb) {
+  // FSDP2 on the flattened dp_shard x cp mesh (torchtitan): the dense
+  // parameters come from the shard group's shard_group x cp ranks; the routed
+  // experts, one EP rank's share, from the ranks that hold the same experts.
+  const FsdpShard shard = FsdpShardOf(l);
+  TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
+                        shard.dense * static_cast<double>(plan_.FsdpShardRanks()), groups_.fsdp[rank],
+                        {last_gather_[rank], gather_gate_[rank],
+                         EmitParamFetch(t_, s_, rank, shard.dense + shard.expert, {gather_gate_[rank]}, l, mb)},
+                        -1, l, mb);
+  if (shard.expert.value > 0 && edp_ > 1) {
+    g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-expert-gather", CollectiveKind::kAllGather,
+                   shard.expert * static_cast<double>(edp_), groups_.edp[rank], {g}, -1, l, mb);
+  }
+  last_gather_[rank] = g;
+  gather_gate_[rank] = last_compute_[rank];
+  return g;
 }
 
 void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapped) {
@@ -293,16 +331,7 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
     deps = {last};
   }
   for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
-    if (zero3) {
-      TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
-                            layer_param_bytes_ * static_cast<double>(plan_.dp), groups_.dp[rank],
-                            {last_gather_[rank], gather_gate_[rank],
-                             EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
-                            -1, l, mb);
-      last_gather_[rank] = g;
-      deps.push_back(g);
-      gather_gate_[rank] = last_compute_[rank];
-    }
+    if (zero3) deps.push_back(FsdpGather(rank, l, mb));
     Cursor c;
     c.list = &fwd_[Kind(l)];
     c.first_deps = deps;
@@ -341,11 +370,30 @@ void StepBuilder::FlushGradients(int rank, TaskId after) {
 
 void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, bool last_micro_batch) {
   if (plan_.sharding == Sharding::kZero3) {
-    // FSDP reduce-scatters each layer's gradients as soon as they exist.
-    if (plan_.dp > 1) {
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
-                                           CollectiveKind::kReduceScatter, sizes_.fsdp_layer * 1.0,
-                                           groups_.dp[rank], {last}, -1, layer, mb));
+    // FSDP reduce-scatters each layer's gradients as soon as they exist: the
+    // dense part over the shard group, the routed experts over the
+    // expert-data-parallel group.
+    const int k = Kind(layer);
+    TaskId reduced = last;
+    if (plan_.FsdpShardRanks() > 1) {
+      reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
+                           CollectiveKind::kReduceScatter, sizes_.dense[k], groups_.fsdp[rank], {last}, -1, layer, mb);
+      dp_tasks_[rank].push_back(reduced);
+    }
+    if (sizes_.expert[k].value > 0 && edp_ > 1) {
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-expert-reduce-scatter",
+                                           CollectiveKind::kReduceScatter, sizes_.expert[k], groups_.edp[rank],
+                                           {last}, -1, layer, mb));
+    }
+    // Hybrid sharding: the replicas of each shard all-reduce it, once per
+    // step after the last micro-batch's reduce-scatter (the shard accumulates
+    // locally before, as FSDP2's set_requires_all_reduce(False) does for
+    // gradient accumulation).
+    if (last_micro_batch && plan_.FsdpReplicas() > 1) {
+      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "hsdp-grad-allreduce",
+                                           CollectiveKind::kAllReduce,
+                                           sizes_.dense[k] / static_cast<double>(plan_.FsdpShardRanks()),
+                                           groups_.fsdp_replica[rank], {reduced}, -1, layer, mb));
     }
   } else if (last_micro_batch) {
     LayerGradientsDone(rank, layer, last);
@@ -384,16 +432,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     deps = {last};
   }
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
-    if (zero3) {
-      TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather,
-                            layer_param_bytes_ * static_cast<double>(plan_.dp), groups_.dp[rank],
-                            {last_gather_[rank], gather_gate_[rank],
-                             EmitParamFetch(t_, s_, rank, layer_param_bytes_, {gather_gate_[rank]}, l, mb)},
-                            -1, l, mb);
-      last_gather_[rank] = g;
-      deps.push_back(g);
-      gather_gate_[rank] = last_compute_[rank];
-    }
+    if (zero3) deps.push_back(FsdpGather(rank, l, mb));
     if (plan_.recompute == config::Recompute::kFull) {
       last = Emit(rank, recompute_full_[Kind(l)], deps, l, mb);
       deps = {last};
@@ -474,8 +513,10 @@ void StepBuilder::EmitStepEnd() {
                                         groups_.mirror[r], deps, mirror_instance_[r]));
     }
     const double expert = static_cast<double>(StageExpertParameters(s_, r));
+    // ZeRO-3/FSDP steps its shard of the dense parameters (over the shard group x cp).
+    const int dense_shards = plan_.sharding == Sharding::kZero3 ? plan_.FsdpShardRanks() : plan_.dp;
     double params = sharded_optimizer
-                        ? (static_cast<double>(StageParameters(s_, r)) - expert) / plan_.dp + expert / edp_
+                        ? (static_cast<double>(StageParameters(s_, r)) - expert) / dense_shards + expert / edp_
                         : static_cast<double>(StageParameters(s_, r));
     trace::Task opt;
     opt.kind = TaskKind::kCompute;
@@ -551,8 +592,6 @@ trace::Trace StepBuilder::Build() {
     head_b_weight_ = Intern(std::move(w));
   }
 
-  const double layer_params = static_cast<double>(s_.model.LayerParameterCount()) / plan_.tp;
-  layer_param_bytes_ = Bytes{layer_params / plan_.dp * shape_.element_bytes()};  // one rank's shard
   sizes_ = ComputeGradientSizes(s_);
 
   groups_ = AddStageGroups(t_, s_, p_, layout_.dual());

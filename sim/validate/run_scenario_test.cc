@@ -1,0 +1,94 @@
+#include "sim/validate/run_scenario.h"
+
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/input_error.h"
+#include "tests/run_stacksim.h"
+
+namespace stacksim::validate {
+namespace {
+
+const std::string kCoverageRuns = std::string(STACKSIM_SOURCE_DIR) + "/tests/data/validation/coverage_runs.json";
+
+nlohmann::json CoverageRun(const std::string& id) {
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kCoverageRuns));
+  for (const auto& r : doc.at("runs")) {
+    if (r.at("id") == id) return r;
+  }
+  ADD_FAILURE() << "no run " << id;
+  return {};
+}
+
+bool Chose(const RunScenario& r, const std::string& text) {
+  for (const std::string& c : r.choices) {
+    if (c.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Each GPU of the synthetic file runs on its shipped system; GB200's
+// gpus_per_node (72) is its NVLink domain, built of 4-GPU trays.
+TEST(RunScenario, NewerGpusMapToTheirSystems) {
+  RunScenario h200 = ScenarioForRun(CoverageRun("synthetic-h200-hsdp"), kCoverageRuns, "runs[0]");
+  EXPECT_EQ(h200.scenario.topology.name, "hgx-h200");
+  EXPECT_EQ(h200.scenario.profile.name.empty(), false);
+  EXPECT_EQ(h200.scenario.plan.shard_group, 8);  // dp 16, hybrid-sharded in 8s
+  RunScenario b200 = ScenarioForRun(CoverageRun("synthetic-b200-tp2"), kCoverageRuns, "runs[1]");
+  EXPECT_EQ(b200.scenario.topology.name, "dgx-b200");
+  RunScenario gb200 = ScenarioForRun(CoverageRun("synthetic-gb200-nvl72"), kCoverageRuns, "runs[2]");
+  EXPECT_EQ(gb200.scenario.topology.name, "gb200-nvl72");
+  EXPECT_EQ(gb200.scenario.topology.scale_up.domain_gpus, 72);
+  EXPECT_EQ(gb200.scenario.topology.gpus_per_node, 4);
+  EXPECT_EQ(gb200.scenario.topology.nics.per_node, 4);  // one 400 Gb/s NIC per GPU
+
+  nlohmann::json odd = CoverageRun("synthetic-gb200-nvl72");
+  odd["hardware"]["gpus_per_node"] = 6;  // not whole trays
+  EXPECT_EQ(testing::ErrorFrom([&] { ScenarioForRun(odd, kCoverageRuns, "runs[2]"); }).key_path(),
+            "runs[2].hardware.gpus_per_node");
+}
+
+// The schema gives no MLA ranks: DeepSeek-V3's come from its published
+// config.json (models/deepseek-v3.json); an unknown MLA family is refused.
+TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "DeepSeek-V3 671B (37B active)"}, {"layers", 61}, {"hidden", 7168}, {"heads", 128},
+                  {"kv_heads", nullptr}, {"ffn_hidden", 18432}, {"vocab", 129280}, {"seq_len", 4096},
+                  {"activation", "swiglu"},
+                  {"moe", {{"experts", 256}, {"top_k", 8}, {"expert_ffn_hidden", 2048}, {"shared_experts", 1},
+                           {"dense_layers", 3}}},
+                  {"attention", "mla"}};
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  const config::ModelConfig& m = r.scenario.model;
+  EXPECT_EQ(m.q_lora_rank, 1536);
+  EXPECT_EQ(m.kv_lora_rank, 512);
+  EXPECT_EQ(m.qk_rope_head_dim, 64);
+  EXPECT_EQ(m.qk_nope_head_dim, 128);
+  EXPECT_EQ(m.v_head_dim, 128);
+  EXPECT_EQ(m.head_dim, 192);
+  EXPECT_TRUE(m.is_mla());
+  EXPECT_TRUE(Chose(r, "MLA ranks from DeepSeek-V3")) << r.choices.size();
+
+  run["model"]["name"] = "Kimi K2";
+  InputError e = testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); });
+  EXPECT_EQ(e.key_path(), "runs[1].model.name");
+  EXPECT_EQ(e.file(), kCoverageRuns);
+}
+
+// Every run of the synthetic file gets a prediction from the command.
+TEST(RunScenario, SyntheticGpuRunsArePredicted) {
+  testing::CmdResult r = testing::Stacksim("validate " + kCoverageRuns + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.at("runs").size(), 3u);
+  for (const auto& run : j.at("runs")) {
+    EXPECT_FALSE(run.contains("error")) << run.dump();
+    EXPECT_GT(run.value("predicted_iteration_s", 0.0), 0.0) << run.dump();
+  }
+}
+
+}  // namespace
+}  // namespace stacksim::validate
