@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace stacksim {
 
@@ -28,6 +29,19 @@ int Workers(int threads);
 // call (0: the caller's), for per-thread state such as a scratch engine.
 // REQUIRES: fn may run concurrently with itself for different i.
 void ParallelFor(int64_t n, int threads, const std::function<void(int64_t i, int worker)>& fn);
+
+// ParallelFor for calls of very different weight, each with an estimate of
+// the memory it needs (`bytes[i]`, any unit, the same as `budget`): calls
+// start heaviest first (ties by index), and a worker starts the heaviest
+// waiting call whose estimate fits beside those running, so that running
+// estimates stay within `budget`; a call over the budget runs alone. The
+// order of calls is not the index order, so fn must write only slot i of its
+// output (then the output does not depend on the thread count). Errors: every
+// call runs, then the exception of the lowest index that threw is rethrown
+// (the one a plain loop would have thrown first).
+// REQUIRES: fn may run concurrently with itself for different i.
+void ParallelForWithinBudget(const std::vector<double>& bytes, double budget, int threads,
+                             const std::function<void(int64_t i)>& fn);
 
 }  // namespace stacksim
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -83,6 +85,55 @@ TEST(ParallelFor, StopsHandingOutIndicesAfterAnError) {
                            }),
                std::runtime_error);
   EXPECT_EQ(sequential, 10);
+}
+
+TEST(ParallelForWithinBudget, RunsEveryIndexOnceHeaviestFirstOnOneThread) {
+  std::vector<int64_t> order;
+  ParallelForWithinBudget({1, 5, 3, 5}, 10, 1, [&](int64_t i) { order.push_back(i); });
+  EXPECT_EQ(order, (std::vector<int64_t>{1, 3, 2, 0}));  // ties by index
+}
+
+// Four threads, calls of weight 6, 6, 3, 3, 1 and 20 within 10: the running
+// weights never pass 10, the call over the budget runs alone, and each call
+// runs once.
+TEST(ParallelForWithinBudget, KeepsTheRunningEstimatesWithinTheBudget) {
+  const std::vector<double> bytes = {6, 6, 3, 3, 1, 20};  // 20: over the budget, alone
+  std::mutex m;
+  double in_use = 0, peak = 0;
+  int running = 0;
+  bool alone_ok = true;
+  std::vector<int> runs(bytes.size(), 0);
+  ParallelForWithinBudget(bytes, 10, 4, [&](int64_t i) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      in_use += std::min(bytes[i], 10.0);
+      ++running;
+      peak = std::max(peak, in_use);
+      if (bytes[i] > 10 && running != 1) alone_ok = false;
+      ++runs[i];
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::lock_guard<std::mutex> lock(m);
+    in_use -= std::min(bytes[i], 10.0);
+    --running;
+  });
+  EXPECT_LE(peak, 10.0);
+  EXPECT_TRUE(alone_ok);
+  EXPECT_EQ(runs, std::vector<int>(bytes.size(), 1));
+}
+
+TEST(ParallelForWithinBudget, RunsEverythingThenRethrowsTheLowestIndexThatThrew) {
+  std::atomic<int> calls{0};
+  try {
+    ParallelForWithinBudget({1, 2, 3, 4}, 100, 2, [&](int64_t i) {
+      ++calls;
+      if (i == 1 || i == 3) throw std::runtime_error("call " + std::to_string(i));
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "call 1");
+  }
+  EXPECT_EQ(calls.load(), 4);
 }
 
 TEST(Workers, ZeroMeansEveryHardwareThread) {

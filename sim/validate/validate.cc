@@ -9,12 +9,16 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <tuple>
+#include <utility>
 
 #include "sim/memory/memory_model.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/parallel.h"
 #include "sim/validate/run_scenario.h"
 
 namespace stacksim::validate {
@@ -22,8 +26,10 @@ namespace {
 
 std::string PlanLine(const config::ScenarioConfig& s) {
   const auto& p = s.plan;
-  return fmt::format("tp{} pp{} dp{} vp{} mb{} gb{} sp={} recompute={} sharding={} {} {}", p.tp, p.pp, p.dp,
-                     p.vp, p.micro_batch, p.global_batch, p.sequence_parallel ? "on" : "off",
+  std::string cp = fmt::format("cp{}", p.cp);
+  if (p.cp > 1) cp += std::string(" cp_comm=") + config::CpCommName(p.cp_comm);
+  return fmt::format("tp{} pp{} dp{} {} ep{} vp{} mb{} gb{} sp={} recompute={} sharding={} {} {}", p.tp, p.pp, p.dp,
+                     cp, p.ep, p.vp, p.micro_batch, p.global_batch, p.sequence_parallel ? "on" : "off",
                      config::RecomputeName(p.recompute), config::ShardingName(p.sharding),
                      config::PrecisionName(p.precision),
                      std::string(config::AttentionName(p.attention)) + "-attention");
@@ -149,92 +155,211 @@ void FillOpenFields(RunScenario& rs, RunOutcome& outcome, simulate::SimulationRe
 
 }  // namespace
 
-ValidationReport RunValidation(const std::string& path, const ValidationOptions& options) {
-  nlohmann::json doc = ReadJsonFile(path);
-  JsonNode root(doc, path, "");
-  JsonObject top(root);
-  std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.validation.training/1") {
-    throw InputError(path, "schema", "expected 'stacksim.validation.training/1', got '" + schema + "'");
-  }
-  auto runs = top.Required("runs").Elements();
-  top.Finish();
+namespace {
 
+// Validates one run: builds its scenario, applies the fitted constants, fills
+// the open plan fields and simulates. Runs that cannot be modelled get the
+// reason in `error`; a malformed id throws.
+RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const FittedConstants& constants) {
+  RunOutcome o;
+  JsonObject r(run);
+  o.id = r.Required("id").String();
+  o.file = path;
+  o.source = SourceOf(o.id);
+  o.tier = r.Has("tier") ? r.Required("tier").String() : "";
+  o.scored = r.Has("scored") && r.Required("scored").Bool();
+  if (r.Has("hardware")) {
+    const auto& hw = run.json().at("hardware");
+    if (hw.contains("gpu") && hw["gpu"].is_string()) o.gpu = hw["gpu"].get<std::string>();
+    if (hw.contains("gpus") && hw["gpus"].is_number_integer()) o.gpus = hw["gpus"].get<int>();
+  }
+  if (r.Has("measured")) {
+    const auto& ms = run.json().at("measured");
+    if (ms.contains("iteration_s") && ms["iteration_s"].is_number()) o.measured_s = ms["iteration_s"].get<double>();
+  }
+  if (r.Has("model")) {
+    const auto& m = run.json().at("model");
+    o.moe = m.is_object() && m.contains("moe") && !m["moe"].is_null();
+  }
+  try {
+    if (!o.measured_s) throw InputError(path, run.path() + ".measured.iteration_s", "the run has no measured iteration time");
+    RunScenario rs = ScenarioForRun(run.json(), path, run.path());
+    ApplyConstants(constants, rs.scenario);
+    o.choices = rs.choices;
+    simulate::SimulationResult result;
+    FillOpenFields(rs, o, &result);
+    o.plan = PlanLine(rs.scenario);
+    if (result.out_of_memory) {
+      double worst = 0;
+      for (const auto& m : result.memory) worst = std::max(worst, m.total().value);
+      o.warnings.push_back(fmt::format("memory model: {:.1f} GiB needed > {:.1f} GiB on the GPU", worst / kGiB,
+                                       result.capacity.value / kGiB));
+    }
+    o.predicted_s = result.iteration.seconds();
+    o.features = uncertainty::FeaturesOf(rs.scenario);
+    if (run.json().contains("framework") && run.json()["framework"].is_string()) {
+      o.features->framework = run.json()["framework"].get<std::string>();
+    }
+    o.error_pct = (*o.predicted_s - *o.measured_s) / *o.measured_s * 100.0;
+  } catch (const InputError& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+struct RunInput {
+  size_t file;           // index in the paths
+  const JsonNode* run;   // in that file's runs
+};
+
+// What simulating a run's plans holds in memory at its peak, roughly, from
+// the file alone, for scheduling: the trace of one candidate plan grows with
+// micro-batches per step x layers (pipeline stages split the layers, not the
+// micro-batches), measured 11.6-13.4 kB per micro-batch and layer for dense
+// runs and up to 19 kB for MoE and fp8 ones (peak RSS of each run of the
+// development files validated alone, 2026-12-01). An open micro-batch counts
+// as 1, the most micro-batches; an open dp as 1.
+constexpr double kTraceBytesPerMicroBatchLayer = 20e3;
+
+double EstimatedPeakBytes(const nlohmann::json& run) {
+  auto number = [](const nlohmann::json& o, const char* key, double fallback) {
+    if (!o.is_object() || !o.contains(key) || !o[key].is_number()) return fallback;
+    return std::max(1.0, o[key].get<double>());
+  };
+  const nlohmann::json none;
+  const nlohmann::json& plan = run.contains("plan") ? run["plan"] : none;
+  const nlohmann::json& model = run.contains("model") ? run["model"] : none;
+  const double micro_batches =
+      number(plan, "global_batch", 1) / (number(plan, "dp", 1) * number(plan, "micro_batch", 1));
+  return kTraceBytesPerMicroBatchLayer * std::max(1.0, micro_batches) * number(model, "layers", 1);
+}
+
+// The estimated peaks of runs simulated at once stay within this: two small
+// runs share the cores, a run near or over it runs alone.
+constexpr double kConcurrentPeakBudget = 1e9;
+
+}  // namespace
+
+ValidationReport RunValidation(const std::string& path, const ValidationOptions& options) {
+  return RunValidation(std::vector<std::string>{path}, options);
+}
+
+ValidationReport RunValidation(const std::vector<std::string>& paths, const ValidationOptions& options) {
+  // Read every file first: a file that is not a validation file fails before
+  // anything is simulated.
+  std::vector<nlohmann::json> docs(paths.size());
+  std::vector<std::vector<JsonNode>> file_runs(paths.size());
+  std::vector<RunInput> inputs;
+  for (size_t f = 0; f < paths.size(); ++f) {
+    const std::string& path = paths[f];
+    docs[f] = ReadJsonFile(path);
+    JsonNode root(docs[f], path, "");
+    JsonObject top(root);
+    std::string schema = top.Required("schema").String();
+    if (schema != "stacksim.validation.training/1") {
+      throw InputError(path, "schema", "expected 'stacksim.validation.training/1', got '" + schema + "'");
+    }
+    file_runs[f] = top.Required("runs").Elements();
+    top.Finish();
+  }
+  for (size_t f = 0; f < paths.size(); ++f) {
+    for (const JsonNode& run : file_runs[f]) {
+      JsonObject r(run);
+      std::string id = r.Required("id").String();
+      if (!options.only_id.empty() && id != options.only_id) continue;
+      inputs.push_back({f, &run});
+    }
+  }
+
+  // Each run is independent: simulate them on the workers, heaviest first,
+  // each outcome into its own slot, so the report is the same at any thread
+  // count; runs whose traces would not fit in memory together wait.
   ValidationReport rep;
+  rep.runs.resize(inputs.size());
+  std::mutex progress_mutex;
+  int done = 0;
+  const int total = static_cast<int>(inputs.size());
+  std::vector<double> peak_bytes;
+  for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
+  ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
+    rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], FittedConstants{});
+    if (options.progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      options.progress(++done, total);
+    }
+  });
+
+  // Sums in run order, as one file was always summed.
   double sum = 0, dense_sum = 0;
-  for (const JsonNode& run : runs) {
-    RunOutcome o;
-    JsonObject r(run);
-    o.id = r.Required("id").String();
-    if (!options.only_id.empty() && o.id != options.only_id) continue;
-    o.tier = r.Has("tier") ? r.Required("tier").String() : "";
-    o.scored = r.Has("scored") && r.Required("scored").Bool();
-    if (r.Has("hardware")) {
-      const auto& hw = run.json().at("hardware");
-      if (hw.contains("gpu") && hw["gpu"].is_string()) o.gpu = hw["gpu"].get<std::string>();
-      if (hw.contains("gpus") && hw["gpus"].is_number_integer()) o.gpus = hw["gpus"].get<int>();
-    }
-    if (r.Has("measured")) {
-      const auto& ms = run.json().at("measured");
-      if (ms.contains("iteration_s") && ms["iteration_s"].is_number()) o.measured_s = ms["iteration_s"].get<double>();
-    }
+  for (const auto& o : rep.runs) {
     if (o.scored) ++rep.scored_total;
-    if (r.Has("model")) {
-      const auto& m = run.json().at("model");
-      o.moe = m.is_object() && m.contains("moe") && !m["moe"].is_null();
+    if (!o.scored || !o.predicted_s) continue;
+    sum += std::fabs(o.error_pct);
+    ++rep.scored_predicted;
+    if (!o.moe) {
+      dense_sum += std::fabs(o.error_pct);
+      ++rep.scored_dense_predicted;
     }
-    try {
-      if (!o.measured_s) throw InputError(path, run.path() + ".measured.iteration_s", "the run has no measured iteration time");
-      RunScenario rs = ScenarioForRun(run.json(), path, run.path());
-      o.choices = rs.choices;
-      simulate::SimulationResult result;
-      FillOpenFields(rs, o, &result);
-      o.plan = PlanLine(rs.scenario);
-      if (result.out_of_memory) {
-        double worst = 0;
-        for (const auto& m : result.memory) worst = std::max(worst, m.total().value);
-        o.warnings.push_back(fmt::format("memory model: {:.1f} GiB needed > {:.1f} GiB on the GPU", worst / kGiB,
-                                         result.capacity.value / kGiB));
-      }
-      o.predicted_s = result.iteration.seconds();
-      o.features = uncertainty::FeaturesOf(rs.scenario);
-      if (run.json().contains("framework") && run.json()["framework"].is_string()) {
-        o.features->framework = run.json()["framework"].get<std::string>();
-      }
-      o.error_pct = (*o.predicted_s - *o.measured_s) / *o.measured_s * 100.0;
-      if (o.scored) {
-        sum += std::fabs(o.error_pct);
-        ++rep.scored_predicted;
-        if (!o.moe) {
-          dense_sum += std::fabs(o.error_pct);
-          ++rep.scored_dense_predicted;
-        }
-      }
-    } catch (const InputError& e) {
-      o.error = e.what();
-    }
-    rep.runs.push_back(o);
   }
   rep.mape_pct = rep.scored_predicted > 0 ? sum / rep.scored_predicted : 0;
   rep.mape_dense_pct = rep.scored_dense_predicted > 0 ? dense_sum / rep.scored_dense_predicted : 0;
+  rep.summary = Summarize(rep.runs);
 
-  // The error table, and each scored run's range from the others' errors.
-  rep.error_table.validation_file = std::filesystem::path(path).filename().string();
-  rep.error_table.validation_runs = static_cast<int>(runs.size());
-  for (const auto& o : rep.runs) {
-    if (!o.scored || !o.predicted_s || !o.features) continue;
-    rep.error_table.runs.push_back({o.id, *o.features, *o.measured_s, *o.predicted_s, *o.predicted_s / *o.measured_s - 1});
-  }
-  for (auto& o : rep.runs) {
-    if (!o.scored || !o.predicted_s || !o.features) continue;
-    uncertainty::Assessment a = uncertainty::Assess(rep.error_table, *o.features, *o.predicted_s, {}, o.id);
-    o.coverage = a.warnings;
-    o.range = a.range;
-    if (o.range) {
-      ++rep.ranged;
-      if (*o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s) ++rep.inside_range;
+  // Per file: its error table, and each scored run's range from the other
+  // runs of its file.
+  std::vector<std::string> names;
+  for (size_t f = 0; f < paths.size(); ++f) {
+    FileReport fr;
+    fr.file = paths[f];
+    uncertainty::ErrorTable table;
+    table.validation_file = std::filesystem::path(paths[f]).filename().string();
+    table.validation_runs = static_cast<int>(file_runs[f].size());
+    std::vector<RunOutcome> mine;
+    double file_dense_sum = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].file != f) continue;
+      const RunOutcome& o = rep.runs[i];
+      mine.push_back(o);
+      if (!o.scored || !o.predicted_s || !o.features) continue;
+      table.runs.push_back({o.id, *o.features, *o.measured_s, *o.predicted_s, *o.predicted_s / *o.measured_s - 1});
+      if (!o.moe) {
+        file_dense_sum += std::fabs(o.error_pct);
+        ++fr.scored_dense_predicted;
+      }
     }
+    fr.runs = static_cast<int>(mine.size());
+    fr.mape_dense_pct = fr.scored_dense_predicted > 0 ? file_dense_sum / fr.scored_dense_predicted : 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      RunOutcome& o = rep.runs[i];
+      if (inputs[i].file != f || !o.scored || !o.predicted_s || !o.features) continue;
+      uncertainty::Assessment a = uncertainty::Assess(table, *o.features, *o.predicted_s, {}, o.id);
+      o.coverage = a.warnings;
+      o.range = a.range;
+      if (o.range) {
+        ++fr.ranged;
+        if (*o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s) ++fr.inside_range;
+      }
+    }
+    fr.summary = Summarize(mine);
+    rep.ranged += fr.ranged;
+    rep.inside_range += fr.inside_range;
+    names.push_back(table.validation_file);
+    rep.error_table.validation_runs += table.validation_runs;
+    for (auto& run : table.runs) rep.error_table.runs.push_back(std::move(run));
+    rep.files.push_back(std::move(fr));
   }
+  for (const auto& n : names) rep.error_table.validation_file += (rep.error_table.validation_file.empty() ? "" : ", ") + n;
+
+  // Leave one source out: refit without each source, predict it again.
+  std::map<std::pair<std::string, std::string>, const RunInput*> by_id;
+  for (const auto& in : inputs) {
+    by_id[{paths[in.file], JsonObject(*in.run).Required("id").String()}] = &in;
+  }
+  auto repredict = [&](const RunOutcome& o, const FittedConstants& c) -> std::optional<double> {
+    const RunInput* in = by_id.at({o.file, o.id});
+    return ValidateRun(*in->run, o.file, c).predicted_s;
+  };
+  rep.leave_one_source_out = LeaveOneSourceOutError(rep.runs, options.refit, repredict);
   return rep;
 }
 
@@ -296,6 +421,51 @@ bool ProfileKindWarning(const std::string& w) {
   return w.rfind("no measured profile", 0) == 0 || w.rfind("profile ", 0) == 0;
 }
 
+nlohmann::json SourceJson(const SourceSummary& s) {
+  nlohmann::json j = {{"runs", s.runs},
+                      {"scored", s.scored},
+                      {"modelled", s.modelled},
+                      {"mape_pct", s.modelled > 0 ? nlohmann::json(s.mape_pct) : nlohmann::json(nullptr)},
+                      {"within_10", s.within_10},
+                      {"within_10_pct", s.scored > 0 ? nlohmann::json(s.within_10_pct) : nlohmann::json(nullptr)}};
+  if (!s.source.empty()) j["source"] = s.source;
+  if (!s.worst_id.empty()) j["worst"] = {{"id", s.worst_id}, {"error_pct", s.worst_error_pct}};
+  return j;
+}
+
+// The keys a summary adds to its JSON object: over its runs, and by source.
+nlohmann::json SummaryJson(const Summary& s) {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& src : s.sources) sources.push_back(SourceJson(src));
+  return {{"within_10_pct", s.all.within_10_pct},
+          {"within_10", s.all.within_10},
+          {"not_modelled", s.not_modelled},
+          {"worst", SourceJson(s.all).value("worst", nlohmann::json(nullptr))},
+          {"sources", sources}};
+}
+
+std::string SourceTable(const Summary& s) {
+  std::string out = fmt::format("  {:<14} {:>5} {:>6} {:>8} {:>7} {:>10}  {}\n", "source", "runs", "scored", "modelled",
+                                "MAPE", "within 10%", "worst run");
+  auto row = [&](const SourceSummary& src, const std::string& name) {
+    std::string mape = src.modelled > 0 ? fmt::format("{:.1f}%", src.mape_pct) : "-";
+    std::string within = src.scored > 0 ? fmt::format("{:.0f}%", src.within_10_pct) : "-";
+    std::string worst = src.worst_id.empty() ? "-" : fmt::format("{} {:+.1f}%", src.worst_id, src.worst_error_pct);
+    out += fmt::format("  {:<14} {:>5} {:>6} {:>8} {:>7} {:>10}  {}\n", name, src.runs, src.scored, src.modelled, mape,
+                       within, worst);
+  };
+  for (const auto& src : s.sources) row(src, src.source);
+  row(s.all, "all");
+  return out;
+}
+
+std::string SummaryLine(const Summary& s) {
+  return fmt::format("MAPE {:.1f}% over {} of {} scored runs; within 10%: {:.1f}% of scored runs ({}); "
+                     "not modelled: {} of {} runs\n",
+                     s.all.mape_pct, s.all.modelled, s.all.scored, s.all.within_10_pct, s.all.within_10,
+                     s.not_modelled, s.all.runs);
+}
+
 }  // namespace
 
 nlohmann::json ValidationJson(const ValidationReport& report) {
@@ -303,6 +473,8 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
   for (const auto& o : report.runs) {
     nlohmann::json j;
     j["id"] = o.id;
+    j["file"] = o.file;
+    j["source"] = o.source;
     j["scored"] = o.scored;
     j["tier"] = o.tier;
     j["gpu"] = o.gpu;
@@ -342,13 +514,40 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
                                 {"inside_pct", InsidePct(report)},
                                 {"claimed_pct", ClaimedPct()},
                                 {"bands", bands}};
-  return {{"runs", runs},
-          {"mape_pct", report.mape_pct},
-          {"scored_predicted", report.scored_predicted},
-          {"mape_dense_pct", report.mape_dense_pct},
-          {"scored_dense_predicted", report.scored_dense_predicted},
-          {"scored_total", report.scored_total},
-          {"uncertainty", calibration}};
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : report.files) {
+    nlohmann::json j = SummaryJson(f.summary);
+    j["file"] = f.file;
+    j["runs"] = f.runs;
+    j["mape_pct"] = f.summary.all.mape_pct;
+    j["scored_predicted"] = f.summary.all.modelled;
+    j["scored_total"] = f.summary.all.scored;
+    j["mape_dense_pct"] = f.mape_dense_pct;
+    j["scored_dense_predicted"] = f.scored_dense_predicted;
+    j["uncertainty"] = {{"ranged", f.ranged},
+                        {"inside", f.inside_range},
+                        {"inside_pct", f.ranged > 0 ? 100.0 * f.inside_range / f.ranged : 0}};
+    files.push_back(j);
+  }
+  const LeaveOneSourceOut& loso = report.leave_one_source_out;
+  nlohmann::json loso_sources = nlohmann::json::object();
+  for (const auto& [source, mape] : loso.source_mape_pct) loso_sources[source] = mape;
+  nlohmann::json out = SummaryJson(report.summary);
+  out.update({{"runs", runs},
+              {"mape_pct", report.mape_pct},
+              {"scored_predicted", report.scored_predicted},
+              {"mape_dense_pct", report.mape_dense_pct},
+              {"scored_dense_predicted", report.scored_dense_predicted},
+              {"scored_total", report.scored_total},
+              {"files", files},
+              {"leave_one_source_out",
+               {{"fitted", loso.fitted},
+                {"mape_pct", loso.mape_pct},
+                {"runs", loso.runs},
+                {"sources", loso_sources},
+                {"note", loso.note}}},
+              {"uncertainty", calibration}});
+  return out;
 }
 
 std::string ValidationText(const ValidationReport& report) {
@@ -381,6 +580,18 @@ std::string ValidationText(const ValidationReport& report) {
                      report.scored_total, report.mape_pct);
   out += fmt::format("  dense runs: {:.1f}% over {}; mixture-of-experts runs: {}\n", report.mape_dense_pct,
                      report.scored_dense_predicted, report.scored_predicted - report.scored_dense_predicted);
+  for (const auto& f : report.files) {
+    out += fmt::format("\n{}: ", f.file) + SummaryLine(f.summary);
+    out += SourceTable(f.summary);
+  }
+  if (report.files.size() > 1) {
+    out += "\nall files: " + SummaryLine(report.summary);
+    out += SourceTable(report.summary);
+  }
+  out += "leave-one-source-out: " + report.leave_one_source_out.note +
+         (report.leave_one_source_out.fitted ? "" : fmt::format(" ({:.1f}% over {} runs)", report.leave_one_source_out.mape_pct,
+                                                           report.leave_one_source_out.runs)) +
+         "\n";
   std::map<std::string, int> kinds;
   for (const auto& r : report.error_table.runs) ++kinds[r.features.gpu_kind];
   std::string kind_list;

@@ -8,9 +8,15 @@
 // reported. Each run is simulated and scored against its measured iteration
 // time (seconds); runs stacksim cannot model yet are listed with the reason,
 // never dropped.
+//
+// One or more files are validated in one call: each run keeps the file it
+// came from, the summary is per file and over all of them, and each run's
+// uncertainty range comes from the other runs of its own file. Runs are
+// simulated on several threads; the report does not depend on how many.
 #ifndef STACKSIM_SIM_VALIDATE_VALIDATE_H_
 #define STACKSIM_SIM_VALIDATE_VALIDATE_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,33 +26,24 @@
 #include "sim/config/scenario.h"
 #include "sim/uncertainty/assessment.h"
 #include "sim/uncertainty/error_table.h"
+#include "sim/validate/run_outcome.h"
+#include "sim/validate/source_report.h"
 
 namespace stacksim::validate {
 
-struct RunOutcome {
-  std::string id;
-  std::string tier;
-  bool scored = false;
-  std::string gpu;
-  int gpus = 0;
-  bool moe = false;                  // a mixture-of-experts model
-  std::optional<double> measured_s;
-  std::optional<double> predicted_s;
-  double error_pct = 0;              // (predicted - measured) / measured * 100
-  std::string error;                 // why it could not be predicted ("" if predicted)
-  std::string plan;                  // the plan simulated, one line
-  std::vector<std::string> choices;  // null fields stacksim filled, and how
-  std::vector<std::string> warnings; // e.g. the memory model says it would not fit
-  // Predicted runs: the features of the plan simulated. Scored, predicted
-  // runs: the range the run would get from the other runs' errors (leave one
-  // out, so its own error does not define it) and its coverage warnings.
-  std::optional<uncertainty::RunFeatures> features;
-  std::optional<uncertainty::StepRange> range;
-  std::vector<std::string> coverage;
+// One validation file's share of a report.
+struct FileReport {
+  std::string file;        // as given
+  int runs = 0;            // runs listed (after --run)
+  double mape_dense_pct = 0;
+  int scored_dense_predicted = 0;
+  int ranged = 0;          // scored runs with a leave-one-out range from this file's other runs
+  int inside_range = 0;
+  Summary summary;
 };
 
 struct ValidationReport {
-  std::vector<RunOutcome> runs;
+  std::vector<RunOutcome> runs;  // the files' runs in file order, each file's in its order
   double mape_pct = 0;   // mean absolute error over scored, predicted runs
   int scored_predicted = 0;
   double mape_dense_pct = 0;  // the same over the dense (non-MoE) runs
@@ -59,12 +56,25 @@ struct ValidationReport {
   uncertainty::ErrorTable error_table;
   int ranged = 0;
   int inside_range = 0;
+  // Over all files: by source, the share within 10%, the runs not modelled.
+  Summary summary;
+  std::vector<FileReport> files;
+  LeaveOneSourceOut leave_one_source_out;
 };
 
 struct ValidationOptions {
   std::string only_id;   // "" = all runs
+  int threads = 0;       // runs simulated at once (0: one per core)
+  // Called after each run is validated, one call at a time, from any thread:
+  // runs done so far and runs in all (after only_id).
+  std::function<void(int done, int total)> progress;
+  // The leave-one-source-out refit (RefitConstants; tests pass their own).
+  RefitFunction refit = RefitConstants;
 };
 
+// The error table of a report is that of its one file; with several files,
+// their tables one after the other.
+ValidationReport RunValidation(const std::vector<std::string>& paths, const ValidationOptions& options = {});
 ValidationReport RunValidation(const std::string& path, const ValidationOptions& options = {});
 
 // Stamps the table with the commit of the git checkout at `source_dir` ("+

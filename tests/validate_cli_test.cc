@@ -1,0 +1,108 @@
+// stacksim validate on two small files (tests/data/validate/: runs copied
+// from validation/training_runs.json and modern_training_runs.json, with
+// their sources): several files in one call, the per-source summary and the
+// leave-one-source-out line, progress on standard error only, and the same
+// report at any thread count.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/run_stacksim.h"
+
+namespace stacksim {
+namespace {
+
+const std::string kA = std::string(STACKSIM_SOURCE_DIR) + "/tests/data/validate/runs_a.json";
+const std::string kB = std::string(STACKSIM_SOURCE_DIR) + "/tests/data/validate/runs_b.json";
+
+TEST(ValidateCli, TwoFilesKeepEachRunsFileAndSummarizeBySource) {
+  auto r = testing::Stacksim("validate " + kA + " " + kB + " --format json --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // --quiet: no progress
+  auto j = nlohmann::json::parse(r.out);
+  const auto& runs = j.at("runs");
+  ASSERT_EQ(runs.size(), 8u);  // none dropped, in file order
+  EXPECT_EQ(runs[0].at("id"), "llmfoundry-mpt-7b-a100_80gb-amp_bf16-s4096-8gpu");
+  EXPECT_EQ(runs[0].at("file"), kA);
+  EXPECT_EQ(runs[0].at("source"), "llmfoundry");
+  EXPECT_EQ(runs[4].at("id"), "dgxc-llama3.1-8b-bf16-8gpu");
+  EXPECT_EQ(runs[4].at("file"), kB);
+  EXPECT_EQ(runs[6].at("source"), "torchtitan");
+  EXPECT_TRUE(runs[6].contains("error"));  // FSDP x CP: not modelled, listed
+
+  // The plan names cp and ep, and the CP communication when cp > 1.
+  EXPECT_NE(runs[0].at("plan").get<std::string>().find(" cp1 ep1 "), std::string::npos) << runs[0].at("plan");
+  EXPECT_NE(runs[2].at("plan").get<std::string>().find(" cp2 cp_comm="), std::string::npos) << runs[2].at("plan");
+
+  // Per file, then over both: scored runs, the modelled ones, within 10%.
+  ASSERT_EQ(j.at("files").size(), 2u);
+  const auto& fb = j.at("files")[1];
+  EXPECT_EQ(fb.at("file"), kB);
+  EXPECT_EQ(fb.at("runs"), 4);
+  EXPECT_EQ(fb.at("not_modelled"), 1);
+  EXPECT_EQ(j.at("not_modelled"), 2);  // one run in each file
+  int scored = 0, modelled = 0, within = 0;
+  double abs_sum = 0;
+  for (const auto& run : runs) {
+    if (!run.at("scored").get<bool>()) continue;
+    ++scored;
+    if (!run.contains("error_pct")) continue;
+    ++modelled;
+    double e = std::abs(run.at("error_pct").get<double>());
+    abs_sum += e;
+    if (e <= 10) ++within;
+  }
+  EXPECT_EQ(j.at("scored_total"), scored);
+  EXPECT_EQ(j.at("scored_predicted"), modelled);
+  EXPECT_NEAR(j.at("mape_pct").get<double>(), abs_sum / modelled, 1e-9);
+  EXPECT_NEAR(j.at("within_10_pct").get<double>(), 100.0 * within / scored, 1e-9);
+
+  std::vector<std::string> sources;
+  int source_runs = 0;
+  for (const auto& s : j.at("sources")) {
+    sources.push_back(s.at("source"));
+    source_runs += s.at("runs").get<int>();
+  }
+  EXPECT_EQ(sources, (std::vector<std::string>{"dgxc", "llmfoundry", "megatronlm", "nemo2407", "torchtitan"}));
+  EXPECT_EQ(source_runs, 8);
+  const auto& titan = j.at("sources")[4];
+  EXPECT_EQ(titan.at("scored"), 1);
+  EXPECT_EQ(titan.at("modelled"), 0);
+  EXPECT_TRUE(titan.at("mape_pct").is_null());
+
+  const auto& loso = j.at("leave_one_source_out");
+  EXPECT_FALSE(loso.at("fitted").get<bool>());
+  EXPECT_EQ(loso.at("note"), "no constants are fitted to these runs: leave-one-source-out error equals the error above");
+  EXPECT_NEAR(loso.at("mape_pct").get<double>(), j.at("mape_pct").get<double>(), 1e-9);
+}
+
+TEST(ValidateCli, SameReportOnOneThreadAndOnFour) {
+  auto one = testing::Stacksim("validate " + kA + " " + kB + " --format json --quiet --threads 1");
+  auto four = testing::Stacksim("validate " + kA + " " + kB + " --format json --quiet --threads 4");
+  ASSERT_EQ(one.status, 0) << one.err;
+  ASSERT_EQ(four.status, 0) << four.err;
+  EXPECT_EQ(one.out, four.out);
+}
+
+TEST(ValidateCli, ProgressGoesToStandardErrorOnly) {
+  auto r = testing::Stacksim("validate " + kA + " " + kB);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Not a terminal: plain lines, the last one at the end.
+  EXPECT_NE(r.err.find("validate progress: 8/8 runs"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("progress"), std::string::npos);
+  // The text report: the source table and the leave-one-source-out line.
+  EXPECT_NE(r.out.find("all files: MAPE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  torchtitan         1      1        0       -         0%  -"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("leave-one-source-out: no constants are fitted to these runs"), std::string::npos);
+}
+
+TEST(ValidateCli, TheErrorTableIsWrittenForOneFileOnly) {
+  auto r = testing::Stacksim("validate " + kA + " " + kB + " --quiet --write-error-table /dev/null");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("give only one"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace stacksim
