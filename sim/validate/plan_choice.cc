@@ -1,0 +1,154 @@
+#include "sim/validate/plan_choice.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "sim/memory/memory_model.h"
+#include "sim/search/step_bound.h"
+#include "sim/util/error.h"
+
+namespace stacksim::validate {
+namespace {
+
+// A tuned run keeps headroom beyond the memory model's estimate: the caching
+// allocator fragments, and transient buffers (logit casts, communication
+// staging) come and go. Choices for open plan fields must leave this much free.
+constexpr double kTunedHeadroom = 0.10;
+
+// The search bounds for open plan fields: micro-batches beyond 16 sequences
+// and more than 16 virtual stages per rank are not what tuned runs use.
+constexpr int64_t kLargestMicroBatch = 16;
+constexpr int kLargestVirtualStages = 16;
+
+}  // namespace
+
+bool FitsWithHeadroom(const config::ScenarioConfig& s) {
+  for (const auto& f : memory::EstimateMemory(s)) {
+    if (f.total() > s.profile.hbm_capacity.value * (1.0 - kTunedHeadroom)) return false;
+  }
+  return true;
+}
+
+void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, std::vector<std::string>* choices) {
+  config::ScenarioConfig base = rs.scenario;
+  auto open = [&](const char* f) {
+    return std::find(rs.open_fields.begin(), rs.open_fields.end(), f) != rs.open_fields.end();
+  };
+  std::vector<int64_t> mbs = {base.plan.micro_batch};
+  if (open("micro_batch")) {
+    // Every micro-batch size that divides the local batch, up to 16 sequences.
+    mbs.clear();
+    for (int64_t mb = 1; mb <= kLargestMicroBatch; ++mb) {
+      if (base.plan.global_batch % (mb * base.plan.dp) == 0) mbs.push_back(mb);
+    }
+    if (mbs.empty()) mbs.push_back(1);
+  }
+  // Virtual stages: equal ones, or Megatron-Core's split that counts the
+  // embedding and the loss as a layer each (account_for_embedding/
+  // loss_in_pipeline_split: layers + 2 divide into pp x vp, and the first
+  // and last virtual stages hold one layer fewer).
+  struct VirtualStages {
+    int vp;
+    bool uneven;
+  };
+  std::vector<VirtualStages> vps = {{base.plan.vp, base.plan.uneven_stages}};
+  if (open("vp")) {
+    vps = {{1, base.plan.uneven_stages}};
+    const int64_t layers = base.model.num_layers;
+    for (int v = 2; base.plan.pp > 1 && v <= kLargestVirtualStages && vps.size() < 4; ++v) {
+      const int64_t n = static_cast<int64_t>(base.plan.pp) * v;
+      if (layers % n == 0) {
+        vps.push_back({v, false});
+      } else if ((layers + 2) % n == 0 && layers >= n) {
+        vps.push_back({v, true});
+      }
+    }
+  }
+  std::vector<config::Recompute> modes = {base.plan.recompute};
+  if (open("recompute")) {
+    modes = {config::Recompute::kNone, config::Recompute::kSelective, config::Recompute::kFull};
+    // Selective recomputation arrived with Korthikanti et al. (2022); before
+    // it Megatron-LM could only checkpoint whole layers.
+    if (rs.predates_selective_recompute) modes = {config::Recompute::kNone, config::Recompute::kFull};
+  }
+
+  // Every valid candidate with the cheapest recomputation that fits, in
+  // micro-batch, vp order.
+  struct Candidate {
+    config::ScenarioConfig scenario;
+    Time bound;
+  };
+  std::vector<Candidate> candidates;
+  for (int64_t mb : mbs) {
+    for (const VirtualStages& vs : vps) {
+      const int v = vs.vp;
+      config::ScenarioConfig c = base;
+      c.plan.micro_batch = mb;
+      c.plan.vp = v;
+      c.plan.uneven_stages = vs.uneven;
+      c.plan.schedule = v > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+      try {
+        config::ValidatePlan(c, c.file);
+      } catch (const InputError&) {
+        continue;
+      }
+      bool fits = false;
+      for (auto mode : modes) {
+        c.plan.recompute = mode;
+        if (FitsWithHeadroom(c)) {
+          fits = true;
+          break;
+        }
+      }
+      if (!fits && (open("micro_batch") || open("vp"))) continue;  // a tuned run would not pick it
+      candidates.push_back({std::move(c), Time::Zero()});
+    }
+  }
+  if (candidates.size() > 1) {
+    search::StepTimeBound bound(base);
+    for (Candidate& c : candidates) c.bound = bound.PipelineBound(c.scenario.plan, c.scenario.gpus);
+  }
+  // Simulated by increasing bound; the first of equally fast steps in
+  // candidate order wins, as an exhaustive search in that order would pick.
+  std::vector<size_t> order(candidates.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return candidates[a].bound < candidates[b].bound; });
+  double best = std::numeric_limits<double>::infinity();
+  size_t best_index = 0;
+  config::ScenarioConfig chosen = base;
+  bool any = false;
+  for (size_t i : order) {
+    if (any && candidates[i].bound.seconds() >= best) break;  // no later candidate can be faster
+    simulate::Options o;
+    o.simulate_if_out_of_memory = true;
+    auto r = simulate::Simulate(candidates[i].scenario, o);
+    const double t = r.iteration.seconds();
+    if (t < best || (t == best && i < best_index)) {
+      best = t;
+      best_index = i;
+      chosen = candidates[i].scenario;
+      *best_result = std::move(r);
+      any = true;
+    }
+  }
+  if (!any) {
+    // Nothing fits by our memory model: simulate the given plan anyway.
+    config::ScenarioConfig c = base;
+    if (open("recompute")) c.plan.recompute = config::Recompute::kFull;
+    if (open("micro_batch")) c.plan.micro_batch = mbs.front();
+    if (open("vp")) c.plan.vp = 1;
+    c.plan.schedule = c.plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+    simulate::Options o;
+    o.simulate_if_out_of_memory = true;
+    *best_result = simulate::Simulate(c, o);
+    chosen = c;
+  }
+  if (open("micro_batch")) choices->push_back("micro_batch=" + std::to_string(chosen.plan.micro_batch));
+  if (open("vp")) choices->push_back("vp=" + std::to_string(chosen.plan.vp));
+  if (open("recompute")) choices->push_back(std::string("recompute=") + config::RecomputeName(chosen.plan.recompute));
+  rs.scenario = chosen;
+}
+
+}  // namespace stacksim::validate
