@@ -24,10 +24,11 @@ namespace stacksim::config {
 
 // Which selective recomputation the framework runs when a plan asks for
 // "selective": none at all (Megatron-LM before Korthikanti et al. 2022 could
-// only checkpoint whole layers), or Megatron-Core's recompute modules
-// (core_attn by default).
-enum class SelectiveRecomputeKind { kUnavailable, kModules };
-const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);  // "unavailable", "modules"
+// only checkpoint whole layers), Megatron-Core's recompute modules
+// (core_attn by default), or torchtitan's op-level policy (plan.h
+// SelectivePolicy::kOpPolicy).
+enum class SelectiveRecomputeKind { kUnavailable, kModules, kOpPolicy };
+const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);  // "unavailable", "modules", "op-policy"
 
 // The architecture details of a non-gated (GELU/ReLU) model that the schema of
 // a published run leaves out: GPT as Megatron-LM trains it (learned
@@ -54,11 +55,15 @@ struct FrameworkProfile {
   Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
   SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;
   ModelFamily non_gated_family = ModelFamily::kGpt;
+  // Optional facts (Megatron-Core's behaviour when a file leaves them out).
+  LossLogits loss_logits = LossLogits::kInPlace;
+  bool fsdp_pp_reshard = true;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;
   // `base` with this framework's defaults: attention, kernels, sequence
-  // parallelism, sharding, overlap and the gradient dtype for base.precision.
+  // parallelism, sharding, overlap, the selective-recompute policy and the
+  // gradient dtype for base.precision.
   PlanConfig PlanDefaults(PlanConfig base) const;
 };
 
