@@ -113,6 +113,9 @@ struct LayerShape {
   // What selective recomputation (plan.recompute "selective") re-runs; see
   // SelectiveRecompute.
   config::RecomputeModules recompute_modules = config::RecomputeModules::Default();
+  // Selective recomputation by modules or by torchtitan's op policy
+  // (config::SelectivePolicy; see SelectiveRecompute and OpPolicyRecompute).
+  config::SelectivePolicy selective_policy = config::SelectivePolicy::kModules;
   AttentionShape attention;
   MlaShape mla;
   CpShape cp;
