@@ -51,6 +51,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.grad_reduce_precision = GradPrecision(base.precision);
   base.loss_logits = loss_logits;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
+  base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
                                                                                    : SelectivePolicy::kModules;
   return base;
@@ -106,6 +107,9 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
+  if (facts.Has("sp_keeps_gathered_inputs")) {
+    f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
+  }
   facts.Finish();
   top.Ignore({"notes"});
   top.Finish();

@@ -58,6 +58,7 @@ struct FrameworkProfile {
   // Optional facts (Megatron-Core's behaviour when a file leaves them out).
   LossLogits loss_logits = LossLogits::kInPlace;
   bool fsdp_pp_reshard = true;
+  bool sp_keeps_gathered_inputs = false;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;

@@ -196,6 +196,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
   }
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
+  if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("sharding")) {
     std::string s = v->OneOf({"none", "zero1", "zero2", "zero3"});
     p.sharding = s == "zero1"   ? Sharding::kZero1
@@ -289,6 +290,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"selective_policy", SelectivePolicyName(p.selective_policy)},
           {"loss_logits", LossLogitsName(p.loss_logits)},
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
+          {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},
           {"sharding", ShardingName(p.sharding)},
           {"schedule", ScheduleName(p.schedule)},
           {"precision", PrecisionName(p.precision)},

@@ -157,6 +157,11 @@ struct PlanConfig {
   // torchtitan's FSDP2 does under PP (reshard_after_forward=False, gradient
   // sync only on the last micro-batch); true reshards after each use.
   bool fsdp_pp_reshard = true;
+  // Sequence parallelism as DTensor runs it (torchtitan's TP plan:
+  // PrepareModuleInput redistributes the norm output to Replicate before the
+  // column-parallel linears, which keep that gathered input for their weight
+  // gradient); false: Megatron keeps the sequence shard and re-gathers it.
+  bool sp_keeps_gathered_inputs = false;
   Sharding sharding = Sharding::kNone;
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   Precision precision = Precision::kBf16;

@@ -125,9 +125,13 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // Q and K, V, the projection's input (the attention output) and the
   // residual dropout mask. The input norm is fused into the QKV GEMM (TE's
   // LayerNormLinear keeps its output), so layernorm does not touch it.
+  // The column-parallel linears' saved input: the SP shard (Megatron
+  // re-gathers it for the weight gradient) or, under DTensor's SP, the
+  // gathered tensor (plan.sp_keeps_gathered_inputs).
+  const double Tin = s.sp_keeps_gathered_inputs ? T : Tn;
   double attn = s.mla.enabled ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
                                                 recomputed(RecomputeModule::kMlaUpProj))
-                      : e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
+                      : e * Tn * h + l * Tin * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
   const double scores = D(s.micro_batch) * D(s.attention.heads / s.tp) * D(s.seq) * D(s.seq);
   if (s.attention.flash) {
     attn += 4.0 * D(s.tokens()) * D(s.attention.heads / s.tp);  // fp32 log-sum-exp per (local) row
@@ -167,7 +171,7 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // gated), FC2 input, dropout mask. Recomputed (mlp), the MLP module keeps
   // only its input, the norm's input (the norm is inside FC1).
   double mlp = e * Tn * h + mask * Tn * h;
-  if (!recomputed(RecomputeModule::kMlp)) mlp += l * Tn * h + e * T * f * (s.gated ? 2 : 1) + l * T * f;
+  if (!recomputed(RecomputeModule::kMlp)) mlp += l * Tin * h + e * T * f * (s.gated ? 2 : 1) + l * T * f;
   return Bytes{attn + mlp};
 }
 

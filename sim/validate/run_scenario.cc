@@ -162,6 +162,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.selective_policy = d.selective_policy;
     plan.loss_logits = d.loss_logits;
     plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
+    plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
   }
   out.choices.push_back("framework=" + fw.name);
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
