@@ -39,7 +39,10 @@ nlohmann::json SimulateJson(const std::string& extra) {
 //             + 2 x 8192 x 2048 + 4 x 8192 x 16 = 138936320
 //   MLP 2 x 2 x 1024 x 16384 + 2 x 8192 x 6656 x 2 + 2 x 8192 x 6656 = 394264576
 //   embedding output, 16 micro-batches x 2 x 1024 x 16384 = 536870912
-//   total 3758096384 + 533200896 + 536870912 = 4828168192 (4.5 GiB)
+//   the layer's backward working set (memory_model.cc BackwardTransient):
+//   residual gradients in and out 2 x 2 x 1024 x 16384 and the MLP's
+//   gradients 2 x 8192 x 6656 x 3 = 394264576
+//   total 3758096384 + 533200896 + 536870912 + 394264576 = 5222432768 (4.9 GiB)
 TEST(LongContext, Llama405B128kWithMetasPlanSimulatesAndFitsIn80GB) {
   auto j = SimulateJson("");
   ASSERT_TRUE(j.contains("iteration_s"));
@@ -51,7 +54,7 @@ TEST(LongContext, Llama405B128kWithMetasPlanSimulatesAndFitsIn80GB) {
   EXPECT_LT(it, 60.0);
   const auto& mem = j.at("memory");
   ASSERT_EQ(mem.size(), 16u);
-  EXPECT_NEAR(mem[0].at("activations_bytes").get<double>(), 4828168192.0, 1.0);
+  EXPECT_NEAR(mem[0].at("activations_bytes").get<double>(), 5222432768.0, 1.0);
   for (const auto& m : mem) {
     EXPECT_LT(m.at("activations_bytes").get<double>(), 80e9);
     EXPECT_LE(m.at("total_bytes").get<double>(), j.at("capacity_bytes").get<double>());

@@ -31,6 +31,7 @@ struct Command {
 RunFunction AddSimulateOptions(CLI::App* cmd);
 RunFunction AddReplayChakraOptions(CLI::App* cmd);
 RunFunction AddValidateOptions(CLI::App* cmd);
+RunFunction AddValidateMemoryOptions(CLI::App* cmd);
 RunFunction AddSearchOptions(CLI::App* cmd);
 RunFunction AddDiagnoseOptions(CLI::App* cmd);
 RunFunction AddCompareOptions(CLI::App* cmd);

@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"replay-chakra", "Replay Chakra execution traces (DIR/NAME.RANK.json or .et)",
      stacksim::cli::AddReplayChakraOptions},
     {"validate", "Compare predictions with published training runs", stacksim::cli::AddValidateOptions},
+    {"validate-memory", "Compare predicted per-GPU peak memory with measured peaks",
+     stacksim::cli::AddValidateMemoryOptions},
     {"search", "Search parallel plans for a scenario's model, cluster and batch", stacksim::cli::AddSearchOptions},
     {"diagnose", "Attribute the gap to an ideal step to the five layers and re-simulate remedies",
      stacksim::cli::AddDiagnoseOptions},

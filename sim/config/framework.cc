@@ -30,7 +30,9 @@ Precision GradPrecisionOf(const JsonNode& v) {
 }  // namespace
 
 const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k) {
-  return k == SelectiveRecomputeKind::kUnavailable ? "unavailable" : "modules";
+  return k == SelectiveRecomputeKind::kUnavailable ? "unavailable"
+         : k == SelectiveRecomputeKind::kOpPolicy  ? "op-policy"
+                                                   : "modules";
 }
 
 const char* ModelFamilyName(ModelFamily f) { return f == ModelFamily::kMpt ? "mpt" : "gpt"; }
@@ -47,6 +49,11 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.sharding = sharding;
   base.overlap_grad_reduce = overlap_grad_reduce;
   base.grad_reduce_precision = GradPrecision(base.precision);
+  base.loss_logits = loss_logits;
+  base.fsdp_pp_reshard = fsdp_pp_reshard;
+  base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
+  base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
+                                                                                   : SelectivePolicy::kModules;
   return base;
 }
 
@@ -88,12 +95,23 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     f.grad_precision_fp16 = GradPrecisionOf(g.Required("fp16"));
     g.Finish();
   }
-  f.selective_recompute = Fact(facts, "selective_recompute").OneOf({"unavailable", "modules"}) == "unavailable"
-                              ? SelectiveRecomputeKind::kUnavailable
-                              : SelectiveRecomputeKind::kModules;
+  {
+    const std::string k = Fact(facts, "selective_recompute").OneOf({"unavailable", "modules", "op-policy"});
+    f.selective_recompute = k == "unavailable" ? SelectiveRecomputeKind::kUnavailable
+                            : k == "op-policy" ? SelectiveRecomputeKind::kOpPolicy
+                                               : SelectiveRecomputeKind::kModules;
+  }
   f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
   f.whole_local_batch = Fact(facts, "micro_batching").OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
   f.default_one_f_one_b = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b"}) == "1f1b";
+  if (facts.Has("loss_logits")) {
+    f.loss_logits = Fact(facts, "loss_logits").OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast
+                                                                                      : LossLogits::kInPlace;
+  }
+  if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
+  if (facts.Has("sp_keeps_gathered_inputs")) {
+    f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
+  }
   facts.Finish();
   top.Ignore({"notes"});
   top.Finish();

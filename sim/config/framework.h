@@ -24,10 +24,11 @@ namespace stacksim::config {
 
 // Which selective recomputation the framework runs when a plan asks for
 // "selective": none at all (Megatron-LM before Korthikanti et al. 2022 could
-// only checkpoint whole layers), or Megatron-Core's recompute modules
-// (core_attn by default).
-enum class SelectiveRecomputeKind { kUnavailable, kModules };
-const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);  // "unavailable", "modules"
+// only checkpoint whole layers), Megatron-Core's recompute modules
+// (core_attn by default), or torchtitan's op-level policy (plan.h
+// SelectivePolicy::kOpPolicy).
+enum class SelectiveRecomputeKind { kUnavailable, kModules, kOpPolicy };
+const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);  // "unavailable", "modules", "op-policy"
 
 // The architecture details of a non-gated (GELU/ReLU) model that the schema of
 // a published run leaves out: GPT as Megatron-LM trains it (learned
@@ -63,11 +64,16 @@ struct FrameworkProfile {
   // chosen by tuning (interleaving searched), or the framework's default
   // 1F1B without virtual stages (torchtitan's pipeline_parallel_schedule).
   bool default_one_f_one_b = false;
+  // Optional facts (Megatron-Core's behaviour when a file leaves them out).
+  LossLogits loss_logits = LossLogits::kInPlace;
+  bool fsdp_pp_reshard = true;
+  bool sp_keeps_gathered_inputs = false;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;
   // `base` with this framework's defaults: attention, kernels, sequence
-  // parallelism, sharding, overlap and the gradient dtype for base.precision.
+  // parallelism, sharding, overlap, the selective-recompute policy and the
+  // gradient dtype for base.precision.
   PlanConfig PlanDefaults(PlanConfig base) const;
 };
 

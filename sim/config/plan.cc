@@ -57,6 +57,12 @@ const char* OffloadName(OffloadTarget t) {
   return "?";
 }
 
+const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy::kOpPolicy ? "op-policy" : "modules"; }
+
+const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
+
+double LossLogitBytes(LossLogits l) { return l == LossLogits::kUpcast ? 12.0 : 6.0; }
+
 const char* RecomputeName(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";
@@ -182,6 +188,15 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     }
     p.recompute_modules = modules;
   }
+  if (auto v = obj.Optional("selective_policy")) {
+    p.selective_policy = v->OneOf({"modules", "op-policy"}) == "op-policy" ? SelectivePolicy::kOpPolicy
+                                                                           : SelectivePolicy::kModules;
+  }
+  if (auto v = obj.Optional("loss_logits")) {
+    p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
+  }
+  if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
+  if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("sharding")) {
     std::string s = v->OneOf({"none", "zero1", "zero2", "zero3"});
     p.sharding = s == "zero1"   ? Sharding::kZero1
@@ -279,6 +294,10 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"micro_batch", p.micro_batch},
           {"sequence_parallel", p.sequence_parallel},
           {"recompute", RecomputeName(p.recompute)},
+          {"selective_policy", SelectivePolicyName(p.selective_policy)},
+          {"loss_logits", LossLogitsName(p.loss_logits)},
+          {"fsdp_pp_reshard", p.fsdp_pp_reshard},
+          {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},
           {"sharding", ShardingName(p.sharding)},
           {"schedule", ScheduleName(p.schedule)},
           {"precision", PrecisionName(p.precision)},

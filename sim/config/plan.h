@@ -108,6 +108,29 @@ struct RecomputeModules {
   static RecomputeModules Default() { return RecomputeModules{}.Add(RecomputeModule::kCoreAttn); }
 };
 
+// What "selective" recomputation re-runs: Megatron-Core's recompute modules
+// (recompute_modules), or torchtitan's op-level policy (torchtitan
+// parallelize_llama.py _apply_ac_to_transformer_block, mode "selective",
+// option "op"): per transformer block, the outputs of matrix multiplies are
+// saved except every second one (in a Llama block wk, wo and w3 are
+// recomputed), and so are SDPA's outputs, reduce-scatters and the fp8
+// amax; norms, RoPE, the activation and element-wise work are recomputed.
+enum class SelectivePolicy { kModules, kOpPolicy };
+const char* SelectivePolicyName(SelectivePolicy p);  // "modules", "op-policy"
+
+// How the loss holds the logits on the last stage. kInPlace: Megatron-Core's
+// vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py):
+// the logits are upcast to fp32 once, the softmax is computed in place and
+// kept, and the backward turns it into the gradient in place, cast back to
+// 16-bit for the output layer: 4 + 2 bytes per logit. kUpcast: torchtitan's
+// cross_entropy_loss, F.cross_entropy(pred.float(), labels): log_softmax keeps
+// its fp32 output, and at the loss backward that output, nll_loss's fp32
+// gradient and log_softmax's fp32 gradient coexist: 12 bytes per logit.
+enum class LossLogits { kInPlace, kUpcast };
+const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
+// Bytes per logit at the loss's peak.
+double LossLogitBytes(LossLogits l);
+
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
 const char* ScheduleName(PipelineScheduleKind s);
@@ -127,6 +150,19 @@ struct PlanConfig {
   Recompute recompute = Recompute::kNone;
   // With recompute kSelective: which submodules are recomputed.
   RecomputeModules recompute_modules = RecomputeModules::Default();
+  // With recompute kSelective: module-based (recompute_modules) or the op policy.
+  SelectivePolicy selective_policy = SelectivePolicy::kModules;
+  LossLogits loss_logits = LossLogits::kInPlace;
+  // ZeRO-3 with pipeline parallelism: false keeps the gathered 16-bit
+  // parameters and unsharded fp32 gradient accumulators through the step, as
+  // torchtitan's FSDP2 does under PP (reshard_after_forward=False, gradient
+  // sync only on the last micro-batch); true reshards after each use.
+  bool fsdp_pp_reshard = true;
+  // Sequence parallelism as DTensor runs it (torchtitan's TP plan:
+  // PrepareModuleInput redistributes the norm output to Replicate before the
+  // column-parallel linears, which keep that gathered input for their weight
+  // gradient); false: Megatron keeps the sequence shard and re-gathers it.
+  bool sp_keeps_gathered_inputs = false;
   Sharding sharding = Sharding::kNone;
   // ZeRO-3/FSDP only: the data-parallel ranks one copy of the parameters is
   // sharded over (hybrid sharding, PyTorch's HSDP / torchtitan's dp_shard;

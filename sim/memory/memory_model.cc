@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/memory/reserve.h"
 #include "sim/util/error.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/pipeline_schedule.h"
@@ -50,6 +51,47 @@ double MlaAttentionActivations(const workload::LayerShape& s, double e, double l
   return a;
 }
 
+// torchtitan's op-level selective checkpointing (config::SelectivePolicy
+// kOpPolicy; torchtitan parallelize_llama.py _apply_ac_to_transformer_block,
+// 2024-12): the block's input is the checkpoint's input; inside, the outputs
+// of aten.mm are saved except every second one, in the block's order wq, wk,
+// wv, wo, w1, (w3,) w2, so wk, wo and w3 are recomputed; SDPA's output and
+// log-sum-exp are saved, and under TP the reduce-scatters' outputs (the
+// sequence shards after wo and w2). Norms, RoPE, the activation and
+// element-wise work are recomputed. Saved outputs are 16-bit: torchao's
+// Float8Linear keeps high-precision tensors, so FP8 saves the same.
+double OpPolicyActivations(const workload::LayerShape& s) {
+  const double e = s.element_bytes();
+  const double T = D(s.tokens());
+  const double Tn = s.sequence_parallel ? T / s.tp : T;
+  const double h = D(s.hidden);
+  const double q = D(s.attention.heads / s.tp) * D(s.attention.head_dim);
+  const double kv = D(std::max<int64_t>(1, s.attention.kv_heads / s.tp)) * D(s.attention.head_dim);
+  const double f = D(s.ffn / s.tp);
+  // The matrix multiplies' outputs in the block's order (row-parallel wo and
+  // w2 produce the full-width partial sums before their reduction).
+  std::vector<double> mm = {T * q, T * kv, T * kv, T * h, T * f};
+  if (s.gated) mm.push_back(T * f);
+  mm.push_back(T * h);
+  double a = e * Tn * h;  // the checkpointed block's input
+  for (size_t i = 0; i < mm.size(); i += 2) a += e * mm[i];  // the 1st, 3rd, 5th, ... mm
+  a += e * T * q + 4.0 * T * D(s.attention.heads / s.tp);   // SDPA output and fp32 log-sum-exp
+  if (s.tp > 1 && s.sequence_parallel) a += 2.0 * e * Tn * h;  // the reduce-scatters' outputs
+  return a;
+}
+
+// What one layer's backward holds besides its saved activations: the output
+// gradient coming in and the one going out (residual stream), and the MLP's
+// widest gradients (FC2's input gradient and the activation's input
+// gradient, both halves when gated).
+double BackwardTransient(const workload::LayerShape& s) {
+  const double e = s.element_bytes();
+  const double T = D(s.tokens());
+  const double Tn = s.sequence_parallel ? T / s.tp : T;
+  const double f = D(s.ffn / s.tp);
+  return 2.0 * e * Tn * D(s.hidden) + e * T * f * (s.gated ? 3.0 : 2.0);
+}
+
 }  // namespace
 
 Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recompute) {
@@ -65,6 +107,12 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // weight gradient as FP8 (one byte); everything else stays 16-bit.
   const double l = s.kernels.precision == config::Precision::kFp8 ? 1.0 : e;
   if (recompute == config::Recompute::kFull) return Bytes{e * Tn * h};
+  // The op policy for dense layers with standard attention; MoE and MLA
+  // layers fall back to the module-based accounting below.
+  if (recompute == config::Recompute::kSelective && s.selective_policy == config::SelectivePolicy::kOpPolicy &&
+      !s.moe.enabled && !s.mla.enabled) {
+    return Bytes{OpPolicyActivations(s)};
+  }
   // Selective recomputation by module (Megatron-Core recompute_modules; see
   // workload::SelectiveRecompute for what each re-runs): a recomputed module
   // keeps only its input, which a neighbour usually keeps already.
@@ -77,9 +125,13 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // Q and K, V, the projection's input (the attention output) and the
   // residual dropout mask. The input norm is fused into the QKV GEMM (TE's
   // LayerNormLinear keeps its output), so layernorm does not touch it.
+  // The column-parallel linears' saved input: the SP shard (Megatron
+  // re-gathers it for the weight gradient) or, under DTensor's SP, the
+  // gathered tensor (plan.sp_keeps_gathered_inputs).
+  const double Tin = s.sp_keeps_gathered_inputs ? T : Tn;
   double attn = s.mla.enabled ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
                                                 recomputed(RecomputeModule::kMlaUpProj))
-                      : e * Tn * h + l * Tn * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
+                      : e * Tn * h + l * Tin * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
   const double scores = D(s.micro_batch) * D(s.attention.heads / s.tp) * D(s.seq) * D(s.seq);
   if (s.attention.flash) {
     attn += 4.0 * D(s.tokens()) * D(s.attention.heads / s.tp);  // fp32 log-sum-exp per (local) row
@@ -119,7 +171,7 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // gated), FC2 input, dropout mask. Recomputed (mlp), the MLP module keeps
   // only its input, the norm's input (the norm is inside FC1).
   double mlp = e * Tn * h + mask * Tn * h;
-  if (!recomputed(RecomputeModule::kMlp)) mlp += l * Tn * h + e * T * f * (s.gated ? 2 : 1) + l * T * f;
+  if (!recomputed(RecomputeModule::kMlp)) mlp += l * Tin * h + e * T * f * (s.gated ? 2 : 1) + l * T * f;
   return Bytes{attn + mlp};
 }
 
@@ -130,6 +182,11 @@ namespace {
 // full recomputation holds one whole layer). core_attn's transient scores are
 // left out, as Korthikanti et al. leave them out.
 double RecomputedTransient(const workload::LayerShape& s) {
+  if (s.selective_policy == config::SelectivePolicy::kOpPolicy && !s.moe.enabled && !s.mla.enabled) {
+    // Everything the policy recomputes is back during the layer's backward.
+    return std::max(0.0, LayerActivations(s, config::Recompute::kNone).value -
+                             LayerActivations(s, config::Recompute::kSelective).value);
+  }
   workload::LayerShape kept = s;
   kept.recompute_modules = config::RecomputeModules{};
   if (s.recompute_modules.Has(config::RecomputeModule::kCoreAttn)) kept.recompute_modules.Add(config::RecomputeModule::kCoreAttn);
@@ -139,11 +196,10 @@ double RecomputedTransient(const workload::LayerShape& s) {
 
 }  // namespace
 
-Bytes RuntimeOverhead() {
-  // CUDA context and kernels (~0.5 GiB), NCCL channel buffers for a few
-  // communicators (~1 GiB), cuBLAS/cuDNN workspaces (~0.5 GiB). An allowance
-  // chosen from those typical sizes, not measured; shown as "other".
-  return Bytes{2.0 * kGiB};
+Bytes RuntimeOverhead(const config::ScenarioConfig& s) {
+  // The CUDA context, NCCL buffers and GEMM workspaces, each sized from its
+  // source (reserve.cc); shown as "other".
+  return RuntimeMemory(s).total();
 }
 
 std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
@@ -200,6 +256,19 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
         f.optimizer = Bytes{(master + 8.0) * Psharded};
         break;
       case config::Sharding::kZero3:
+        if (p > 1 && !plan.fsdp_pp_reshard) {
+          // torchtitan's FSDP2 under PP (parallelize_llama.py apply_fsdp:
+          // reshard_after_forward=False with pipelining; the schedule syncs
+          // gradients only on the last micro-batch): the gathered 16-bit
+          // parameters and unsharded fp32 gradient accumulators (FSDP2
+          // accumulates in reduce_dtype) stay through the step, plus one
+          // layer's 16-bit gradient before it is added; fp32 parameters and
+          // Adam state stay sharded.
+          f.weights = Bytes{e * P};
+          f.gradients = Bytes{4.0 * P + e * layer_params};
+          f.optimizer = Bytes{(master + 8.0) * Pzero3};
+          break;
+        }
         // Sharded weights plus the gathered layer in use and the one
         // prefetched. Dense parameters shard over the shard group x cp
         // (torchtitan's FSDP2 over dp_shard x cp; the whole dp x cp without
@@ -241,6 +310,9 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     double act = peak_chunks / static_cast<double>(v) *
                  (stage_layers[0] * LayerActivations(shape, plan.recompute).value +
                   stage_layers[1] * LayerActivations(moe_shape, plan.recompute).value);
+    // The backward of one layer (after its recomputation) holds gradients of
+    // its own beside the saved activations.
+    act += BackwardTransient(stage_layers[1] > 0 ? moe_shape : shape);
     if (plan.recompute == config::Recompute::kFull) {
       // The layer being recomputed holds its full activations during its backward.
       act += std::max(LayerActivations(shape, config::Recompute::kNone).value,
@@ -253,12 +325,18 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     const double Tn = shape.sequence_parallel ? T / plan.tp : T;
     if (has_embedding) act += peak_chunks / static_cast<double>(v) * (e * Tn * D(s.model.hidden_size));  // embedding output
     if (has_head) {
-      // Logits (16-bit) and the fp32 softmax kept for the loss backward, one micro-batch.
-      act += T * D(s.model.vocab_size / plan.tp) * (e + 4.0);
+      // The logits at the loss, one micro-batch (config::LossLogits):
+      // Megatron-Core's in-place vocab-parallel cross entropy keeps the fp32
+      // softmax and casts its in-place gradient back (e + 4 bytes per logit);
+      // torchtitan's F.cross_entropy(pred.float()) holds three fp32 tensors
+      // at the loss backward (12 bytes).
+      const double per_logit = plan.loss_logits == config::LossLogits::kUpcast ? config::LossLogitBytes(plan.loss_logits)
+                                                                             : e + 4.0;
+      act += T * D(s.model.vocab_size / plan.tp) * per_logit;
     }
     f.activations = Bytes{act};
     f.in_flight_micro_batches = (peak_chunks + v - 1) / v;
-    f.other = RuntimeOverhead();
+    f.other = RuntimeOverhead(s);
     out.push_back(f);
   }
   return out;

@@ -34,8 +34,8 @@ struct StageFootprint {
 Bytes LayerActivations(const workload::LayerShape& shape, config::Recompute recompute);
 
 // Memory not tied to the model: CUDA context, NCCL buffers, library
-// workspaces. An allowance (see memory_model.cc), not a measurement.
-Bytes RuntimeOverhead();
+// workspaces, each sized from its source (reserve.h RuntimeMemory).
+Bytes RuntimeOverhead(const config::ScenarioConfig& s);
 
 std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s);
 

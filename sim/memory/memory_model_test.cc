@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/memory/reserve.h"
 #include "tests/fixtures.h"
 
 namespace stacksim::memory {
@@ -71,6 +72,43 @@ TEST(MemoryModel, OneFOneBFirstStageHoldsPMicroBatches) {
   EXPECT_EQ(mem[0].in_flight_micro_batches, 4);
   EXPECT_EQ(mem[3].in_flight_micro_batches, 1);
   EXPECT_GT(mem[0].activations.value, mem[1].activations.value);
+}
+
+}  // namespace
+}  // namespace stacksim::memory
+
+namespace stacksim::memory {
+namespace {
+
+// The loss on the last stage: Megatron-Core's in-place vocab-parallel cross
+// entropy holds e + 4 bytes per logit; torchtitan's F.cross_entropy on
+// upcast logits holds 12 (three fp32 tensors at the loss backward).
+TEST(MemoryModel, UpcastLossHoldsTwelveBytesPerLogitOnTheLastStage) {
+  auto model = testing::GptModel(4, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.micro_batch = 2;
+  plan.global_batch = 8;
+  plan.recompute = config::Recompute::kFull;
+  auto s = testing::Scenario(model, 4, 2048, plan);
+  const auto inplace = EstimateMemory(s);
+  s.plan.loss_logits = config::LossLogits::kUpcast;
+  const auto upcast = EstimateMemory(s);
+  const double logits = 2.0 * 2048 * (32000 / 2);  // tokens x vocabulary shard
+  EXPECT_DOUBLE_EQ(upcast[1].activations.value - inplace[1].activations.value, logits * (12.0 - (2.0 + 4.0)));
+  EXPECT_DOUBLE_EQ(upcast[0].activations.value, inplace[0].activations.value);  // no head on stage 0
+}
+
+// Runtime memory is the sourced parts, no longer a 2 GiB allowance.
+TEST(MemoryModel, OtherIsTheSourcedRuntimeParts) {
+  auto model = testing::GptModel(2, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 2;
+  plan.global_batch = 4;
+  const auto s = testing::Scenario(model, 2, 2048, plan);
+  EXPECT_DOUBLE_EQ(EstimateMemory(s)[0].other.value, RuntimeMemory(s).total().value);
+  EXPECT_LT(RuntimeMemory(s).total().value, 2.0 * kGiB);
 }
 
 }  // namespace

@@ -224,6 +224,13 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   plan.overlap_grad_reduce = fw.overlap_grad_reduce;
   plan.kernels = fw.kernels;
   plan.grad_reduce_precision = fw.GradPrecision(plan.precision);
+  {
+    const config::PlanConfig d = fw.PlanDefaults(plan);  // memory facts: recompute policy, loss, FSDP under PP
+    plan.selective_policy = d.selective_policy;
+    plan.loss_logits = d.loss_logits;
+    plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
+    plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
+  }
   out.choices.push_back("framework=" + fw.name);
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
   out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));

@@ -113,6 +113,12 @@ struct LayerShape {
   // What selective recomputation (plan.recompute "selective") re-runs; see
   // SelectiveRecompute.
   config::RecomputeModules recompute_modules = config::RecomputeModules::Default();
+  // Selective recomputation by modules or by torchtitan's op policy
+  // (config::SelectivePolicy; see SelectiveRecompute and OpPolicyRecompute).
+  config::SelectivePolicy selective_policy = config::SelectivePolicy::kModules;
+  // Under SP the column-parallel linears keep the all-gathered input
+  // (DTensor, plan.sp_keeps_gathered_inputs), not the sequence shard.
+  bool sp_keeps_gathered_inputs = false;
   AttentionShape attention;
   MlaShape mla;
   CpShape cp;

@@ -13,6 +13,44 @@ namespace {
 
 double D(int64_t v) { return static_cast<double>(v); }
 
+// torchtitan's op-level selective policy (config::SelectivePolicy
+// kOpPolicy; parallelize_llama.py _apply_ac_to_transformer_block): what the
+// backward re-runs of a dense block. Every second matrix multiply of the
+// block (wk, wo, w3 in a Llama block with separate wq/wk/wv and gated MLP;
+// wk, wo, fc2 without the gate), the norms, RoPE, the activation and the
+// residual adds; the sequence-parallel all-gathers before the
+// column-parallel GEMMs are not saved, so they run again too. The saved
+// mm outputs, SDPA and reduce-scatters are not re-run.
+std::vector<Op> OpPolicyRecompute(const LayerShape& s) {
+  const int64_t T = s.tokens();
+  const int64_t q = QHeads(s) * s.attention.head_dim;
+  const int64_t kv = KvHeads(s) * s.attention.head_dim;
+  const int64_t f = s.ffn / s.tp;
+  std::vector<Op> ops;
+  // MLP side first (backward order).
+  ops.push_back(NormForward("mlp-norm", s));
+  AddGather(ops, "ag-mlp", s);
+  if (s.gated) {
+    AddForwardCasts(ops, "w3", T, f, s.hidden, 1, /*input_is_fp8=*/false, s);
+    ops.push_back(Gemm("w3", T, f, s.hidden, 1, s));
+    ops.push_back(Memory("swiglu", ActBytes(s, 3.0 * D(T) * D(f)), s, 1, ActivationKernel(s)));
+  } else {
+    ops.push_back(Memory("gelu", ActBytes(s, 2.0 * D(T) * D(f)), s, 1, ActivationKernel(s)));
+    AddForwardCasts(ops, "fc2", T, s.hidden, f, 1, false, s);
+    ops.push_back(Gemm("fc2", T, s.hidden, f, 1, s));
+  }
+  ops.push_back(ResidualForward("attn-residual", s));
+  // Attention side.
+  ops.push_back(NormForward("input-norm", s));
+  AddGather(ops, "ag-attn", s);
+  AddForwardCasts(ops, "wk", T, kv, s.hidden, 1, /*input_is_fp8=*/false, s);
+  ops.push_back(Gemm("wk", T, kv, s.hidden, 1, s));
+  if (s.attention.rope) ops.push_back(Memory("rope", ActBytes(s, 2.0 * D(T) * D(q + kv)), s));
+  AddForwardCasts(ops, "wo", T, s.hidden, q, 1, false, s);
+  ops.push_back(Gemm("wo", T, s.hidden, q, 1, s));
+  return ops;
+}
+
 }  // namespace
 
 std::vector<Op> AsRecompute(std::vector<Op> ops) {
@@ -33,6 +71,9 @@ std::vector<Op> AsRecompute(std::vector<Op> ops) {
 // it; the difference within one layer is not modelled.
 std::vector<Op> SelectiveRecompute(const LayerShape& s) {
   using config::RecomputeModule;
+  if (s.selective_policy == config::SelectivePolicy::kOpPolicy && !s.moe.enabled && !s.mla.enabled) {
+    return AsRecompute(OpPolicyRecompute(s));
+  }
   const config::RecomputeModules& m = s.recompute_modules;
   const bool moe = s.moe.enabled;
   const int64_t T = s.tokens();

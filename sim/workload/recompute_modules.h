@@ -35,6 +35,10 @@ namespace stacksim::workload {
 //   shared_experts  the shared-expert MLP
 // Modules a layer does not have (moe on a dense layer, mla_up_proj without
 // MLA) add nothing, as in Megatron-Core; moe subsumes moe_act and shared_experts.
+// Under torchtitan's op policy (shape.selective_policy kOpPolicy, dense
+// layers without MLA) it is instead every second matrix multiply of the
+// block (wk, wo, w3), the norms, RoPE, the activation, the residual add and
+// the sequence-parallel all-gathers (recompute_modules.cc OpPolicyRecompute).
 std::vector<Op> SelectiveRecompute(const LayerShape& s);
 // The same ops, run again in the backward pass: recompute set, names "recompute-...".
 std::vector<Op> AsRecompute(std::vector<Op> ops);

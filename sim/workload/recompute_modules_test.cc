@@ -129,6 +129,38 @@ TEST(RecomputeModules, DefaultIsTheOldSelectiveRecomputation) {
   EXPECT_TRUE(SelectiveRecompute(Dense({}, config::AttentionImpl::kUnfused)).empty());
 }
 
+// torchtitan's op policy on the small dense model (tp 2, SP): the block's
+// input 2,097,152; the 1st, 3rd, 5th and 7th mm outputs: wq 2 x 2048 x 512 =
+// 2,097,152, wv 2 x 2048 x 128 = 524,288, w1 2 x 2048 x 1408 = 5,767,168, w2
+// 2 x 2048 x 1024 = 4,194,304; SDPA's output 2,097,152 and log-sum-exp
+// 65,536; the two reduce-scatters' outputs 2 x 2,097,152: 21,037,056.
+TEST(RecomputeModules, OpPolicySavesEveryOtherMatmulSdpaAndReduceScatters) {
+  LayerShape s = Dense(RecomputeModules::Default());
+  s.selective_policy = config::SelectivePolicy::kOpPolicy;
+  EXPECT_DOUBLE_EQ(Act(s), 21037056.0);
+  EXPECT_DOUBLE_EQ(Act(s, Recompute::kNone), kDenseLayer);  // only selective changes
+  // The backward re-runs wk, wo and w3 (2 x 2048 x n x k each), not wq, wv,
+  // w1 or w2, and the norms, RoPE and SwiGLU.
+  const auto ops = SelectiveRecompute(s);
+  for (const char* name : {"recompute-wk", "recompute-wo", "recompute-w3", "recompute-swiglu", "recompute-rope",
+                           "recompute-input-norm", "recompute-mlp-norm"}) {
+    EXPECT_NE(Find(ops, name), nullptr) << name;
+  }
+  for (const char* name : {"recompute-wq", "recompute-wv", "recompute-w1", "recompute-w2", "recompute-qkv"}) {
+    EXPECT_EQ(Find(ops, name), nullptr) << name;
+  }
+  EXPECT_DOUBLE_EQ(SumFlops(ops).value, 2.0 * 2048 * (128.0 * 1024 + 1024.0 * 512 + 1408.0 * 1024));
+  for (const Op& op : ops) EXPECT_TRUE(op.recompute) << op.name;
+}
+
+// DTensor's sequence parallelism (torchtitan) keeps the all-gathered input
+// of the QKV and FC1 linears: 2 x (2048 - 1024) x 1024 bytes more each.
+TEST(RecomputeModules, DtensorSequenceParallelKeepsTheGatheredLinearInputs) {
+  LayerShape s = Dense(RecomputeModules::Default());
+  s.sp_keeps_gathered_inputs = true;
+  EXPECT_DOUBLE_EQ(Act(s, Recompute::kNone), kDenseLayer + 2 * 2.0 * 1024 * 1024);
+}
+
 TEST(RecomputeModules, DenseMlpKeepsOnlyItsInput) {
   const LayerShape s = Dense(Only({RecomputeModule::kMlp}));
   EXPECT_DOUBLE_EQ(Act(s), kDenseLayer - kDenseMlpInside);  // 11,599,872

@@ -1,0 +1,112 @@
+#include "sim/memory/reserve.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+
+namespace stacksim::memory {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The CUDA context: PyTorch's first CUDA call creates it, and it is counted
+// by neither allocated nor reserved bytes. 723 MiB for a bare PyTorch
+// process with eagerly loaded modules (discuss.pytorch.org/t/73021, "What
+// is the reason for pytorch's GPU memory floor"); CUDA 12.2+ loads modules
+// lazily by default (CUDA_MODULE_LOADING=LAZY, CUDA programming guide), so
+// half a GiB is taken.
+constexpr double kCudaContextBytes = 512 * kMiB;
+
+// NCCL buffers: NCCL_BUFFSIZE, 4 MiB by default (NCCL docs, environment
+// variables), per channel and per receiving connection; ring and tree give
+// each rank two per channel. 16 channels: what NCCL's topology search builds
+// on an 8-GPU NVSwitch node (NCCL_DEBUG=INFO "16 coll channels" on DGX
+// H100; NCCL_MAX_NCHANNELS caps it at 32). One communicator per parallel
+// group a rank belongs to (tp, cp, dp x cp, and pp's point-to-point pair).
+constexpr double kNcclBuffSize = 4 * kMiB;
+constexpr int kNcclChannels = 16;
+constexpr int kNcclConnectionsPerChannel = 2;
+
+// GEMM workspaces: cuBLAS recommends 32 MiB on Hopper and later, 4 MiB
+// before (cuBLAS docs, cublasSetWorkspace); Transformer Engine allocates
+// the same per stream (get_cublas_workspace_size_bytes: 32 MiB on sm90+).
+// Two streams run GEMMs in a step (compute, and the overlapped
+// communication's side stream or the weight-gradient stream).
+constexpr int kGemmStreams = 2;
+
+bool HopperOrLater(const config::ProfileConfig& p) {
+  // The GPUs with FP8 tensor cores (Hopper, Ada, Blackwell) are sm89+.
+  return p.peak_flops[static_cast<int>(config::Precision::kFp8)].has_value();
+}
+
+}  // namespace
+
+RuntimeParts RuntimeMemory(const config::ScenarioConfig& s) {
+  const auto& p = s.plan;
+  int communicators = 0;
+  if (p.tp > 1) ++communicators;
+  if (p.cp > 1) ++communicators;
+  if (p.dp * p.cp > 1) ++communicators;
+  if (p.pp > 1) ++communicators;
+  RuntimeParts r;
+  r.cuda_context = Bytes{kCudaContextBytes};
+  r.nccl_buffers = Bytes{communicators * kNcclChannels * kNcclConnectionsPerChannel * kNcclBuffSize};
+  r.workspaces = Bytes{kGemmStreams * (HopperOrLater(s.profile) ? 32 : 4) * kMiB};
+  return r;
+}
+
+AllocatorReserve LoadAllocatorReserve(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  JsonObject top(root);
+  const std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.fitted_constants/1") {
+    throw InputError(path, "schema", "expected 'stacksim.fitted_constants/1', got '" + schema + "'");
+  }
+  JsonObject c(top.Required("allocator_cache_fraction"));
+  AllocatorReserve r;
+  r.cache_fraction = c.Required("value").NonNegativeNumber();
+  const std::string command = c.Required("fitted_by").String();
+  const std::string date = c.Required("date").String();
+  c.Ignore({"fitted_on", "what", "leave_one_source_out"});
+  c.Finish();
+  top.Ignore({"about"});
+  top.Finish();
+  r.source = path + " (" + command + ", " + date + ")";
+  return r;
+}
+
+const AllocatorReserve& FittedAllocatorReserve() {
+  static std::once_flag once;
+  static AllocatorReserve fitted;
+  std::call_once(once, [] {
+    const auto path = std::filesystem::path(config::DataRoot()) / "validation" / "fitted_constants.json";
+    if (std::filesystem::exists(path)) fitted = LoadAllocatorReserve(path.string());
+  });
+  return fitted;
+}
+
+Reserve ReserveFor(const config::ScenarioConfig& s, Bytes allocated_peak, const AllocatorReserve& fitted) {
+  const RuntimeParts rt = RuntimeMemory(s);
+  Reserve r;
+  r.cuda_context = rt.cuda_context;
+  r.nccl_buffers = rt.nccl_buffers;
+  r.allocator_cache = ReservedPeak(s, allocated_peak, fitted) - allocated_peak;
+  if (r.allocator_cache.value < 0) r.allocator_cache = Bytes{0};
+  return r;
+}
+
+Reserve ReserveFor(const config::ScenarioConfig& s, Bytes allocated_peak) {
+  return ReserveFor(s, allocated_peak, FittedAllocatorReserve());
+}
+
+Bytes ReservedPeak(const config::ScenarioConfig& s, Bytes allocated_peak, const AllocatorReserve& fitted) {
+  const Bytes wanted = allocated_peak * (1.0 + fitted.cache_fraction);
+  const Bytes room = s.profile.hbm_capacity.value - RuntimeMemory(s).outside_allocator();
+  return Bytes{std::max(allocated_peak.value, std::min(wanted.value, room.value))};
+}
+
+}  // namespace stacksim::memory
