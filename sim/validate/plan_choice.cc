@@ -5,16 +5,13 @@
 #include <utility>
 
 #include "sim/memory/memory_model.h"
+#include "sim/memory/reserve.h"
 #include "sim/search/step_bound.h"
 #include "sim/util/error.h"
 
 namespace stacksim::validate {
 namespace {
 
-// A tuned run keeps headroom beyond the memory model's estimate: the caching
-// allocator fragments, and transient buffers (logit casts, communication
-// staging) come and go. Choices for open plan fields must leave this much free.
-constexpr double kTunedHeadroom = 0.10;
 
 // The search bounds for open plan fields: micro-batches beyond 16 sequences
 // and more than 16 virtual stages per rank are not what tuned runs use.
@@ -24,8 +21,14 @@ constexpr int kLargestVirtualStages = 16;
 }  // namespace
 
 bool FitsWithHeadroom(const config::ScenarioConfig& s) {
+  // The allocated peak (tensors and the workspaces the caching allocator
+  // hands out) plus what the process holds beyond it: the allocator's cache
+  // (the fitted fraction), the CUDA context and NCCL's buffers
+  // (memory::ReserveFor, sourced in sim/memory/reserve.cc).
+  const Bytes outside = memory::RuntimeMemory(s).outside_allocator();
   for (const auto& f : memory::EstimateMemory(s)) {
-    if (f.total() > s.profile.hbm_capacity.value * (1.0 - kTunedHeadroom)) return false;
+    const Bytes allocated = f.total() - outside;
+    if ((allocated + memory::ReserveFor(s, allocated).total()).value > s.profile.hbm_capacity.value.value) return false;
   }
   return true;
 }

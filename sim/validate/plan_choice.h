@@ -17,8 +17,9 @@
 
 namespace stacksim::validate {
 
-// Whether every pipeline stage of `s` fits in GPU memory with the headroom a
-// tuned run keeps.
+// Whether every pipeline stage of `s` fits in GPU memory: its allocated peak
+// plus the reserve (the allocator's cache, CUDA context, NCCL buffers;
+// memory::ReserveFor) at most the GPU's capacity.
 bool FitsWithHeadroom(const config::ScenarioConfig& s);
 
 // Fills rs.open_fields in rs.scenario, puts the chosen plan's simulation in

@@ -1,7 +1,10 @@
 #include "sim/validate/run_scenario.h"
 
+#include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "sim/config/framework.h"
 #include "sim/util/error.h"
@@ -72,6 +75,51 @@ void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario&
                         "/" + std::to_string(ref.qk_rope_head_dim) + ", v_head_dim " + std::to_string(ref.v_head_dim));
 }
 
+// The shipped model files (models/*.json, each a published config), by their
+// name in lower case without punctuation; read once.
+const std::vector<config::ModelConfig>& ShippedModels() {
+  static const std::vector<config::ModelConfig> models = [] {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(config::DataRoot()) / "models", ec)) {
+      if (e.path().extension() == ".json") files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    std::vector<config::ModelConfig> out;
+    for (const auto& f : files) out.push_back(config::LoadModelFile(f));
+    return out;
+  }();
+  return models;
+}
+
+std::string NameKey(const std::string& name) {
+  std::string key;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return key;
+}
+
+// A head width the schema cannot state (GPT-OSS: 64 with hidden 2880 over 64
+// heads): taken from the shipped published config of the same model (same
+// name, hidden size, heads and layers) when there is one.
+void ReadPublishedHeadDim(RunScenario& out) {
+  config::ModelConfig& model = out.scenario.model;
+  const std::string key = NameKey(model.name);
+  for (const config::ModelConfig& ref : ShippedModels()) {
+    if (NameKey(ref.name) != key || ref.hidden_size != model.hidden_size ||
+        ref.num_attention_heads != model.num_attention_heads || ref.num_layers != model.num_layers) {
+      continue;
+    }
+    if (ref.head_dim != model.head_dim) {
+      model.head_dim = ref.head_dim;
+      out.choices.push_back("head_dim=" + std::to_string(ref.head_dim) + " from " + ref.name +
+                            "'s published config (models/)");
+    }
+    return;
+  }
+}
+
 // The run's "model": shapes as given, architecture details by model family.
 void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::string& file, const std::string& path,
                RunScenario& out) {
@@ -117,7 +165,11 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
     moe.Finish();
   }
   m.Finish();
-  if (attention == "mla") ReadMlaRanks(file, path, out);
+  if (attention == "mla") {
+    ReadMlaRanks(file, path, out);
+  } else {
+    ReadPublishedHeadDim(out);
+  }
   // Architecture details the schema leaves out follow the model family:
   // gated-MLP (Llama-style) models use RoPE, RMSNorm, no biases and untied
   // embeddings; a non-gated model is the family its framework trains
@@ -129,6 +181,15 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
     model.norm_bias = false;
     model.position_embedding = config::PositionEmbedding::kRope;
     model.tie_word_embeddings = false;
+  } else if (model.activation == config::Activation::kSquaredRelu) {
+    // The squared-ReLU family is Nemotron-4 (Parmar et al. 2024,
+    // arXiv:2402.16819 §2.1): RoPE, no bias terms, no dropout, untied input
+    // and output embeddings, LayerNorm.
+    model.norm = config::NormKind::kLayerNorm;
+    model.norm_bias = false;
+    model.position_embedding = config::PositionEmbedding::kRope;
+    model.tie_word_embeddings = false;
+    out.choices.push_back("squared-ReLU model: Nemotron-4's architecture (RoPE, no biases, untied embeddings)");
   } else if (fw.non_gated_family == config::ModelFamily::kMpt) {
     model.norm = config::NormKind::kLayerNorm;
     model.norm_bias = false;
