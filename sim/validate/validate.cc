@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "sim/memory/memory_model.h"
+#include "sim/memory/reserve.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
@@ -476,6 +477,12 @@ std::string ValidationText(const ValidationReport& report) {
          (report.leave_one_source_out.fitted ? "" : fmt::format(" ({:.1f}% over {} runs)", report.leave_one_source_out.mape_pct,
                                                            report.leave_one_source_out.runs)) +
          "\n";
+  // The one constant fitted on end-to-end data that these predictions use,
+  // named as the project's rule asks: it decides which plans fit in memory.
+  const memory::AllocatorReserve& reserve = memory::FittedAllocatorReserve();
+  out += fmt::format("fitted constants used: allocator cache fraction {:.4f} (memory fit check; fitted on "
+                     "validation/memory_runs.json, not on these runs: {})\n",
+                     reserve.cache_fraction, reserve.source);
   std::map<std::string, int> kinds;
   for (const auto& r : report.error_table.runs) ++kinds[r.features.gpu_kind];
   std::string kind_list;
