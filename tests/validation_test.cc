@@ -17,17 +17,22 @@ namespace {
 
 using stacksim::testing::ValidationFile;
 
-TEST(Validation, PublishedRunsArePredictedWithinTarget) {
-  std::string file = ValidationFile();
-  if (file.empty()) GTEST_SKIP() << "shared/validation/training_runs.json is not next to this checkout";
-  std::string cmd = std::string(STACKSIM_BINARY) + " validate " + file + " --format json";
-  FILE* p = popen(cmd.c_str(), "r");
+// Runs stacksim with `args` and returns what it printed; the test fails
+// unless it exits 0.
+std::string StacksimOutput(const std::string& args) {
+  FILE* p = popen((std::string(STACKSIM_BINARY) + " " + args).c_str(), "r");
   std::string out;
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0);
-  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(pclose(p), 0) << args;
+  return out;
+}
+
+TEST(Validation, PublishedRunsArePredictedWithinTarget) {
+  std::string file = ValidationFile();
+  if (file.empty()) GTEST_SKIP() << "shared/validation/training_runs.json is not next to this checkout";
+  auto j = nlohmann::json::parse(StacksimOutput("validate " + file + " --format json"));
   auto input = nlohmann::json::parse(std::ifstream(file));
   ASSERT_EQ(j.at("runs").size(), input.at("runs").size());  // none dropped
   for (const auto& r : j.at("runs")) {
@@ -47,14 +52,7 @@ TEST(Validation, BothDevelopmentFilesModelEveryScoredRun) {
   const std::string training = root + "/validation/training_runs.json";
   const std::string modern = root + "/validation/modern_training_runs.json";
   if (!std::filesystem::exists(training) || !std::filesystem::exists(modern)) GTEST_SKIP() << "no validation/ files";
-  std::string cmd = std::string(STACKSIM_BINARY) + " validate " + training + " " + modern + " --format json --quiet";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0);
-  auto j = nlohmann::json::parse(out);
+  auto j = nlohmann::json::parse(StacksimOutput("validate " + training + " " + modern + " --format json --quiet"));
   ASSERT_EQ(j.at("files").size(), 2u);
   const auto& t = j.at("files")[0];
   const auto& m = j.at("files")[1];

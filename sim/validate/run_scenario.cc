@@ -37,12 +37,19 @@ struct MlaFamily {
 };
 constexpr MlaFamily kMlaFamilies[] = {{"deepseekv3", "deepseek-v3"}};
 
-void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario& out) {
-  config::ModelConfig& model = out.scenario.model;
+// A model name in lower case without punctuation: "GPT OSS 120B" and
+// "GPT-OSS-120B" are the same model.
+std::string NameKey(const std::string& name) {
   std::string key;
-  for (char c : model.name) {
+  for (char c : name) {
     if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
+  return key;
+}
+
+void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario& out) {
+  config::ModelConfig& model = out.scenario.model;
+  const std::string key = NameKey(model.name);
   const MlaFamily* family = nullptr;
   for (const MlaFamily& f : kMlaFamilies) {
     if (key.rfind(f.name, 0) == 0) family = &f;
@@ -90,14 +97,6 @@ const std::vector<config::ModelConfig>& ShippedModels() {
     return out;
   }();
   return models;
-}
-
-std::string NameKey(const std::string& name) {
-  std::string key;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return key;
 }
 
 // A head width the schema cannot state (GPT-OSS: 64 with hidden 2880 over 64
