@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -81,6 +82,13 @@ class Replayer {
   std::vector<int32_t> succ_begin_;  // CSR: successors of t are succ_[succ_begin_[t], succ_begin_[t+1])
   std::vector<TaskId> succ_;
   size_t finished_ = 0;
+
+  // Compute times per distinct op (Trace::compute_ref) and rank, as the cost
+  // model gave them; kUnknown before the first ask. Empty when the table
+  // would be larger than the trace (imported traces of all-distinct ops).
+  static constexpr Time kUnknown = Time::Ns(std::numeric_limits<int64_t>::min());
+  std::vector<Time> compute_time_;
+  Time ComputeTime(TaskId t);
 
   // Communication.
   std::vector<int32_t> op_of_task_;  // -1 for compute and delay tasks
@@ -190,6 +198,8 @@ ReplayResult Replayer::Run() {
   BuildGraph();
   BuildCommOps();
   const size_t n = trace_.size();
+  const size_t memo = trace_.compute_op_count() * static_cast<size_t>(trace_.rank_count());
+  if (memo <= std::max<size_t>(n, size_t{1} << 16)) compute_time_.assign(memo, kUnknown);
   result_.timings.assign(n, TaskTiming{});
   result_.contention.assign(n, Time::Zero());
   events_.Reserve(1024);
@@ -253,7 +263,7 @@ void Replayer::StartTask(TaskId t, Time now) {
   Time duration;
   switch (trace_.kind(t)) {
     case TaskKind::kCompute:
-      duration = cost_.ComputeTimeOnRank(trace_.compute(t), trace_.rank(t));
+      duration = ComputeTime(t);
       break;
     case TaskKind::kDelay:
       duration = trace_.task(t).duration;
@@ -271,6 +281,19 @@ void Replayer::StartTask(TaskId t, Time now) {
   state_[t] = TaskState::kStarted;
   result_.timings[t].start = now;
   events_.Push(CheckedSum(now, duration), EventPayload{EventKind::kTaskEnd, t});
+}
+
+Time Replayer::ComputeTime(TaskId t) {
+  const trace::Trace::ComputeRef ref = trace_.compute_ref(t);
+  const trace::RankId rank = trace_.rank(t);
+  if (ref < 0 || compute_time_.empty()) return cost_.ComputeTimeOnRank(trace_.compute(t), rank);
+  Time& known = compute_time_[static_cast<size_t>(ref) * trace_.rank_count() + rank];
+  if (known == kUnknown) {
+    const Time d = cost_.ComputeTimeOnRank(trace_.compute(t), rank);
+    if (d < Time::Zero()) return d;  // StartTask reports it
+    known = d;
+  }
+  return known;
 }
 
 void Replayer::Finish(TaskId t, Time now) {

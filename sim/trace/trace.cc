@@ -168,7 +168,7 @@ void Trace::StoreDeps(Stored& s, const TaskId* deps, size_t count) {
   for (size_t i = 0; i < count; ++i) deps_.push_back(deps[i]);
 }
 
-TaskId Trace::Store(const Task& task, const TaskId* deps, size_t count) {
+TaskId Trace::Store(const Task& task, const TaskId* deps, size_t count, ComputeRef compute_ref) {
   CheckRoom(tasks_.size(), deps_.size(), count);
   Stored s;
   s.kind = task.kind;
@@ -186,7 +186,8 @@ TaskId Trace::Store(const Task& task, const TaskId* deps, size_t count) {
   static const auto kNoCompute = ComputeKey(ComputeOp{});
   static const auto kNoComm = CommKey(CommOp{});
   static const auto kNoTransfer = TransferKey(TransferOp{});
-  const auto compute_key = ComputeKey(task.compute);
+  const bool interned = compute_ref >= 0;
+  const auto compute_key = interned ? kNoCompute : ComputeKey(task.compute);
   const auto comm_key = CommKey(task.comm);
   const auto transfer_key = TransferKey(task.transfer);
   const bool compute = task.kind == TaskKind::kCompute, collective = task.kind == TaskKind::kCollective;
@@ -197,11 +198,11 @@ TaskId Trace::Store(const Task& task, const TaskId* deps, size_t count) {
   if (!plain) {
     s.flags |= kExtra;
     s.payload = static_cast<int32_t>(extras_.size());
-    extras_.push_back(Extra{task.compute, task.comm, task.transfer, task.duration});
+    extras_.push_back(Extra{interned ? compute_ops_[compute_ref] : task.compute, task.comm, task.transfer, task.duration});
   } else {
     switch (task.kind) {
       case TaskKind::kCompute:
-        s.payload = compute_ops_.Intern(task.compute, compute_key);
+        s.payload = interned ? compute_ref : compute_ops_.Intern(task.compute, compute_key);
         break;
       case TaskKind::kCollective: {
         CommOp op = task.comm;
@@ -260,6 +261,16 @@ TaskId Trace::Add(const Task& task, std::initializer_list<TaskId> deps) {
 TaskId Trace::Add(const Task& task, const std::vector<TaskId>& deps) {
   LiveDeps live(deps);
   return Store(task, live.data(), live.size());
+}
+
+Trace::ComputeRef Trace::InternCompute(const ComputeOp& op) { return compute_ops_.Intern(op, ComputeKey(op)); }
+
+TaskId Trace::AddCompute(const Task& task, ComputeRef op, const std::vector<TaskId>& deps) {
+  if (task.kind != TaskKind::kCompute || op < 0 || static_cast<size_t>(op) >= compute_ops_.size()) {
+    throw std::logic_error("Trace::AddCompute: not a compute task, or an op this trace did not intern");
+  }
+  LiveDeps live(deps);
+  return Store(task, live.data(), live.size(), op);
 }
 
 void Trace::AddDependency(TaskId task, TaskId dep) {
@@ -328,22 +339,6 @@ Task Trace::task(TaskId id) const {
       break;
   }
   return t;
-}
-
-const ComputeOp& Trace::compute(TaskId id) const {
-  const Stored& s = tasks_[id];
-  return s.flags & kExtra ? extras_[s.payload].compute : compute_ops_[s.payload];
-}
-
-int32_t Trace::instance(TaskId id) const {
-  const Stored& s = tasks_[id];
-  return s.flags & kExtra ? extras_[s.payload].comm.instance : collectives_[s.payload].instance;
-}
-
-const TaskId* Trace::deps_begin(TaskId id) const {
-  const int32_t b = tasks_[id].dep_begin;
-  if (b < 0) return big_deps_[-1 - b].data();
-  return &deps_[static_cast<size_t>(b)];
 }
 
 size_t Trace::StorageBytes() const {

@@ -237,6 +237,14 @@ class Trace {
   // negative ids are "no dependency" placeholders and are skipped).
   TaskId Add(const Task& task, std::initializer_list<TaskId> deps = {});
   TaskId Add(const Task& task, const std::vector<TaskId>& deps);
+  // A compute op stored once, for generators that emit the same op many
+  // times (every micro-batch runs the same layer ops): AddCompute with it
+  // saves looking the op up on every task.
+  using ComputeRef = int32_t;
+  ComputeRef InternCompute(const ComputeOp& op);
+  // Adds a compute task whose op is `op`; `task.compute` is not read.
+  // REQUIRES: task.kind == kCompute; its other kinds' fields are the defaults.
+  TaskId AddCompute(const Task& task, ComputeRef op, const std::vector<TaskId>& deps);
   void AddDependency(TaskId task, TaskId dep);  // REQUIRES: task is the last one added
 
   // Tasks are read as values: the trace stores them compactly (see Stored
@@ -248,9 +256,18 @@ class Trace {
   TaskKind kind(TaskId id) const { return tasks_[id].kind; }
   RankId rank(TaskId id) const { return tasks_[id].rank; }
   StreamId stream(TaskId id) const { return tasks_[id].stream; }
+  TaskRole role(TaskId id) const { return tasks_[id].role; }
   int32_t dep_count(TaskId id) const { return tasks_[id].dep_count; }
   // The compute op of a compute task. REQUIRES: kind(id) == kCompute.
   const ComputeOp& compute(TaskId id) const;
+  // The compute task's op as InternCompute gives it (-1: a task stored with
+  // fields of other kinds, whose op is its own), and how many ops there are:
+  // tasks with the same ref run the same op.
+  ComputeRef compute_ref(TaskId id) const {
+    const Stored& s = tasks_[id];
+    return s.flags & kExtra ? -1 : s.payload;
+  }
+  size_t compute_op_count() const { return compute_ops_.size(); }
   // The collective instance of a collective task (-1: this rank alone).
   // REQUIRES: kind(id) == kCollective.
   int32_t instance(TaskId id) const;
@@ -325,7 +342,8 @@ class Trace {
   };
 
   void StoreDeps(Stored& s, const TaskId* deps, size_t count);
-  TaskId Store(const Task& task, const TaskId* deps, size_t count);
+  // compute_ref >= 0: the task's op, already interned.
+  TaskId Store(const Task& task, const TaskId* deps, size_t count, ComputeRef compute_ref = -1);
 
   int ranks_ = 1;
   StreamId compute_stream_ = 0;
@@ -347,6 +365,22 @@ class Trace {
   std::unordered_map<std::string, LabelId> label_index_;
   std::unordered_map<std::string, StreamId> stream_index_;
 };
+
+inline const ComputeOp& Trace::compute(TaskId id) const {
+  const Stored& s = tasks_[id];
+  return s.flags & kExtra ? extras_[s.payload].compute : compute_ops_[s.payload];
+}
+
+inline int32_t Trace::instance(TaskId id) const {
+  const Stored& s = tasks_[id];
+  return s.flags & kExtra ? extras_[s.payload].comm.instance : collectives_[s.payload].instance;
+}
+
+inline const TaskId* Trace::deps_begin(TaskId id) const {
+  const int32_t b = tasks_[id].dep_begin;
+  if (b < 0) return big_deps_[-1 - b].data();
+  return &deps_[static_cast<size_t>(b)];
+}
 
 inline Task TaskRange::Iterator::operator*() const { return t_->task(i_); }
 inline TaskRange::Iterator TaskRange::end() const { return Iterator(t_, static_cast<TaskId>(t_->size())); }
