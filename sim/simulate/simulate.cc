@@ -135,15 +135,14 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     res.moe_load_factor = workload::MoeLoadFactor(scenario.model, plan);
     res.moe_dropped_fraction = workload::MoeDroppedFraction(scenario.model, plan);
     Time scaled = Time::Zero();
-    for (size_t i = 0; i < trace->size(); ++i) {
-      const trace::Task& task = trace->task(static_cast<TaskId>(i));
-      if (task.rank != res.breakdown_stage) continue;
+    for (TaskId i : rank_tasks[res.breakdown_stage]) {
       Time d = replay->timings[i].end - replay->timings[i].start;
-      const bool all_to_all = task.role == trace::TaskRole::kEpComm;
+      const bool all_to_all = trace->role(i) == trace::TaskRole::kEpComm;
       if (all_to_all) res.moe_alltoall_time += d;
-      if (task.stream != compute) continue;
-      if (task.expert) res.moe_expert_time += d;
-      if (task.expert || all_to_all) scaled += d;
+      if (trace->stream(i) != compute) continue;
+      const bool expert = trace->expert(i);
+      if (expert) res.moe_expert_time += d;
+      if (expert || all_to_all) scaled += d;
     }
     res.moe_imbalance_cost = scaled * (1.0 - 1.0 / res.moe_load_factor);
   }

@@ -3,8 +3,8 @@
 // std::vector of a few million tasks briefly needs 1.5x its size and faults
 // every page twice when it doubles). Indices are dense, as in a vector.
 //
-// Element type T must be default-constructible; a chunk's slots are
-// default-constructed when the chunk is allocated.
+// A chunk's slots are default-initialized when it is allocated (left as they
+// are for trivial types: the pages are first written by push_back).
 #ifndef STACKSIM_SIM_TRACE_CHUNKED_VECTOR_H_
 #define STACKSIM_SIM_TRACE_CHUNKED_VECTOR_H_
 
@@ -29,7 +29,7 @@ class ChunkedVector {
     chunks_.clear();
     size_ = 0;
     for (size_t c = 0; c < o.chunks_.size(); ++c) {
-      chunks_.push_back(std::make_unique<T[]>(kChunkSize));
+      chunks_.push_back(std::make_unique_for_overwrite<T[]>(kChunkSize));
       const size_t n = std::min(kChunkSize, o.size_ - c * kChunkSize);
       std::copy(o.chunks_[c].get(), o.chunks_[c].get() + n, chunks_.back().get());
     }
@@ -45,7 +45,7 @@ class ChunkedVector {
 
   void push_back(const T& v) {
     if ((size_ & (kChunkSize - 1)) == 0 && (size_ >> kLog2ChunkSize) == chunks_.size()) {
-      chunks_.push_back(std::make_unique<T[]>(kChunkSize));
+      chunks_.push_back(std::make_unique_for_overwrite<T[]>(kChunkSize));
     }
     (*this)[size_++] = v;
   }
@@ -54,7 +54,8 @@ class ChunkedVector {
   // Pads with default elements up to the start of the next chunk (no-op at a
   // boundary), so that the next `count` <= kChunkSize elements are contiguous.
   void StartChunkIfLessRoomThan(size_t count) {
-    if (room_in_chunk() < count) size_ = chunks_.size() * kChunkSize;
+    if (room_in_chunk() >= count) return;
+    while (size_ < chunks_.size() * kChunkSize) (*this)[size_++] = T{};
   }
 
  private:

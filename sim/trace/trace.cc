@@ -373,22 +373,27 @@ std::string Trace::Check() const {
       TaskId dep = deps[d];
       if (dep < 0 || dep >= static_cast<TaskId>(i)) return where() + ": dependency does not point backwards";
     }
-    if (s.kind == TaskKind::kCompute) continue;
-    const Task t = task(static_cast<TaskId>(i));
-    if (t.kind == TaskKind::kCollective) {
-      if (t.comm.group < 0 || t.comm.group >= static_cast<GroupId>(groups_.size())) return where() + ": bad group";
-      if (t.comm.instance >= 0) {
-        auto& inst = dense ? dense_instances[t.comm.instance] : sparse_instances[t.comm.instance];
-        if (inst.first > 0 && inst.second != t.comm.group) return where() + ": instance spans two groups";
+    if (s.kind == TaskKind::kCollective) {
+      const bool extra = s.flags & kExtra;
+      const GroupId group = extra ? extras_[s.payload].comm.group : comm_ops_[collectives_[s.payload].op].group;
+      const int32_t instance = instance_of(s);
+      if (group < 0 || group >= static_cast<GroupId>(groups_.size())) return where() + ": bad group";
+      if (instance >= 0) {
+        auto& inst = dense ? dense_instances[instance] : sparse_instances[instance];
+        if (inst.first > 0 && inst.second != group) return where() + ": instance spans two groups";
         inst.first++;
-        inst.second = t.comm.group;
+        inst.second = group;
       }
     }
-    if (t.kind == TaskKind::kTransfer) {
-      if (t.transfer.dst < 0 || t.transfer.dst >= ranks_) return where() + ": transfer destination out of range";
-      if (t.transfer.group < 0 || t.transfer.group >= static_cast<GroupId>(groups_.size())) return where() + ": bad group";
+    if (s.kind == TaskKind::kTransfer) {
+      const TransferOp& x = s.flags & kExtra ? extras_[s.payload].transfer : transfer_ops_[s.payload];
+      if (x.dst < 0 || x.dst >= ranks_) return where() + ": transfer destination out of range";
+      if (x.group < 0 || x.group >= static_cast<GroupId>(groups_.size())) return where() + ": bad group";
     }
-    if (t.kind == TaskKind::kDelay && t.duration < Time::Zero()) return where() + ": negative duration";
+    if (s.kind == TaskKind::kDelay) {
+      const Time d = s.flags & kExtra ? extras_[s.payload].duration : durations_[s.payload];
+      if (d < Time::Zero()) return where() + ": negative duration";
+    }
   }
   auto check_instance = [&](int32_t inst, const std::pair<int, int>& cg) -> std::string {
     const CommGroup& g = groups_[cg.second];

@@ -257,6 +257,7 @@ class Trace {
   RankId rank(TaskId id) const { return tasks_[id].rank; }
   StreamId stream(TaskId id) const { return tasks_[id].stream; }
   TaskRole role(TaskId id) const { return tasks_[id].role; }
+  bool expert(TaskId id) const { return (tasks_[id].flags & kExpert) != 0; }
   int32_t dep_count(TaskId id) const { return tasks_[id].dep_count; }
   // The compute op of a compute task. REQUIRES: kind(id) == kCompute.
   const ComputeOp& compute(TaskId id) const;
@@ -270,7 +271,7 @@ class Trace {
   size_t compute_op_count() const { return compute_ops_.size(); }
   // The collective instance of a collective task (-1: this rank alone).
   // REQUIRES: kind(id) == kCollective.
-  int32_t instance(TaskId id) const;
+  int32_t instance(TaskId id) const { return instance_of(tasks_[id]); }
   // A task's dependencies, contiguous.
   const TaskId* deps_begin(TaskId id) const;
   const TaskId* deps_end(TaskId id) const { return deps_begin(id) + tasks_[id].dep_count; }
@@ -298,24 +299,24 @@ class Trace {
   // instance, unique per call, sits in collectives_. A task whose fields of
   // other kinds are not the defaults (nothing the generator makes) keeps
   // all its payloads in extras_, so that every Task reads back as added.
-  struct Stored {
-    TaskKind kind = TaskKind::kCompute;
-    TaskRole role = TaskRole::kOther;
-    uint8_t flags = 0;  // kRecompute | kExpert | kFiller | kExtra
-    StreamId stream = 0;
-    LabelId label = 0;
-    RankId rank = 0;
-    int32_t name = 0;
-    int32_t layer = -1;
-    int32_t micro_batch = -1;
-    int32_t dep_begin = 0;  // >= 0: index in deps_; < 0: -1 - index in big_deps_
-    int32_t dep_count = 0;
-    int32_t payload = 0;    // index in the kind's table, or in extras_
+  struct Stored {  // trivial, so that a new chunk is not written twice; Store sets every field
+    TaskKind kind;
+    TaskRole role;
+    uint8_t flags;  // kRecompute | kExpert | kFiller | kExtra
+    StreamId stream;
+    LabelId label;
+    RankId rank;
+    int32_t name;
+    int32_t layer;
+    int32_t micro_batch;
+    int32_t dep_begin;  // >= 0: index in deps_; < 0: -1 - index in big_deps_
+    int32_t dep_count;
+    int32_t payload;    // index in the kind's table, or in extras_
   };
   static constexpr uint8_t kRecompute = 1, kExpert = 2, kFiller = 4, kExtra = 8;
   struct CollectiveRef {
-    int32_t op = 0;        // in comm_ops_ (instance -1)
-    int32_t instance = -1;
+    int32_t op;        // in comm_ops_ (instance -1)
+    int32_t instance;
   };
   struct Extra {
     ComputeOp compute;
@@ -341,6 +342,7 @@ class Trace {
     std::unordered_map<Key, int32_t, KeyHash> index_;
   };
 
+  int32_t instance_of(const Stored& s) const;  // REQUIRES: a collective
   void StoreDeps(Stored& s, const TaskId* deps, size_t count);
   // compute_ref >= 0: the task's op, already interned.
   TaskId Store(const Task& task, const TaskId* deps, size_t count, ComputeRef compute_ref = -1);
@@ -371,8 +373,7 @@ inline const ComputeOp& Trace::compute(TaskId id) const {
   return s.flags & kExtra ? extras_[s.payload].compute : compute_ops_[s.payload];
 }
 
-inline int32_t Trace::instance(TaskId id) const {
-  const Stored& s = tasks_[id];
+inline int32_t Trace::instance_of(const Stored& s) const {
   return s.flags & kExtra ? extras_[s.payload].comm.instance : collectives_[s.payload].instance;
 }
 
