@@ -250,7 +250,8 @@ class Trace {
   // Tasks are read as values: the trace stores them compactly (see Stored
   // below) and assembles a Task on each read. Bind with `const Task&` or
   // `auto`; a reference into the trace is never handed out.
-  TaskRange tasks() const { return TaskRange(this); }
+  TaskRange tasks() const& { return TaskRange(this); }
+  TaskRange tasks() && = delete;  // a range over a temporary trace would dangle
   Task task(TaskId id) const;
   // Single fields, without assembling the whole task (the engine's hot loop).
   TaskKind kind(TaskId id) const { return tasks_[id].kind; }
@@ -378,9 +379,10 @@ inline int32_t Trace::instance_of(const Stored& s) const {
 }
 
 inline const TaskId* Trace::deps_begin(TaskId id) const {
-  const int32_t b = tasks_[id].dep_begin;
-  if (b < 0) return big_deps_[-1 - b].data();
-  return &deps_[static_cast<size_t>(b)];
+  const Stored& s = tasks_[id];
+  if (s.dep_count == 0) return nullptr;  // its begin may be a chunk not allocated yet
+  if (s.dep_begin < 0) return big_deps_[-1 - s.dep_begin].data();
+  return &deps_[static_cast<size_t>(s.dep_begin)];
 }
 
 inline Task TaskRange::Iterator::operator*() const { return t_->task(i_); }
