@@ -11,6 +11,9 @@
 
 namespace stacksim::engine {
 
+// The engine asks once per distinct op and rank of a replay and reuses the
+// answer, so an implementation must give the same op on the same rank the
+// same time (every one here is a function of the op's fields and the rank).
 class CostModel {
  public:
   virtual ~CostModel() = default;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -82,6 +83,13 @@ class Replayer {
   std::vector<TaskId> succ_;
   size_t finished_ = 0;
 
+  // Compute times per distinct op (Trace::compute_ref) and rank, as the cost
+  // model gave them; kUnknown before the first ask. Empty when the table
+  // would be larger than the trace (imported traces of all-distinct ops).
+  static constexpr Time kUnknown = Time::Ns(std::numeric_limits<int64_t>::min());
+  std::vector<Time> compute_time_;
+  Time ComputeTime(TaskId t);
+
   // Communication.
   std::vector<int32_t> op_of_task_;  // -1 for compute and delay tasks
   std::vector<CommOp> ops_;
@@ -110,37 +118,55 @@ void Replayer::BuildGraph() {
 
   std::vector<TaskId> last_on_stream(static_cast<size_t>(trace_.rank_count()) * streams, -1);
   for (TaskId t = 0; t < static_cast<TaskId>(n); ++t) {
-    const trace::Task& task = trace_.task(t);
-    TaskId& last = last_on_stream[static_cast<size_t>(task.rank) * streams + task.stream];
+    TaskId& last = last_on_stream[static_cast<size_t>(trace_.rank(t)) * streams + trace_.stream(t)];
     if (last >= 0) {
       stream_next_[last] = t;
       ++pending_[t];
     }
     last = t;
-    pending_[t] += task.dep_count;
-    for (const TaskId* d = trace_.deps_begin(t); d != trace_.deps_end(t); ++d) ++succ_begin_[*d + 1];
+    pending_[t] += trace_.dep_count(t);
+    for (const TaskId* d = trace_.deps_begin(t); d != trace_.deps_end(t); ++d) ++succ_begin_[*d];
   }
   for (size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
   succ_.resize(succ_begin_[n]);
-  std::vector<int32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-  for (TaskId t = 0; t < static_cast<TaskId>(n); ++t) {
-    for (const TaskId* d = trace_.deps_begin(t); d != trace_.deps_end(t); ++d) succ_[fill[*d]++] = t;
+  // succ_begin_[d] is now the end of d's range. Fill each range from its end
+  // down, with succ_begin_[d] as the cursor, which leaves it at the range's
+  // start; going through the tasks backwards keeps each range ascending (the
+  // order in which Finish releases successors).
+  for (TaskId t = static_cast<TaskId>(n) - 1; t >= 0; --t) {
+    const TaskId* begin = trace_.deps_begin(t);
+    for (const TaskId* d = trace_.deps_end(t); d != begin;) {
+      --d;
+      succ_[--succ_begin_[*d]] = t;
+    }
   }
 }
 
 void Replayer::BuildCommOps() {
   const size_t n = trace_.size();
   op_of_task_.assign(n, -1);
-  std::unordered_map<int32_t, int32_t> op_of_instance;
+  // The op of each collective instance: a vector for the generator's dense
+  // instance numbers, a map for anything sparser.
+  int32_t max_instance = -1;
+  for (TaskId t = 0; t < static_cast<TaskId>(n); ++t) {
+    if (trace_.kind(t) == TaskKind::kCollective) max_instance = std::max(max_instance, trace_.instance(t));
+  }
+  const bool dense = static_cast<int64_t>(max_instance) < static_cast<int64_t>(4 * n + 1024);
+  std::vector<int32_t> dense_op(dense ? static_cast<size_t>(max_instance) + 1 : 0, -1);
+  std::unordered_map<int32_t, int32_t> sparse_op;
   std::vector<int32_t> member_count;
   for (TaskId t = 0; t < static_cast<TaskId>(n); ++t) {
-    const trace::Task& task = trace_.task(t);
-    if (task.kind != TaskKind::kCollective && task.kind != TaskKind::kTransfer) continue;
+    const TaskKind kind = trace_.kind(t);
+    if (kind != TaskKind::kCollective && kind != TaskKind::kTransfer) continue;
     int32_t op = static_cast<int32_t>(member_count.size());
-    if (task.kind == TaskKind::kCollective && task.comm.instance >= 0) {
-      auto [it, added] = op_of_instance.emplace(task.comm.instance, op);
-      op = it->second;
-      if (added) member_count.push_back(0);
+    const int32_t instance = kind == TaskKind::kCollective ? trace_.instance(t) : -1;
+    if (instance >= 0) {
+      int32_t& known = dense ? dense_op[instance] : sparse_op.try_emplace(instance, -1).first->second;
+      if (known < 0) {
+        known = op;
+        member_count.push_back(0);
+      }
+      op = known;
     } else {
       member_count.push_back(0);
     }
@@ -172,6 +198,8 @@ ReplayResult Replayer::Run() {
   BuildGraph();
   BuildCommOps();
   const size_t n = trace_.size();
+  const size_t memo = trace_.compute_op_count() * static_cast<size_t>(trace_.rank_count());
+  if (memo <= std::max<size_t>(n, size_t{1} << 16)) compute_time_.assign(memo, kUnknown);
   result_.timings.assign(n, TaskTiming{});
   result_.contention.assign(n, Time::Zero());
   events_.Reserve(1024);
@@ -231,15 +259,14 @@ void Replayer::Release(TaskId t, Time now) {
 // t is ready at `now`; compute and delay tasks start at once, communication
 // starts when its whole op is ready.
 void Replayer::StartTask(TaskId t, Time now) {
-  const trace::Task& task = trace_.task(t);
   state_[t] = TaskState::kReady;
   Time duration;
-  switch (task.kind) {
+  switch (trace_.kind(t)) {
     case TaskKind::kCompute:
-      duration = cost_.ComputeTimeOnRank(task.compute, task.rank);
+      duration = ComputeTime(t);
       break;
     case TaskKind::kDelay:
-      duration = task.duration;
+      duration = trace_.task(t).duration;
       break;
     case TaskKind::kCollective:
     case TaskKind::kTransfer: {
@@ -254,6 +281,19 @@ void Replayer::StartTask(TaskId t, Time now) {
   state_[t] = TaskState::kStarted;
   result_.timings[t].start = now;
   events_.Push(CheckedSum(now, duration), EventPayload{EventKind::kTaskEnd, t});
+}
+
+Time Replayer::ComputeTime(TaskId t) {
+  const trace::Trace::ComputeRef ref = trace_.compute_ref(t);
+  const trace::RankId rank = trace_.rank(t);
+  if (ref < 0 || compute_time_.empty()) return cost_.ComputeTimeOnRank(trace_.compute(t), rank);
+  Time& known = compute_time_[static_cast<size_t>(ref) * trace_.rank_count() + rank];
+  if (known == kUnknown) {
+    const Time d = cost_.ComputeTimeOnRank(trace_.compute(t), rank);
+    if (d < Time::Zero()) return d;  // StartTask reports it
+    known = d;
+  }
+  return known;
 }
 
 void Replayer::Finish(TaskId t, Time now) {

@@ -56,10 +56,15 @@ class EventQueue {
  private:
   // std heap functions keep the "largest" element first; the latest event is
   // the largest, so the earliest one surfaces.
-  static bool Later(const Event& a, const Event& b) {
-    if (a.time != b.time) return a.time > b.time;
-    return a.seq > b.seq;
-  }
+  // (A function object rather than a function, so that the heap
+  // algorithms inline it instead of calling through a pointer.)
+  struct LaterThan {
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.time != b.time) return a.time > b.time;
+      return a.seq > b.seq;
+    }
+  };
+  static constexpr LaterThan Later{};
 
   std::vector<Event> heap_;
   uint64_t next_seq_ = 0;

@@ -33,9 +33,8 @@ void EqualShareLinks::Start(const CommPhase& phase, Time now) {
       if (phase.links & kScaleUpLink) res_pool_.push_back(r * kLinksPerRank + 0);
       if (phase.links & kScaleOutLink) res_pool_.push_back(r * kLinksPerRank + 1);
     };
-    for (trace::TaskId m : phase.members) add_rank(trace_.task(m).rank);
-    const trace::Task& task = trace_.task(phase.task);
-    if (task.kind == trace::TaskKind::kTransfer) add_rank(task.transfer.dst);
+    for (trace::TaskId m : phase.members) add_rank(trace_.rank(m));
+    if (trace_.kind(phase.task) == trace::TaskKind::kTransfer) add_rank(trace_.task(phase.task).transfer.dst);
   }
   f.res_count = static_cast<int32_t>(res_pool_.size()) - f.res_begin;
   if (f.res_count == 0) {

@@ -50,8 +50,7 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
   Time prev_end = Time::Zero();
   std::vector<TaskId> side;  // this rank's tasks on other streams
   for (TaskId i : rank_tasks) {
-    const trace::Task& task = t.task(i);
-    if (task.stream != compute) {
+    if (t.stream(i) != compute) {
       side.push_back(static_cast<TaskId>(i));
       continue;
     }
@@ -92,7 +91,7 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
         }
       }
     }
-    *Bucket(b, task.role) += tm.end - tm.start;
+    *Bucket(b, t.role(i)) += tm.end - tm.start;
     prev_end = std::max(prev_end, tm.end);
   }
   // After its last kernel the rank waits for its own communication (data-

@@ -108,8 +108,8 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   // Hardware FLOPs: everything the simulated ranks computed (recomputation
   // included), times the ranks each stands for.
   double hw = 0;
-  for (const auto& task : trace->tasks()) {
-    if (task.kind == trace::TaskKind::kCompute) hw += task.compute.flops.value;
+  for (TaskId i = 0; i < static_cast<TaskId>(trace->size()); ++i) {
+    if (trace->kind(i) == trace::TaskKind::kCompute) hw += trace->compute(i).flops.value;
   }
   res.hardware_flops = Flops{hw * plan.tp * plan.dp * plan.cp};
   res.model_tflops_per_gpu = res.model_flops.value / seconds / gpus / 1e12;
@@ -120,7 +120,7 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   Time busiest = Time::Zero();
   std::vector<std::vector<TaskId>> rank_tasks(trace->rank_count());
   for (size_t i = 0; i < trace->size(); ++i) {
-    rank_tasks[trace->task(static_cast<TaskId>(i)).rank].push_back(static_cast<TaskId>(i));
+    rank_tasks[trace->rank(static_cast<TaskId>(i))].push_back(static_cast<TaskId>(i));
   }
   for (int r = 0; r < trace->rank_count(); ++r) {
     Breakdown b = Attribute(*trace, *replay, rank_tasks[r], compute, replay->makespan);
@@ -135,15 +135,14 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     res.moe_load_factor = workload::MoeLoadFactor(scenario.model, plan);
     res.moe_dropped_fraction = workload::MoeDroppedFraction(scenario.model, plan);
     Time scaled = Time::Zero();
-    for (size_t i = 0; i < trace->size(); ++i) {
-      const trace::Task& task = trace->task(static_cast<TaskId>(i));
-      if (task.rank != res.breakdown_stage) continue;
+    for (TaskId i : rank_tasks[res.breakdown_stage]) {
       Time d = replay->timings[i].end - replay->timings[i].start;
-      const bool all_to_all = task.role == trace::TaskRole::kEpComm;
+      const bool all_to_all = trace->role(i) == trace::TaskRole::kEpComm;
       if (all_to_all) res.moe_alltoall_time += d;
-      if (task.stream != compute) continue;
-      if (task.expert) res.moe_expert_time += d;
-      if (task.expert || all_to_all) scaled += d;
+      if (trace->stream(i) != compute) continue;
+      const bool expert = trace->expert(i);
+      if (expert) res.moe_expert_time += d;
+      if (expert || all_to_all) scaled += d;
     }
     res.moe_imbalance_cost = scaled * (1.0 - 1.0 / res.moe_load_factor);
   }

@@ -12,9 +12,13 @@
 // ranks that belong to it; the rest behave like them (symmetry).
 //
 // The trace owns all its tasks, groups and strings. Task ids are dense indices.
+// Tasks are stored compactly (36 bytes each, payloads shared, in chunks that
+// never move) and read back as Task values: see Trace::Stored.
 #ifndef STACKSIM_SIM_TRACE_TRACE_H_
 #define STACKSIM_SIM_TRACE_TRACE_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -23,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/trace/chunked_vector.h"
 #include "sim/util/precision.h"
 #include "sim/util/units.h"
 
@@ -176,13 +181,48 @@ struct Task {
   Time duration;             // kDelay only
 };
 
+class Trace;
+
+// The tasks of a trace as a read-only range of Task values (each one
+// assembled from the trace's compact storage when read): for loops,
+// `size()` and `[id]` work as on a vector.
+class TaskRange {
+ public:
+  class Iterator {
+   public:
+    using value_type = Task;
+    using difference_type = std::ptrdiff_t;
+    Iterator(const Trace* t, TaskId i) : t_(t), i_(i) {}
+    Task operator*() const;
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return i_ == o.i_; }
+    bool operator!=(const Iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const Trace* t_;
+    TaskId i_;
+  };
+  explicit TaskRange(const Trace* t) : t_(t) {}
+  Iterator begin() const { return Iterator(t_, 0); }
+  Iterator end() const;
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+  Task operator[](size_t id) const;
+
+ private:
+  const Trace* t_;
+};
+
 class Trace {
  public:
   // Tables of names; each call with a new string adds an entry.
   int32_t InternName(const std::string& name);
   LabelId InternLabel(const std::string& label);
   // The label that displays a role: InternLabel(TaskRoleName(role)).
-  LabelId RoleLabel(TaskRole role) { return InternLabel(TaskRoleName(role)); }
+  LabelId RoleLabel(TaskRole role);
   StreamId InternStream(const std::string& stream);
   GroupId AddGroup(CommGroup group);
 
@@ -193,14 +233,48 @@ class Trace {
   void SetComputeStream(StreamId s) { compute_stream_ = s; }
   StreamId compute_stream() const { return compute_stream_; }
 
-  // Adds a task; its dependencies are the listed tasks (already added).
+  // Adds a task; its dependencies are the listed tasks (already added;
+  // negative ids are "no dependency" placeholders and are skipped).
   TaskId Add(const Task& task, std::initializer_list<TaskId> deps = {});
   TaskId Add(const Task& task, const std::vector<TaskId>& deps);
+  // A compute op stored once, for generators that emit the same op many
+  // times (every micro-batch runs the same layer ops): AddCompute with it
+  // saves looking the op up on every task.
+  using ComputeRef = int32_t;
+  ComputeRef InternCompute(const ComputeOp& op);
+  // Adds a compute task whose op is `op`; `task.compute` is not read.
+  // REQUIRES: task.kind == kCompute; its other kinds' fields are the defaults.
+  TaskId AddCompute(const Task& task, ComputeRef op, const std::vector<TaskId>& deps);
   void AddDependency(TaskId task, TaskId dep);  // REQUIRES: task is the last one added
 
-  const std::vector<Task>& tasks() const { return tasks_; }
-  const Task& task(TaskId id) const { return tasks_[id]; }
-  const TaskId* deps_begin(TaskId id) const { return deps_.data() + tasks_[id].dep_begin; }
+  // Tasks are read as values: the trace stores them compactly (see Stored
+  // below) and assembles a Task on each read. Bind with `const Task&` or
+  // `auto`; a reference into the trace is never handed out.
+  TaskRange tasks() const& { return TaskRange(this); }
+  TaskRange tasks() && = delete;  // a range over a temporary trace would dangle
+  Task task(TaskId id) const;
+  // Single fields, without assembling the whole task (the engine's hot loop).
+  TaskKind kind(TaskId id) const { return tasks_[id].kind; }
+  RankId rank(TaskId id) const { return tasks_[id].rank; }
+  StreamId stream(TaskId id) const { return tasks_[id].stream; }
+  TaskRole role(TaskId id) const { return tasks_[id].role; }
+  bool expert(TaskId id) const { return (tasks_[id].flags & kExpert) != 0; }
+  int32_t dep_count(TaskId id) const { return tasks_[id].dep_count; }
+  // The compute op of a compute task. REQUIRES: kind(id) == kCompute.
+  const ComputeOp& compute(TaskId id) const;
+  // The compute task's op as InternCompute gives it (-1: a task stored with
+  // fields of other kinds, whose op is its own), and how many ops there are:
+  // tasks with the same ref run the same op.
+  ComputeRef compute_ref(TaskId id) const {
+    const Stored& s = tasks_[id];
+    return s.flags & kExtra ? -1 : s.payload;
+  }
+  size_t compute_op_count() const { return compute_ops_.size(); }
+  // The collective instance of a collective task (-1: this rank alone).
+  // REQUIRES: kind(id) == kCollective.
+  int32_t instance(TaskId id) const { return instance_of(tasks_[id]); }
+  // A task's dependencies, contiguous.
+  const TaskId* deps_begin(TaskId id) const;
   const TaskId* deps_end(TaskId id) const { return deps_begin(id) + tasks_[id].dep_count; }
   const CommGroup& group(GroupId g) const { return groups_[g]; }
   const std::vector<CommGroup>& groups() const { return groups_; }
@@ -210,24 +284,111 @@ class Trace {
   const std::vector<std::string>& labels() const { return labels_; }
   const std::vector<std::string>& streams() const { return streams_; }
   size_t size() const { return tasks_.size(); }
+  // Bytes the trace holds in its task and dependency storage (for
+  // benchmarks and memory estimates; tables of names and groups excluded).
+  size_t StorageBytes() const;
 
   // Checks internal consistency (ranks, streams, deps pointing backwards,
   // groups, collective instances); returns "" when valid, else the problem.
   std::string Check() const;
 
  private:
+  // One task as stored, 36 bytes (a Task is 176): what every task has, and
+  // an index to its kind's payload. Compute ops, collectives without their
+  // instance, transfers and delays repeat across micro-batches and layers,
+  // so each distinct one is stored once (PayloadTable); a collective's
+  // instance, unique per call, sits in collectives_. A task whose fields of
+  // other kinds are not the defaults (nothing the generator makes) keeps
+  // all its payloads in extras_, so that every Task reads back as added.
+  struct Stored {  // trivial, so that a new chunk is not written twice; Store sets every field
+    TaskKind kind;
+    TaskRole role;
+    uint8_t flags;  // kRecompute | kExpert | kFiller | kExtra
+    StreamId stream;
+    LabelId label;
+    RankId rank;
+    int32_t name;
+    int32_t layer;
+    int32_t micro_batch;
+    int32_t dep_begin;  // >= 0: index in deps_; < 0: -1 - index in big_deps_
+    int32_t dep_count;
+    int32_t payload;    // index in the kind's table, or in extras_
+  };
+  static constexpr uint8_t kRecompute = 1, kExpert = 2, kFiller = 4, kExtra = 8;
+  struct CollectiveRef {
+    int32_t op;        // in comm_ops_ (instance -1)
+    int32_t instance;
+  };
+  struct Extra {
+    ComputeOp compute;
+    CommOp comm;
+    TransferOp transfer;
+    Time duration;
+  };
+  // Distinct values, each stored once; Intern gives the index of an equal
+  // (bit for bit) value, adding it if new.
+  template <typename T, size_t kWords>
+  class PayloadTable {
+   public:
+    using Key = std::array<uint64_t, kWords>;
+    int32_t Intern(const T& value, const Key& key);
+    const T& operator[](int32_t i) const { return values_[i]; }
+    size_t size() const { return values_.size(); }
+
+   private:
+    struct KeyHash {
+      size_t operator()(const Key& k) const;
+    };
+    std::vector<T> values_;
+    std::unordered_map<Key, int32_t, KeyHash> index_;
+  };
+
+  int32_t instance_of(const Stored& s) const;  // REQUIRES: a collective
+  void StoreDeps(Stored& s, const TaskId* deps, size_t count);
+  // compute_ref >= 0: the task's op, already interned.
+  TaskId Store(const Task& task, const TaskId* deps, size_t count, ComputeRef compute_ref = -1);
+
   int ranks_ = 1;
   StreamId compute_stream_ = 0;
-  std::vector<Task> tasks_;
-  std::vector<TaskId> deps_;
+  ChunkedVector<Stored> tasks_;
+  ChunkedVector<TaskId, 16> deps_;          // each task's deps contiguous within a chunk
+  std::vector<std::vector<TaskId>> big_deps_;  // dependency lists longer than a chunk
+  PayloadTable<ComputeOp, 8> compute_ops_;
+  PayloadTable<CommOp, 4> comm_ops_;
+  PayloadTable<TransferOp, 2> transfer_ops_;
+  PayloadTable<Time, 1> durations_;
+  ChunkedVector<CollectiveRef> collectives_;
+  std::vector<Extra> extras_;
   std::vector<CommGroup> groups_;
   std::vector<std::string> names_;
   std::vector<std::string> labels_;
   std::vector<std::string> streams_;
+  std::vector<LabelId> role_labels_;  // per TaskRole: its label, or -1 before first use
   std::unordered_map<std::string, int32_t> name_index_;
   std::unordered_map<std::string, LabelId> label_index_;
   std::unordered_map<std::string, StreamId> stream_index_;
 };
+
+inline const ComputeOp& Trace::compute(TaskId id) const {
+  const Stored& s = tasks_[id];
+  return s.flags & kExtra ? extras_[s.payload].compute : compute_ops_[s.payload];
+}
+
+inline int32_t Trace::instance_of(const Stored& s) const {
+  return s.flags & kExtra ? extras_[s.payload].comm.instance : collectives_[s.payload].instance;
+}
+
+inline const TaskId* Trace::deps_begin(TaskId id) const {
+  const Stored& s = tasks_[id];
+  if (s.dep_count == 0) return nullptr;  // its begin may be a chunk not allocated yet
+  if (s.dep_begin < 0) return big_deps_[-1 - s.dep_begin].data();
+  return &deps_[static_cast<size_t>(s.dep_begin)];
+}
+
+inline Task TaskRange::Iterator::operator*() const { return t_->task(i_); }
+inline TaskRange::Iterator TaskRange::end() const { return Iterator(t_, static_cast<TaskId>(t_->size())); }
+inline size_t TaskRange::size() const { return t_->size(); }
+inline Task TaskRange::operator[](size_t id) const { return t_->task(static_cast<TaskId>(id)); }
 
 }  // namespace stacksim::trace
 

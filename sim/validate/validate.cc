@@ -100,11 +100,13 @@ struct RunInput {
 // What simulating a run's plans holds in memory at its peak, roughly, from
 // the file alone, for scheduling: the trace of one candidate plan grows with
 // micro-batches per step x layers (pipeline stages split the layers, not the
-// micro-batches), measured 11.6-13.4 kB per micro-batch and layer for dense
-// runs and up to 19 kB for MoE and fp8 ones (peak RSS of each run of the
-// development files validated alone, 2026-12-01). An open micro-batch counts
-// as 1, the most micro-batches; an open dp as 1.
-constexpr double kTraceBytesPerMicroBatchLayer = 20e3;
+// micro-batches), measured 5.7-6.3 kB per micro-batch and layer for the
+// largest runs (29,400-117,600 of them) over a process of about 40 MB, up to
+// 22 kB for small MoE and fp8 runs, where the process dominates (peak RSS of
+// each run of the development files validated alone, 2026-12-01, with the
+// compact trace; 11.6-19 kB before it). An open micro-batch counts as 1, the
+// most micro-batches; an open dp as 1.
+constexpr double kTraceBytesPerMicroBatchLayer = 8e3;
 
 double EstimatedPeakBytes(const nlohmann::json& run) {
   auto number = [](const nlohmann::json& o, const char* key, double fallback) {

@@ -66,7 +66,8 @@ TEST(EagerKernels, TheTrainingStepUsesTheScenariosProfile) {
       testing::Scenario(testing::GptModel(2, 1024, 16, 32000), 1, 2048, Plan(config::KernelFusion::kEager));
   auto efficiencies = [](const config::ScenarioConfig& sc) {
     std::set<float> out;
-    for (const trace::Task& t : BuildTrainingStep(sc).tasks()) {
+    const trace::Trace trace = BuildTrainingStep(sc);  // tasks() of a temporary would dangle
+    for (const trace::Task& t : trace.tasks()) {
       if (t.kind == trace::TaskKind::kCompute && t.compute.op_class == trace::OpClass::kMemoryBound) {
         out.insert(t.compute.bandwidth_efficiency);
       }

@@ -37,6 +37,7 @@ constexpr double kOptimizerBytesPerParam = 38.0;
 struct OpList {
   std::vector<Op> ops;
   std::vector<int32_t> names;
+  std::vector<trace::Trace::ComputeRef> compute;  // compute ops: the trace's copy (else -1)
 };
 
 class StepBuilder {
@@ -145,7 +146,11 @@ class StepBuilder {
 OpList StepBuilder::Intern(std::vector<Op> ops) {
   OpList list;
   list.ops = std::move(ops);
-  for (const Op& op : list.ops) list.names.push_back(t_.InternName(op.name));
+  for (const Op& op : list.ops) {
+    list.names.push_back(t_.InternName(op.name));
+    const bool compute = !op.is_collective && !(op.host_wait > Time::Zero());
+    list.compute.push_back(compute ? t_.InternCompute(op.compute) : -1);
+  }
   return list;
 }
 
@@ -247,9 +252,8 @@ void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapp
     } else {
       task.kind = TaskKind::kCompute;
       task.stream = compute_;
-      task.compute = op.compute;
     }
-    c.ids[i] = t_.Add(task, deps);
+    c.ids[i] = task.kind == TaskKind::kCompute ? t_.AddCompute(task, list.compute[i], deps) : t_.Add(task, deps);
     if (async) {
       if (c.async_out) c.async_out->push_back(c.ids[i]);
       if (stop) c.pending_ep = c.ids[i];
