@@ -67,6 +67,8 @@ inline config::ProfileConfig RoundProfile() {
   p.attention_bwd_efficiency.value = 0.4;
   p.flash2_fwd_efficiency.value = 0.3;
   p.flash2_bwd_efficiency.value = 0.25;
+  p.flash1_fwd_efficiency.value = 0.15;
+  p.flash1_bwd_efficiency.value = 0.125;
   // Eager kernels at the H200-measured fractions of copy bandwidth that every
   // shipped profile carries (profiles/*.json "eager_kernels").
   using config::EagerKernel;

@@ -79,8 +79,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   JsonObject facts(top.Required("facts"));
   {
-    std::string a = Fact(facts, "attention").OneOf({"flash", "flash2", "unfused"});
-    f.attention = a == "unfused" ? AttentionImpl::kUnfused : a == "flash2" ? AttentionImpl::kFlash2 : AttentionImpl::kFlash;
+    f.attention = ParseAttention(Fact(facts, "attention").OneOf({"flash", "flash2", "flash1", "unfused"}));
   }
   f.kernels = Fact(facts, "kernels").OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;
   f.sequence_parallel = Fact(facts, "sequence_parallel").Bool();

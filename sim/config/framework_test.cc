@@ -119,6 +119,11 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);
   EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero3);
+
+  // llm-foundry's 2023 benchmarks ran MPT with attn_impl triton.
+  doc["framework"] = "llm-foundry";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash1);
 }
 
 TEST(FrameworkScenario, PlanKeysWin) {

@@ -10,9 +10,17 @@ const char* AttentionName(AttentionImpl a) {
   switch (a) {
     case AttentionImpl::kFlash: return "flash";
     case AttentionImpl::kFlash2: return "flash2";
+    case AttentionImpl::kFlash1: return "flash1";
     case AttentionImpl::kUnfused: return "unfused";
   }
   return "?";
+}
+
+AttentionImpl ParseAttention(const std::string& name) {
+  for (AttentionImpl a : {AttentionImpl::kFlash, AttentionImpl::kFlash2, AttentionImpl::kFlash1, AttentionImpl::kUnfused}) {
+    if (name == AttentionName(a)) return a;
+  }
+  throw std::invalid_argument("unknown attention kernel '" + name + "'");
 }
 
 const char* CpCommName(CpComm c) {
@@ -264,8 +272,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   }
   if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
   if (auto v = obj.Optional("attention")) {
-    std::string a = v->OneOf({"flash", "flash2", "unfused"});
-    p.attention = a == "unfused" ? AttentionImpl::kUnfused : a == "flash2" ? AttentionImpl::kFlash2 : AttentionImpl::kFlash;
+    p.attention = ParseAttention(v->OneOf({"flash", "flash2", "flash1", "unfused"}));
   }
   if (auto v = obj.Optional("kernels")) {
     p.kernels = v->OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;

@@ -37,8 +37,10 @@ enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZeroBubbleH1
 // Attention kernels: the fastest fused kernel the GPU's profile describes
 // (cuDNN / FlashAttention-3 class on Hopper), FlashAttention-2 (Dao 2023), or
 // the unfused QK^T / softmax / PV of Megatron-LM before 2023.
-enum class AttentionImpl { kFlash, kFlash2, kUnfused };
-const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "unfused"
+enum class AttentionImpl { kFlash, kFlash2, kFlash1, kUnfused };
+const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "flash1", "unfused"
+// Parses an attention kernel name; throws std::invalid_argument otherwise.
+AttentionImpl ParseAttention(const std::string& name);
 // Memory-bound work in fused kernels (Megatron-LM, Transformer Engine, torch.compile)
 // or as generic PyTorch eager kernels.
 enum class KernelFusion { kFused, kEager };

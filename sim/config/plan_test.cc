@@ -57,6 +57,7 @@ TEST(Plan, ParsesEveryField) {
   EXPECT_DOUBLE_EQ(p.grad_bucket.value, 40.0 * 1024 * 1024);
   EXPECT_TRUE(p.cuda_graphs);
   EXPECT_EQ(p.attention, AttentionImpl::kUnfused);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "attention": "flash1"})").attention, AttentionImpl::kFlash1);
   EXPECT_EQ(p.GradReducePrecision(), Precision::kBf16);
 }
 

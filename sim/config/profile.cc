@@ -161,7 +161,9 @@ std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const Profi
                          {"attention.fwd_efficiency", p.attention_fwd_efficiency.source},
                          {"attention.bwd_efficiency", p.attention_bwd_efficiency.source},
                          {"attention.flash2_fwd_efficiency", p.flash2_fwd_efficiency.source},
-                         {"attention.flash2_bwd_efficiency", p.flash2_bwd_efficiency.source}});
+                         {"attention.flash2_bwd_efficiency", p.flash2_bwd_efficiency.source},
+                         {"attention.flash1_fwd_efficiency", p.flash1_fwd_efficiency.source},
+                         {"attention.flash1_bwd_efficiency", p.flash1_bwd_efficiency.source}});
   for (EagerKernel k : kAllEagerKernels) {
     out.emplace_back(std::string("eager_kernels.") + EagerKernelName(k), p.eager_kernels[static_cast<int>(k)].source);
   }
@@ -338,6 +340,8 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     p.attention_bwd_efficiency = SourcedFraction(attention.Required("bwd_efficiency"));
     p.flash2_fwd_efficiency = SourcedFraction(attention.Required("flash2_fwd_efficiency"));
     p.flash2_bwd_efficiency = SourcedFraction(attention.Required("flash2_bwd_efficiency"));
+    p.flash1_fwd_efficiency = SourcedFraction(attention.Required("flash1_fwd_efficiency"));
+    p.flash1_bwd_efficiency = SourcedFraction(attention.Required("flash1_bwd_efficiency"));
     attention.Finish();
   }
   {
@@ -420,7 +424,9 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
   j["attention"] = {{"fwd_efficiency", SourcedJson(p.attention_fwd_efficiency, p.attention_fwd_efficiency.value)},
                     {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)},
                     {"flash2_fwd_efficiency", SourcedJson(p.flash2_fwd_efficiency, p.flash2_fwd_efficiency.value)},
-                    {"flash2_bwd_efficiency", SourcedJson(p.flash2_bwd_efficiency, p.flash2_bwd_efficiency.value)}};
+                    {"flash2_bwd_efficiency", SourcedJson(p.flash2_bwd_efficiency, p.flash2_bwd_efficiency.value)},
+                    {"flash1_fwd_efficiency", SourcedJson(p.flash1_fwd_efficiency, p.flash1_fwd_efficiency.value)},
+                    {"flash1_bwd_efficiency", SourcedJson(p.flash1_bwd_efficiency, p.flash1_bwd_efficiency.value)}};
   nlohmann::json eager = nlohmann::json::object();
   for (EagerKernel k : kAllEagerKernels) {
     const Sourced<double>& e = p.eager_kernels[static_cast<int>(k)];

@@ -110,6 +110,10 @@ struct ProfileConfig {
   // The FlashAttention-2 kernels (2023 frameworks), same units.
   Sourced<double> flash2_fwd_efficiency;
   Sourced<double> flash2_bwd_efficiency;
+  // The FlashAttention-1 class (FlashAttention v1 and its Triton port, the
+  // attention of 2022-23 frameworks), same units.
+  Sourced<double> flash1_fwd_efficiency;
+  Sourced<double> flash1_bwd_efficiency;
   // Eager (generic PyTorch) memory-bound kernels, per family: achieved
   // bandwidth over the device copy's, a fraction in (0, 1]. Plans with
   // unfused kernels (plan.kernels "eager") run their memory-bound work at

@@ -129,6 +129,10 @@ TEST(Profile, BadEagerKernelValueIsAnErrorNamingFileAndKey) {
   doc = ReadJsonFile(kFixture);
   doc.erase("eager_kernels");
   EXPECT_EQ(ParseError(doc).key_path(), "eager_kernels");
+  // Every attention kernel class is required, FlashAttention-1's included.
+  doc = ReadJsonFile(kFixture);
+  doc["attention"].erase("flash1_bwd_efficiency");
+  EXPECT_EQ(ParseError(doc).key_path(), "attention.flash1_bwd_efficiency");
 }
 
 TEST(Profile, CurvesMustBeSortedAndStrictlyIncreasing) {

@@ -65,9 +65,7 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
     case trace::OpClass::kAttention: {
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
-      double eff = op.flash2 ? (op.backward ? profile_.flash2_bwd_efficiency.value : profile_.flash2_fwd_efficiency.value)
-                             : (op.backward ? profile_.attention_bwd_efficiency.value
-                                            : profile_.attention_fwd_efficiency.value);
+      double eff = AttentionEfficiency(op.attention_kernel, op.backward);
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
@@ -75,6 +73,18 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
       return Time::FromSeconds(bytes_time / std::max(0.01f, op.bandwidth_efficiency));
   }
   return Time::Zero();
+}
+
+double ProfileCostModel::AttentionEfficiency(trace::AttentionKernel kernel, bool backward) const {
+  switch (kernel) {
+    case trace::AttentionKernel::kFastest:
+      return backward ? profile_.attention_bwd_efficiency.value : profile_.attention_fwd_efficiency.value;
+    case trace::AttentionKernel::kFlash2:
+      return backward ? profile_.flash2_bwd_efficiency.value : profile_.flash2_fwd_efficiency.value;
+    case trace::AttentionKernel::kFlash1:
+      return backward ? profile_.flash1_bwd_efficiency.value : profile_.flash1_fwd_efficiency.value;
+  }
+  return profile_.attention_fwd_efficiency.value;
 }
 
 Time ProfileCostModel::ComputeTime(const trace::ComputeOp& op) const {

@@ -33,6 +33,8 @@ class ProfileCostModel : public engine::CostModel {
 
  private:
   Time KernelTime(const trace::ComputeOp& op) const;
+  // Fraction of bf16 peak the given attention kernel reaches.
+  double AttentionEfficiency(trace::AttentionKernel kernel, bool backward) const;
 
   const config::ProfileConfig profile_;
   Bandwidth memory_bw_;

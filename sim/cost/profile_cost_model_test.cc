@@ -84,10 +84,23 @@ TEST(ProfileCostModel, FlashAttention2KernelsRunAtTheirOwnEfficiency) {
   trace::ComputeOp op;
   op.op_class = trace::OpClass::kAttention;
   op.flops = Flops{1e12};
-  op.flash2 = true;
+  op.attention_kernel = trace::AttentionKernel::kFlash2;
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.3), 1e-9);
   op.backward = true;
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.25), 1e-9);
+}
+
+TEST(ProfileCostModel, FlashAttention1ClassKernelsRunAtTheirOwnEfficiency) {
+  ProfileCostModel cost(testing::RoundProfile(), false);
+  trace::ComputeOp op;
+  op.op_class = trace::OpClass::kAttention;
+  op.flops = Flops{1e12};
+  op.attention_kernel = trace::AttentionKernel::kFlash1;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.15), 1e-9);
+  op.backward = true;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.125), 1e-9);
+  op.attention_kernel = trace::AttentionKernel::kFastest;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.4), 1e-9);
 }
 
 TEST(ProfileCostModel, ShortReductionsPayTheKOverhead) {

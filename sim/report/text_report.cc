@@ -218,6 +218,7 @@ std::string PlanLine(const config::PlanConfig& p) {
       config::PrecisionName(p.precision),
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
       : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
+      : p.attention == config::AttentionImpl::kFlash1 ? ", FlashAttention-1 class"
                                                        : "");
 }
 

@@ -99,6 +99,11 @@ GroupRole ParseGroupRole(std::string_view name);
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
 const char* CollectiveName(CollectiveKind k);
 
+// Which fused attention kernel an attention op runs as: the fastest the
+// profile knows (cuDNN/FlashAttention-3 class on Hopper), FlashAttention-2,
+// or the FlashAttention-1 class (FlashAttention v1 and its Triton port).
+enum class AttentionKernel : uint8_t { kFastest, kFlash2, kFlash1 };
+
 struct ComputeOp {
   OpClass op_class = OpClass::kMemoryBound;
   Precision precision = Precision::kBf16;
@@ -109,7 +114,7 @@ struct ComputeOp {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool causal = false;
   bool backward = false;  // attention backward runs at its own efficiency
-  bool flash2 = false;    // attention: a FlashAttention-2 kernel rather than the fastest available
+  AttentionKernel attention_kernel = AttentionKernel::kFastest;  // attention ops only
   int16_t kernels = 1;    // kernel launches this task stands for
   // Memory-bound kernels: fraction of the GPU's achievable copy bandwidth this
   // kernel reaches (1 for well-fused kernels; less for generic eager ones).

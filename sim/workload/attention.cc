@@ -46,7 +46,9 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   op.compute.batch = bh;
   op.compute.causal = true;
   op.compute.backward = backward;
-  op.compute.flash2 = s.attention.flash2;
+  op.compute.attention_kernel = s.attention.kernel == config::AttentionImpl::kFlash2   ? trace::AttentionKernel::kFlash2
+                                 : s.attention.kernel == config::AttentionImpl::kFlash1 ? trace::AttentionKernel::kFlash1
+                                                                                        : trace::AttentionKernel::kFastest;
   // Forward: QK^T over head_dim and PV over VDim. Backward: S = QK^T, dQ =
   // dS K and dK = dS^T Q over head_dim; dP = dO V^T and dV = P^T dO over VDim.
   const double pair = 2.0 * D(bh) * D(s.seq) * D(s.seq) * 0.5 / cp;  // one s x s product per unit width

@@ -73,7 +73,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.attention.head_dim = model.head_dim;
   s.attention.rope = model.position_embedding == config::PositionEmbedding::kRope;
   s.attention.flash = plan.attention != config::AttentionImpl::kUnfused;
-  s.attention.flash2 = plan.attention == config::AttentionImpl::kFlash2;
+  s.attention.kernel = plan.attention;
 
   s.mla.enabled = model.is_mla();
   s.mla.q_lora_rank = model.q_lora_rank;

@@ -26,7 +26,7 @@ struct AttentionShape {
   int64_t head_dim = 0;      // query/key width per head (MLA: qk_nope + qk_rope)
   bool rope = true;
   bool flash = true;         // fused (flash) attention, else the unfused QK^T / softmax / PV
-  bool flash2 = false;       // FlashAttention-2 kernels (with flash)
+  config::AttentionImpl kernel = config::AttentionImpl::kFlash;  // which kernel (flash, flash2, flash1, unfused)
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3, Megatron-Core's

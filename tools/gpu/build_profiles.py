@@ -909,11 +909,30 @@ def calibrated(path):
         return json.load(f)
 
 
+# FlashAttention-2 paper (Dao, arXiv:2307.08691), abstract: FlashAttention
+# reaches 25-40% of the theoretical maximum FLOPs/s; FlashAttention-2 gives
+# "around 2x speedup compared to FlashAttention" (50-73% on A100).
+FA1_OVER_FA2 = 0.5
+FA1_SRC = ("derived: flash2_{pss}_efficiency {f2:.4f} x {r:g} (the FlashAttention-1 class: FlashAttention v1 and its "
+           "Triton port flash_attn_triton, as 2022-23 frameworks ran them; the FlashAttention-2 paper, arXiv:2307.08691 "
+           "abstract, reports around 2x speedup over FlashAttention, which reached 25-40% of A100 peak, FA2 50-73%; "
+           "the Triton port is taken at FlashAttention's rate [U]; on GPUs newer than A100 the 2x gap is projected [U])")
+
+
+def with_flash1(p):
+    """Adds attention.flash1_{fwd,bwd}_efficiency, derived from the profile's FlashAttention-2 keys."""
+    at = p["attention"]
+    for pss in ("fwd", "bwd"):
+        f2 = at[f"flash2_{pss}_efficiency"]["value"]
+        at[f"flash1_{pss}_efficiency"] = v(r3(f2 * FA1_OVER_FA2), FA1_SRC.format(pss=pss, f2=f2, r=FA1_OVER_FA2))
+    return p
+
+
 def all_profiles(fit):
     d = Derived(fit)
     profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(CALIBRATED_H200),
                 blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
-    return d, [with_eager_kernels(d, p) for p in profiles]
+    return d, [with_flash1(with_eager_kernels(d, p)) for p in profiles]
 
 
 # ---------------------------------------------------------------------------
@@ -924,7 +943,8 @@ REQUIRED = ["schema", "name", "gpu", "kind", "provenance", "sm_count", "hbm_capa
             "copy_efficiency", "peak_flops", "gemm", "attention", "eager_kernels", "kernel_launch", "host_bandwidth",
             "collectives"]
 
-ATTENTION_KEYS = ["fwd_efficiency", "bwd_efficiency", "flash2_fwd_efficiency", "flash2_bwd_efficiency"]
+ATTENTION_KEYS = ["fwd_efficiency", "bwd_efficiency", "flash2_fwd_efficiency", "flash2_bwd_efficiency",
+                  "flash1_fwd_efficiency", "flash1_bwd_efficiency"]
 
 
 def check_profile(p, where):
