@@ -1,8 +1,8 @@
 // The committed error table (validation/error_table.json) must match a fresh
 // validation run: the ranges simulate prints come from it, so a model change
 // that moves the validation errors must regenerate it:
-//   stacksim validate ../shared/validation/training_runs.json
-//       --write-error-table validation/error_table.json
+//   stacksim validate validation/training_runs.json
+//       validation/modern_training_runs.json --write-error-table validation/error_table.json
 // Also checks the calibration of the ranges themselves: leave-one-out, the
 // measured step falls inside its p10-p90 range for most runs (not all).
 // Skips when ../shared/validation is not next to this checkout.
@@ -26,8 +26,10 @@ using testing::ValidationFile;
 TEST(ErrorTableFile, CommittedTableMatchesAFreshValidation) {
   std::string file = ValidationFile();
   if (file.empty()) GTEST_SKIP() << "shared/validation/training_runs.json is not next to this checkout";
+  // Both development files, the modern one next to the training one.
+  std::string modern = std::filesystem::path(file).parent_path() / "modern_training_runs.json";
   std::string fresh_path = ::testing::TempDir() + "error_table_" + std::to_string(getpid()) + ".json";
-  auto r = testing::Stacksim("validate " + file + " --format json --write-error-table " + fresh_path);
+  auto r = testing::Stacksim("validate " + file + " " + modern + " --format json --write-error-table " + fresh_path);
   ASSERT_EQ(r.status, 0) << r.err;
   uncertainty::ErrorTable fresh = uncertainty::LoadErrorTableFile(fresh_path);
   std::filesystem::remove(fresh_path);

@@ -62,9 +62,9 @@ TEST(Uncertainty, MeasuredProfileDoesNotWarnAboutItsKind) {
 
 TEST(Uncertainty, GpusBeyondValidatedScaleWarn) {
   config::ScenarioOptions opts;
-  opts.overrides = {"gpus=16384", "plan.dp=256", "training.global_batch=4096"};
+  opts.overrides = {"gpus=32768", "plan.dp=512", "training.global_batch=8192"};
   auto a = AssessFlagship(opts);
-  EXPECT_TRUE(Has(a.warnings, "16384 GPUs is beyond the largest validated run")) << ::testing::PrintToString(a.warnings);
+  EXPECT_TRUE(Has(a.warnings, "32768 GPUs is beyond the largest validated run")) << ::testing::PrintToString(a.warnings);
   EXPECT_FALSE(Has(AssessFlagship({}).warnings, "beyond the largest"));
 }
 

@@ -5,6 +5,11 @@
 // report at any thread count.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -98,10 +103,24 @@ TEST(ValidateCli, ProgressGoesToStandardErrorOnly) {
   EXPECT_NE(r.out.find("leave-one-source-out: no constants are fitted to these runs"), std::string::npos);
 }
 
-TEST(ValidateCli, TheErrorTableIsWrittenForOneFileOnly) {
-  auto r = testing::Stacksim("validate " + kA + " " + kB + " --quiet --write-error-table /dev/null");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("give only one"), std::string::npos) << r.err;
+TEST(ValidateCli, TheErrorTableHoldsTheRunsOfEveryFileGiven) {
+  const std::string table = ::testing::TempDir() + "validate_cli_table_" + std::to_string(getpid()) + ".json";
+  auto r = testing::Stacksim("validate " + kA + " " + kB + " --quiet --format json --write-error-table " + table);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  std::ifstream in(table);
+  auto written = nlohmann::json::parse(in);
+  std::filesystem::remove(table);
+  std::set<std::string> files;
+  for (const auto& run : written.at("runs")) files.insert(run.at("id").get<std::string>());
+  int predicted = 0;
+  for (const auto& f : report.at("files")) predicted += f.at("scored_predicted").get<int>();
+  EXPECT_EQ(static_cast<int>(written.at("runs").size()), predicted);
+  EXPECT_NE(written.at("validation_file").get<std::string>().find("runs_a.json"), std::string::npos);
+  EXPECT_NE(written.at("validation_file").get<std::string>().find("runs_b.json"), std::string::npos);
+  // --run and the table still exclude each other.
+  auto one = testing::Stacksim("validate " + kA + " --run x --quiet --write-error-table /dev/null");
+  EXPECT_EQ(one.status, 2);
 }
 
 }  // namespace

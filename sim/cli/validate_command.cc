@@ -63,9 +63,6 @@ int RunValidate(const ValidateArgs& a) {
   if (!a.only.empty() && !a.error_table_path.empty()) {
     throw InputError("--write-error-table", "", "needs every run: it cannot be combined with --run");
   }
-  if (a.files.size() > 1 && !a.error_table_path.empty()) {
-    throw InputError("--write-error-table", "", "writes the table of one validation file: give only one");
-  }
   validate::ValidationOptions opts;
   opts.only_id = a.only;
   opts.threads = a.threads;
@@ -91,7 +88,7 @@ RunFunction AddValidateOptions(CLI::App* cmd) {
       ->required();
   cmd->add_option("--run", a->only, "Validate only the run with this id");
   cmd->add_option("--write-error-table", a->error_table_path,
-                  "Also write the per-run errors and features to FILE (validation/error_table.json; one file only)");
+                  "Also write the per-run errors and features of every file given to FILE (validation/error_table.json)");
   AddThreads(cmd, &a->threads, "Runs simulated at once (default: all cores)");
   cmd->add_flag("--quiet", a->quiet, "No progress on standard error");
   AddFormat(cmd, &a->format);
