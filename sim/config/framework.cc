@@ -111,6 +111,15 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
   }
+  if (facts.Has("expert_tensor_parallel")) {
+    const JsonNode v = Fact(facts, "expert_tensor_parallel");
+    if (v.IsString()) {
+      v.OneOf({"tp"});
+      f.expert_tp_follows_tp = true;
+    } else if (v.PositiveInt() != 1) {
+      v.Fail("expected \"tp\" or 1");
+    }
+  }
   facts.Finish();
   top.Ignore({"notes"});
   top.Finish();

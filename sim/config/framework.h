@@ -68,6 +68,10 @@ struct FrameworkProfile {
   LossLogits loss_logits = LossLogits::kInPlace;
   bool fsdp_pp_reshard = true;
   bool sp_keeps_gathered_inputs = false;
+  // MoE expert tensor parallelism when the run does not say it: 1 (each
+  // rank holds whole experts), or the tensor-parallel size (Megatron-Core's
+  // default for an unset expert_tensor_parallel_size).
+  bool expert_tp_follows_tp = false;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;

@@ -30,7 +30,7 @@ TEST(Framework, EveryShippedFileParsesWithASourcePerFact) {
 
 TEST(Framework, TheMostSpecificMatchWins) {
   EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").name, "nemo");
-  EXPECT_EQ(Match("NeMo 26.04.01 container / Megatron-Bridge (Megatron-Core)").name, "nemo");
+  EXPECT_EQ(Match("NeMo 26.04.01 container / Megatron-Bridge (Megatron-Core)").name, "megatron-bridge");
   EXPECT_EQ(Match("Megatron-Core r0.8.0").name, "megatron-core");
   EXPECT_EQ(Match("torchtitan (FSDP)").name, "torchtitan");
   EXPECT_EQ(Match("torchtitan (FSDP + torch.compile + Float8)").name, "torchtitan-compile");
@@ -95,6 +95,38 @@ TEST_F(FrameworkFile, AMissingFactIsRejected) {
     "facts": {"attention": {"value": "flash", "source": "s"}}})");
   InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
   EXPECT_EQ(e.key_path(), "facts.kernels");
+}
+
+TEST_F(FrameworkFile, ExpertTensorParallelIsTpOrOne) {
+  const std::string head = R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]], "facts": {)";
+  const std::string facts = R"("attention": {"value": "flash", "source": "s"}, "kernels": {"value": "fused", "source": "s"},
+    "sequence_parallel": {"value": true, "source": "s"}, "sharding": {"value": "zero1", "source": "s"},
+    "overlap_grad_reduce": {"value": true, "source": "s"},
+    "grad_precision": {"value": {"bf16": "bf16", "fp16": "fp16"}, "source": "s"},
+    "selective_recompute": {"value": "modules", "source": "s"}, "non_gated_family": {"value": "gpt", "source": "s"},
+    "micro_batching": {"value": "tuned", "source": "s"}, "pipeline_schedule": {"value": "tuned", "source": "s"})";
+  EXPECT_FALSE(LoadFrameworkFile(Write(head + facts + "}}")).expert_tp_follows_tp);
+  EXPECT_TRUE(LoadFrameworkFile(Write(head + facts + R"(, "expert_tensor_parallel": {"value": "tp", "source": "s"}}})"))
+                  .expert_tp_follows_tp);
+  EXPECT_FALSE(LoadFrameworkFile(Write(head + facts + R"(, "expert_tensor_parallel": {"value": 1, "source": "s"}}})"))
+                   .expert_tp_follows_tp);
+  std::string path = Write(head + facts + R"(, "expert_tensor_parallel": {"value": 2, "source": "s"}}})");
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
+  EXPECT_EQ(e.key_path(), "facts.expert_tensor_parallel.value");
+}
+
+// A MoE scenario under a framework whose expert TP follows TP gets etp = tp
+// unless the plan says it.
+TEST(FrameworkScenario, ExpertTpFollowsTheFramework) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"model": "mixtral-8x7b", "topology": "dgx-h100", "gpus": 64,
+    "training": {"seq_len": 4096, "global_batch": 64}, "framework": "nemo",
+    "plan": {"tp": 4, "pp": 1, "dp": 16, "ep": 8}})");
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.etp, 4);
+  doc["framework"] = "megatron-bridge";
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.etp, 1);
+  doc["framework"] = "nemo";
+  doc["plan"]["etp"] = 1;
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.etp, 1);
 }
 
 // A scenario that names a framework takes its facts as plan defaults; keys the

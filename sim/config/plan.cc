@@ -132,6 +132,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.cp_comm = v->OneOf({"p2p", "allgather"}) == "allgather" ? CpComm::kAllGather : CpComm::kP2p;
   }
   if (auto v = obj.Optional("ep")) p.ep = Degree(*v);
+  if (auto v = obj.Optional("etp")) p.etp = Degree(*v);
   if (auto v = obj.Optional("rank_order")) {
     p.rank_order = v->OneOf({"tp-cp-dp-pp", "tp-cp-pp-dp"}) == "tp-cp-pp-dp" ? RankOrder::kTpCpPpDp : RankOrder::kTpCpDpPp;
   }
@@ -322,6 +323,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"offload_params", OffloadName(p.offload_params)},
           {"overlap_offload", p.overlap_offload},
           {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
+  if (p.etp != 1) j["etp"] = p.etp;  // only when set: older readers know no etp
   // Only with an offload target: ParsePlan rejects a fraction of nothing.
   if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
   if (p.shard_group > 0) j["shard_group"] = p.shard_group;  // only with zero3: ParsePlan rejects it otherwise

@@ -6,10 +6,12 @@
 // cp (context parallelism) splits each sequence over cp ranks (ring
 // attention; ranks ordered tp fastest, then cp, then as rank_order says).
 // ep (expert parallelism, MoE models) follows Megatron-Core's MoE parallel
-// folding with expert tensor parallelism 1: the routed experts are sharded
-// over EP ranks carved out of the data- (and tensor-) parallel ranks of a
-// stage, so ep does not multiply the GPU count; ep must divide tp x dp (x cp)
-// and the number of routed experts.
+// folding: the routed experts are sharded over EP ranks carved out of the
+// data- (and tensor-) parallel ranks of a stage, so ep does not multiply the
+// GPU count; ep must divide tp x dp (x cp) and the number of routed experts.
+// etp (expert tensor parallelism) splits each expert's FFN width over etp
+// ranks (1, or tp: Megatron-Core's default when unset); ep x etp ranks then
+// share a layer's experts.
 #ifndef STACKSIM_SIM_CONFIG_PLAN_H_
 #define STACKSIM_SIM_CONFIG_PLAN_H_
 
@@ -144,6 +146,7 @@ struct PlanConfig {
   int cp = 1;
   CpComm cp_comm = CpComm::kP2p;    // with cp > 1
   int ep = 1;
+  int etp = 1;                      // expert tensor parallelism (1 or tp)
   int vp = 1;                       // virtual stages per pipeline rank (interleaved)
   RankOrder rank_order = RankOrder::kTpCpDpPp;
   bool sequence_parallel = false;
@@ -228,6 +231,9 @@ struct PlanConfig {
   // ZeRO-3/FSDP: copies of each parameter shard (hybrid sharding: dp /
   // shard_group), which all-reduce their gradient shards.
   int FsdpReplicas() const { return dp / ShardGroup(); }
+  // MoE: ranks one layer's routed experts are split over (ep x etp); the
+  // expert-data-parallel group is tp x dp x cp / ExpertShards() ranks.
+  int ExpertShards() const { return ep * etp; }
 };
 
 // Parses a plan object. Fields absent from the object keep the values in

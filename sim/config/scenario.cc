@@ -124,6 +124,11 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   obj.Finish();
 
   s.model = LoadPart<ModelConfig>(model_node, "models", "model", file, &s.model_file, LoadModelFile, ParseModel);
+  // Expert tensor parallelism the plan leaves out follows the framework
+  // (Megatron-Core: the TP size).
+  if (framework && framework->expert_tp_follows_tp && s.model.is_moe() && !plan_node.json().contains("etp")) {
+    s.plan.etp = s.plan.tp;
+  }
   s.topology = LoadPart<TopologyConfig>(topology_node, "topologies", "topology", file, &s.topology_file,
                                         LoadTopologyFile, ParseTopology);
   if (!options.profile_path.empty()) {
@@ -328,6 +333,7 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   // divides it and ep divides the number of routed experts.
   if (!m.is_moe()) {
     if (p.ep != 1) fail("plan.ep", "ep " + Str(p.ep) + " needs a mixture-of-experts model; " + m.name + " is dense");
+    if (p.etp != 1) fail("plan.etp", "etp " + Str(p.etp) + " needs a mixture-of-experts model; " + m.name + " is dense");
     if (p.routing != Routing::kUniform || p.capacity_factor > 0) {
       fail("plan.moe_routing", "MoE routing settings need a mixture-of-experts model; " + m.name + " is dense");
     }
@@ -344,6 +350,23 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
       fail("plan.ep", "ep " + Str(p.ep) + " must divide tp x dp x cp = " + Str(folded) +
                           ": expert-parallel ranks are carved out of the data- and tensor-parallel ranks of a "
                           "stage (Megatron-Core MoE parallel folding, expert tensor parallelism 1)");
+    }
+    // Expert tensor parallelism: 1, or tp (Megatron-Core's default when
+    // expert_tensor_parallel_size is unset, model_parallel_config.py), where
+    // the expert-TP group is the TP group. Other values are not modelled.
+    if (p.etp != 1 && p.etp != p.tp) {
+      fail("plan.etp", "etp " + Str(p.etp) + " must be 1 or tp (" + Str(p.tp) + "); other expert tensor parallel "
+                       "sizes are not modelled");
+    }
+    if (p.etp > 1 && p.dispatcher != MoeDispatcher::kAllToAll) {
+      fail("plan.etp", "expert tensor parallelism is modelled with the alltoall dispatcher only");
+    }
+    if (p.etp > 1 && m.moe_intermediate_size % p.etp != 0) {
+      fail("plan.etp", "etp " + Str(p.etp) + " does not divide the experts' FFN width " + Str(m.moe_intermediate_size));
+    }
+    if (p.etp > 1 && (folded % p.ExpertShards() != 0)) {
+      fail("plan.etp", "ep x etp = " + Str(p.ExpertShards()) + " must divide tp x dp x cp = " + Str(folded) +
+                           " (Megatron-Core's expert ranks fold over a stage's ranks)");
     }
     if (p.tp > 1 && !p.sequence_parallel) {
       fail("plan.sequence_parallel", "a MoE model with tp > 1 needs sequence parallelism (Megatron-Core routes the "

@@ -146,7 +146,7 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     // dropout mask; shared experts as a dense MLP of their width.
     const double Tl = s.routed_tokens();
     const double copies = D(s.tokens_per_local_expert()) * D(s.moe.local_experts());
-    const double fe = D(s.moe.expert_ffn);
+    const double fe = D(s.moe.expert_ffn_shard());  // gathered copies x etp, 1/etp of the width
     const bool norm = recomputed(RecomputeModule::kLayerNorm);
     const bool whole = recomputed(RecomputeModule::kMoe);
     const bool shared = whole || recomputed(RecomputeModule::kSharedExperts);
@@ -217,13 +217,13 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const double layer_params = D(s.model.LayerParameterCount()) / plan.tp;
   // MoE: the routed experts' optimizer state and gradients are sharded over
   // the expert-data-parallel group (tp x dp x cp / ep ranks hold the same experts).
-  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ep);
+  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards());
   const auto moe_shape = s.model.is_moe() ? shape.Moe(s.model, plan) : shape;
   double largest_layer = layer_params;
   for (int64_t l = 0; l < s.model.num_layers && s.model.is_moe(); ++l) {
     if (!s.model.IsMoeLayer(l)) continue;
     largest_layer = std::max(largest_layer, D(s.model.LayerParameterCount(l) - s.model.ExpertParameterCount()) / plan.tp +
-                                                D(s.model.ExpertParameterCount()) / plan.ep);
+                                                D(s.model.ExpertParameterCount()) / plan.ExpertShards());
     break;
   }
   std::vector<StageFootprint> out;
@@ -355,7 +355,7 @@ std::vector<OffloadFootprint> EstimateOffload(const config::ScenarioConfig& s) {
   if (plan.offload_optimizer == config::OffloadTarget::kNone) return out;
   // Ranks the dense optimizer shard spans (ZeRO-3: the shard group x cp).
   const double dp = plan.sharding == config::Sharding::kZero3 ? plan.FsdpShardRanks() : plan.dp * plan.cp;
-  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ep);
+  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards());
   const double f = plan.offload_optimizer_fraction;
   for (int st = 0; st < plan.pp; ++st) {
     const double P = D(workload::StageParameters(s, st));

@@ -31,6 +31,7 @@ json PlanJson(const config::PlanConfig& p) {
       {"cp", p.cp},
       {"cp_comm", config::CpCommName(p.cp_comm)},
       {"ep", p.ep},
+      {"etp", p.etp},
       {"vp", p.vp},
       {"sequence_parallel", p.sequence_parallel},
       {"micro_batch", p.micro_batch},

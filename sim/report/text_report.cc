@@ -212,7 +212,9 @@ std::string PlanLine(const config::PlanConfig& p) {
       p.tp, p.pp, p.dp,
       p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
                : std::string(),
-      p.ep > 1 ? fmt::format(" EP {}", p.ep) : std::string(), p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
+      p.ep > 1 ? fmt::format(" EP {}{}", p.ep, p.etp > 1 ? fmt::format(" ETP {}", p.etp) : std::string())
+               : std::string(),
+      p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
       p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
       config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
       config::PrecisionName(p.precision),

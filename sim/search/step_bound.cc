@@ -106,7 +106,7 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
   // the tp, cp and ep groups these op lists use sit the same under both
   // orders (tp-cp-pp-dp needs cp 1 and ep 1). PipelineBound and
   // GradientTail place pipeline pairs and DP groups per plan.
-  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.sequence_parallel, plan.micro_batch, dual, 0);
+  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual, 0);
   auto it = cache_.find(key);
   if (it != cache_.end()) return *it->second;
   auto c = std::make_unique<LayerCosts>();
@@ -142,7 +142,7 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
 const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfig& plan, int gpus) {
   const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
   const bool dual_key = plan.schedule == PipelineScheduleKind::kDualPipe;
-  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.sequence_parallel, plan.micro_batch, dual_key, plan.pp,
+  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual_key, plan.pp,
                              layout.v, static_cast<int>(plan.recompute));
   auto it = stage_costs_.find(key);
   if (it != stage_costs_.end()) return *it->second;
@@ -514,7 +514,7 @@ Time StepTimeBound::GradientTail(const config::PlanConfig& plan, const workload:
     for (int r = 0; r < p / 2; ++r) {
       const double all = static_cast<double>(workload::StageParameters(scratch_, r));
       const double expert = static_cast<double>(workload::StageExpertParameters(scratch_, r));
-      const double edp = static_cast<double>(plan.tp) * plan.dp * plan.cp / plan.ep;
+      const double edp = static_cast<double>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards();
       const double shard =
           plan.sharding == config::Sharding::kNone ? all : (all - expert) / (plan.dp * plan.cp) + expert / edp;
       const Time start = std::max(dp_free[r], dp_free[p - 1 - r]);

@@ -81,9 +81,9 @@ class StepTimeBound {
   config::ScenarioConfig scratch_;  // scenario_ with the plan being bounded
   cost::ProfileCostModel cost_;
   net::AnalyticNetwork network_;
-  std::map<std::tuple<int, int, int, bool, int64_t, bool, int>, std::unique_ptr<LayerCosts>> cache_;
+  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int>, std::unique_ptr<LayerCosts>> cache_;
   std::map<std::tuple<int, int, int, int>, std::vector<std::vector<workload::PipelineStep>>> schedules_;
-  std::map<std::tuple<int, int, int, bool, int64_t, bool, int, int, int>, std::unique_ptr<StageCosts>> stage_costs_;
+  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int, int, int>, std::unique_ptr<StageCosts>> stage_costs_;
 };
 
 }  // namespace stacksim::search

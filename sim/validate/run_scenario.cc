@@ -299,6 +299,12 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   }
   if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
 
+  // MoE expert tensor parallelism: the schema has no field for it, so it is
+  // the framework's default (frameworks/*.json expert_tensor_parallel).
+  if (s.model.is_moe() && fw.expert_tp_follows_tp && plan.tp > 1) {
+    plan.etp = plan.tp;
+    out.choices.push_back("etp=" + std::to_string(plan.etp) + " (expert tensor parallelism = tp, the framework's default)");
+  }
   if (auto sp = p.Optional("sequence_parallel")) {
     plan.sequence_parallel = sp->Bool() && plan.tp > 1;
   } else {

@@ -30,8 +30,9 @@ std::string PlanLine(const config::ScenarioConfig& s) {
   const auto& p = s.plan;
   std::string cp = fmt::format("cp{}", p.cp);
   if (p.cp > 1) cp += std::string(" cp_comm=") + config::CpCommName(p.cp_comm);
+  const std::string ep = p.etp > 1 ? fmt::format("{} etp{}", p.ep, p.etp) : std::to_string(p.ep);
   return fmt::format("tp{} pp{} dp{} {} ep{} vp{} mb{} gb{} sp={} recompute={} sharding={} {} {}", p.tp, p.pp, p.dp,
-                     cp, p.ep, p.vp, p.micro_batch, p.global_batch, p.sequence_parallel ? "on" : "off",
+                     cp, ep, p.vp, p.micro_batch, p.global_batch, p.sequence_parallel ? "on" : "off",
                      config::RecomputeName(p.recompute), config::ShardingName(p.sharding),
                      config::PrecisionName(p.precision),
                      std::string(config::AttentionName(p.attention)) + "-attention");

@@ -15,7 +15,7 @@ GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s) {
     double all =
         static_cast<double>(kind == 1 ? s.model.LayerParameterCount(first_moe) : s.model.LayerParameterCount());
     out.dense[kind] = Bytes{(all - expert) / plan.tp * config::PrecisionBytes(precision)};
-    out.expert[kind] = Bytes{expert / plan.ep * config::PrecisionBytes(precision)};
+    out.expert[kind] = Bytes{expert / plan.ExpertShards() * config::PrecisionBytes(precision)};
   }
   return out;
 }

@@ -23,8 +23,9 @@ double LayerShape::routed_tokens() const {
 
 int64_t LayerShape::tokens_per_local_expert() const {
   // Every EP rank routes routed_tokens() x top_k copies; over the ep ranks they
-  // spread across all experts.
-  double mean = routed_tokens() * D(moe.top_k) * moe.ep / D(moe.experts);
+  // spread across all experts; each expert-TP rank computes the tokens of
+  // all etp ranks of its group.
+  double mean = routed_tokens() * D(moe.top_k) * moe.ep * moe.etp / D(moe.experts);
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(mean * moe.load_factor - 1e-9)));
 }
 
@@ -38,12 +39,13 @@ LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanC
   e.expert_ffn = model.moe_intermediate_size;
   e.shared_ffn = model.shared_expert_intermediate_size;
   e.ep = plan.ep;
+  e.etp = plan.etp;
   e.load_factor = MoeLoadFactor(model, plan);
   e.dispatcher = plan.dispatcher;
   e.capacity_padded = plan.capacity_factor > 0;
-  // The EP group is ep consecutive ranks (placement.cc): whole nodes, or
+  // The EP group is ep ranks etp apart (placement.cc): whole nodes, or
   // part of one.
-  e.ep_per_node = domain_gpus > 0 ? std::min(plan.ep, domain_gpus) : 0;
+  e.ep_per_node = domain_gpus > 0 ? std::min(plan.ep, std::max(1, domain_gpus / std::max(1, plan.etp))) : 0;
   e.expert_groups = model.expert_groups;
   e.expert_groups_per_token = model.expert_groups_per_token;
   return m;

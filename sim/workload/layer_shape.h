@@ -56,8 +56,10 @@ struct CpShape {
 
 // Mixture of experts: the layer's MLP is a MoE block (router, routed experts
 // as grouped GEMMs between an EP dispatch and combine all-to-all, shared
-// experts as a dense TP MLP). Expert tensor parallelism is 1: each rank
-// routes its own (sequence-parallel) tokens.
+// experts as a dense TP MLP). Each rank routes its own (sequence-parallel)
+// tokens; with expert tensor parallelism (etp > 1, the TP group) the tokens
+// an EP rank receives are all-gathered over the etp ranks, each of which
+// computes 1/etp of every local expert's FFN width.
 struct MoeShape {
   bool enabled = false;
   int64_t experts = 0;       // routed experts, whole model
@@ -65,6 +67,7 @@ struct MoeShape {
   int64_t expert_ffn = 0;    // per gated half
   int64_t shared_ffn = 0;    // all shared experts together; 0: none
   int ep = 1;
+  int etp = 1;               // expert tensor parallelism: 1, or the TP group
   // Tokens the busiest EP rank computes over the mean (routing imbalance, or
   // the capacity factor's padded buffers); 1 for perfectly balanced routing.
   double load_factor = 1.0;
@@ -80,6 +83,8 @@ struct MoeShape {
   int64_t expert_groups_per_token = 0;
 
   int64_t local_experts() const { return experts / ep; }
+  // The FFN width (per gated half) of this rank's shard of an expert.
+  int64_t expert_ffn_shard() const { return expert_ffn / etp; }
   // EP nodes: the nodes the EP group spans.
   int ep_nodes() const { return ep_per_node > 0 && ep > ep_per_node ? ep / ep_per_node : 1; }
 };
@@ -138,7 +143,8 @@ struct LayerShape {
   LayerShape Moe(const config::ModelConfig& model, const config::PlanConfig& plan, int domain_gpus = 0) const;
   // MoE: tokens this rank routes per micro-batch (its sequence-parallel shard).
   double routed_tokens() const;
-  // MoE: tokens per local expert on the busiest EP rank (rounded up).
+  // MoE: tokens per local expert on the busiest EP rank (rounded up), after
+  // the expert-TP all-gather (x etp).
   int64_t tokens_per_local_expert() const;
 };
 

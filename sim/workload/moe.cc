@@ -58,7 +58,7 @@ void SharedExpertBackward(std::vector<Op>& ops, const LayerShape& s) {
 double ExpertTokens(const LayerShape& s) { return D(s.tokens_per_local_expert()) * D(s.moe.local_experts()); }
 
 Op ExpertActivation(const LayerShape& s) {
-  return Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.moe.expert_ffn)), s, 1,
+  return Memory("expert-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * ExpertTokens(s) * D(s.moe.expert_ffn_shard())), s, 1,
                 ActivationKernel(s));
 }
 
@@ -86,7 +86,7 @@ namespace {
 void RoutedExpertsForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.moe.local_experts();
-  const int64_t f = s.moe.expert_ffn;
+  const int64_t f = s.moe.expert_ffn_shard();
   const size_t first_expert_op = ops.size();
   AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * f, s.hidden, E, /*input_is_fp8=*/Fp8Dispatch(s), s);
   ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * f, s.hidden, E, s));
@@ -99,7 +99,7 @@ void RoutedExpertsForward(std::vector<Op>& ops, const LayerShape& s) {
 void RoutedExpertsBackward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t m = s.tokens_per_local_expert();
   const int64_t E = s.moe.local_experts();
-  const int64_t f = s.moe.expert_ffn;
+  const int64_t f = s.moe.expert_ffn_shard();
   const size_t first_expert_op = ops.size();
   GroupedGemmBackward(ops, "expert-fc2", m, s.hidden, f, E, s, /*dy_is_fp8=*/Fp8Dispatch(s));
   ops.push_back(Memory("expert-act-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * ExpertTokens(s) * D(f)), s, 1,

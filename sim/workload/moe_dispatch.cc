@@ -56,8 +56,19 @@ double ScaleOutRows(const LayerShape& s) {
   return s.routed_tokens() * nodes * (n - 1.0) / n;
 }
 
-// Routed copies (rows) the busiest rank's local experts take.
+// Routed copies (rows) the busiest rank receives from its EP all-to-all.
 double ExpertRows(const LayerShape& s) { return s.routed_tokens() * D(s.moe.top_k) * s.moe.load_factor; }
+
+// Expert tensor parallelism (Megatron-Core's alltoall dispatcher with
+// expert_tensor_parallel_size > 1, token_dispatcher.py): after the EP
+// all-to-all the received rows are all-gathered over the expert-TP group
+// (here the TP group), and before the combine all-to-all the experts'
+// partial outputs are reduce-scattered back; the backward runs the
+// reverse. Bytes: the gathered rows of all etp ranks.
+void AddExpertTpCollective(std::vector<Op>& ops, const std::string& name, CollectiveKind kind, const LayerShape& s) {
+  if (s.moe.etp <= 1) return;
+  ops.push_back(Collective(name, kind, ExpertRows(s) * D(s.moe.etp) * D(s.hidden) * s.element_bytes()));
+}
 
 // The dispatch or combine all-to-all of token rows; the busiest rank
 // receives load_factor times the mean, which sets the pace.
@@ -94,7 +105,7 @@ Op HostSync(const std::string& name) {
 // several ranks for several local experts.
 void AddSortChunks(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
   if (Hierarchical(s) || s.moe.ep <= 1 || s.moe.local_experts() <= 1) return;
-  ops.push_back(Memory(name, ExpertRows(s) * (2.0 * D(s.hidden) * s.element_bytes() + 8.0), s, 2));
+  ops.push_back(Memory(name, ExpertRows(s) * D(s.moe.etp) * (2.0 * D(s.hidden) * s.element_bytes() + 8.0), s, 2));
 }
 
 // Alltoall dispatcher, token counting (MoEAlltoAllTokenDispatcher.preprocess):
@@ -152,6 +163,7 @@ void TokenDispatch(std::vector<Op>& ops, const LayerShape& s) {
     ops.push_back(EpAllToAll("ep-dispatch", s, /*toward_experts=*/true));
     ops.push_back(EpProbsAllToAll("ep-dispatch-probs", s));
   }
+  AddExpertTpCollective(ops, "etp-gather", CollectiveKind::kAllGather, s);
   AddSortChunks(ops, "sort-chunks", s);
 }
 
@@ -166,6 +178,7 @@ void TokenCombine(std::vector<Op>& ops, const LayerShape& s) {
     return;
   }
   AddSortChunks(ops, "unsort-chunks", s);
+  AddExpertTpCollective(ops, "etp-reduce-scatter", CollectiveKind::kReduceScatter, s);
   if (s.moe.ep > 1) ops.push_back(EpAllToAll("ep-combine", s, /*toward_experts=*/false));
   // Unpermutation 1: sum each token's top_k rows back into place.
   ops.push_back(Memory("unpermute", ActBytes(s, copies * h + Tl * h) + Tl * D(s.moe.experts) * 4.0, s, 1,
@@ -192,6 +205,7 @@ void TokenCombineBackward(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(Memory("unpermute-bwd", ActBytes(s, Tl * h + copies * h) + Tl * D(s.moe.experts) * 4.0, s, 1,
                        EagerKernel::kElementwise, 1.0, 3));
   if (s.moe.ep > 1) ops.push_back(EpAllToAll("ep-combine-bwd", s, /*toward_experts=*/true));
+  AddExpertTpCollective(ops, "etp-gather-bwd", CollectiveKind::kAllGather, s);
   AddSortChunks(ops, "unsort-chunks-bwd", s);
 }
 
@@ -206,6 +220,7 @@ void TokenDispatchBackward(std::vector<Op>& ops, const LayerShape& s) {
     return;
   }
   AddSortChunks(ops, "sort-chunks-bwd", s);
+  AddExpertTpCollective(ops, "etp-reduce-scatter-bwd", CollectiveKind::kReduceScatter, s);
   if (s.moe.ep > 1) {
     ops.push_back(EpAllToAll("ep-dispatch-bwd", s, /*toward_experts=*/false));
     ops.push_back(EpProbsAllToAll("ep-dispatch-probs-bwd", s));

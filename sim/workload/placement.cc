@@ -64,9 +64,18 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   out.cp.sibling_stride = 1;
   const int folded = plan.tp * plan.cp * plan.dp;
   const int ep = std::max(1, plan.ep);
-  out.ep = PlaceGroup(trace::GroupRole::kEp, 0, 1, ep, domain);
-  out.ep.siblings = folded / ep;
-  out.ep.sibling_stride = ep;
+  // Megatron-Core orders expert ranks expert-TP fastest, then EP, then
+  // expert-DP (parallel_state.py, the expert RankGenerator's "tp-ep-dp-pp"):
+  // EP members sit etp apart, and ep x etp consecutive ranks share a layer's
+  // experts. With etp > 1 the siblings named are the EP groups of the other
+  // expert-TP ranks of the same block (the other blocks' load is left out,
+  // as one sibling stride cannot name both).
+  const int etp = std::max(1, plan.etp);
+  out.ep = PlaceGroup(trace::GroupRole::kEp, 0, etp, ep, domain);
+  out.ep.stride = etp;
+  out.ep.siblings = etp > 1 ? etp : folded / ep;
+  out.ep.sibling_stride = etp > 1 ? 1 : ep;
+  const int shards = ep * etp;
   if (pp_inner) {
     // ValidatePlan allows expert layers here only with ep 1 and tp 1: the
     // expert-data-parallel group is then the data-parallel one.
@@ -74,9 +83,9 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
     out.edp.role = trace::GroupRole::kExpertDp;
     out.edp.name = trace::GroupRoleName(out.edp.role);
   } else {
-    out.edp = PlaceGroup(trace::GroupRole::kExpertDp, 0, ep, folded / ep, domain);
-    out.edp.stride = ep;
-    out.edp.siblings = ep;
+    out.edp = PlaceGroup(trace::GroupRole::kExpertDp, 0, shards, folded / shards, domain);
+    out.edp.stride = shards;
+    out.edp.siblings = shards;
     out.edp.sibling_stride = 1;
   }
   out.fsdp = out.dp;

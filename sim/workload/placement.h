@@ -32,9 +32,11 @@ struct PlanGroups {
   trace::CommGroup tp;   // tensor-parallel group of one stage
   trace::CommGroup dp;   // data-parallel group: dp x cp ranks holding the same weights
   trace::CommGroup cp;   // context-parallel group (ring attention's K/V exchange)
-  // Expert-parallel group: ep consecutive ranks of a stage's tp x cp x dp
-  // ranks (MoE parallel folding, expert TP 1); and the expert-data-parallel
-  // group of ranks holding the same experts (tp x cp x dp / ep, stride ep).
+  // Expert-parallel group: ep ranks etp apart among a stage's tp x cp x dp
+  // ranks (MoE parallel folding; consecutive with expert TP 1); and the
+  // expert-data-parallel group of ranks holding the same expert shards
+  // (tp x cp x dp / (ep x etp), stride ep x etp). With etp = tp the
+  // expert-TP group is the tp group.
   trace::CommGroup ep;
   trace::CommGroup edp;
   // ZeRO-3/FSDP with hybrid sharding (plan.shard_group < dp): the shard

@@ -100,7 +100,7 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
       // output instead of its FP8 copy and casts it again.
       const size_t first_expert_op = ops.size();
       ops.push_back(ExpertActivation(s));
-      AddCast(ops, "expert-fc2-cast-x", ExpertTokens(s) * D(s.moe.expert_ffn), s);
+      AddCast(ops, "expert-fc2-cast-x", ExpertTokens(s) * D(s.moe.expert_ffn_shard()), s);
       MarkExpert(ops, first_expert_op);
     }
     if (m.Has(RecomputeModule::kSharedExperts)) SharedExpertForward(ops, s);

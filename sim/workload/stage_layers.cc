@@ -34,7 +34,7 @@ int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
   for (int vs : layout.StagesOfRank(stage)) {
     for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
       int64_t expert = s.model.IsMoeLayer(l) ? s.model.ExpertParameterCount() : 0;
-      params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ep;
+      params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ExpertShards();
     }
     if (vs == 0) {
       params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);
@@ -58,7 +58,7 @@ int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage) {
   int64_t params = 0;
   for (int vs : layout.StagesOfRank(stage)) {
     for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
-      if (s.model.IsMoeLayer(l)) params += s.model.ExpertParameterCount() / plan.ep;
+      if (s.model.IsMoeLayer(l)) params += s.model.ExpertParameterCount() / plan.ExpertShards();
     }
   }
   return params;

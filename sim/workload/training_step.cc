@@ -180,7 +180,7 @@ StepBuilder::FsdpShard StepBuilder::FsdpShardOf(int l) const {
       (static_cast<double>(moe ? s_.model.LayerParameterCount(l) : s_.model.LayerParameterCount()) - expert) / plan_.tp;
   FsdpShard out;
   out.dense = Bytes{dense / plan_.FsdpShardRanks() * shape_.element_bytes()};
-  out.expert = Bytes{expert / plan_.ep / edp_ * shape_.element_bytes()};
+  out.expert = Bytes{expert / plan_.ExpertShards() / edp_ * shape_.element_bytes()};
   return out;
 }
 
@@ -584,7 +584,7 @@ trace::Trace StepBuilder::Build() {
     bwd_input_[kind] = Intern(std::move(b));
     bwd_weight_[kind] = Intern(std::move(w));
   }
-  edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ep;
+  edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ExpertShards();
   emb_f_ = Intern(EmbeddingForward(shape_));
   emb_b_ = Intern(EmbeddingBackward(shape_));
   emb_recompute_ = Intern(AsRecompute(EmbeddingForward(shape_)));
@@ -629,7 +629,7 @@ trace::Trace StepBuilder::Build() {
         for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
           double e = s_.model.IsMoeLayer(l) ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
           params += (static_cast<double>(s_.model.LayerParameterCount(l)) - e) / plan_.tp;
-          expert += e / plan_.ep;
+          expert += e / plan_.ExpertShards();
         }
         if (vs == 0 || vs == vstages - 1) {
           params += static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
