@@ -346,9 +346,12 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   }
   if (auto vp = p.Optional("vp")) {
     plan.vp = static_cast<int>(vp->PositiveInt());
-  } else if (fw.default_one_f_one_b) {
+  } else if (fw.default_vp == 1 || (fw.default_vp > 1 && plan.pp == 1)) {
     plan.vp = 1;
     if (plan.pp > 1) out.choices.push_back("vp=1 (the framework's default 1F1B schedule)");
+  } else if (fw.default_vp > 1) {
+    plan.vp = fw.default_vp;
+    out.choices.push_back("vp=" + std::to_string(plan.vp) + " (the framework's default interleaved 1F1B stages per rank)");
   } else {
     out.open_fields.push_back("vp");
   }
