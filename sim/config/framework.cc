@@ -52,6 +52,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.loss_logits = loss_logits;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
+  base.cp_torch_ring = cp_torch_ring;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
                                                                                    : SelectivePolicy::kModules;
   return base;
@@ -120,6 +121,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
+  if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
   }

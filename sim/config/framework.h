@@ -70,6 +70,7 @@ struct FrameworkProfile {
   LossLogits loss_logits = LossLogits::kInPlace;
   bool fsdp_pp_reshard = true;
   bool sp_keeps_gathered_inputs = false;
+  bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;

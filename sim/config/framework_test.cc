@@ -140,9 +140,11 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   EXPECT_TRUE(s.plan.sequence_parallel);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero1);
   EXPECT_EQ(s.plan.GradReducePrecision(), Precision::kBf16);
+  EXPECT_FALSE(s.plan.cp_torch_ring);
 
   doc["framework"] = "torchtitan";
   s = ParseScenario(doc, "s.json", {});
+  EXPECT_TRUE(s.plan.cp_torch_ring);  // PyTorch's ring attention
   EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);
   EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero3);

@@ -290,6 +290,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.loss_logits = d.loss_logits;
     plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
+    plan.cp_torch_ring = d.cp_torch_ring;
   }
   out.choices.push_back("framework=" + fw.name);
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
