@@ -52,6 +52,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.loss_logits = loss_logits;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
+  base.cp_torch_ring = cp_torch_ring;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
                                                                                    : SelectivePolicy::kModules;
   return base;
@@ -102,12 +103,24 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
   f.whole_local_batch = Fact(facts, "micro_batching").OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
-  f.default_one_f_one_b = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b"}) == "1f1b";
+  {
+    const std::string k = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b", "interleaved-1f1b"});
+    f.default_vp = k == "1f1b" ? 1 : 0;
+    if (k == "interleaved-1f1b") {
+      JsonNode n = Fact(facts, "virtual_stages_per_rank");
+      const int64_t v = n.PositiveInt();
+      if (v < 2) n.Fail("interleaved 1F1B needs at least 2 virtual stages per rank");
+      f.default_vp = static_cast<int>(v);
+    } else if (facts.Has("virtual_stages_per_rank")) {
+      Fact(facts, "virtual_stages_per_rank").Fail("only an interleaved-1f1b pipeline_schedule has virtual stages per rank");
+    }
+  }
   if (facts.Has("loss_logits")) {
     f.loss_logits = Fact(facts, "loss_logits").OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
+  if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
   }

@@ -60,10 +60,12 @@ struct FrameworkProfile {
   // without gradient accumulation, split into pp micro-batches under pipeline
   // parallelism (torchtitan of 2024).
   bool whole_local_batch = false;
-  // The pipeline schedule of a run that does not state its virtual stages:
-  // chosen by tuning (interleaving searched), or the framework's default
-  // 1F1B without virtual stages (torchtitan's pipeline_parallel_schedule).
-  bool default_one_f_one_b = false;
+  // The virtual stages per pipeline rank of a run that does not state them:
+  // 0, chosen by tuning (interleaving searched); 1, the framework's default
+  // 1F1B (torchtitan's pipeline_parallel_schedule); 2 or more, interleaved
+  // 1F1B with the framework's default stages per rank (torchtitan's
+  // generate_split_points: 2).
+  int default_vp = 0;
   // Optional facts (Megatron-Core's behaviour when a file leaves them out).
   LossLogits loss_logits = LossLogits::kInPlace;
   bool fsdp_pp_reshard = true;
@@ -72,6 +74,7 @@ struct FrameworkProfile {
   // rank holds whole experts), or the tensor-parallel size (Megatron-Core's
   // default for an unset expert_tensor_parallel_size).
   bool expert_tp_follows_tp = false;
+  bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;

@@ -129,6 +129,33 @@ TEST(FrameworkScenario, ExpertTpFollowsTheFramework) {
   EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.etp, 1);
 }
 
+// torchtitan's schedules (torchtitan/parallelisms/pipelining_utils.py at
+// 9dec370): 1F1B has one stage per rank; Interleaved 1F1B, without split
+// points, two.
+TEST(Framework, PipelineScheduleGivesTheDefaultVirtualStages) {
+  EXPECT_EQ(Match("torchtitan (FSDP+TP+PP 1F1B + compile + Float8 + AsyncTP)").default_vp, 1);
+  const FrameworkProfile& interleaved = Match("torchtitan (FSDP+TP+PP interleaved 1F1B + compile + Float8 + AsyncTP)");
+  EXPECT_EQ(interleaved.name, "torchtitan-compile-interleaved");
+  EXPECT_EQ(interleaved.default_vp, 2);
+  EXPECT_EQ(interleaved.kernels, KernelFusion::kFused);
+  EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").default_vp, 0);  // tuned
+}
+
+TEST_F(FrameworkFile, VirtualStagesBelongToAnInterleavedScheduleOnly) {
+  auto doc = nlohmann::json::parse(std::ifstream(std::string(STACKSIM_SOURCE_DIR) +
+                                                 "/frameworks/torchtitan-compile-interleaved.json"));
+  doc["facts"]["virtual_stages_per_rank"]["value"] = 1;
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.virtual_stages_per_rank.value");
+  doc["facts"].erase("virtual_stages_per_rank");
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.virtual_stages_per_rank");
+  doc["facts"]["virtual_stages_per_rank"] = {{"value", 2}, {"source", "s"}};
+  doc["facts"]["pipeline_schedule"]["value"] = "1f1b";
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.virtual_stages_per_rank.value");
+}
+
 // A scenario that names a framework takes its facts as plan defaults; keys the
 // plan gives win.
 nlohmann::json Scenario() {
@@ -145,9 +172,11 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   EXPECT_TRUE(s.plan.sequence_parallel);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero1);
   EXPECT_EQ(s.plan.GradReducePrecision(), Precision::kBf16);
+  EXPECT_FALSE(s.plan.cp_torch_ring);
 
   doc["framework"] = "torchtitan";
   s = ParseScenario(doc, "s.json", {});
+  EXPECT_TRUE(s.plan.cp_torch_ring);  // PyTorch's ring attention
   EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);
   EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero3);

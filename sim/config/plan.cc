@@ -206,6 +206,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   }
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
+  if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
   if (auto v = obj.Optional("sharding")) {
     std::string s = v->OneOf({"none", "zero1", "zero2", "zero3"});
     p.sharding = s == "zero1"   ? Sharding::kZero1
@@ -306,6 +307,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"loss_logits", LossLogitsName(p.loss_logits)},
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
           {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},
+          {"cp_torch_ring", p.cp_torch_ring},
           {"sharding", ShardingName(p.sharding)},
           {"schedule", ScheduleName(p.schedule)},
           {"precision", PrecisionName(p.precision)},

@@ -168,6 +168,13 @@ struct PlanConfig {
   // column-parallel linears, which keep that gathered input for their weight
   // gradient); false: Megatron keeps the sequence shard and re-gathers it.
   bool sp_keeps_gathered_inputs = false;
+  // Context parallelism as PyTorch's ring attention runs it (torchtitan:
+  // torch.distributed.tensor.experimental context_parallel): one SDPA per
+  // ring step on the K/V after repeat_kv (query heads wide), the partial
+  // outputs merged by unfused fp32 element-wise ops, and the backward's dQ,
+  // dK and dV accumulated in fp32 (dK/dV passed around the ring); false: one
+  // fused kernel (Transformer Engine).
+  bool cp_torch_ring = false;
   Sharding sharding = Sharding::kNone;
   // ZeRO-3/FSDP only: the data-parallel ranks one copy of the parameters is
   // sharded over (hybrid sharding, PyTorch's HSDP / torchtitan's dp_shard;

@@ -339,5 +339,28 @@ TEST(Profile, EveryShippedProfileLoads) {
   if (count == 0) GTEST_SKIP() << "no profiles/*.json yet";
 }
 
+// The torchtitan benchmarks' H100 (Grand Teton): HBM2e at 2.4 TB/s and a 500 W
+// power limit, whose dense bf16 peak torchtitan puts between its SXM (989) and
+// NVL (835) figures (benchmarks/llama3_h100_202412_torchtitan.md, torchtitan/utils.py
+// get_peak_flops); the profile projects the midpoint, every precision at the
+// same clock ratio, and keeps the standard SXM part's figures apart.
+TEST(Profile, TorchtitanH100IsTheHbm2ePowerCappedPart) {
+  std::string dir = kSourceDir + "/profiles";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no profiles/ yet";
+  ProfileConfig capped = LoadProfileFile(dir + "/h100-sxm-96gb.json");
+  ProfileConfig sxm = LoadProfileFile(dir + "/h100-sxm-80gb.json");
+  EXPECT_DOUBLE_EQ(capped.hbm_bandwidth.value.value, 2400e9);
+  EXPECT_DOUBLE_EQ(capped.copy_efficiency.value, 0.92);
+  EXPECT_DOUBLE_EQ(sxm.hbm_bandwidth.value.value, 3350e9);
+  EXPECT_DOUBLE_EQ(capped.Peak(Precision::kBf16)->value, 912e12);
+  EXPECT_DOUBLE_EQ(capped.Peak(Precision::kFp8)->value, 2 * capped.Peak(Precision::kBf16)->value);
+  EXPECT_DOUBLE_EQ(capped.Peak(Precision::kTf32)->value, capped.Peak(Precision::kBf16)->value / 2);
+  EXPECT_DOUBLE_EQ(sxm.Peak(Precision::kBf16)->value, 989.4e12);
+  EXPECT_NE(capped.peak_flops[static_cast<int>(Precision::kBf16)]->source.find("projected"), std::string::npos);
+  // GEMM and attention efficiencies are fractions of the (lower) peak, as on the SXM part.
+  EXPECT_DOUBLE_EQ(capped.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]->value,
+                   sxm.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]->value);
+}
+
 }  // namespace
 }  // namespace stacksim::config

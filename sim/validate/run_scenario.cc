@@ -290,6 +290,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.loss_logits = d.loss_logits;
     plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
+    plan.cp_torch_ring = d.cp_torch_ring;
   }
   out.choices.push_back("framework=" + fw.name);
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
@@ -352,9 +353,12 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   }
   if (auto vp = p.Optional("vp")) {
     plan.vp = static_cast<int>(vp->PositiveInt());
-  } else if (fw.default_one_f_one_b) {
+  } else if (fw.default_vp == 1 || (fw.default_vp > 1 && plan.pp == 1)) {
     plan.vp = 1;
     if (plan.pp > 1) out.choices.push_back("vp=1 (the framework's default 1F1B schedule)");
+  } else if (fw.default_vp > 1) {
+    plan.vp = fw.default_vp;
+    out.choices.push_back("vp=" + std::to_string(plan.vp) + " (the framework's default interleaved 1F1B stages per rank)");
   } else {
     out.open_fields.push_back("vp");
   }

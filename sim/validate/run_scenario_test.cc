@@ -51,6 +51,27 @@ TEST(RunScenario, NewerGpusMapToTheirSystems) {
             "runs[2].hardware.gpus_per_node");
 }
 
+// torchtitan's Interleaved 1F1B without split points: two virtual stages per
+// rank (pipelining_utils.py generate_split_points at 9dec370); 126 layers
+// over 16 stages as 7, 14 x 8, 7. Its 1F1B keeps one stage per rank.
+TEST(RunScenario, TorchtitanInterleavedRunsTwoStagesPerRank) {
+  nlohmann::json run = CoverageRun("synthetic-h200-hsdp");
+  run["model"]["layers"] = 126;
+  run["plan"]["pp"] = 2;
+  run["plan"]["dp"] = run["plan"]["dp"].get<int>() / 2;
+  run["plan"]["shard_group"] = 8;
+  run["plan"]["vp"] = nullptr;
+  run["plan"]["micro_batch"] = nullptr;
+  run["framework"] = "torchtitan (FSDP+TP+PP interleaved 1F1B + compile + Float8 + AsyncTP)";
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[0]");
+  EXPECT_EQ(r.scenario.plan.vp, 2);
+  EXPECT_EQ(r.scenario.plan.schedule, config::PipelineScheduleKind::kInterleaved);
+  EXPECT_TRUE(r.scenario.plan.uneven_stages);
+  EXPECT_TRUE(Chose(r, "vp=2 (the framework's default interleaved 1F1B stages per rank)"));
+  run["framework"] = "torchtitan (FSDP+TP+PP 1F1B + compile + Float8 + AsyncTP)";
+  EXPECT_EQ(ScenarioForRun(run, kCoverageRuns, "runs[0]").scenario.plan.vp, 1);
+}
+
 // The schema gives no MLA ranks: DeepSeek-V3's come from its published
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {

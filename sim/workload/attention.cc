@@ -86,6 +86,11 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   if (s.attention.flash) {
     if (s.cp.size > 1) ops.push_back(CpKvExchange(s, /*backward=*/false));
     ops.push_back(FlashAttention(s, /*backward=*/false));
+    // One SDPA per ring step under PyTorch's ring attention: its unfused
+    // merges (about six element-wise kernels a step) follow on the stream.
+    if (const double b = CpTorchRingMergeBytes(s); b > 0) {
+      ops.push_back(Memory("cp-ring-merge", b, s, 6 * (s.cp.size - 1) + 1));
+    }
     return;
   }
   // Unfused (Megatron-LM 2021-22): batched QK^T, fused scale-mask-softmax with
@@ -109,6 +114,9 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   if (s.attention.flash) {
     if (s.cp.size > 1) ops.push_back(CpKvExchange(s, /*backward=*/true));
     ops.push_back(FlashAttention(s, /*backward=*/true));
+    if (const double b = CpTorchRingGradBytes(s); b > 0) {
+      ops.push_back(Memory("cp-ring-grad-accum", b, s, 8 * s.cp.size + 5));
+    }
     return;
   }
   const double scores = D(bh) * D(s.seq) * D(s.seq);

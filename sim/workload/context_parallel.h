@@ -22,6 +22,13 @@ Op CpKvExchange(const LayerShape& s, bool backward);
 // All-gather CP's backward: the full-sequence dK/dV reduce-scattered (no-op
 // for ring CP, without CP, or without flash attention).
 void AddCpGradReduceScatter(std::vector<Op>& ops, const LayerShape& s);
+// PyTorch's ring attention (s.cp.torch_ring; torchtitan): the unfused
+// element-wise work around its per-step SDPA calls, forward (the K/V concat
+// sent each step and the fp32 merge of partial outputs) and backward (the
+// fp32 accumulation of dQ, dK, dV and the concat of dK/dV sent each step).
+// Nothing without CP or torch_ring. Bytes per rank and layer.
+double CpTorchRingMergeBytes(const LayerShape& s);
+double CpTorchRingGradBytes(const LayerShape& s);
 // Index of the overlapped (ring) CP K/V exchange just emitted (-1 when there
 // is none; all-gather CP's collectives block the compute stream).
 int CpExchangeIndex(const std::vector<Op>& ops);

@@ -24,11 +24,12 @@ config::ModelConfig Llama() {
   return m;
 }
 
-LayerShape Shape(int cp, int tp = 2, config::CpComm comm = config::CpComm::kP2p) {
+LayerShape Shape(int cp, int tp = 2, config::CpComm comm = config::CpComm::kP2p, bool torch_ring = false) {
   config::PlanConfig plan;
   plan.tp = tp;
   plan.cp = cp;
   plan.cp_comm = comm;
+  plan.cp_torch_ring = torch_ring;
   plan.sequence_parallel = true;
   plan.micro_batch = 1;
   return LayerShape::From(Llama(), plan, 16384, testing::RoundProfile());
@@ -76,6 +77,34 @@ int Index(const std::vector<Op>& ops, const std::string& name) {
   const Op* op = Find(ops, name);
   return op == nullptr ? -1 : static_cast<int>(op - ops.data());
 }
+
+// PyTorch's ring attention (torchtitan), same shape: K/V after repeat_kv are
+// query-heads wide (16 per tp rank), so the block is 2 x 4096 x 16 x 128 x 2
+// bytes; the backward gathers K/V again and sends fp32 dK/dV: 1 + 4/2 = 3x.
+// Merges, E = 4096 x 16 x 128 output elements of 2 bytes, cp - 1 = 3 steps:
+// per step the K/V concat 8E and the merge (whole 38E, half 19E + 8E cat,
+// over ranks 32.5E), then 6E back to bf16: 3 x 40.5E + 6E = 127.5E. The
+// backward: 12E zeros, 3 x 8E concats, step 0 3 x 10E + 16E, steps 1-3
+// 3 x (10E + 13E) / 2 + 16E each, 6E + 12E back to bf16: 251.5E.
+TEST(ContextParallel, TorchRingMergesInFp32AndSendsRepeatedKv) {
+  const double E = 4096.0 * 16 * 128;
+  const double block = 2.0 * 4096 * 16 * 128 * 2;
+  const auto fwd = LayerForward(Shape(4, 2, config::CpComm::kP2p, true));
+  const auto bwd = LayerBackward(Shape(4, 2, config::CpComm::kP2p, true));
+  EXPECT_DOUBLE_EQ(Find(fwd, "cp-kv-exchange")->bytes.value, 4 * block);
+  EXPECT_DOUBLE_EQ(Find(bwd, "cp-kv-exchange-bwd")->bytes.value, 3 * 4 * block);
+  const Op* merge = Find(fwd, "cp-ring-merge");
+  ASSERT_NE(merge, nullptr);
+  EXPECT_DOUBLE_EQ(merge->compute.bytes.value, 127.5 * E);
+  EXPECT_EQ(Index(fwd, "cp-ring-merge"), Index(fwd, "attention") + 1);
+  const Op* grad = Find(bwd, "cp-ring-grad-accum");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_DOUBLE_EQ(grad->compute.bytes.value, 251.5 * E);
+  // Megatron/TE's fused ring and PyTorch without CP have none of it.
+  EXPECT_EQ(Find(LayerForward(Shape(4)), "cp-ring-merge"), nullptr);
+  EXPECT_EQ(Find(LayerForward(Shape(1, 2, config::CpComm::kP2p, true)), "cp-ring-merge"), nullptr);
+}
+
 
 // All-gather CP (Llama 3, arXiv:2407.21783 §3.3.2), same shape as above:
 // forward, one all-gather of all 4 K/V blocks (32 MiB buffer) on the compute

@@ -85,6 +85,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
 
   s.cp.size = plan.cp;
   s.cp.comm = plan.cp_comm;
+  s.cp.torch_ring = plan.cp_torch_ring;
 
   s.kernels.precision = plan.precision;
   s.kernels.fused = plan.kernels == config::KernelFusion::kFused;

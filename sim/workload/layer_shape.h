@@ -52,6 +52,7 @@ struct MlaShape {
 struct CpShape {
   int size = 1;
   config::CpComm comm = config::CpComm::kP2p;
+  bool torch_ring = false;  // plan.cp_torch_ring
 };
 
 // Mixture of experts: the layer's MLP is a MoE block (router, routed experts

@@ -109,6 +109,26 @@ AZURE_FA2 = {
     "gb200": (373.9, 128, "GB200 (ND GB200 v6)", 2500.0),
 }
 
+# Meta's Grand Teton H100 (the torchtitan benchmark GPUs, profile h100-sxm-96gb): an SXM5 H100 with 96 GB HBM2e
+# and a 500 W default power limit instead of 700 W.
+TT_BENCH = ("pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Hardware: 'Grand Teton platform', "
+            "'96GB HBM2e with 2.4 TB/sec peak memory bandwidth', 'We used the default 500W power limit'")
+TT_HBM_GBPS = 2400.0
+# torchtitan's own dense bf16 peaks (torchtitan/utils.py get_peak_flops at 9dec370, the benchmarked commit: H100 NVL
+# 835e12, H100 SXM 989e12) and the benchmark doc's footnote 2 (also docs/performance.md at 9dec370): 'the actual
+# peak TFLOPs number is between SXM and NVL, and we don't know its exact value'.
+TT_PEAK_SXM, TT_PEAK_NVL = 989.0, 835.0
+TT_PEAK_SRC = ("pytorch/torchtitan torchtitan/utils.py get_peak_flops at 9dec370 (H100 NVL 835e12, SXM 989e12 dense "
+               "bf16) and the benchmark doc's footnote 2 ('HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs "
+               "number is between SXM and NVL, and we don't know its exact value')")
+# torchao's roofline model of the same GPUs (pytorch/ao torchao/testing/training/roofline_utils.py, gpu_name_to_specs
+# 'NVIDIA H100'): peak_mem_bw 2.4e12 'custom to Meta's H100 variant', pct_achievable_mem_bw 0.92 ('pointwise triton
+# kernels with large inputs ... would hit about 2.2k GBPS on Meta's H100 variant').
+TORCHAO_MEM_FRACTION = 0.92
+TORCHAO_SRC = ("pytorch/ao torchao/testing/training/roofline_utils.py gpu_name_to_specs['NVIDIA H100']: "
+               "peak_mem_bw_bytes_sec 2.4e12 'custom to Meta's H100 variant', pct_achievable_mem_bw 0.92 "
+               "('pointwise triton kernels with large inputs ... would hit about 2.2k GBPS on Meta's H100 variant')")
+
 NIC_NDR = (47.0, 50.0)  # nccl-tests#290 (AddyLaddy): expect 46-48 GB/s per 400 Gb/s NDR NIC (mid 47)
 NIC_HDR = (96.0, 100.0)  # nccl-tests#119: 3 nodes x 8 A100, 4x HDR: peak ~96 of 100 GB/s (avg 84.8 over sizes)
 
@@ -579,19 +599,20 @@ def h100_sxm(d, mem_gb):
         p["hbm_capacity"] = v("80 GiB", f"NVIDIA H100 SXM '80 GB' HBM3, {tab}; {GIB_NOTE}")
         p["hbm_bandwidth"] = v("3350 GB/s", tab)
     else:
-        p["hbm_capacity"] = v("96 GiB", "[U] not in shared/reference/hardware.md; the TechPowerUp GPU database lists "
-                              "an 'H100 SXM5 96 GB' (techpowerup.com/gpu-specs/h100-sxm5-96-gb.c3974, page not read); "
-                              + GIB_NOTE)
-        p["hbm_bandwidth"] = v("3350 GB/s", "[U] assumed equal to H100 SXM 80GB " + tab + "; a sixth HBM3 stack "
-                               "could give more; one third-party spec dump also lists lower clocks for this part "
-                               "(FP32 62.1 vs 66.9 TFLOP/s), not used")
+        p["hbm_capacity"] = v("96 GiB", f"{TT_BENCH} ('96GB'); the TechPowerUp GPU database lists an 'H100 SXM5 "
+                              "96 GB' (techpowerup.com/gpu-specs/h100-sxm5-96-gb.c3974, page not read); " + GIB_NOTE)
+        p["hbm_bandwidth"] = v(f"{TT_HBM_GBPS:g} GB/s", f"{TT_BENCH}; {TORCHAO_SRC}")
     copy = STREAM["h100"][0] / STREAM["h100"][1]
-    p["copy_efficiency"] = v(r3(copy), f"{STREAM_SRC}: H100 copy 2.90 TB/s / 3.35 TB/s (Voltage Park d2d 2,903 GB/s, "
-                                       f"86.7%, agrees)" + ("" if mem_gb == 80 else f"; applied to {what} [U]"))
-    p["peak_flops"] = peak_flops((67, pre + tab),
-                                 (494.7, pre + gk + ", dense"),
-                                 (989.4, pre + gk + ", dense (1,979 with sparsity)"),
-                                 (1978.9, pre + gk + ", dense"))
+    if mem_gb == 80:
+        p["copy_efficiency"] = v(r3(copy), f"{STREAM_SRC}: H100 copy 2.90 TB/s / 3.35 TB/s (Voltage Park d2d "
+                                           f"2,903 GB/s, 86.7%, agrees)")
+        p["peak_flops"] = peak_flops((67, tab), (494.7, gk + ", dense"), (989.4, gk + ", dense (1,979 with sparsity)"),
+                                     (1978.9, gk + ", dense"))
+    else:
+        p["copy_efficiency"] = v(TORCHAO_MEM_FRACTION,
+                                 f"{TORCHAO_SRC}: 0.92 of the 2.4 TB/s HBM2e on this GPU (cf. 0.866 STREAM copy on the "
+                                 f"3.35 TB/s HBM3 H100, {STREAM_SRC})")
+        p["peak_flops"] = power_capped_peaks(tab, gk)
     p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"{MAMF_SRC}: H100 SXM 794.5 / 989 TFLOP/s, shape 2048x2048x13312, "
                                        f"torch 2.7.0+cu126" + ("" if mem_gb == 80 else f"; applied to {what} [U]"),
                                        fp8, f"{MAMF_SRC}: H100 SXM FP8 1,402.6 / 1,979 TFLOP/s"
@@ -610,6 +631,21 @@ def h100_sxm(d, mem_gb):
         "inter_node": inter_node(d, *nic_ndr("; DGX/HGX H100: 8x ConnectX-7 400 Gb/s")),
     }
     return p
+
+
+def power_capped_peaks(tab, gk):
+    """Peaks of the 500 W, HBM2e H100 SXM of the torchtitan benchmarks: the torchtitan team puts its dense bf16 peak
+    between their H100 SXM (989) and H100 NVL (835) figures without knowing where; projected at the midpoint, every
+    precision at the same clock ratio (tensor-core rates are per clock: fp8 = 2 x bf16, tf32 = bf16 / 2)."""
+    bf16 = (TT_PEAK_SXM + TT_PEAK_NVL) / 2
+    k = bf16 / TT_PEAK_SXM
+    why = (f"projected: midpoint of {TT_PEAK_NVL:g}-{TT_PEAK_SXM:g} TFLOP/s dense bf16 = {bf16:g} (x {k:.4f} of the "
+           f"SXM peak, +-{(TT_PEAK_SXM - TT_PEAK_NVL) / 2:g}); {TT_PEAK_SRC}; {TT_BENCH}")
+    return peak_flops((round(67 * k, 1), f"{why}; SXM 67 ({tab}) x {k:.4f}, the same clock ratio (one third-party "
+                                         f"spec dump lists FP32 62.1 vs 66.9 TFLOP/s for this part, ratio 0.928)"),
+                      (bf16 / 2, f"{why}; tf32 = bf16 / 2 as on H100 SXM 494.7 / 989.4 ({gk})"),
+                      (bf16, why),
+                      (bf16 * 2, f"{why}; fp8 = 2 x bf16 as on H100 SXM 1,978.9 / 989.4 ({gk})"))
 
 
 def h800(d):
