@@ -52,6 +52,8 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.loss_logits = loss_logits;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
+  base.zero3_gather = zero3_gather;
+  base.zero3_max_reuse_distance = zero3_max_reuse_distance;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
                                                                                    : SelectivePolicy::kModules;
   return base;
@@ -111,6 +113,15 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
+  }
+  if (facts.Has("zero3_gather")) {
+    f.zero3_gather = Fact(facts, "zero3_gather").OneOf({"prefetch-per-layer", "sync-per-parameter"}) ==
+                             "sync-per-parameter"
+                         ? Zero3Gather::kSyncPerParameter
+                         : Zero3Gather::kPrefetchPerLayer;
+  }
+  if (facts.Has("zero3_max_reuse_distance")) {
+    f.zero3_max_reuse_distance = Fact(facts, "zero3_max_reuse_distance").NonNegativeNumber();
   }
   facts.Finish();
   top.Ignore({"notes"});

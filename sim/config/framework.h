@@ -68,6 +68,8 @@ struct FrameworkProfile {
   LossLogits loss_logits = LossLogits::kInPlace;
   bool fsdp_pp_reshard = true;
   bool sp_keeps_gathered_inputs = false;
+  Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
+  double zero3_max_reuse_distance = 1e9;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;
