@@ -53,6 +53,8 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
+  base.zero3_gather = zero3_gather;
+  base.zero3_max_reuse_distance = zero3_max_reuse_distance;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
                                                                                    : SelectivePolicy::kModules;
   return base;
@@ -132,6 +134,15 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     } else if (v.PositiveInt() != 1) {
       v.Fail("expected \"tp\" or 1");
     }
+  }
+  if (facts.Has("zero3_gather")) {
+    f.zero3_gather = Fact(facts, "zero3_gather").OneOf({"prefetch-per-layer", "sync-per-parameter"}) ==
+                             "sync-per-parameter"
+                         ? Zero3Gather::kSyncPerParameter
+                         : Zero3Gather::kPrefetchPerLayer;
+  }
+  if (facts.Has("zero3_max_reuse_distance")) {
+    f.zero3_max_reuse_distance = Fact(facts, "zero3_max_reuse_distance").NonNegativeNumber();
   }
   facts.Finish();
   top.Ignore({"notes"});

@@ -75,6 +75,8 @@ struct FrameworkProfile {
   // default for an unset expert_tensor_parallel_size).
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
+  Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
+  double zero3_max_reuse_distance = 1e9;
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;

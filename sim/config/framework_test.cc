@@ -156,6 +156,29 @@ TEST_F(FrameworkFile, VirtualStagesBelongToAnInterleavedScheduleOnly) {
   EXPECT_EQ(e.key_path(), "facts.virtual_stages_per_rank.value");
 }
 
+TEST_F(FrameworkFile, AnUnknownZero3GatherIsRejected) {
+  const std::string shipped = (std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / "megatron-deepspeed.json").string();
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(shipped));
+  doc["facts"]["zero3_gather"]["value"] = "per-layer";
+  std::string path = Write(doc.dump());
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
+  EXPECT_EQ(e.file(), path);
+  EXPECT_NE(e.key_path().find("facts.zero3_gather"), std::string::npos) << e.key_path();
+}
+
+// DeepSpeed's ZeRO-3 of 2021 (SC'21 Table 2) gathers per parameter and
+// synchronously; frameworks that leave the facts out keep FSDP's per-layer
+// prefetch.
+TEST(Framework, DeepSpeedZero3GathersPerParameterSynchronously) {
+  const FrameworkProfile& ds = Match("Megatron-LM + DeepSpeed ZeRO-3");
+  EXPECT_EQ(ds.name, "megatron-deepspeed");
+  EXPECT_EQ(ds.zero3_gather, Zero3Gather::kSyncPerParameter);
+  EXPECT_DOUBLE_EQ(ds.zero3_max_reuse_distance, 1e9);
+  EXPECT_EQ(ds.PlanDefaults(PlanConfig{}).zero3_gather, Zero3Gather::kSyncPerParameter);
+  const FrameworkProfile& titan = Match("torchtitan (FSDP)");
+  EXPECT_EQ(titan.zero3_gather, Zero3Gather::kPrefetchPerLayer);
+}
+
 // A scenario that names a framework takes its facts as plan defaults; keys the
 // plan gives win.
 nlohmann::json Scenario() {

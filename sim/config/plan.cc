@@ -69,6 +69,10 @@ const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 
+const char* Zero3GatherName(Zero3Gather g) {
+  return g == Zero3Gather::kSyncPerParameter ? "sync-per-parameter" : "prefetch-per-layer";
+}
+
 double LossLogitBytes(LossLogits l) { return l == LossLogits::kUpcast ? 12.0 : 6.0; }
 
 const char* RecomputeName(Recompute r) {
@@ -207,6 +211,14 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
+  if (auto v = obj.Optional("zero3_gather")) {
+    p.zero3_gather = v->OneOf({"prefetch-per-layer", "sync-per-parameter"}) == "sync-per-parameter"
+                         ? Zero3Gather::kSyncPerParameter
+                         : Zero3Gather::kPrefetchPerLayer;
+  }
+  if (auto v = obj.Optional("zero3_max_reuse_distance")) {
+    p.zero3_max_reuse_distance = v->NonNegativeNumber();
+  }
   if (auto v = obj.Optional("sharding")) {
     std::string s = v->OneOf({"none", "zero1", "zero2", "zero3"});
     p.sharding = s == "zero1"   ? Sharding::kZero1
@@ -308,6 +320,8 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
           {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},
           {"cp_torch_ring", p.cp_torch_ring},
+          {"zero3_gather", Zero3GatherName(p.zero3_gather)},
+          {"zero3_max_reuse_distance", p.zero3_max_reuse_distance},
           {"sharding", ShardingName(p.sharding)},
           {"schedule", ScheduleName(p.schedule)},
           {"precision", PrecisionName(p.precision)},

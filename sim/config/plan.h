@@ -132,6 +132,20 @@ const char* SelectivePolicyName(SelectivePolicy p);  // "modules", "op-policy"
 // gradient and log_softmax's fp32 gradient coexist: 12 bytes per logit.
 enum class LossLogits { kInPlace, kUpcast };
 const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
+
+// How ZeRO-3 gathers a layer's parameters and reduce-scatters its gradients.
+// kPrefetchPerLayer: one flat all-gather per layer, issued one layer ahead
+// so it overlaps compute, and one flat reduce-scatter (FSDP's wrapped
+// blocks, DeepSpeed since late 2021). kSyncPerParameter: DeepSpeed ZeRO-3 of
+// early 2021 (v0.3.13): one all-gather and one reduce-scatter per parameter
+// tensor (weights; small tensors stay unsharded), each gather issued after a
+// device-wide synchronize, so nothing overlaps compute, and through
+// torch.distributed's list API, which copies each rank's piece to or from a
+// flat buffer (one copy per rank of the group); under full recomputation a
+// tensor is gathered again for the backward unless the parameters used in
+// between are fewer than zero3_max_reuse_distance (docs/workload.md).
+enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter };
+const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter"
 // Bytes per logit at the loss's peak.
 double LossLogitBytes(LossLogits l);
 
@@ -175,6 +189,11 @@ struct PlanConfig {
   // dK and dV accumulated in fp32 (dK/dV passed around the ring); false: one
   // fused kernel (Transformer Engine).
   bool cp_torch_ring = false;
+  Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
+  // kSyncPerParameter: the reuse distance (parameter elements used in
+  // between) under which a gathered tensor is kept for its next use
+  // (DeepSpeed's stage3_max_reuse_distance).
+  double zero3_max_reuse_distance = 1e9;
   Sharding sharding = Sharding::kNone;
   // ZeRO-3/FSDP only: the data-parallel ranks one copy of the parameters is
   // sharded over (hybrid sharding, PyTorch's HSDP / torchtitan's dp_shard;

@@ -67,7 +67,26 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
         Time* bucket = Bucket(b, bt.role);
         bool comm = bucket == &b.pp_exposed || bucket == &b.dp_exposed || bucket == &b.tp_exposed ||
                     bucket == &b.ep_exposed;
-        if (bucket == &b.offload_exposed) {
+        const bool shared_with_stages = bt.kind == trace::TaskKind::kCollective && bt.comm.group != trace::kNoGroup &&
+                                        t.group(bt.comm.group).simulated.size() > 1;
+        if (bucket == &b.dp_exposed && t.stream(blocker) != compute && !shared_with_stages) {
+          // A chain of data-parallel work on its stream (synchronous ZeRO-3
+          // gathers, one per parameter, each with its copies): the compute
+          // stream waits for all of it, so follow the chain back while its
+          // links are data-parallel tasks that end inside the gap.
+          TaskId link = blocker;
+          Time upper = tm.start, attributed = Time::Zero();
+          while (link >= 0 && t.role(link) == trace::TaskRole::kDpComm && t.stream(link) != compute) {
+            const auto& ltm = r.timings[link];
+            const Time lo = std::max(prev_end, ltm.start), hi = std::min(upper, ltm.end);
+            if (hi > lo) attributed += hi - lo;
+            upper = std::min(upper, lo);
+            if (ltm.start <= prev_end) break;
+            link = GapBlocker(t, r, link, prev_end);
+          }
+          b.dp_exposed += attributed;
+          b.other += gap - attributed;
+        } else if (bucket == &b.offload_exposed) {
           // Waiting for the offloaded optimizer step (a chain of copies,
           // host work and NVMe I/O): all of the wait is offload.
           b.offload_exposed += gap;
@@ -80,9 +99,6 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
           // all-reduce) before the last of them arrives; an expert
           // all-to-all queued behind another one (DualPipe's overlapped
           // chunks share the EP stream) is still all-to-all time.
-          const bool shared_with_stages = bt.kind == trace::TaskKind::kCollective &&
-                                          bt.comm.group != trace::kNoGroup &&
-                                          t.group(bt.comm.group).simulated.size() > 1;
           (bucket == &b.pp_exposed || shared_with_stages ? b.bubble
            : bucket == &b.ep_exposed                     ? b.ep_exposed
                                                          : b.other) += rest;

@@ -291,6 +291,8 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
     plan.cp_torch_ring = d.cp_torch_ring;
+    plan.zero3_gather = d.zero3_gather;
+    plan.zero3_max_reuse_distance = d.zero3_max_reuse_distance;
   }
   out.choices.push_back("framework=" + fw.name);
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
@@ -321,6 +323,9 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   } else {
     plan.sharding = plan.dp > 1 ? fw.sharding : config::Sharding::kNone;
     out.choices.push_back(std::string("sharding=") + config::ShardingName(plan.sharding));
+  }
+  if (plan.sharding == config::Sharding::kZero3 && plan.zero3_gather == config::Zero3Gather::kSyncPerParameter) {
+    out.choices.push_back("ZeRO-3 gathers per parameter, synchronous (no overlap with compute)");
   }
   if (auto sg = p.Optional("shard_group")) {
     // Hybrid sharding (HSDP): FSDP within groups of shard_group data-parallel

@@ -22,6 +22,7 @@ namespace stacksim::workload {
 namespace {
 
 using config::Sharding;
+using config::Zero3Gather;
 using trace::CollectiveKind;
 using trace::TaskId;
 using trace::TaskKind;
@@ -70,6 +71,27 @@ class StepBuilder {
   // ZeRO-3/FSDP: gathers layer `l`'s parameters before its forward or
   // backward; returns the collective the layer's compute waits for.
   TaskId FsdpGather(int rank, int l, int mb);
+  // Zero3Gather::kSyncPerParameter: one all-gather per weight tensor of
+  // layer `l` (those in `tensors`, indices into fsdp_tensors_), each after
+  // the device is idle and followed by the list API's per-rank copies.
+  TaskId SyncParameterGathers(int rank, int l, int mb, const std::vector<int>& tensors);
+  // kSyncPerParameter under full recomputation: the tensors the recompute
+  // forward releases before the backward needs them again (DeepSpeed's
+  // reuse-distance rule, see the .cc).
+  std::vector<int> RegatheredTensors(int kind) const;
+  // The list API's copies of each rank's piece of a `bytes` collective to or
+  // from a flat buffer: one copy per group member, on the dp stream.
+  TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb);
+  // A layer kind's weight tensors in forward order: elements on this rank
+  // (after tp) and share of the layer's dense parameters.
+  struct FsdpTensor {
+    double elements = 0, share = 1;
+  };
+  std::vector<FsdpTensor> fsdp_tensors_[2];
+  std::vector<int> all_tensors_[2];
+  bool SyncGathers() const {
+    return plan_.sharding == Sharding::kZero3 && plan_.zero3_gather == Zero3Gather::kSyncPerParameter;
+  }
   // One rank's ZeRO-3 shard of layer `l`, bytes: the dense part (sharded over
   // the shard group x cp) and the routed experts (over the expert-data-parallel group).
   struct FsdpShard {
@@ -184,7 +206,78 @@ StepBuilder::FsdpShard StepBuilder::FsdpShardOf(int l) const {
   return out;
 }
 
+TaskId StepBuilder::ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb) {
+  // torch.distributed.all_gather / reduce_scatter with a list of tensors
+  // (PyTorch 1.8 ProcessGroupNCCL.cpp, the API DeepSpeed v0.3.13 calls): the
+  // NCCL call works on a flat buffer, and each of the group's ranks' pieces is
+  // copied out of it (all-gather) or into it (reduce-scatter) by its own
+  // copy_: every byte read and written once, one launch per rank.
+  trace::Task c;
+  c.kind = TaskKind::kCompute;
+  c.rank = rank;
+  c.stream = dp_stream_;
+  c.role = trace::TaskRole::kDpComm;  // part of the collective call, as the framework issues it
+  c.label = t_.RoleLabel(c.role);
+  c.name = t_.InternName("zero3-list-copies");
+  c.layer = l;
+  c.micro_batch = mb;
+  c.compute.op_class = trace::OpClass::kMemoryBound;
+  c.compute.precision = plan_.precision;
+  c.compute.bytes = bytes * 2.0;
+  c.compute.flops = Flops{0};
+  c.compute.kernels = static_cast<int16_t>(std::min(plan_.FsdpShardRanks(), 32767));
+  return t_.Add(c, deps);
+}
+
+TaskId StepBuilder::SyncParameterGathers(int rank, int l, int mb, const std::vector<int>& tensors) {
+  // DeepSpeed v0.3.13 (deepspeed/runtime/zero/partition_parameters.py
+  // _allgather_param; stage3.py fetch_sub_module) calls
+  // torch.cuda.synchronize() before each parameter's all-gather and again
+  // before the sub-module runs: a gather starts when the compute stream and
+  // earlier collectives are done, and compute waits for it (DeepSpeed PR
+  // #1188, Oct 2021, found the asynchronous path synchronous for this reason).
+  const FsdpShard shard = FsdpShardOf(l);
+  const std::vector<FsdpTensor>& all = fsdp_tensors_[Kind(l)];
+  TaskId prev = EmitParamFetch(t_, s_, rank, shard.dense + shard.expert, {last_compute_[rank]}, l, mb);
+  std::vector<TaskId> deps = {last_compute_[rank], last_gather_[rank], prev};
+  if (!dp_tasks_[rank].empty()) deps.push_back(dp_tasks_[rank].back());  // the synchronize waits for these too
+  for (int i : tensors) {
+    const Bytes bytes = shard.dense * (static_cast<double>(plan_.FsdpShardRanks()) * all[i].share);
+    TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather, bytes,
+                          groups_.fsdp[rank], deps, -1, l, mb);
+    prev = ListApiCopies(rank, bytes, {g}, l, mb);
+    deps = {prev};
+  }
+  if (shard.expert.value > 0 && edp_ > 1) {
+    prev = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-expert-gather", CollectiveKind::kAllGather,
+                      shard.expert * static_cast<double>(edp_), groups_.edp[rank], deps, -1, l, mb);
+  }
+  if (prev < 0) prev = last_compute_[rank];
+  last_gather_[rank] = prev;
+  gather_gate_[rank] = last_compute_[rank];
+  return prev;
+}
+
+std::vector<int> StepBuilder::RegatheredTensors(int kind) const {
+  // DeepSpeed v0.3.13 stage3.py release_sub_module: after a sub-module's
+  // forward its parameters are released unless _keep_for_later, i.e. the
+  // parameters used before their next use (get_reuse_distance_in_numel) are
+  // fewer than stage3_max_reuse_distance. After the recompute forward of a
+  // layer the tensors come back in reverse order: tensor i's next use follows
+  // the forward and backward of every later tensor of the layer.
+  std::vector<int> out;
+  const std::vector<FsdpTensor>& all = fsdp_tensors_[kind];
+  double later = 0;
+  for (int i = static_cast<int>(all.size()) - 1; i >= 0; --i) {
+    if (2 * later >= plan_.zero3_max_reuse_distance) out.push_back(i);
+    later += all[i].elements;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 TaskId StepBuilder::FsdpGather(int rank, int l, int mb) {
+  if (SyncGathers()) return SyncParameterGathers(rank, l, mb, all_tensors_[Kind(l)]);
   // FSDP2 on the flattened dp_shard x cp mesh (torchtitan): the dense
   // parameters come from the shard group's shard_group x cp ranks; the routed
   // experts, one EP rank's share, from the ranks that hold the same experts.
@@ -379,7 +472,17 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
     // expert-data-parallel group.
     const int k = Kind(layer);
     TaskId reduced = last;
-    if (plan_.FsdpShardRanks() > 1) {
+    if (plan_.FsdpShardRanks() > 1 && SyncGathers()) {
+      // DeepSpeed v0.3.13 _reduce_scatter_gradients: one reduce_scatter per
+      // parameter, through the list API (its inputs copied into a flat buffer).
+      for (const FsdpTensor& tensor : fsdp_tensors_[k]) {
+        const Bytes bytes = sizes_.dense[k] * tensor.share;
+        TaskId flat = ListApiCopies(rank, bytes, {reduced}, layer, mb);
+        reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
+                             CollectiveKind::kReduceScatter, bytes, groups_.fsdp[rank], {flat}, -1, layer, mb);
+        dp_tasks_[rank].push_back(reduced);
+      }
+    } else if (plan_.FsdpShardRanks() > 1) {
       reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
                            CollectiveKind::kReduceScatter, sizes_.dense[k], groups_.fsdp[rank], {last}, -1, layer, mb);
       dp_tasks_[rank].push_back(reduced);
@@ -440,6 +543,10 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     if (plan_.recompute == config::Recompute::kFull) {
       last = Emit(rank, recompute_full_[Kind(l)], deps, l, mb);
       deps = {last};
+      if (zero3 && SyncGathers()) {
+        const std::vector<int> again = RegatheredTensors(Kind(l));
+        if (!again.empty()) deps.push_back(SyncParameterGathers(rank, l, mb, again));
+      }
     } else if (plan_.recompute == config::Recompute::kSelective && !recompute_sel_[Kind(l)].ops.empty()) {
       last = Emit(rank, recompute_sel_[Kind(l)], deps, l, mb);
       deps = {last};
@@ -583,6 +690,22 @@ trace::Trace StepBuilder::Build() {
     auto [b, w] = SplitWeightGradients(LayerBackward(ls));
     bwd_input_[kind] = Intern(std::move(b));
     bwd_weight_[kind] = Intern(std::move(w));
+    // The layer's weight tensors, from its weight-gradient GEMMs (one per
+    // weight; the backward runs them in reverse forward order). Routed
+    // experts are gathered separately (FsdpShard::expert).
+    std::vector<FsdpTensor>& tensors = fsdp_tensors_[kind];
+    const std::vector<Op>& ops = bwd_[kind].ops;
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      if (it->is_collective || !it->weight_grad || it->expert) continue;
+      FsdpTensor t;
+      t.elements = static_cast<double>(it->compute.m) * it->compute.n * it->compute.batch;
+      tensors.push_back(t);
+    }
+    double total = 0;
+    for (const FsdpTensor& t : tensors) total += t.elements;
+    if (tensors.empty() || total <= 0) tensors.assign(1, FsdpTensor{});
+    for (FsdpTensor& t : tensors) t.share = total > 0 ? t.elements / total : 1.0;
+    for (int i = 0; i < static_cast<int>(tensors.size()); ++i) all_tensors_[kind].push_back(i);
   }
   edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ExpertShards();
   emb_f_ = Intern(EmbeddingForward(shape_));
