@@ -163,7 +163,8 @@ std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const Profi
                          {"attention.flash2_fwd_efficiency", p.flash2_fwd_efficiency.source},
                          {"attention.flash2_bwd_efficiency", p.flash2_bwd_efficiency.source},
                          {"attention.flash1_fwd_efficiency", p.flash1_fwd_efficiency.source},
-                         {"attention.flash1_bwd_efficiency", p.flash1_bwd_efficiency.source}});
+                         {"attention.flash1_bwd_efficiency", p.flash1_bwd_efficiency.source},
+                         {"attention.seq_factors", p.attention_seq_factors.source}});
   for (EagerKernel k : kAllEagerKernels) {
     out.emplace_back(std::string("eager_kernels.") + EagerKernelName(k), p.eager_kernels[static_cast<int>(k)].source);
   }
@@ -263,6 +264,40 @@ std::optional<FlopRate> ProfileConfig::Peak(Precision p) const {
   return peak->value;
 }
 
+double ProfileConfig::AttentionSeqFactor(double seq, bool backward) const {
+  const auto& pts = attention_seq_factors.value;
+  if (pts.empty() || !(seq > 0)) return 1.0;
+  auto at = [backward](const AttentionSeqPoint& p) { return backward ? p.bwd : p.fwd; };
+  if (seq <= pts.front().seq) return at(pts.front());
+  if (seq >= pts.back().seq) return at(pts.back());
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (seq <= pts[i].seq) {
+      double t = std::log2(seq / pts[i - 1].seq) / std::log2(pts[i].seq / pts[i - 1].seq);
+      return at(pts[i - 1]) + t * (at(pts[i]) - at(pts[i - 1]));
+    }
+  }
+  return at(pts.back());
+}
+
+namespace {
+
+Sourced<std::vector<AttentionSeqPoint>> SourcedSeqFactors(const JsonNode& node) {
+  return ReadSourced<std::vector<AttentionSeqPoint>>(node, [](const JsonNode& v) {
+    std::vector<AttentionSeqPoint> pts;
+    for (const JsonNode& e : v.Elements()) {
+      if (!e.IsArray() || e.json().size() != 3) e.Fail("expected a [seq, fwd factor, bwd factor] triple");
+      std::vector<JsonNode> x = e.Elements();
+      AttentionSeqPoint p{x[0].PositiveNumber(), x[1].PositiveNumber(), x[2].PositiveNumber()};
+      if (!pts.empty() && !(p.seq > pts.back().seq)) x[0].Fail("sequence lengths must be strictly increasing");
+      pts.push_back(p);
+    }
+    if (pts.empty()) v.Fail("needs at least one [seq, fwd factor, bwd factor] point");
+    return pts;
+  });
+}
+
+}  // namespace
+
 ProfileConfig ParseProfile(const JsonNode& node) {
   JsonObject obj(node);
   ProfileConfig p;
@@ -342,6 +377,7 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     p.flash2_bwd_efficiency = SourcedFraction(attention.Required("flash2_bwd_efficiency"));
     p.flash1_fwd_efficiency = SourcedFraction(attention.Required("flash1_fwd_efficiency"));
     p.flash1_bwd_efficiency = SourcedFraction(attention.Required("flash1_bwd_efficiency"));
+    p.attention_seq_factors = SourcedSeqFactors(attention.Required("seq_factors"));
     attention.Finish();
   }
   {
@@ -427,6 +463,9 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
                     {"flash2_bwd_efficiency", SourcedJson(p.flash2_bwd_efficiency, p.flash2_bwd_efficiency.value)},
                     {"flash1_fwd_efficiency", SourcedJson(p.flash1_fwd_efficiency, p.flash1_fwd_efficiency.value)},
                     {"flash1_bwd_efficiency", SourcedJson(p.flash1_bwd_efficiency, p.flash1_bwd_efficiency.value)}};
+  nlohmann::json seq = nlohmann::json::array();
+  for (const auto& pt : p.attention_seq_factors.value) seq.push_back({pt.seq, pt.fwd, pt.bwd});
+  j["attention"]["seq_factors"] = SourcedJson(p.attention_seq_factors, seq);
   nlohmann::json eager = nlohmann::json::object();
   for (EagerKernel k : kAllEagerKernels) {
     const Sourced<double>& e = p.eager_kernels[static_cast<int>(k)];

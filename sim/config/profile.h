@@ -86,6 +86,15 @@ inline constexpr std::array<EagerKernel, kNumEagerKernels> kAllEagerKernels = {
 // "gated_activation", "softmax", "dropout", "cast".
 const char* EagerKernelName(EagerKernel k);
 
+// One point of the attention kernels' efficiency against sequence length:
+// at `seq` keys, the forward and backward efficiencies are `fwd` and `bwd`
+// times the profile's (which hold at the length they were measured at).
+struct AttentionSeqPoint {
+  double seq = 0;
+  double fwd = 1;
+  double bwd = 1;
+};
+
 struct ProfileConfig {
   std::string name;         // "h100-sxm-80gb"
   std::string gpu;          // human name, "NVIDIA H100 SXM5 80GB"
@@ -114,6 +123,10 @@ struct ProfileConfig {
   // attention of 2022-23 frameworks), same units.
   Sourced<double> flash1_fwd_efficiency;
   Sourced<double> flash1_bwd_efficiency;
+  // Attention efficiency against the key length, applied to every attention
+  // kernel above: points sorted by seq, linear in log2(seq) between them,
+  // the end values outside. Empty: no dependence.
+  Sourced<std::vector<AttentionSeqPoint>> attention_seq_factors;
   // Eager (generic PyTorch) memory-bound kernels, per family: achieved
   // bandwidth over the device copy's, a fraction in (0, 1]. Plans with
   // unfused kernels (plan.kernels "eager") run their memory-bound work at
@@ -134,6 +147,8 @@ struct ProfileConfig {
   Sourced<Time> inter_latency;
 
   std::optional<FlopRate> Peak(Precision p) const;
+  // attention_seq_factors at `seq` keys (1 when empty or seq <= 0).
+  double AttentionSeqFactor(double seq, bool backward) const;
   double EagerEfficiency(EagerKernel k) const { return eager_kernels[static_cast<int>(k)].value; }
 };
 

@@ -133,6 +133,26 @@ TEST(Profile, BadEagerKernelValueIsAnErrorNamingFileAndKey) {
   doc = ReadJsonFile(kFixture);
   doc["attention"].erase("flash1_bwd_efficiency");
   EXPECT_EQ(ParseError(doc).key_path(), "attention.flash1_bwd_efficiency");
+  // The dependence on sequence length: required, points strictly increasing.
+  doc = ReadJsonFile(kFixture);
+  doc["attention"].erase("seq_factors");
+  EXPECT_EQ(ParseError(doc).key_path(), "attention.seq_factors");
+  doc = ReadJsonFile(kFixture);
+  doc["attention"]["seq_factors"]["value"] = nlohmann::json::parse("[[4096, 0.9, 0.9], [2048, 0.8, 0.7]]");
+  EXPECT_EQ(ParseError(doc).key_path(), "attention.seq_factors.value[1][0]");
+  doc["attention"]["seq_factors"]["value"] = nlohmann::json::parse("[[4096, 0.9]]");
+  EXPECT_EQ(ParseError(doc).key_path(), "attention.seq_factors.value[0]");
+}
+
+TEST(Profile, AttentionSeqFactorInterpolatesInLogLengthAndClamps) {
+  ProfileConfig p;
+  EXPECT_DOUBLE_EQ(p.AttentionSeqFactor(2048, false), 1.0);  // no points: no dependence
+  p.attention_seq_factors.value = {{1024, 0.6, 0.5}, {4096, 0.9, 0.8}, {8192, 1.0, 1.0}};
+  EXPECT_DOUBLE_EQ(p.AttentionSeqFactor(512, false), 0.6);
+  EXPECT_DOUBLE_EQ(p.AttentionSeqFactor(2048, false), 0.75);  // halfway in log2 between 1024 and 4096
+  EXPECT_DOUBLE_EQ(p.AttentionSeqFactor(2048, true), 0.65);
+  EXPECT_DOUBLE_EQ(p.AttentionSeqFactor(65536, true), 1.0);
+  EXPECT_DOUBLE_EQ(p.AttentionSeqFactor(0, true), 1.0);  // length not known (serving's per-request ops)
 }
 
 TEST(Profile, CurvesMustBeSortedAndStrictlyIncreasing) {

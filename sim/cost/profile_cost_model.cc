@@ -65,7 +65,8 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
     case trace::OpClass::kAttention: {
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
-      double eff = AttentionEfficiency(op.attention_kernel, op.backward);
+      double eff = AttentionEfficiency(op.attention_kernel, op.backward) *
+                   profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward);
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }

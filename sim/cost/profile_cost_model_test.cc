@@ -103,6 +103,21 @@ TEST(ProfileCostModel, FlashAttention1ClassKernelsRunAtTheirOwnEfficiency) {
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.4), 1e-9);
 }
 
+TEST(ProfileCostModel, ShortSequencesRunAttentionLessEfficiently) {
+  auto profile = testing::RoundProfile();
+  profile.attention_seq_factors.value = {{2048, 0.8, 0.5}, {8192, 1.0, 1.0}};
+  ProfileCostModel cost(profile, false);
+  trace::ComputeOp op;
+  op.op_class = trace::OpClass::kAttention;
+  op.flops = Flops{1e12};
+  op.m = op.n = 8192;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.5), 1e-9);
+  op.m = op.n = 2048;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.5 * 0.8), 1e-9);
+  op.backward = true;
+  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.4 * 0.5), 1e-9);
+}
+
 TEST(ProfileCostModel, ShortReductionsPayTheKOverhead) {
   auto profile = testing::RoundProfile();
   profile.gemm.k_overhead.value = 128;

@@ -955,6 +955,35 @@ FA1_SRC = ("derived: flash2_{pss}_efficiency {f2:.4f} x {r:g} (the FlashAttentio
            "the Triton port is taken at FlashAttention's rate [U]; on GPUs newer than A100 the 2x gap is projected [U])")
 
 
+ATTN_CSV = os.path.join(REPO, "profiles/measured/h200-sxm-141gb-2026-11-29/attention.csv")
+
+
+def seq_factors():
+    """attention.seq_factors: the H200's measured causal fused attention (SDPA flash, head_dim 128, 16 heads,
+    batch x seq = 16384 tokens) at each length over its value at 8192, the length the efficiencies hold at."""
+    import csv
+    rows = {}
+    with open(ATTN_CSV) as f:
+        for r in csv.DictReader(f):
+            if r["causal"] == "1" and r["head_dim"] == "128" and r["heads"] == "16" and \
+                    int(r["batch"]) * int(r["seq"]) == 16384:
+                rows[(int(r["seq"]), r["pass"])] = float(r["tflops_median"])
+    seqs = sorted({s for s, _ in rows})
+    pts = [[s, round(rows[(s, "fwd")] / rows[(8192, "fwd")], 3), round(rows[(s, "bwd")] / rows[(8192, "bwd")], 3)]
+           for s in seqs]
+    text = ", ".join(f"{s}: {rows[(s, 'fwd')]:.0f}/{rows[(s, 'bwd')]:.0f}" for s in seqs)
+    return v(pts, f"measured on H200 (PyTorch SDPA flash backend, causal, head_dim 128, 16 heads, batch x seq = "
+                  f"16384 tokens; fwd/bwd TFLOP/s by seq {text}; {FIT}attention.csv): each length's efficiency over "
+                  f"the one at 8192, applied to every attention kernel of this profile (shorter keys leave more of "
+                  f"each tile masked and amortize less per query block) [U] for GPUs other than H200")
+
+
+def with_seq_factors(p):
+    """Adds attention.seq_factors (the H200-measured dependence on sequence length)."""
+    p["attention"]["seq_factors"] = seq_factors()
+    return p
+
+
 def with_flash1(p):
     """Adds attention.flash1_{fwd,bwd}_efficiency, derived from the profile's FlashAttention-2 keys."""
     at = p["attention"]
@@ -968,7 +997,7 @@ def all_profiles(fit):
     d = Derived(fit)
     profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(CALIBRATED_H200),
                 blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
-    return d, [with_flash1(with_eager_kernels(d, p)) for p in profiles]
+    return d, [with_seq_factors(with_flash1(with_eager_kernels(d, p))) for p in profiles]
 
 
 # ---------------------------------------------------------------------------
@@ -980,7 +1009,7 @@ REQUIRED = ["schema", "name", "gpu", "kind", "provenance", "sm_count", "hbm_capa
             "collectives"]
 
 ATTENTION_KEYS = ["fwd_efficiency", "bwd_efficiency", "flash2_fwd_efficiency", "flash2_bwd_efficiency",
-                  "flash1_fwd_efficiency", "flash1_bwd_efficiency"]
+                  "flash1_fwd_efficiency", "flash1_bwd_efficiency", "seq_factors"]
 
 
 def check_profile(p, where):
