@@ -82,7 +82,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   JsonObject facts(top.Required("facts"));
   {
-    f.attention = ParseAttention(Fact(facts, "attention").OneOf({"flash", "flash2", "flash1", "unfused"}));
+    f.attention = ReadAttention(Fact(facts, "attention"));
   }
   f.kernels = Fact(facts, "kernels").OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;
   f.sequence_parallel = Fact(facts, "sequence_parallel").Bool();
@@ -136,10 +136,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     }
   }
   if (facts.Has("zero3_gather")) {
-    f.zero3_gather = Fact(facts, "zero3_gather").OneOf({"prefetch-per-layer", "sync-per-parameter"}) ==
-                             "sync-per-parameter"
-                         ? Zero3Gather::kSyncPerParameter
-                         : Zero3Gather::kPrefetchPerLayer;
+    f.zero3_gather = ReadZero3Gather(Fact(facts, "zero3_gather"));
   }
   if (facts.Has("zero3_max_reuse_distance")) {
     f.zero3_max_reuse_distance = Fact(facts, "zero3_max_reuse_distance").NonNegativeNumber();

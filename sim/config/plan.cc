@@ -16,11 +16,12 @@ const char* AttentionName(AttentionImpl a) {
   return "?";
 }
 
-AttentionImpl ParseAttention(const std::string& name) {
-  for (AttentionImpl a : {AttentionImpl::kFlash, AttentionImpl::kFlash2, AttentionImpl::kFlash1, AttentionImpl::kUnfused}) {
+AttentionImpl ReadAttention(const JsonNode& v) {
+  const std::string name = v.OneOf({"flash", "flash2", "flash1", "unfused"});
+  for (AttentionImpl a : {AttentionImpl::kFlash, AttentionImpl::kFlash2, AttentionImpl::kFlash1}) {
     if (name == AttentionName(a)) return a;
   }
-  throw std::invalid_argument("unknown attention kernel '" + name + "'");
+  return AttentionImpl::kUnfused;
 }
 
 const char* CpCommName(CpComm c) {
@@ -71,6 +72,11 @@ const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "up
 
 const char* Zero3GatherName(Zero3Gather g) {
   return g == Zero3Gather::kSyncPerParameter ? "sync-per-parameter" : "prefetch-per-layer";
+}
+
+Zero3Gather ReadZero3Gather(const JsonNode& v) {
+  return v.OneOf({"prefetch-per-layer", "sync-per-parameter"}) == "sync-per-parameter" ? Zero3Gather::kSyncPerParameter
+                                                                                      : Zero3Gather::kPrefetchPerLayer;
 }
 
 double LossLogitBytes(LossLogits l) { return l == LossLogits::kUpcast ? 12.0 : 6.0; }
@@ -212,9 +218,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
   if (auto v = obj.Optional("zero3_gather")) {
-    p.zero3_gather = v->OneOf({"prefetch-per-layer", "sync-per-parameter"}) == "sync-per-parameter"
-                         ? Zero3Gather::kSyncPerParameter
-                         : Zero3Gather::kPrefetchPerLayer;
+    p.zero3_gather = ReadZero3Gather(*v);
   }
   if (auto v = obj.Optional("zero3_max_reuse_distance")) {
     p.zero3_max_reuse_distance = v->NonNegativeNumber();
@@ -286,7 +290,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   }
   if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
   if (auto v = obj.Optional("attention")) {
-    p.attention = ParseAttention(v->OneOf({"flash", "flash2", "flash1", "unfused"}));
+    p.attention = ReadAttention(*v);
   }
   if (auto v = obj.Optional("kernels")) {
     p.kernels = v->OneOf({"fused", "eager"}) == "eager" ? KernelFusion::kEager : KernelFusion::kFused;

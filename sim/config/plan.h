@@ -41,8 +41,9 @@ enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZeroBubbleH1
 // the unfused QK^T / softmax / PV of Megatron-LM before 2023.
 enum class AttentionImpl { kFlash, kFlash2, kFlash1, kUnfused };
 const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "flash1", "unfused"
-// Parses an attention kernel name; throws std::invalid_argument otherwise.
-AttentionImpl ParseAttention(const std::string& name);
+// Reads an attention kernel name (one of AttentionName's); a bad value fails
+// naming its file and key.
+AttentionImpl ReadAttention(const JsonNode& v);
 // Memory-bound work in fused kernels (Megatron-LM, Transformer Engine, torch.compile)
 // or as generic PyTorch eager kernels.
 enum class KernelFusion { kFused, kEager };
@@ -146,6 +147,7 @@ const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 // between are fewer than zero3_max_reuse_distance (docs/workload.md).
 enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter };
 const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter"
+Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
 // Bytes per logit at the loss's peak.
 double LossLogitBytes(LossLogits l);
 

@@ -79,28 +79,22 @@ TEST(ProfileCostModel, AttentionUsesItsOwnForwardAndBackwardEfficiency) {
 namespace stacksim::cost {
 namespace {
 
-TEST(ProfileCostModel, FlashAttention2KernelsRunAtTheirOwnEfficiency) {
+TEST(ProfileCostModel, EachAttentionKernelRunsAtItsOwnEfficiency) {
   ProfileCostModel cost(testing::RoundProfile(), false);
-  trace::ComputeOp op;
-  op.op_class = trace::OpClass::kAttention;
-  op.flops = Flops{1e12};
-  op.attention_kernel = trace::AttentionKernel::kFlash2;
-  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.3), 1e-9);
-  op.backward = true;
-  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.25), 1e-9);
-}
-
-TEST(ProfileCostModel, FlashAttention1ClassKernelsRunAtTheirOwnEfficiency) {
-  ProfileCostModel cost(testing::RoundProfile(), false);
-  trace::ComputeOp op;
-  op.op_class = trace::OpClass::kAttention;
-  op.flops = Flops{1e12};
-  op.attention_kernel = trace::AttentionKernel::kFlash1;
-  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.15), 1e-9);
-  op.backward = true;
-  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.125), 1e-9);
-  op.attention_kernel = trace::AttentionKernel::kFastest;
-  EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.4), 1e-9);
+  struct Case {
+    trace::AttentionKernel kernel;
+    double fwd, bwd;  // the RoundProfile's efficiencies
+  };
+  for (Case c : {Case{trace::AttentionKernel::kFlash2, 0.3, 0.25}, Case{trace::AttentionKernel::kFlash1, 0.15, 0.125},
+                 Case{trace::AttentionKernel::kFastest, 0.5, 0.4}}) {
+    trace::ComputeOp op;
+    op.op_class = trace::OpClass::kAttention;
+    op.flops = Flops{1e12};
+    op.attention_kernel = c.kernel;
+    EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * c.fwd), 1e-9);
+    op.backward = true;
+    EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * c.bwd), 1e-9);
+  }
 }
 
 TEST(ProfileCostModel, ShortSequencesRunAttentionLessEfficiently) {
