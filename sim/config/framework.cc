@@ -48,6 +48,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.sequence_parallel = sequence_parallel;
   base.sharding = sharding;
   base.overlap_grad_reduce = overlap_grad_reduce;
+  base.tp_comm_overlap = tp_comm_overlap;
   base.grad_reduce_precision = GradPrecision(base.precision);
   base.loss_logits = loss_logits;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
@@ -122,6 +123,18 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
+  if (facts.Has("tp_comm_overlap")) {
+    // One value, or {"dense": ..., "moe": ...}.
+    const JsonNode v = Fact(facts, "tp_comm_overlap");
+    if (v.IsString()) {
+      f.tp_comm_overlap = f.tp_comm_overlap_moe = ReadTpCommOverlap(v);
+    } else {
+      JsonObject kinds(v);
+      f.tp_comm_overlap = ReadTpCommOverlap(kinds.Required("dense"));
+      f.tp_comm_overlap_moe = ReadTpCommOverlap(kinds.Required("moe"));
+      kinds.Finish();
+    }
+  }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();

@@ -51,6 +51,11 @@ struct FrameworkProfile {
   bool sequence_parallel = false;          // with tp > 1, when the plan does not say
   Sharding sharding = Sharding::kNone;     // when the plan does not say
   bool overlap_grad_reduce = true;
+  // Dense models, and mixture-of-experts models (whose recipes often turn
+  // the GEMM overlap off).
+  TpCommOverlap tp_comm_overlap = TpCommOverlap::kNone;
+  TpCommOverlap tp_comm_overlap_moe = TpCommOverlap::kNone;
+  TpCommOverlap TpOverlapFor(bool moe) const { return moe ? tp_comm_overlap_moe : tp_comm_overlap; }
   Precision grad_precision_bf16 = Precision::kFp32;  // gradient buffers and their reduction, bf16/fp8 training
   Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
   SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;

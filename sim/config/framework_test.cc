@@ -179,6 +179,29 @@ TEST(Framework, DeepSpeedZero3GathersPerParameterSynchronously) {
   EXPECT_EQ(titan.zero3_gather, Zero3Gather::kPrefetchPerLayer);
 }
 
+// A framework's TP communication overlap: one value, or one per model kind
+// (performance recipes turn the GEMM overlap off for mixture-of-experts
+// models). The shipped frameworks leave it out for now (docs/workload.md).
+TEST_F(FrameworkFile, TpCommOverlapIsOneValueOrOnePerModelKind) {
+  const std::string shipped = (std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / "nemo.json").string();
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(shipped));
+  EXPECT_EQ(LoadFrameworkFile(shipped).TpOverlapFor(false), TpCommOverlap::kNone);
+  doc["facts"]["tp_comm_overlap"] = {{"value", {{"dense", "gemm"}, {"moe", "backward"}}}, {"source", "s"}};
+  const FrameworkProfile f = LoadFrameworkFile(Write(doc.dump()));
+  EXPECT_EQ(f.TpOverlapFor(false), TpCommOverlap::kGemm);
+  EXPECT_EQ(f.TpOverlapFor(true), TpCommOverlap::kBackward);
+  EXPECT_EQ(f.PlanDefaults(PlanConfig{}).tp_comm_overlap, TpCommOverlap::kGemm);
+  doc["facts"]["tp_comm_overlap"]["value"] = "backward";
+  EXPECT_EQ(LoadFrameworkFile(Write(doc.dump())).TpOverlapFor(true), TpCommOverlap::kBackward);
+
+  doc["facts"]["tp_comm_overlap"]["value"] = {{"dense", "gemm"}, {"moe", "ring"}};
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.tp_comm_overlap.value.moe");
+  doc["facts"]["tp_comm_overlap"]["value"].erase("moe");
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_NE(e.key_path().find("facts.tp_comm_overlap.value"), std::string::npos) << e.key_path();
+}
+
 // A scenario that names a framework takes its facts as plan defaults; keys the
 // plan gives win.
 nlohmann::json Scenario() {

@@ -70,6 +70,23 @@ const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 
+const char* TpCommOverlapName(TpCommOverlap o) {
+  switch (o) {
+    case TpCommOverlap::kNone:
+      return "none";
+    case TpCommOverlap::kBackward:
+      return "backward";
+    case TpCommOverlap::kGemm:
+      return "gemm";
+  }
+  return "none";
+}
+
+TpCommOverlap ReadTpCommOverlap(const JsonNode& v) {
+  const std::string name = v.OneOf({"none", "backward", "gemm"});
+  return name == "gemm" ? TpCommOverlap::kGemm : name == "backward" ? TpCommOverlap::kBackward : TpCommOverlap::kNone;
+}
+
 const char* Zero3GatherName(Zero3Gather g) {
   return g == Zero3Gather::kSyncPerParameter ? "sync-per-parameter" : "prefetch-per-layer";
 }
@@ -283,6 +300,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("offload_params")) p.offload_params = offload_target(*v);
   if (auto v = obj.Optional("overlap_offload")) p.overlap_offload = v->Bool();
   if (auto v = obj.Optional("overlap_grad_reduce")) p.overlap_grad_reduce = v->Bool();
+  if (auto v = obj.Optional("tp_comm_overlap")) p.tp_comm_overlap = ReadTpCommOverlap(*v);
   if (auto v = obj.Optional("overlap_param_gather")) p.overlap_param_gather = v->Bool();
   if (auto v = obj.Optional("grad_bucket")) {
     p.grad_bucket = v->BytesValue();
@@ -330,6 +348,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"schedule", ScheduleName(p.schedule)},
           {"precision", PrecisionName(p.precision)},
           {"overlap_grad_reduce", p.overlap_grad_reduce},
+          {"tp_comm_overlap", TpCommOverlapName(p.tp_comm_overlap)},
           {"overlap_param_gather", p.overlap_param_gather},
           {"grad_bucket", BytesText(p.grad_bucket)},
           {"cuda_graphs", p.cuda_graphs},

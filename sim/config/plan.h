@@ -151,6 +151,19 @@ Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
 // Bytes per logit at the loss's peak.
 double LossLogitBytes(LossLogits l);
 
+// Which tensor-parallel collectives run beside a GEMM instead of blocking the
+// compute stream. kNone: every one blocks (Megatron-LM before Aug 2021).
+// kBackward: a column-parallel layer's data-gradient all-reduce (or, with
+// sequence parallelism, reduce-scatter) runs beside its weight-gradient GEMM
+// (Megatron-LM since commit 3f65246911, 2021-09-02; Megatron-Core and
+// Transformer Engine linears). kGemm: also the sequence-parallel all-gathers
+// and reduce-scatters next to the forward and data-gradient GEMMs, split
+// into chunks that pipeline with the GEMM (Transformer Engine userbuffers,
+// Megatron's --tp-comm-overlap; PyTorch's async TP). docs/workload.md.
+enum class TpCommOverlap { kNone, kBackward, kGemm };
+const char* TpCommOverlapName(TpCommOverlap o);     // "none", "backward", "gemm"
+TpCommOverlap ReadTpCommOverlap(const JsonNode& v);  // one of TpCommOverlapName's
+
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
 const char* ScheduleName(PipelineScheduleKind s);
@@ -206,6 +219,7 @@ struct PlanConfig {
   PipelineScheduleKind schedule = PipelineScheduleKind::kOneFOneB;
   Precision precision = Precision::kBf16;
   bool overlap_grad_reduce = true;  // DP gradient reduction overlapped with backward
+  TpCommOverlap tp_comm_overlap = TpCommOverlap::kNone;
   bool overlap_param_gather = true; // ZeRO-3/FSDP: prefetch next layer's weights
   Bytes grad_bucket{40e6 * 4};      // Megatron default bucket: 40M elements of fp32
   bool cuda_graphs = false;

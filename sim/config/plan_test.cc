@@ -34,6 +34,7 @@ TEST(Plan, AbsentFieldsTakeTheDefaults) {
   EXPECT_EQ(p.sharding, Sharding::kNone);
   EXPECT_EQ(p.precision, Precision::kBf16);
   EXPECT_TRUE(p.overlap_grad_reduce);
+  EXPECT_EQ(p.tp_comm_overlap, TpCommOverlap::kNone);
   EXPECT_FALSE(p.cuda_graphs);
   EXPECT_DOUBLE_EQ(p.grad_bucket.value, 160e6);
   EXPECT_EQ(p.attention, AttentionImpl::kFlash);
@@ -59,6 +60,14 @@ TEST(Plan, ParsesEveryField) {
   EXPECT_EQ(p.attention, AttentionImpl::kUnfused);
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "attention": "flash1"})").attention, AttentionImpl::kFlash1);
   EXPECT_EQ(p.GradReducePrecision(), Precision::kBf16);
+}
+
+TEST(Plan, ParsesTpCommOverlap) {
+  EXPECT_EQ(Parse(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "backward"})").tp_comm_overlap,
+            TpCommOverlap::kBackward);
+  EXPECT_EQ(Parse(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "gemm"})").tp_comm_overlap, TpCommOverlap::kGemm);
+  EXPECT_EQ(ParseError(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "async"})").key_path(),
+            "plan.tp_comm_overlap");
 }
 
 TEST(Plan, ScheduleDefaultsToInterleavedWhenVpAboveOne) {

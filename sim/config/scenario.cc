@@ -126,6 +126,9 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   s.model = LoadPart<ModelConfig>(model_node, "models", "model", file, &s.model_file, LoadModelFile, ParseModel);
   // Expert tensor parallelism the plan leaves out follows the framework
   // (Megatron-Core: the TP size).
+  if (framework && s.model.is_moe() && !plan_node.json().contains("tp_comm_overlap")) {
+    s.plan.tp_comm_overlap = framework->tp_comm_overlap_moe;
+  }
   if (framework && framework->expert_tp_follows_tp && s.model.is_moe() && !plan_node.json().contains("etp")) {
     s.plan.etp = s.plan.tp;
   }

@@ -291,6 +291,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
     plan.cp_torch_ring = d.cp_torch_ring;
+    plan.tp_comm_overlap = fw.TpOverlapFor(s.model.is_moe());
     plan.zero3_gather = d.zero3_gather;
     plan.zero3_max_reuse_distance = d.zero3_max_reuse_distance;
   }
@@ -301,6 +302,9 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     out.choices.push_back(std::string("gradients in ") + config::PrecisionName(plan.GradReducePrecision()));
   }
   if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
+  if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
+    out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap));
+  }
 
   // MoE expert tensor parallelism: the schema has no field for it, so it is
   // the framework's default (frameworks/*.json expert_tensor_parallel).

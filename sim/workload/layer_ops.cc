@@ -1,6 +1,7 @@
 #include "sim/workload/layer_ops.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/workload/attention.h"
 #include "sim/workload/context_parallel.h"
@@ -8,6 +9,7 @@
 #include "sim/workload/mla.h"
 #include "sim/workload/moe.h"
 #include "sim/workload/op_builders.h"
+#include "sim/workload/tp_overlap.h"
 
 namespace stacksim::workload {
 namespace {
@@ -41,7 +43,7 @@ std::vector<Op> LayerForward(const LayerShape& s) {
     DenseMlpForward(ops, s);
   }
   ops.push_back(ResidualForward("mlp-residual", s));
-  return ops;
+  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel);
 }
 
 std::vector<Op> LayerBackward(const LayerShape& s) {
@@ -68,7 +70,7 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   WaitFor(ops, exchange);
   if (!s.mla.enabled) AddReduce(ops, "tp-attn-grad", s);
   ops.push_back(NormBackward("input-norm-bwd", s));
-  return ops;
+  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel);
 }
 
 std::vector<Op> EmbeddingForward(const LayerShape& s) {

@@ -83,6 +83,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.mla.qk_rope_dim = model.qk_rope_head_dim;
   s.mla.v_head_dim = model.v_head_dim;
 
+  s.tp_overlap = plan.tp_comm_overlap;
   s.cp.size = plan.cp;
   s.cp.comm = plan.cp_comm;
   s.cp.torch_ring = plan.cp_torch_ring;

@@ -116,6 +116,8 @@ struct LayerShape {
   bool bias = false;         // linear layers carry biases (separate eager kernels)
   int tp = 1;
   bool sequence_parallel = false;
+  // Which TP collectives run beside their GEMMs (plan.tp_comm_overlap).
+  config::TpCommOverlap tp_overlap = config::TpCommOverlap::kNone;
   // What selective recomputation (plan.recompute "selective") re-runs; see
   // SelectiveRecompute.
   config::RecomputeModules recompute_modules = config::RecomputeModules::Default();
