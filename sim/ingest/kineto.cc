@@ -427,23 +427,36 @@ KinetoStep BuildStep(const TraceEvents& t, const std::string& origin, const Kine
 
   // GPU activities: the step's own (launched inside it), and the earlier
   // work still running when it begins.
+  // CUPTI numbers calls in call order: an activity whose call is not in the
+  // trace but whose correlation id is below every id of the step's calls was
+  // launched before the step (before the profiler's window, for its first step).
+  int64_t first_correlation = std::numeric_limits<int64_t>::max();
+  for (const KinetoHostCall& c : step.calls)
+    if (c.correlation >= 0) first_correlation = std::min(first_correlation, c.correlation);
   std::map<int64_t, Time> carry;
   for (size_t i : gpu) {
     const TraceEvent& e = t.events[i];
     auto own_call = call_index.find(e.correlation);
     bool own;
+    bool launched_before = false;
     int launch = -1;
     if (own_call != call_index.end()) {
       own = true;
       launch = own_call->second;
-    } else if (call_of.count(e.correlation) || whole) {
-      own = whole;  // launched outside the step (the whole window has no outside)
+    } else if (whole) {
+      own = true;  // the whole window has no outside
+    } else if (auto c = call_of.find(e.correlation); c != call_of.end()) {
+      own = false;
+      launched_before = t.events[c->second].ts < begin;
+    } else if (e.correlation >= 0 && e.correlation < first_correlation) {
+      own = false;
+      launched_before = true;
     } else {
       own = in_step(e.ts);  // no launch call in the trace: by its start
       if (own) ++step.unlinked;
     }
     if (!own) {
-      bool earlier = e.ts < begin || (call_of.count(e.correlation) && t.events[call_of[e.correlation]].ts < begin);
+      bool earlier = e.ts < begin || launched_before;
       if (earlier && e.ts + e.dur > begin) {
         Time& until = carry[e.stream];
         until = std::max(until, Ns(e.ts + e.dur - begin));

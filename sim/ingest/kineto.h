@@ -12,7 +12,9 @@
 // in it recorded on the GPU); the whole window when the trace has none. A GPU
 // activity belongs to the step whose ProfilerStep span holds its launch call,
 // wherever it runs: work launched in step N-1 that runs during step N is not
-// step N's, it only keeps N's streams busy at first (`carry_in`). The
+// step N's, it only keeps N's streams busy at first (`carry_in`); so is work
+// whose call is not in the trace but whose correlation id is below the
+// step's first (launched before the profiler's window). The
 // reference a replay is compared with is the annotation's own duration
 // (`annotation_end`); the GPU span is kept apart (`gpu_end`).
 //

@@ -79,6 +79,20 @@ TEST(KinetoSteps, KernelLaunchedInThePreviousStepIsNotThisStepsWork) {
   EXPECT_EQ(r.gpu_span.us(), 61);
 }
 
+// The first step in the window: a kernel whose launch call came before the
+// profiler started (correlation 50, below the step's first call's 100) is
+// earlier work, not the step's, though it runs inside it.
+TEST(KinetoSteps, WorkLaunchedBeforeTheWindowIsCarryIn) {
+  json ev = {Step(5, 0, 60), Kernel("before_window", 7, 0, 30, 50), Call("cudaLaunchKernel", 5, 2, 100),
+             Kernel("own", 7, 31, 9, 100), Call("cudaDeviceSynchronize", 10, 31, 101)};
+  KinetoStep step = Parse(Trace(ev));
+  ASSERT_EQ(step.kernels.size(), 1u);
+  EXPECT_EQ(step.kernels[0].name, "own");
+  EXPECT_EQ(step.unlinked, 0);
+  EXPECT_EQ(step.carried_kernels, 1);
+  EXPECT_EQ(ReplayOwn(step).step.us(), 60);
+}
+
 TEST(KinetoSteps, StepOptionPicksAnEarlierStep) {
   KinetoOptions opts;
   opts.step = 1;
@@ -237,18 +251,18 @@ TEST(KinetoHolds, UnrecordedCrossStreamWaitIsInferred) {
 
 // Held with nothing in the trace to explain it: the recorded hold is kept.
 TEST(KinetoHolds, UnexplainedHoldIsKeptAsMeasured) {
-  json ev = {Step(1, 0, 100),
+  json ev = {Step(1, 0, 120),
              Call("cudaLaunchKernel", 2, 2, 1),   Kernel("a", 7, 5, 2, 1),  // 1 us launch latency
              Call("cudaLaunchKernel", 10, 2, 2),  Kernel("b", 7, 13, 2, 2),
-             Call("cudaLaunchKernel", 20, 2, 3),  Kernel("held", 7, 80, 10, 3),  // could start at 23
-             Call("cudaDeviceSynchronize", 25, 66, 4)};
+             Call("cudaLaunchKernel", 20, 2, 3),  Kernel("held", 7, 100, 10, 3),  // could start at 23
+             Call("cudaDeviceSynchronize", 25, 86, 4)};
   KinetoStep step = Parse(Trace(ev));
   replay::StepTrace built = replay::BuildStepTrace(step);
   EXPECT_EQ(built.launch_latency.us(), 1);
   EXPECT_EQ(built.stalled, 1);
   replay::ReplayedStep r = ReplayOwn(step);
-  EXPECT_EQ(r.gpu_span.us(), 90);
-  EXPECT_EQ(r.step.us(), 100);
+  EXPECT_EQ(r.gpu_span.us(), 110);
+  EXPECT_EQ(r.step.us(), 120);
 }
 
 // Kineto writes microseconds with nanosecond digits; they are kept exactly.
