@@ -359,8 +359,12 @@ KinetoStep BuildStep(const TraceEvents& t, const std::string& origin, const Kine
         step.chosen = fmt::format("ProfilerStep#{}, the last with GPU work; no step is complete (every one has "
                                   "kernel launches without GPU activity)", steps[chosen].number);
       } else {
-        step.chosen = fmt::format("ProfilerStep#{}, the last complete step with GPU work (of {} steps, #{}..#{})",
-                                  steps[chosen].number, steps.size(), steps.front().number, steps.back().number);
+        step.chosen = steps.size() == 1
+                          ? fmt::format("ProfilerStep#{}, the last complete step with GPU work (the trace's only "
+                                        "ProfilerStep)", steps[chosen].number)
+                          : fmt::format("ProfilerStep#{}, the last complete step with GPU work (of {} steps, #{}..#{})",
+                                        steps[chosen].number, steps.size(), steps.front().number,
+                                        steps.back().number);
         if (!skipped.empty()) step.chosen += "; later steps skipped: " + skipped;
       }
     }

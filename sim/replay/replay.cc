@@ -559,10 +559,10 @@ std::string RunReplayCommand(const ReplayOptions& o) {
   text << fmt::format("{}: {} ({} kernels/memsets/memcpys launched in it, {} host calls)\n", o.trace_path,
                       step.step_name, step.kernels.size(), step.calls.size());
   text << fmt::format("  step: {}\n  trace: {}\n", step.chosen, step.producer);
-  text << fmt::format("  recorded step ({} duration)  {:9.3f} ms\n",
-                      step.step_number >= 0 ? step.step_name : "window", step.annotation_end.ms());
-  text << fmt::format("  replayed step                          {:9.3f} ms  error {:+.2f}%\n", rs.step.ms(),
-                      100 * error);
+  text << fmt::format("  {:<40} {:9.3f} ms\n",
+                      fmt::format("recorded step ({} duration)", step.step_number >= 0 ? step.step_name : "window"),
+                      step.annotation_end.ms());
+  text << fmt::format("  {:<40} {:9.3f} ms  error {:+.2f}%\n", "replayed step", rs.step.ms(), 100 * error);
   text << fmt::format("  GPU span of the step's work: recorded {:.3f} ms, replayed {:.3f} ms\n", step.gpu_end.ms(),
                       rs.gpu_span.ms());
   if (step.carried_kernels > 0)
@@ -584,7 +584,7 @@ std::string RunReplayCommand(const ReplayOptions& o) {
   const nlohmann::json meta = ReadMeta(o.trace_path);
   if (double unprofiled = MetaUnprofiledStep(meta); unprofiled > 0) {
     out["unprofiled_step_ms"] = unprofiled * 1e3;
-    text << fmt::format("  PyTorch's step without the profiler     {:9.3f} ms  (median; the recorded step carries the "
+    text << fmt::format("  PyTorch's step without the profiler      {:9.3f} ms  (median; the recorded step carries the "
                         "profiler's own overhead, {:+.1f}%)\n",
                         unprofiled * 1e3, 100 * (step.span.seconds() / unprofiled - 1));
   }
