@@ -84,5 +84,37 @@ TEST(ReplayCli, UnknownProfileIsAClearError) {
   EXPECT_NE(r.err.find("no-such-gpu"), std::string::npos) << r.err;
 }
 
+TEST(ReplayCli, SaysWhichStepAndKeepsTheGpuSpanApart) {
+  auto r = Stacksim("replay " + kTrace + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["step_number"], 3);
+  EXPECT_NE(j["step_choice"].get<std::string>().find("last complete step with GPU work"), std::string::npos);
+  EXPECT_NEAR(j["recorded_step_ms"].get<double>(), 25.921, 0.001);      // ProfilerStep#3's dur
+  EXPECT_NEAR(j["recorded_gpu_span_ms"].get<double>(), 25.842, 0.001);  // its last kernel's end
+  EXPECT_NE(j["launch_latency_basis"].get<std::string>().find("idle streams"), std::string::npos);
+  auto same = Stacksim("replay " + kTrace + " --step 3 --format json");
+  ASSERT_EQ(same.status, 0) << same.err;
+  EXPECT_EQ(nlohmann::json::parse(same.out)["replayed_step_ms"], j["replayed_step_ms"]);
+}
+
+TEST(ReplayCli, StepNotInTheTraceIsAClearError) {
+  auto r = Stacksim("replay " + kTrace + " --step 7");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--step"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no ProfilerStep#7"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ProfilerStep#3: 451 GPU activities"), std::string::npos) << r.err;
+}
+
+TEST(ReplayCli, DataParallelWithoutCollectivesOrParamsIsAClearError) {
+  std::string path = ::testing::TempDir() + "replay_cli_nometa.json.gz";
+  std::ifstream in(kTrace, std::ios::binary);
+  std::ofstream(path, std::ios::binary) << in.rdbuf();  // no .meta.json beside it
+  auto r = Stacksim("replay " + path + " --topology dgx-h100 --dp 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no NCCL collectives to re-price"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--params"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace stacksim

@@ -12,6 +12,9 @@ namespace stacksim::cli {
 RunFunction AddReplayOptions(CLI::App* cmd) {
   auto a = std::make_shared<replay::ReplayOptions>();
   cmd->add_option("trace", a->trace_path, "Kineto Chrome-trace JSON (.json or .json.gz)")->required();
+  cmd->add_option("--step", a->step,
+                  "ProfilerStep#N to replay (default: the last complete step that has GPU work)")
+      ->check(CLI::NonNegativeNumber);
   AddProfile(cmd, &a->profile_path, "Profile of the recording's GPU (default: H200)");
   cmd->add_option("--to-profile", a->to_profile_path, "Re-time the kernels on this GPU profile");
   cmd->add_option("--topology", a->topology_path, "Topology for --dp");

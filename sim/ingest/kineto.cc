@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -10,10 +11,11 @@
 #include <sstream>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
+
+#include "sim/ingest/kineto_events.h"
 
 #include "sim/util/error.h"
-#include "sim/util/json_reader.h"
 
 namespace stacksim::ingest {
 namespace {
@@ -25,89 +27,29 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// One event, with its index, for errors that name it.
-class Event {
- public:
-  Event(const nlohmann::json& j, const std::string& file, size_t index) : j_(j), file_(file), index_(index) {}
-  std::string Path(const std::string& field) const {
-    return "traceEvents[" + std::to_string(index_) + "]" + (field.empty() ? "" : "." + field);
-  }
-  [[noreturn]] void Fail(const std::string& field, const std::string& msg) const {
-    throw InputError(file_, Path(field), msg);
-  }
-  bool Has(const char* key) const { return j_.contains(key); }
-  std::string String(const char* key) const {
-    if (!j_.contains(key)) Fail(key, "missing");
-    if (!j_[key].is_string()) Fail(key, "must be a string");
-    return j_[key].get<std::string>();
-  }
-  std::string StringOr(const char* key, const std::string& dflt) const {
-    return j_.contains(key) && j_[key].is_string() ? j_[key].get<std::string>() : dflt;
-  }
-  double Number(const char* key) const {
-    if (!j_.contains(key)) Fail(key, "missing");
-    if (!j_[key].is_number()) Fail(key, "must be a number");
-    double v = j_[key].get<double>();
-    if (!std::isfinite(v)) Fail(key, "must be finite");
-    return v;
-  }
-  // pid/tid are numbers or (for Kineto's own spans) strings; -1 for strings.
-  int64_t Id(const char* key) const {
-    if (!j_.contains(key)) Fail(key, "missing");
-    if (j_[key].is_number_integer()) return j_[key].get<int64_t>();
-    if (j_[key].is_string()) return -1;
-    Fail(key, "must be an integer or a string");
-  }
-  int64_t ArgInt(const char* key) const {
-    const auto& args = Args();
-    if (!args.contains(key)) Fail(std::string("args.") + key, "missing");
-    if (!args[key].is_number_integer()) Fail(std::string("args.") + key, "must be an integer");
-    return args[key].get<int64_t>();
-  }
-  int64_t ArgIntOr(const char* key, int64_t dflt) const {
-    if (!j_.contains("args") || !j_["args"].is_object()) return dflt;
-    const auto& a = j_["args"];
-    return a.contains(key) && a[key].is_number_integer() ? a[key].get<int64_t>() : dflt;
-  }
-  // An optional count: absent is `dflt`; present, it must be a non-negative integer.
-  int64_t ArgCountOr(const char* key, int64_t dflt) const {
-    if (!j_.contains("args") || !j_["args"].is_object() || !j_["args"].contains(key)) return dflt;
-    const auto& v = j_["args"][key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0)
-      Fail(std::string("args.") + key, "must be a non-negative integer");
-    return v.get<int64_t>();
-  }
-  std::string ArgStringOr(const char* key) const {
-    if (!j_.contains("args") || !j_["args"].is_object()) return "";
-    const auto& a = j_["args"];
-    return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : "";
-  }
-  const nlohmann::json& Args() const {
-    if (!j_.contains("args")) Fail("args", "missing");
-    if (!j_["args"].is_object()) Fail("args", "must be an object");
-    return j_["args"];
-  }
-
- private:
-  const nlohmann::json& j_;
-  const std::string& file_;
-  size_t index_;
-};
-
-// Chrome trace event phases (Trace Event Format, Google, 2016).
-const std::set<std::string> kKnownPhases = {"X", "B", "E", "i", "I", "s", "t", "f", "M", "C", "b",
-                                            "e", "n", "N", "O", "D", "R", "P", "S", "T", "F", "c", "(", ")"};
-
-Time Us(double us) { return Time::FromSeconds(us * 1e-6); }
-
+// Launch, sync and other host calls by name: the CUDA runtime and driver
+// calls CUPTI reports, and the HIP calls Kineto's ROCm tracer links to GPU
+// work (libkineto RocprofActivity_inl.h, RoctracerActivityApi.cpp).
 KinetoHostCall::Kind CallKind(const std::string& name) {
-  if (name == "cudaLaunchKernel" || name == "cuLaunchKernel" || name == "cuLaunchKernelEx" ||
-      name == "cudaLaunchKernelExC" || name == "cudaLaunchCooperativeKernel" || Contains(name, "Memcpy") ||
-      Contains(name, "Memset") || name == "cudaGraphLaunch")
+  static const std::set<std::string> kLaunches = {
+      "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+      "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+      "cudaGraphLaunch", "cuGraphLaunch", "hipLaunchKernel", "hipExtLaunchKernel", "hipLaunchCooperativeKernel",
+      "hipLaunchCooperativeKernelMultiDevice", "hipExtLaunchMultiKernelMultiDevice", "hipHccModuleLaunchKernel",
+      "hipModuleLaunchKernel", "hipExtModuleLaunchKernel", "hipGraphLaunch"};
+  if (kLaunches.count(name) || Contains(name, "Memcpy") || Contains(name, "Memset"))
     return KinetoHostCall::Kind::kLaunch;
-  if (name == "cudaDeviceSynchronize") return KinetoHostCall::Kind::kDeviceSync;
-  if (name == "cudaStreamSynchronize" || name == "cudaEventSynchronize") return KinetoHostCall::Kind::kStreamSync;
+  if (name == "cudaDeviceSynchronize" || name == "hipDeviceSynchronize") return KinetoHostCall::Kind::kDeviceSync;
+  if (name == "cudaStreamSynchronize" || name == "cudaEventSynchronize" || name == "hipStreamSynchronize" ||
+      name == "hipEventSynchronize")
+    return KinetoHostCall::Kind::kStreamSync;
   return KinetoHostCall::Kind::kOther;
+}
+
+// A kernel launch (not a copy or memset, which may legitimately leave no GPU
+// activity: a zero-byte memset, a host-side copy).
+bool KernelLaunch(const std::string& name) {
+  return CallKind(name) == KinetoHostCall::Kind::kLaunch && !Contains(name, "Memcpy") && !Contains(name, "Memset");
 }
 
 // A collective from its name: "nccl:all_reduce" record_function names, the
@@ -134,11 +76,6 @@ double DtypeBytes(const std::string& dtype) {
   return 4;
 }
 
-struct RawCall {
-  KinetoHostCall call;
-  int64_t external = -1;
-};
-
 struct CommInfo {
   trace::CollectiveKind kind = trace::CollectiveKind::kAllReduce;
   double bytes = 0;
@@ -150,20 +87,94 @@ struct CommInfo {
 // name", "In msg nelems", "Out msg nelems", "dtype", "Group size". Older
 // traces name the op "nccl:<collective>" with the same counts. False when
 // `e` describes no collective (or a point-to-point send/receive).
-bool ReadComm(const Event& e, const std::string& name, CommInfo* c) {
-  std::string coll = e.ArgStringOr("Collective name");
+bool ReadComm(const TraceEvents& t, const TraceEvent& e, CommInfo* c) {
+  std::string coll = e.collective_name >= 0 ? t.names[e.collective_name] : "";
+  const std::string& name = t.names[e.name];
   if (coll.empty() && Lower(name).rfind("nccl:", 0) == 0) coll = name;
   if (coll.empty() || !CollectiveOf(coll, &c->kind)) return false;
-  int64_t in = e.ArgCountOr("In msg nelems", -1), out = e.ArgCountOr("Out msg nelems", -1);
   // The trace's CommOp convention: all-gather counts the gathered output,
   // the others their input.
-  int64_t n = c->kind == trace::CollectiveKind::kAllGather && out >= 0 ? out : in;
-  c->bytes = n > 0 ? static_cast<double>(n) * DtypeBytes(e.ArgStringOr("dtype")) : 0;
-  int64_t g = e.ArgCountOr("Group size", 0);
-  if (g > (1 << 24)) e.Fail("args.Group size", "more ranks than stacksim represents (2^24)");
-  c->group_size = static_cast<int>(g);
+  int64_t n = c->kind == trace::CollectiveKind::kAllGather && e.out_nelems >= 0 ? e.out_nelems : e.in_nelems;
+  c->bytes = n > 0 ? static_cast<double>(n) * DtypeBytes(e.dtype >= 0 ? t.names[e.dtype] : "") : 0;
+  c->group_size = e.group_size > 0 ? static_cast<int>(e.group_size) : 0;
   return true;
 }
+
+Time Ns(int64_t ns) { return Time::Ns(ns); }
+
+bool IsGpu(const TraceEvent& e) {
+  return e.category == EventCategory::kKernel || e.category == EventCategory::kMemcpy ||
+         e.category == EventCategory::kMemset;
+}
+
+const char* CategoryName(EventCategory c) {
+  switch (c) {
+    case EventCategory::kKernel: return "kernel";
+    case EventCategory::kMemcpy: return "gpu_memcpy";
+    case EventCategory::kMemset: return "gpu_memset";
+    default: return "";
+  }
+}
+
+std::string Producer(const TraceEvents& t) {
+  std::string p = t.legacy_names ? "PyTorch 1.8/1.9 profiler names (Kernel, Runtime, Memcpy, Memset, Operator)"
+                                 : "PyTorch profiler (Kineto) names";
+  if (t.hip) p += ", HIP (ROCm) runtime calls";
+  if (t.flow_linked > 0) p += fmt::format(", {} events linked by ac2g flow ids", t.flow_linked);
+  return p;
+}
+
+// cudaStreamSynchronize / cudaEventSynchronize calls whose trace does not
+// name the stream (older Kineto writes no args.stream on runtime calls): the
+// stream is inferred from the recording. A sync that returned at E cannot
+// have waited for a stream whose work launched before it ran past E; of the
+// streams whose work had ended by then (kSyncSlack for clock skew), the one
+// the same thread last launched onto is taken, else the one whose work ended
+// last. Returns the number inferred.
+constexpr Time kSyncSlack = Time::Ns(2'000);
+int InferSyncStreams(KinetoStep* step, const std::map<int64_t, Time>& carry) {
+  std::vector<int> order(step->kernels.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  auto launched_at = [&](int i) {
+    const KinetoKernel& k = step->kernels[i];
+    return k.launch >= 0 ? step->calls[k.launch].start : k.start;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return launched_at(a) < launched_at(b); });
+  std::map<int64_t, Time> work_end(carry.begin(), carry.end());  // per stream, of the work launched so far
+  std::map<int64_t, int64_t> last_stream;                         // per thread
+  size_t next = 0;
+  int inferred = 0;
+  for (KinetoHostCall& c : step->calls) {
+    while (next < order.size() && launched_at(order[next]) < c.start) {
+      const KinetoKernel& k = step->kernels[order[next++]];
+      Time& w = work_end[k.stream];
+      w = std::max(w, k.start + k.duration);
+      if (k.launch >= 0) last_stream[step->calls[k.launch].thread] = k.stream;
+    }
+    if (c.kind != KinetoHostCall::Kind::kStreamSync || c.stream >= 0) continue;
+    const Time end = c.start + c.duration + kSyncSlack;
+    int64_t pick = -1;
+    auto last = last_stream.find(c.thread);
+    if (last != last_stream.end() && work_end[last->second] <= end) {
+      pick = last->second;
+    } else {
+      Time best = Time::Ns(-1);
+      for (const auto& [stream, w] : work_end)
+        if (w <= end && w > best) best = w, pick = stream;
+    }
+    if (pick >= 0) {
+      c.stream = pick;
+      ++inferred;
+    }
+  }
+  return inferred;
+}
+
+// Per ProfilerStep: what a choice needs to know.
+struct StepStats {
+  int own = 0;             // GPU activities launched inside it
+  int lost_launches = 0;   // kernel launches inside it with no GPU activity recorded
+};
 
 }  // namespace
 
@@ -236,162 +247,281 @@ std::string ReadMaybeGzip(const std::string& path) {
   return out;
 }
 
-KinetoStep ParseKinetoTrace(const std::string& text, const std::string& origin) {
-  nlohmann::json doc = ParseJsonText(text, origin);
-  if (!doc.is_object() && !doc.is_array()) throw InputError(origin, "", "a Chrome trace is an object or an array");
-  const nlohmann::json* events = &doc;
-  if (doc.is_object()) {
-    if (!doc.contains("traceEvents")) throw InputError(origin, "traceEvents", "missing");
-    events = &doc["traceEvents"];
+namespace {
+
+KinetoStep BuildStep(const TraceEvents& t, const std::string& origin, const KinetoOptions& opts) {
+  if (!t.any_complete) throw InputError(origin, "traceEvents", "no complete (\"X\") events: nothing to replay");
+  std::vector<size_t> gpu, calls;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (IsGpu(t.events[i])) gpu.push_back(i);
+    else if (t.events[i].category == EventCategory::kRuntime) calls.push_back(i);
   }
-  if (!events->is_array()) throw InputError(origin, "traceEvents", "must be an array");
+  if (gpu.empty()) {
+    std::string seen;
+    for (const auto& [cat, n] : t.categories) seen += fmt::format("{}{} x{}", seen.empty() ? "" : ", ", cat.empty() ? "(none)" : cat, n);
+    throw InputError(origin, "traceEvents",
+                     "no GPU activity: no complete event has category kernel, gpu_memcpy or gpu_memset (PyTorch "
+                     "1.8/1.9: Kernel, Memcpy, Memset); categories seen: " + seen);
+  }
+  // Launch call of each correlation id (CUDA graphs: one launch, many kernels).
+  std::unordered_map<int64_t, size_t> call_of;
+  for (size_t i : calls)
+    if (t.events[i].correlation >= 0) call_of.emplace(t.events[i].correlation, i);
+  std::unordered_map<int64_t, int> gpu_count;
+  for (size_t i : gpu)
+    if (t.events[i].correlation >= 0) ++gpu_count[t.events[i].correlation];
+
+  // Steps in time order.
+  std::vector<TraceEvents::ProfilerStep> steps = t.steps;
+  std::stable_sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  auto inside = [](int64_t ts, const TraceEvents::ProfilerStep& s) { return ts >= s.ts && ts <= s.ts + s.dur; };
+  std::vector<StepStats> stats(steps.size());
+  if (!steps.empty()) {
+    std::vector<int64_t> begins;
+    for (const auto& s : steps) begins.push_back(s.ts);
+    auto step_of = [&](int64_t ts) -> int {
+      auto it = std::upper_bound(begins.begin(), begins.end(), ts);
+      if (it == begins.begin()) return -1;
+      int k = static_cast<int>(it - begins.begin()) - 1;
+      return inside(ts, steps[k]) ? k : -1;
+    };
+    for (size_t i : gpu) {
+      auto c = call_of.find(t.events[i].correlation);
+      // Without a launch call in the trace, by its start (as attributed below).
+      int k = step_of(c == call_of.end() ? t.events[i].ts : t.events[c->second].ts);
+      if (k >= 0) ++stats[k].own;
+    }
+    for (size_t i : calls) {
+      const TraceEvent& c = t.events[i];
+      if (!KernelLaunch(t.names[c.name]) || c.correlation < 0 || gpu_count.count(c.correlation)) continue;
+      int k = step_of(c.ts);
+      if (k >= 0) ++stats[k].lost_launches;
+    }
+  }
 
   KinetoStep step;
   step.file = origin;
-  step.events = static_cast<int>(events->size());
-  // First pass: validate phases and find the step annotation.
-  double step_begin = -1, step_end = -1, lo = 1e300, hi = -1e300;
-  for (size_t i = 0; i < events->size(); ++i) {
-    const nlohmann::json& j = (*events)[i];
-    if (!j.is_object()) throw InputError(origin, "traceEvents[" + std::to_string(i) + "]", "must be an object");
-    Event e(j, origin, i);
-    std::string ph = e.String("ph");
-    if (!kKnownPhases.count(ph)) e.Fail("ph", "unknown phase type \"" + ph + "\"");
-    if (ph != "X") continue;
-    std::string name = e.String("name");
-    double ts = e.Number("ts"), dur = e.Number("dur");
-    if (dur < 0) e.Fail("dur", "must be >= 0");
-    std::string cat = e.StringOr("cat", "");
-    if (cat == "Trace") continue;  // Kineto's own span of the whole recording
-    lo = std::min(lo, ts);
-    hi = std::max(hi, ts + dur);
-    if (cat == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0 && ts >= step_begin) {
-      step_begin = ts;
-      step_end = ts + dur;
-      step.step_name = name;
-      step.main_thread = e.Id("tid");
-    }
-  }
-  if (hi < lo) throw InputError(origin, "traceEvents", "no complete (\"X\") events: nothing to replay");
-  if (step_begin < 0) {
-    step_begin = lo;
-    step_end = hi;
+  step.events = static_cast<int>(std::min<int64_t>(t.count, std::numeric_limits<int>::max()));
+  step.producer = Producer(t);
+  int64_t begin = t.first_ts, end = t.last_end;
+  auto describe = [&](size_t k) {
+    return fmt::format("ProfilerStep#{}: {} GPU activities launched in it{}", steps[k].number, stats[k].own,
+                       stats[k].lost_launches ? fmt::format(", {} kernel launches with no GPU activity recorded",
+                                                            stats[k].lost_launches)
+                                              : "");
+  };
+  auto list = [&] {
+    std::string s;
+    for (size_t k = 0; k < steps.size(); ++k) s += (k ? "; " : "") + describe(k);
+    return s;
+  };
+  if (steps.empty()) {
+    if (opts.step >= 0)
+      throw InputError(origin, "--step", fmt::format("the trace has no ProfilerStep#N annotations (asked for #{})", opts.step));
     step.step_name = "whole trace";
+    step.chosen = "the trace has no ProfilerStep#N annotation: the whole recorded window is the step";
+  } else {
+    int chosen = -1;
+    if (opts.step >= 0) {
+      for (size_t k = 0; k < steps.size(); ++k)
+        if (steps[k].number == opts.step) chosen = static_cast<int>(k);
+      if (chosen < 0)
+        throw InputError(origin, "--step", fmt::format("no ProfilerStep#{} in the trace; it has: {}", opts.step, list()));
+      if (stats[chosen].own == 0)
+        throw InputError(origin, "--step", fmt::format("ProfilerStep#{} launched no GPU work (no kernel, memcpy or "
+                                                       "memset whose launch call lies inside it); the trace has: {}",
+                                                       opts.step, list()));
+      step.chosen = fmt::format("ProfilerStep#{}, as asked (--step)", opts.step);
+      if (stats[chosen].lost_launches > 0)
+        step.chosen += fmt::format("; incomplete: {} of its kernel launches have no GPU activity in the trace",
+                                   stats[chosen].lost_launches);
+    } else {
+      for (size_t k = steps.size(); k-- > 0;)
+        if (stats[k].own > 0 && stats[k].lost_launches == 0) { chosen = static_cast<int>(k); break; }
+      std::string skipped;
+      for (size_t k = chosen + 1; k < steps.size(); ++k)
+        skipped += fmt::format("{}#{} ({})", skipped.empty() ? "" : ", ", steps[k].number,
+                               stats[k].lost_launches == 0
+                                   ? "no GPU work launched in it"
+                                   : fmt::format("{} kernel launches without GPU activity", stats[k].lost_launches));
+      if (chosen < 0) {
+        for (size_t k = steps.size(); k-- > 0;)
+          if (stats[k].own > 0) { chosen = static_cast<int>(k); break; }
+        if (chosen < 0)
+          throw InputError(origin, "traceEvents",
+                           fmt::format("the trace has GPU activity, but none was launched inside a ProfilerStep "
+                                       "(steps: {}); {} GPU activities, {} with a launch call in the trace",
+                                       list(), gpu.size(), [&] {
+                                         size_t n = 0;
+                                         for (size_t i : gpu) n += call_of.count(t.events[i].correlation);
+                                         return n;
+                                       }()));
+        step.chosen = fmt::format("ProfilerStep#{}, the last with GPU work; no step is complete (every one has "
+                                  "kernel launches without GPU activity)", steps[chosen].number);
+      } else {
+        step.chosen = steps.size() == 1
+                          ? fmt::format("ProfilerStep#{}, the last complete step with GPU work (the trace's only "
+                                        "ProfilerStep)", steps[chosen].number)
+                          : fmt::format("ProfilerStep#{}, the last complete step with GPU work (of {} steps, #{}..#{})",
+                                        steps[chosen].number, steps.size(), steps.front().number,
+                                        steps.back().number);
+        if (!skipped.empty()) step.chosen += "; later steps skipped: " + skipped;
+      }
+    }
+    const auto& s = steps[chosen];
+    begin = s.ts;
+    end = s.ts + s.dur;
+    step.step_name = fmt::format("ProfilerStep#{}", s.number);
+    step.step_number = s.number;
+    step.main_thread = s.tid;
+  }
+  const bool whole = steps.empty();
+  auto in_step = [&](int64_t ts) { return ts >= begin && ts <= end; };
+
+  // Host calls in the step.
+  std::vector<size_t> step_calls;
+  for (size_t i : calls)
+    if (in_step(t.events[i].ts)) step_calls.push_back(i);
+  std::stable_sort(step_calls.begin(), step_calls.end(),
+                   [&](size_t a, size_t b) { return t.events[a].ts < t.events[b].ts; });
+  std::unordered_map<int64_t, int> call_index;
+  for (size_t k = 0; k < step_calls.size(); ++k) {
+    const TraceEvent& e = t.events[step_calls[k]];
+    KinetoHostCall c;
+    c.name = t.names[e.name];
+    c.kind = CallKind(c.name);
+    c.thread = e.tid;
+    c.start = Ns(e.ts - begin);
+    c.duration = Ns(e.dur);
+    c.correlation = e.correlation;
+    c.stream = e.stream;
+    step.calls.push_back(c);
+    if (e.correlation >= 0) call_index[e.correlation] = static_cast<int>(k);
   }
 
-  // Second pass: host calls in the step, GPU activities, NCCL record_functions.
-  std::vector<RawCall> calls;
-  struct RawKernel {
-    KinetoKernel k;
-    int64_t external = -1;
-    bool has_comm = false;  // the kernel's own args describe its collective
-    CommInfo comm;
-  };
-  std::vector<RawKernel> kernels;
-  std::unordered_map<int64_t, CommInfo> nccl_ops;  // by external id
-  for (size_t i = 0; i < events->size(); ++i) {
-    const nlohmann::json& j = (*events)[i];
-    Event e(j, origin, i);
-    std::string ph = e.String("ph");
-    std::string cat = e.StringOr("cat", "");
-    if (ph != "X") continue;
-    std::string name = e.String("name");
-    double ts = e.Number("ts"), dur = e.Number("dur");
-    if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      if (ts < step_begin || ts > step_end) continue;
-      RawCall c;
-      c.call.name = name;
-      c.call.kind = CallKind(name);
-      c.call.thread = e.Id("tid");
-      c.call.start = Us(ts - step_begin);
-      c.call.duration = Us(dur);
-      c.call.correlation = e.ArgInt("correlation");
-      c.call.stream = e.ArgIntOr("stream", -1);
-      calls.push_back(c);
-    } else if (cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy") {
-      RawKernel r;
-      r.k.name = name;
-      r.k.category = cat;
-      r.k.kernel_class = cat == "kernel" ? ClassifyKernel(name) : KernelClass::kMemory;
-      r.k.precision = KernelPrecision(name);
-      r.k.stream = e.ArgInt("stream");
-      r.k.correlation = e.ArgInt("correlation");
-      r.k.start = Us(ts - step_begin);
-      r.k.duration = Us(dur);
-      r.external = e.ArgIntOr("External id", -1);
-      if (r.k.kernel_class == KernelClass::kCommunication) r.has_comm = ReadComm(e, name, &r.comm);
-      kernels.push_back(r);
-    } else if (cat == "cpu_op" || cat == "user_annotation") {
-      CommInfo c;
-      int64_t external = e.ArgIntOr("External id", -1);
-      if (external >= 0 && ReadComm(e, name, &c)) {
-        // The innermost op with sizes wins: record_param_comms nests inside
-        // the c10d op and carries the counts.
-        auto [it, fresh] = nccl_ops.try_emplace(external, c);
-        if (!fresh && (it->second.bytes == 0 || c.bytes > 0)) it->second = c;
-      }
-    } else if (cat == "cuda_sync" && name == "Stream Wait Event") {
-      KinetoStreamWait w;
-      w.stream = e.ArgInt("stream");
-      w.wait_on_stream = e.ArgInt("wait_on_stream");
-      w.record_correlation = e.ArgIntOr("wait_on_cuda_event_record_corr_id", -1);
-      w.correlation = e.ArgIntOr("correlation", -1);
-      w.time = Us(ts - step_begin);
-      step.waits.push_back(w);
-    }
-  }
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](const RawCall& a, const RawCall& b) { return a.call.start < b.call.start; });
-  std::unordered_map<int64_t, int> call_of;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    step.calls.push_back(calls[i].call);
-    call_of[calls[i].call.correlation] = static_cast<int>(i);
+  // Stream waits in the step.
+  for (const TraceEvent& e : t.events) {
+    if (e.category != EventCategory::kStreamWait || !in_step(e.ts)) continue;
+    KinetoStreamWait w;
+    w.stream = e.stream;
+    w.wait_on_stream = e.wait_on_stream;
+    w.record_correlation = e.record_correlation;
+    w.correlation = e.correlation;
+    w.time = Ns(e.ts - begin);
+    step.waits.push_back(w);
   }
   // A wait whose trace leaves the producer stream out (-1): the stream the
   // event was recorded on, from its cudaEventRecord call.
   for (KinetoStreamWait& w : step.waits) {
     if (w.wait_on_stream >= 0) continue;
-    auto it = call_of.find(w.record_correlation);
-    if (it != call_of.end()) w.wait_on_stream = step.calls[it->second].stream;
+    auto it = call_index.find(w.record_correlation);
+    if (it != call_index.end()) w.wait_on_stream = step.calls[it->second].stream;
   }
-  // A GPU activity belongs to the step if its launch call does; without a
-  // launch in the trace, if it starts inside the step.
-  Time host_end = Us(step_end - step_begin), gpu_end;
-  for (RawKernel& r : kernels) {
-    auto it = call_of.find(r.k.correlation);
-    if (it != call_of.end()) {
-      r.k.launch = it->second;
-    } else if (r.k.start < Time::Zero() || r.k.start > host_end) {
+
+  // Collectives torch.distributed recorded on CPU ops, by External id. The
+  // innermost op with sizes wins: record_param_comms nests inside the c10d op
+  // and carries the counts.
+  std::unordered_map<int64_t, CommInfo> comm_ops;
+  for (const TraceEvent& e : t.events) {
+    CommInfo c;
+    if (e.category != EventCategory::kCpuOp || e.external < 0 || !ReadComm(t, e, &c)) continue;
+    auto [it, fresh] = comm_ops.try_emplace(e.external, c);
+    if (!fresh && (it->second.bytes == 0 || c.bytes > 0)) it->second = c;
+  }
+
+  // GPU activities: the step's own (launched inside it), and the earlier
+  // work still running when it begins.
+  // CUPTI numbers calls in call order: an activity whose call is not in the
+  // trace but whose correlation id is below every id of the step's calls was
+  // launched before the step (before the profiler's window, for its first step).
+  int64_t first_correlation = std::numeric_limits<int64_t>::max();
+  for (const KinetoHostCall& c : step.calls)
+    if (c.correlation >= 0) first_correlation = std::min(first_correlation, c.correlation);
+  std::map<int64_t, Time> carry;
+  for (size_t i : gpu) {
+    const TraceEvent& e = t.events[i];
+    auto own_call = call_index.find(e.correlation);
+    bool own;
+    bool launched_before = false;
+    int launch = -1;
+    if (own_call != call_index.end()) {
+      own = true;
+      launch = own_call->second;
+    } else if (whole) {
+      own = true;  // the whole window has no outside
+    } else if (auto c = call_of.find(e.correlation); c != call_of.end()) {
+      own = false;
+      launched_before = t.events[c->second].ts < begin;
+    } else if (e.correlation >= 0 && e.correlation < first_correlation) {
+      own = false;
+      launched_before = true;
+    } else {
+      own = in_step(e.ts);  // no launch call in the trace: by its start
+      if (own) ++step.unlinked;
+    }
+    if (!own) {
+      bool earlier = e.ts < begin || launched_before;
+      if (earlier && e.ts + e.dur > begin) {
+        Time& until = carry[e.stream];
+        until = std::max(until, Ns(e.ts + e.dur - begin));
+        ++step.carried_kernels;
+      }
       continue;
     }
-    if (r.k.kernel_class == KernelClass::kCommunication) {
-      auto op = nccl_ops.find(r.external);
-      const CommInfo* c = r.has_comm && (r.comm.bytes > 0 || op == nccl_ops.end()) ? &r.comm
-                          : op != nccl_ops.end()                                   ? &op->second
-                                                                                   : nullptr;
+    KinetoKernel k;
+    k.name = t.names[e.name];
+    k.category = CategoryName(e.category);
+    k.kernel_class = e.category == EventCategory::kKernel ? ClassifyKernel(k.name) : KernelClass::kMemory;
+    k.precision = KernelPrecision(k.name);
+    k.stream = e.stream;
+    k.start = Ns(e.ts - begin);
+    k.duration = Ns(e.dur);
+    k.correlation = e.correlation;
+    k.launch = launch;
+    if (k.kernel_class == KernelClass::kCommunication) {
+      CommInfo own_comm;
+      bool has_comm = ReadComm(t, e, &own_comm);
+      auto op = comm_ops.find(e.external);
+      const CommInfo* c = has_comm && (own_comm.bytes > 0 || op == comm_ops.end()) ? &own_comm
+                          : op != comm_ops.end()                                     ? &op->second
+                                                                                     : nullptr;
       if (c) {
-        r.k.collective = c->kind;
-        r.k.comm_bytes = Bytes{c->bytes};
-        r.k.group_size = c->group_size;
+        k.collective = c->kind;
+        k.comm_bytes = Bytes{c->bytes};
+        k.group_size = c->group_size;
       } else {
         trace::CollectiveKind kind;
-        if (CollectiveOf(r.k.name, &kind)) r.k.collective = kind;
-        else r.k.point_to_point = true;
+        if (CollectiveOf(k.name, &kind)) k.collective = kind;
+        else k.point_to_point = true;
       }
     }
-    gpu_end = std::max(gpu_end, r.k.start + r.k.duration);
-    step.kernels.push_back(r.k);
+    step.gpu_end = std::max(step.gpu_end, k.start + k.duration);
+    step.kernels.push_back(std::move(k));
   }
+  for (const auto& [stream, until] : carry) step.carry_in.push_back({stream, until});
+  step.syncs_inferred = InferSyncStreams(&step, carry);
   std::stable_sort(step.kernels.begin(), step.kernels.end(),
                    [](const KinetoKernel& a, const KinetoKernel& b) { return a.start < b.start; });
   std::stable_sort(step.waits.begin(), step.waits.end(),
                    [](const KinetoStreamWait& a, const KinetoStreamWait& b) { return a.time < b.time; });
-  step.annotation_end = host_end;
-  step.span = std::max(host_end, gpu_end);
-  if (step.kernels.empty()) throw InputError(origin, "traceEvents", "the step has no GPU activity (kernel, gpu_memset, gpu_memcpy)");
+  step.annotation_end = Ns(end - begin);
+  step.span = std::max(step.annotation_end, step.gpu_end);
+  if (step.kernels.empty())
+    throw InputError(origin, "traceEvents",
+                     fmt::format("the {} has no GPU activity launched in it ({} GPU activities in the trace)",
+                                 step.step_name, gpu.size()));
   return step;
 }
 
-KinetoStep ReadKinetoTrace(const std::string& path) { return ParseKinetoTrace(ReadMaybeGzip(path), path); }
+}  // namespace
+
+KinetoStep ParseKinetoTrace(const std::string& text, const std::string& origin, const KinetoOptions& opts) {
+  std::istringstream in(text);
+  return BuildStep(ReadTraceEvents(in, origin), origin, opts);
+}
+
+KinetoStep ReadKinetoTrace(const std::string& path, const KinetoOptions& opts) {
+  return BuildStep(ReadTraceEventsFile(path), path, opts);
+}
 
 }  // namespace stacksim::ingest

@@ -1,19 +1,30 @@
 // A PyTorch profiler (Kineto) trace of one training step, as recorded.
 //
-// Reads the Chrome-trace JSON that torch.profiler exports (plain or gzip) and
-// keeps what a replay needs from the profiled step: the GPU activities
-// (kernels, memsets, memcpys) with their streams and measured durations, and
-// the host calls that launched or waited for them (cuda_runtime /
-// cuda_driver events), linked to their GPU work by CUPTI correlation ids (the
-// same ids the ac2g flow events carry).
+// Reads the Chrome-trace JSON that torch.profiler exports (plain or gzip,
+// parsed streaming: sim/ingest/kineto_events.h) and keeps what a replay needs
+// from one profiled step: the GPU activities (kernels, memsets, memcpys) with
+// their streams and measured durations, and the host calls that launched or
+// waited for them (runtime / driver events), linked to their GPU work by
+// CUPTI correlation ids (or, on ROCm traces without them, the ac2g flow ids).
 //
-// The step is the last "ProfilerStep#N" user annotation if there is one, else
-// the whole window. All times are relative to the step's begin, in Time (ns);
-// Kineto's timestamps are microseconds with fractional digits.
+// The step is a "ProfilerStep#N" annotation: `--step N`, or by default the
+// last complete one (its GPU work launched inside it and every kernel launch
+// in it recorded on the GPU); the whole window when the trace has none. A GPU
+// activity belongs to the step whose ProfilerStep span holds its launch call,
+// wherever it runs: work launched in step N-1 that runs during step N is not
+// step N's, it only keeps N's streams busy at first (`carry_in`); so is work
+// whose call is not in the trace but whose correlation id is below the
+// step's first (launched before the profiler's window). The
+// reference a replay is compared with is the annotation's own duration
+// (`annotation_end`); the GPU span is kept apart (`gpu_end`).
+//
+// All times are relative to the step's begin, in Time (ns); Kineto's
+// timestamps are microseconds with fractional digits, read exactly.
 //
 // Malformed input (bad gzip, bad JSON, an event missing a field the replay
-// needs, an unknown phase type) is an InputError naming the file and the
-// event index and field ("traceEvents[17].dur").
+// needs, an unknown phase type, a step that is not in the trace) is an
+// InputError naming the file and the event index and field
+// ("traceEvents[17].dur").
 #ifndef STACKSIM_SIM_INGEST_KINETO_H_
 #define STACKSIM_SIM_INGEST_KINETO_H_
 
@@ -46,12 +57,12 @@ struct KinetoHostCall {
   int64_t thread = 0;
   Time start, duration;
   int64_t correlation = -1;  // -1: none
-  int64_t stream = -1;       // kStreamSync: the stream waited for, when the trace says
+  int64_t stream = -1;       // kStreamSync: the stream waited for (from args.stream, or inferred; -1: all)
 };
 
 struct KinetoKernel {
   std::string name;
-  std::string category;      // "kernel", "gpu_memset", "gpu_memcpy"
+  std::string category;      // "kernel", "gpu_memset", "gpu_memcpy" (1.9's names mapped to these)
   KernelClass kernel_class = KernelClass::kMemory;
   config::Precision precision = config::Precision::kBf16;
   int64_t stream = 0;
@@ -82,18 +93,32 @@ struct KinetoStreamWait {
 struct KinetoStep {
   std::string file;
   std::string step_name;     // "ProfilerStep#3", or "whole trace"
+  int64_t step_number = -1;  // N of ProfilerStep#N (-1: whole trace)
+  std::string chosen;        // which step was taken and why, for people
+  std::string producer;      // the naming the trace uses (today's Kineto, PyTorch 1.8/1.9, ROCm)
   int64_t main_thread = -1;  // the thread of the step annotation (-1: unknown)
   Time span;                 // wall span: step begin to the later of the step's end and its last GPU activity
-  Time annotation_end;       // the step annotation's end (span's host end)
+  Time annotation_end;       // the step annotation's duration: the recorded step
+  Time gpu_end;              // the end of the step's last GPU activity (its GPU span)
+  // GPU work launched before the step that still runs in it: per stream, busy
+  // until this time (from the step's begin). Not the step's work.
+  std::vector<std::pair<int64_t, Time>> carry_in;
+  int carried_kernels = 0;   // GPU activities behind carry_in
+  int unlinked = 0;          // GPU activities with no launch call in the trace (taken by start time)
+  int syncs_inferred = 0;    // stream syncs whose stream was inferred from the recording (no args.stream)
   std::vector<KinetoHostCall> calls;    // by start time
   std::vector<KinetoKernel> kernels;    // by start time
   std::vector<KinetoStreamWait> waits;  // by time
   int events = 0;            // events in the file
 };
 
-KinetoStep ParseKinetoTrace(const std::string& json_text, const std::string& origin);
-// Plain or gzip (by content, not by name).
-KinetoStep ReadKinetoTrace(const std::string& path);
+struct KinetoOptions {
+  int64_t step = -1;  // N of ProfilerStep#N (-1: the last complete step with GPU work)
+};
+
+KinetoStep ParseKinetoTrace(const std::string& json_text, const std::string& origin, const KinetoOptions& opts = {});
+// Plain or gzip (by content, not by name), inflated and parsed as a stream.
+KinetoStep ReadKinetoTrace(const std::string& path, const KinetoOptions& opts = {});
 // The file's bytes, gunzipped when they are gzip. Throws InputError naming the
 // file on a read error or a truncated / corrupt stream.
 std::string ReadMaybeGzip(const std::string& path);

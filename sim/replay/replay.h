@@ -7,9 +7,17 @@
 //  - one stream per GPU stream: each kernel / memset / memcpy is a compute
 //    task (stream order), waiting for its launch call plus the launch latency,
 //    and preceded by the GPU's inter-kernel gap. Both are measured from the
-//    trace itself: the median delay from a launch call's end to its kernel's
-//    start when the stream was idle, and the median gap between back-to-back
-//    queued kernels;
+//    trace itself: a low quantile (kLaunchLatencyQuantile) of the delays from
+//    a launch call's end to its kernel's start when the stream was idle (a
+//    delay on a busy stream, behind a stream wait or of an NCCL kernel is
+//    queueing or waiting, not launch latency), and the median gap between
+//    back-to-back queued kernels;
+//  - a kernel that started later than its launch and stream allow, with no
+//    recorded wait, waits for the other stream's kernel that ended just
+//    before it (an unrecorded cudaStreamWaitEvent), or, when no kernel in the
+//    trace explains it, for its recorded hold (see InferHeld in replay.cc);
+//  - GPU work of earlier steps still running when the step begins
+//    (KinetoStep::carry_in) keeps each stream busy for its recorded time;
 //  - cudaDeviceSynchronize / cudaStreamSynchronize wait for the GPU work
 //    launched before them (their own length is replaced by the measured
 //    wake-up after that work ended); "Stream Wait Event" syncs order streams.
@@ -51,8 +59,12 @@ struct DpInsertion {
 struct StepTrace {
   trace::Trace trace;
   std::vector<trace::TaskId> kernel_task;  // by kernel index
-  Time launch_latency;                     // measured: launch call end -> kernel start, idle stream
+  trace::TaskId step_end_task = -1;        // the host's tail: its end is the replayed step's end (-1: no host calls)
+  Time launch_latency;                     // measured: launch call end -> kernel start, idle stream (low quantile)
   Time kernel_gap;                         // measured: back-to-back kernel gap, queued stream
+  std::string launch_basis;                // how launch_latency was estimated, for people
+  int held = 0;                            // kernels made to wait for another stream (inferred, unrecorded waits)
+  int stalled = 0;                         // kernels given their recorded hold (nothing in the trace explains it)
   int buckets = 0;                         // inserted all-reduce buckets
   int repriced = 0;                        // recorded NCCL kernels turned into network-priced collectives
   std::string inserted;                    // what was inserted and why ("" when nothing)
@@ -91,8 +103,20 @@ struct StepBreakdown {
 };
 StepBreakdown Breakdown(const KinetoStep& step, const StepTrace& built, const engine::ReplayResult& r);
 
+// The replayed step's end (the host's tail: what ProfilerStep#N measures) and
+// its GPU span (the end of its last kernel), from the step's begin.
+struct ReplayedStep {
+  Time step;
+  Time gpu_span;
+};
+ReplayedStep Replayed(const StepTrace& built, const engine::ReplayResult& r);
+
+// The quantile of idle-stream launch-to-start delays taken as launch latency.
+inline constexpr double kLaunchLatencyQuantile = 0.25;
+
 struct ReplayOptions {
   std::string trace_path;
+  int64_t step = -1;            // ProfilerStep#N to replay (-1: the last complete step with GPU work)
   // Profiles and the topology by name (profiles/, topologies/) or by path.
   std::string profile_path;     // the recording's GPU (default h200-sxm-141gb when needed)
   std::string to_profile_path;  // what-if GPU
