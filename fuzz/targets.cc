@@ -12,6 +12,8 @@
 #include "sim/chakra/chakra.h"
 #include "sim/chakra/chakra_et.h"
 #include "sim/cluster/cluster_scenario.h"
+#include "sim/engine/engine.h"
+#include "sim/net/network_factory.h"
 #include "sim/cluster/cluster_sim.h"
 #include "sim/cluster/job_trace.h"
 #include "sim/compare/compare.h"
@@ -177,6 +179,41 @@ void ChakraJson(const std::string& text) {
 // One rank's protobuf .et file (length-delimited GlobalMetadata, then nodes).
 void ChakraEt(const std::string& text) { chakra::ImportChakraEt({{"fuzz/trace.0.et", text}}); }
 
+// Rank counts against the scenario's GPUs, as replay-chakra meets them: the
+// first byte gives the ranks (1-128), the rest is one rank's Chakra JSON,
+// used for every rank. Imported and replayed on an 8-GPU scenario with the
+// network sized as replay-chakra sizes it (the larger of the scenario's GPUs
+// and chakra::GpusSpanned). SimGrid allows one simulation per process, so
+// the replay is analytic and the invariant SimGrid needs (every rank a group
+// places lies on the fabric: a rank off it crashed SimGrid) is checked here.
+void ChakraReplay(const std::string& text) {
+  if (text.empty()) return;
+  static const config::ScenarioConfig scenario =
+      config::LoadScenario(config::DataRoot() + "/scenarios/llama3-8b-8xh100.json", {});
+  const int ranks = 1 + static_cast<unsigned char>(text[0]) % 128;
+  std::vector<chakra::RankGraph> graphs;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string file = "fuzz/trace." + std::to_string(r) + ".json";
+    graphs.push_back({file, chakra::ParseChakraJson({file, text.substr(1)})});
+  }
+  chakra::ImportOptions import;
+  import.ranks_per_node = scenario.topology.gpus_per_node;
+  import.roofline = &scenario.profile;
+  trace::Trace t = chakra::ImportChakraGraphs(graphs, import);
+  const int64_t gpus = std::max<int64_t>(scenario.gpus, chakra::GpusSpanned(t));
+  for (const trace::CommGroup& g : t.groups()) {
+    for (int i = 0; i < g.size; ++i) {
+      for (int j = 0; j < g.siblings; ++j) {
+        const int64_t rank = g.first_rank + i * g.stride + j * g.sibling_stride;
+        if (rank < 0 || rank >= gpus) std::abort();  // off the fabric
+      }
+    }
+  }
+  auto network = net::MakeNetwork("analytic", scenario.topology, scenario.profile, static_cast<int>(gpus));
+  engine::FixedCostModel no_compute(FlopRate{1});
+  engine::Engine(no_compute, *network).Replay(t);
+}
+
 void JobTraceCsv(const std::string& text) { cluster::ParseJobTrace(text, "fuzz/jobs.csv"); }
 void JobTraceJson(const std::string& text) { cluster::ParseJobTrace(text, "fuzz/jobs.json"); }
 
@@ -250,6 +287,7 @@ const std::vector<FuzzTarget>& AllTargets() {
       {"kineto_gzip", KinetoGzip},
       {"chakra_json", ChakraJson},
       {"chakra_et", ChakraEt},
+      {"chakra_replay", ChakraReplay},
       {"job_trace_csv", JobTraceCsv},
       {"job_trace_json", JobTraceJson},
       {"request_trace", RequestTrace},

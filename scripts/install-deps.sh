@@ -6,6 +6,7 @@ packages=(
   build-essential cmake pkg-config
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
 )

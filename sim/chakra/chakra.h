@@ -11,7 +11,9 @@
 //   chakra_import.h     graphs -> a stacksim trace (with chakra_node_view.h,
 //                       chakra_group_table.h)
 //   chakra_json.h       the JSON form (what Chakra's jsonizer writes)
-//   chakra_et.h         the protobuf form (.et), over protowire.h
+//   chakra_et.h         the protobuf form (.et), through libprotobuf
+//   chakra_proto.h      ChakraGraph to and from chakra_schema.proto's messages
+//   comm_size.h         comm_size in Chakra's (ASTRA-sim's) convention
 //   chakra_directory.h  a directory of per-rank files, either form
 //
 // Export needs a replay: compute tasks carry the duration the cost model gave

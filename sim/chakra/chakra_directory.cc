@@ -31,7 +31,7 @@ std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const t
   return paths;
 }
 
-trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& options) {
+trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& options, ImportNotes* notes) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir, "", "not a directory");
@@ -59,7 +59,7 @@ trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& op
     RankText in{path, text.str()};
     graphs.push_back({path, path.ends_with(".et") ? DecodeChakraEt(in) : ParseChakraJson(in)});
   }
-  return ImportChakraGraphs(graphs, options);
+  return ImportChakraGraphs(graphs, options, notes);
 }
 
 }  // namespace stacksim::chakra

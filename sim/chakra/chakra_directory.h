@@ -23,7 +23,8 @@ std::vector<std::string> WriteChakraDirectory(const trace::Trace& trace, const t
 
 // Reads DIR/*.<rank>.json or DIR/*.<rank>.et (ranks 0..n-1, each once; the
 // form by each file's extension) and imports them.
-trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& options = {});
+trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& options = {},
+                                 ImportNotes* notes = nullptr);
 
 }  // namespace stacksim::chakra
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim/chakra/chakra_test_traces.h"
-#include "sim/chakra/protowire.h"
+#include "sim/chakra/chakra_schema.pb.h"
 #include "sim/engine/engine.h"
 #include "sim/net/analytic_network.h"
 #include "sim/util/error.h"
@@ -35,6 +35,16 @@ const std::string kMetadata = Bytes({0x07, 0x0a, 0x05, '0', '.', '0', '.', '4'})
 // tag 2 << 3 | 2 = 0x12, length 1, 'x' = 0x78; type = 3 (enum, varint):
 // tag 3 << 3 | 0 = 0x18, COMP_NODE = 4.
 const std::string kNodeX = Bytes({0x08, 0x01, 0x12, 0x01, 0x78, 0x18, 0x04});
+
+// A delimited record: the message's length as a varint, then the message.
+std::string Record(const std::string& message) {
+  std::string out;
+  for (uint64_t n = message.size(); ; n >>= 7) {
+    out.push_back(static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0)));
+    if (n < 0x80) break;
+  }
+  return out + message;
+}
 
 TEST(ChakraEt, NodeEncodesToHandComputedBytes) {
   ChakraGraph g;
@@ -99,81 +109,51 @@ TEST(ChakraEt, DependenciesDurationsAndAttributesEncodeToHandComputedBytes) {
 // What other producers may write: every kind of the oneof, unpacked
 // repeated fields, fields stacksim does not know.
 TEST(ChakraEt, DecodesEveryValueKindAndSkipsUnknownFields) {
-  auto attr = [](const std::string& name, auto write) {
-    WireWriter a;
-    a.BytesField(et_field::kAttrName, name);
-    a.BytesField(et_field::kAttrDocString, "ignored");
-    write(a);
-    return a.Release();
+  ChakraProtoMsg::Node n;
+  n.set_id(3);
+  n.set_type(ChakraProtoMsg::COMP_NODE);
+  n.mutable_inputs()->set_values("[[1, 2]]");
+  auto attr = [&n](const std::string& name) {
+    ChakraProtoMsg::AttributeProto* a = n.add_attr();
+    a->set_name(name);
+    a->set_doc_string("ignored");
+    return a;
   };
-  auto list = [](auto write) {
-    WireWriter l;
-    write(l);
-    return l.Release();
-  };
-  WireWriter n;
-  n.VarintField(et_field::kNodeId, 3);
-  n.VarintField(et_field::kNodeType, kCompNode);
-  n.VarintField(et_field::kNodeCtrlDeps, 1);  // unpacked
-  n.VarintField(et_field::kNodeCtrlDeps, 2);
-  n.BytesField(et_field::kNodeInputs, list([](WireWriter& io) { io.BytesField(1, "[[1, 2]]"); }));
-  n.VarintField(99, 123);                // unknown varint field
-  n.BytesField(11, "\x08\x01");          // storage (a later schema's message)
-  n.Tag(98, WireType::kFixed32);
-  n.Fixed32(7);
-  std::vector<std::string> attrs = {
-      attr("sint64", [](WireWriter& a) { a.Sint64Field(et_field::kAttrSint64, -5); }),
-      attr("uint64", [](WireWriter& a) { a.VarintField(et_field::kAttrUint64, 7); }),
-      attr("huge", [](WireWriter& a) { a.VarintField(et_field::kAttrUint64, ~uint64_t{0}); }),
-      attr("int32", [](WireWriter& a) { a.Int64Field(et_field::kAttrInt32, -1); }),
-      attr("fixed32", [](WireWriter& a) { a.Tag(et_field::kAttrFixed32, WireType::kFixed32); a.Fixed32(9); }),
-      attr("sfixed64", [](WireWriter& a) {
-        a.Tag(et_field::kAttrSfixed64, WireType::kFixed64);
-        a.Fixed64(static_cast<uint64_t>(int64_t{-3}));
-      }),
-      attr("float", [](WireWriter& a) { a.FloatField(et_field::kAttrFloat, 0.5f); }),
-      attr("bytes", [](WireWriter& a) { a.BytesField(et_field::kAttrBytes, "raw"); }),
-      attr("doubles", [&](WireWriter& a) {
-        a.BytesField(et_field::kAttrDoubleList, list([](WireWriter& l) {
-                       WireWriter packed;
-                       packed.Fixed64(std::bit_cast<uint64_t>(1.5));
-                       packed.Fixed64(std::bit_cast<uint64_t>(2.5));
-                       l.BytesField(et_field::kListValues, packed.bytes());
-                     }));
-      }),
-      attr("ints", [&](WireWriter& a) {
-        a.BytesField(et_field::kAttrInt64List, list([](WireWriter& l) {
-                       l.VarintField(et_field::kListValues, 4);  // unpacked
-                       l.VarintField(et_field::kListValues, 5);
-                     }));
-      }),
-      attr("strings", [&](WireWriter& a) {
-        a.BytesField(et_field::kAttrStringList, list([](WireWriter& l) {
-                       l.BytesField(et_field::kListValues, "a");
-                       l.BytesField(et_field::kListValues, "b");
-                     }));
-      }),
-      attr("bools", [&](WireWriter& a) {
-        a.BytesField(et_field::kAttrBoolList, list([](WireWriter& l) { l.PackedVarintField(1, {1, 0}); }));
-      }),
-      attr("nothing", [](WireWriter&) {}),  // no value: as if absent
-      // The oneof's last member on the wire wins.
-      attr("twice", [](WireWriter& a) {
-        a.BytesField(et_field::kAttrString, "first");
-        a.VarintField(et_field::kAttrInt64, 8);
-      }),
-  };
-  for (const std::string& a : attrs) n.BytesField(et_field::kNodeAttr, a);
-  std::string file;
-  AppendDelimited(file, "");
-  AppendDelimited(file, n.bytes());
+  attr("sint64")->set_sint64_val(-5);
+  attr("uint64")->set_uint64_val(7);
+  attr("huge")->set_uint64_val(~uint64_t{0});
+  attr("int32")->set_int32_val(-1);
+  attr("fixed32")->set_fixed32_val(9);
+  attr("sfixed64")->set_sfixed64_val(-3);
+  attr("float")->set_float_val(0.5f);
+  attr("bytes")->set_bytes_val("raw");
+  auto* doubles = attr("doubles")->mutable_double_list();
+  doubles->add_values(1.5);
+  doubles->add_values(2.5);
+  auto* strings = attr("strings")->mutable_string_list();
+  strings->add_values("a");
+  strings->add_values("b");
+  auto* bools = attr("bools")->mutable_bool_list();
+  bools->add_values(true);
+  bools->add_values(false);
+  attr("nothing");  // no value: as if absent
+  std::string message = n.SerializeAsString();
+  // By hand: ctrl_deps 1 and 2 unpacked (tag 4 << 3 | 0), an int64 list with
+  // unpacked values, an unknown varint field 99, a later schema's
+  // storage = 11 message, an unknown fixed32 field 98, and an attribute
+  // whose oneof is set twice (the last member on the wire wins).
+  message += Bytes({0x20, 0x01, 0x20, 0x02});
+  message += Bytes({0x52, 0x0c, 0x0a, 0x04, 'i', 'n', 't', 's', 0x52, 0x04, 0x08, 0x04, 0x08, 0x05});
+  message += Bytes({0x98, 0x06, 0x7b, 0x5a, 0x02, 0x08, 0x01, 0x95, 0x06, 7, 0, 0, 0});
+  message += Bytes({0x52, 0x0d, 0x0a, 0x05, 't', 'w', 'i', 'c', 'e', 0xea, 0x01, 0x01, 'f', 0x48, 0x08});
+  std::string file = Bytes({0x00}) + Record(message);
 
   ChakraGraph g = DecodeChakraEt({"k.0.et", file});
   ASSERT_EQ(g.nodes.size(), 1u);
   const ChakraNode& node = g.nodes[0];
   EXPECT_EQ(node.id, 3);
   EXPECT_EQ(node.ctrl_deps, (std::vector<int64_t>{1, 2}));
-  ASSERT_EQ(node.attrs.size(), attrs.size() - 1);
+  ASSERT_EQ(node.attrs.size(), 13u);
   auto find = [&](const std::string& name) -> const Attribute& {
     for (const Attribute& a : node.attrs) if (a.name == name) return a;
     ADD_FAILURE() << "no attribute " << name;
@@ -274,55 +254,43 @@ void ExpectError(const std::vector<std::string>& nodes, const std::string& part)
   }
 }
 
-// A delimited record of the given message bytes.
-std::string Record(const std::string& message) {
-  std::string out;
-  AppendDelimited(out, message);
-  return out;
+std::string CollNode(std::initializer_list<ChakraProtoMsg::AttributeProto> attrs) {
+  ChakraProtoMsg::Node n;
+  n.set_id(2);
+  n.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+  for (const auto& a : attrs) *n.add_attr() = a;
+  return n.SerializeAsString();
 }
 
 TEST(ChakraEt, MalformedFilesAreErrorsNamingFileNodeAndField) {
   const std::string x = Record(kNodeX);
-  // Truncated: the second node's record claims 7 bytes, 6 are left.
-  ExpectError({x, x.substr(0, 7)}, "node #1: truncated or corrupt record: length 7 runs past the end (6 bytes left)");
-  ExpectError({x, Bytes({0x87})}, "node #1: truncated or corrupt record: truncated varint");
+  // kMetadata takes bytes 0-7, the first node 8-15: the second starts at 16.
+  ExpectError({x, x.substr(0, 7)}, "node #1: truncated record: 7 bytes at byte 17, 6 left in the file");
+  ExpectError({x, Bytes({0x87})}, "node #1: truncated or corrupt record: bad length at byte 16");
   // A varint of eleven bytes for the id.
   ExpectError({Record(Bytes({0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}))},
-              "node #0: field id (1): varint longer than 64 bits");
+              "node #0 (at byte 8): not a Node message");
   // A name whose length runs past the end of its node.
-  ExpectError({Record(Bytes({0x08, 0x01, 0x12, 0x09, 'x'}))},
-              "node #0 (id 1): field name (2): length 9 runs past the end (1 bytes left)");
-  // id as a length-delimited field (tag 1 << 3 | 2).
-  ExpectError({Record(Bytes({0x0a, 0x01, 0x01}))},
-              "node #0: field id (1): wire type length-delimited, expected varint");
-  // type as fixed32 (tag 3 << 3 | 5).
-  ExpectError({Record(Bytes({0x08, 0x01, 0x1d, 0x04, 0, 0, 0}))},
-              "node #0 (id 1): field type (3): wire type fixed32, expected varint");
-  // An attribute's int64_val as fixed64.
-  ExpectError({Record(Bytes({0x08, 0x01, 0x18, 0x04, 0x52, 0x0c, 0x0a, 0x01, 'n', 0x49, 1, 2, 3, 4, 5, 6, 7, 8}))},
-              "node #0 (id 1): field attr (10): [0] 'n' int64_val (9): wire type fixed64, expected varint");
-  ExpectError({Record(Bytes({0x08, 0x01, 0x0b}))}, "node #0 (id 1): field tag: field 1: group wire type (3)");
-  // Required: a node without a type.
-  ExpectError({Record(Bytes({0x08, 0x01}))}, "node #0 (id 1): missing field type (3)");
+  ExpectError({Record(Bytes({0x08, 0x01, 0x12, 0x09, 'x'}))}, "node #0 (at byte 8): not a Node message");
+  ExpectError({Record(Bytes({0x08, 0x01, 0x0b}))}, "not a Node message");
   ExpectError({Record(Bytes({0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x18, 0x04}))},
-              "is 2^63 or more");
+              "field id: 9223372036854775808 is 2^63 or more");
+  // id as a length-delimited field (tag 1 << 3 | 2): protobuf keeps it as an
+  // unknown field, so the node is node 0 without a type, which passes its
+  // dependencies on (as ASTRA-sim skips INVALID_NODE); a second one is a
+  // duplicate node 0.
+  ExpectError({Record(Bytes({0x0a, 0x01, 0x01})), Record(Bytes({0x18, 0x04}))}, "node 0: duplicate node id");
   // What the graph means, checked as for JSON: the node named by its id.
-  ExpectError({Record(Bytes({0x08, 0x01, 0x18, 0x04, 0x2a, 0x01, 0x09}))}, "node 1: dependency on unknown node 9");
   ExpectError({x, x}, "node 1: duplicate node id");
   ExpectError({Record(Bytes({0x08, 0x01, 0x18, 0x0b}))}, "unsupported node type ? (11)");
-  WireWriter coll;
-  coll.VarintField(et_field::kNodeId, 2);
-  coll.VarintField(et_field::kNodeType, kCollNode);
-  WireWriter comm_type;
-  comm_type.BytesField(et_field::kAttrName, "comm_type");
-  comm_type.VarintField(et_field::kAttrInt64, kAllReduce);
-  coll.BytesField(et_field::kNodeAttr, comm_type.bytes());
-  ExpectError({Record(coll.bytes())}, "node 2: missing attribute 'comm_size'");
-  WireWriter huge;
-  huge.BytesField(et_field::kAttrName, "comm_size");
-  huge.VarintField(et_field::kAttrUint64, ~uint64_t{0});
-  coll.BytesField(et_field::kNodeAttr, huge.bytes());
-  ExpectError({Record(coll.bytes())}, "node 2: attribute 'comm_size': value 18446744073709551615 is beyond int64");
+  ChakraProtoMsg::AttributeProto comm_type, huge;
+  comm_type.set_name("comm_type");
+  comm_type.set_int64_val(kAllReduce);
+  ExpectError({Record(CollNode({comm_type}))}, "node 2: missing attribute 'comm_size'");
+  huge.set_name("comm_size");
+  huge.set_uint64_val(~uint64_t{0});
+  ExpectError({Record(CollNode({comm_type, huge}))},
+              "node 2: attribute 'comm_size': value 18446744073709551615 is beyond int64");
 
   try {
     DecodeChakraEt({"empty.0.et", ""});
@@ -330,13 +298,24 @@ TEST(ChakraEt, MalformedFilesAreErrorsNamingFileNodeAndField) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("empty.0.et: empty file"), std::string::npos) << e.what();
   }
+}
+
+// A file that starts with a node says its GlobalMetadata is missing, naming
+// the node it found instead.
+TEST(ChakraEt, MissingGlobalMetadataIsSaidSo) {
+  const std::string file = Record(kNodeX) + Record(kNodeX);
   try {
-    DecodeChakraEt({"meta.0.et", Bytes({0x02, 0x08, 0x01})});  // version as a varint
-    ADD_FAILURE() << "bad metadata accepted";
+    DecodeChakraEt({"nometa.0.et", file});
+    ADD_FAILURE() << "a file without GlobalMetadata accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("GlobalMetadata: field version (1): wire type varint"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("nometa.0.et: GlobalMetadata: missing: the first record is a node (id 1, "
+                                         "COMP_NODE)"),
+              std::string::npos)
         << e.what();
   }
+  // A GlobalMetadata of a later schema (an unknown field 3) still reads.
+  const std::string later = Bytes({0x09, 0x0a, 0x05, '0', '.', '0', '.', '4', 0x18, 0x01}) + Record(kNodeX);
+  EXPECT_EQ(DecodeChakraEt({"later.0.et", later}).version, "0.0.4");
 }
 
 // A .et file named .json: the JSON reader says what it probably is.

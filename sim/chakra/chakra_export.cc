@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/chakra/comm_size.h"
 #include "sim/util/error.h"
 
 namespace stacksim::chakra {
@@ -37,10 +38,18 @@ void AddGroupAttrs(const trace::CommGroup& g, std::vector<Attribute>& attrs) {
       Attribute::IntList("stacksim_pg_members", std::vector<int64_t>(g.simulated.begin(), g.simulated.end())));
 }
 
-// comm_size is an integer; a fractional byte count also travels exactly.
+// comm_size is an integer in Chakra's convention (comm_size.h); stacksim's
+// own byte count also travels, exactly, when comm_size does not give it back.
+void AddBytes(CollectiveKind kind, Bytes b, int group_size, std::vector<Attribute>& attrs) {
+  const int64_t size = ChakraCommSize(kind, b, group_size);
+  attrs.push_back(Attribute::Int("comm_size", size));
+  if (StacksimCommBytes(kind, size, group_size) != b) attrs.push_back(Attribute::Double("stacksim_comm_bytes", b.value));
+}
+// A transfer's comm_size is the bytes sent.
 void AddBytes(Bytes b, std::vector<Attribute>& attrs) {
-  attrs.push_back(Attribute::Int("comm_size", std::llround(b.value)));
-  if (b.value != std::round(b.value)) attrs.push_back(Attribute::Double("stacksim_comm_bytes", b.value));
+  const int64_t size = std::llround(b.value);
+  attrs.push_back(Attribute::Int("comm_size", size));
+  if (static_cast<double>(size) != b.value) attrs.push_back(Attribute::Double("stacksim_comm_bytes", b.value));
 }
 
 }  // namespace
@@ -72,7 +81,7 @@ std::vector<ChakraGraph> ExportChakraGraphs(const trace::Trace& t, const trace::
       case TaskKind::kCollective:
         node.type = kCollNode;
         attrs.push_back(Attribute::Int("comm_type", CommTypeOf(task.comm.kind)));
-        AddBytes(task.comm.bytes, attrs);
+        AddBytes(task.comm.kind, task.comm.bytes, t.group(task.comm.group).size, attrs);
         AddGroupAttrs(t.group(task.comm.group), attrs);
         if (task.comm.instance >= 0) attrs.push_back(Attribute::Int("stacksim_instance", task.comm.instance));
         if (task.comm.scale_out_bytes.value >= 0) {

@@ -31,6 +31,8 @@ trace::GroupId GroupTable::FromNode(const NodeView& v, const std::vector<trace::
     g.nodes = static_cast<int>(nodes.size());
     g.ranks_per_node = (g.size + g.nodes - 1) / std::max(g.nodes, 1);
     if (!g.simulated.empty()) g.first_rank = g.simulated.front();
+    // A pair (sender first) sits at its two ranks: first_rank and first_rank + stride.
+    if (g.simulated.size() == 2) g.stride = g.simulated[1] - g.simulated[0];
   }
   if (g.name.empty()) g.name = "pg";
   g.role = trace::ParseGroupRole(g.name);

@@ -3,9 +3,17 @@
 //
 // Compute and memory nodes become kDelay tasks of the recorded duration (the
 // contract's construct for kernels of known length: the cost model is not
-// asked); collectives and sends are priced by the network model at replay;
-// a receive becomes a cross-rank dependency on the matching send (the next
-// unmatched send with the same comm_src, comm_dst and comm_tag). Tasks are
+// asked); collectives and sends are priced by the network model at replay,
+// collective bytes read in ASTRA-sim's comm_size convention (comm_size.h);
+// a collective the file puts on the CPU (is_cpu_op true: the host side of a
+// collective, as Chakra's PyTorch converter writes it) is a delay of its
+// recorded duration. A receive becomes a cross-rank dependency on the
+// matching send (the next unmatched send with the same comm_src, comm_dst and
+// comm_tag). Metadata and INVALID nodes pass their dependencies on. Each node
+// runs on the stream the trace gives it (stacksim_stream; else the GPU
+// `stream`, or the `tid` of its thread or stream), in file order per stream.
+// Dependencies on nodes absent from the file and on the node itself are
+// dropped, as Chakra's feeder drops them, and counted in ImportNotes. Tasks are
 // added in a topological order of all ranks' nodes, smallest (id, rank)
 // first, so that a stacksim export comes back in its original task order.
 // Times: Chakra durations are integer microseconds; stacksim_duration_ns,
@@ -34,10 +42,30 @@ struct ImportOptions {
   // of num_ops at the dense bf16 peak and tensor_size at achievable HBM
   // bandwidth (hbm x copy efficiency). Null: such nodes take no time.
   const config::ProfileConfig* roofline = nullptr;
+  // Whether ctrl_deps order nodes as data_deps do (ASTRA-sim's feeder follows
+  // both). Chakra's own feeder reads data_deps only, and Chakra's PyTorch
+  // converter writes each op's caller as its ctrl_dep: such files replay
+  // with false here.
+  bool follow_ctrl_deps = true;
 };
 
-// Builds a trace from per-rank Chakra graphs (index = rank), whatever their form.
-trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& ranks, const ImportOptions& options = {});
+// What the import dropped or reinterpreted, for the report.
+struct ImportNotes {
+  int64_t absent_dependencies = 0;  // on nodes not in the file (dropped)
+  int64_t self_dependencies = 0;    // on the node itself (dropped)
+  int64_t host_collectives = 0;     // collective nodes on the CPU, replayed as delays
+  int64_t ignored_ctrl_deps = 0;    // when !follow_ctrl_deps
+};
+
+// Builds a trace from per-rank Chakra graphs (index = rank), whatever their
+// form. A dependency cycle is an InputError listing its edges.
+trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& ranks, const ImportOptions& options = {},
+                                ImportNotes* notes = nullptr);
+
+// The GPUs an imported trace spans: its ranks and every global rank its
+// groups place a member or sibling on (a network model must be at least this
+// large).
+int64_t GpusSpanned(const trace::Trace& t);
 
 }  // namespace stacksim::chakra
 

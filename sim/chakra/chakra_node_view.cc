@@ -12,8 +12,8 @@ ImportNode ViewNode(const ChakraNode& n) {
   node.where = "node " + std::to_string(n.id);
   node.name = n.name.empty() ? node.where : n.name;
   node.type = n.type;
-  node.deps = n.data_deps;
-  node.deps.insert(node.deps.end(), n.ctrl_deps.begin(), n.ctrl_deps.end());
+  node.data_deps = n.data_deps;
+  node.ctrl_deps = n.ctrl_deps;
   node.duration_us = n.duration_micros;
   for (const Attribute& a : n.attrs) node.attrs.emplace(a.name, &a);
   return node;
@@ -58,11 +58,24 @@ std::vector<int64_t> NodeView::IntList(const std::string& name) const {
   return a->ints;
 }
 
-Bytes NodeView::CommBytes() const {
-  if (Has("stacksim_comm_bytes")) return Bytes{Double("stacksim_comm_bytes")};
+bool NodeView::BoolOr(const std::string& name, bool fallback) const {
+  const Attribute* a = Find(name);
+  if (!a) return fallback;
+  Usable(*a);
+  if (a->type == Attribute::Type::kBool) return a->bool_value;
+  if (a->type == Attribute::Type::kInt) return a->int_value != 0;
+  Fail("attribute '" + name + "': expected true or false");
+}
+
+int64_t NodeView::CommSize() const {
   int64_t b = Int("comm_size");
   if (b < 0) Fail("comm_size must not be negative");
-  return Bytes{static_cast<double>(b)};
+  return b;
+}
+
+Bytes NodeView::TransferBytes() const {
+  if (Has("stacksim_comm_bytes")) return Bytes{Double("stacksim_comm_bytes")};
+  return Bytes{static_cast<double>(CommSize())};
 }
 
 const Attribute* NodeView::Find(const std::string& name) const {

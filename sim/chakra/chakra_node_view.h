@@ -23,7 +23,8 @@ struct ImportNode {
   int64_t id = 0;
   std::string name;
   int type = 0;
-  std::vector<int64_t> deps;  // data then control
+  std::vector<int64_t> data_deps;
+  std::vector<int64_t> ctrl_deps;
   int64_t duration_us = 0;
   std::map<std::string, const Attribute*> attrs;
   std::string where;  // "node 12"
@@ -44,8 +45,11 @@ class NodeView {
   double Double(const std::string& name) const;
   std::string String(const std::string& name, const std::string& fallback) const;
   std::vector<int64_t> IntList(const std::string& name) const;
-  // stacksim_comm_bytes if present (exact), else comm_size.
-  Bytes CommBytes() const;
+  bool BoolOr(const std::string& name, bool fallback) const;
+  // comm_size (bytes, Chakra's convention: comm_size.h), never negative.
+  int64_t CommSize() const;
+  // A transfer's bytes: stacksim_comm_bytes if present (exact), else comm_size.
+  Bytes TransferBytes() const;
 
  private:
   const Attribute* Find(const std::string& name) const;

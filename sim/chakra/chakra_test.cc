@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "sim/chakra/chakra_test_traces.h"
+#include "sim/chakra/comm_size.h"
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
 #include "sim/net/analytic_network.h"
@@ -113,26 +115,126 @@ void ExpectError(const std::string& text, const std::string& part) {
   }
 }
 
+const std::string kMeta = R"({"version": "0.0.4"})";
+
 TEST(Chakra, MalformedInputIsAnErrorNamingFileAndNode) {
   ExpectError("", "empty");
-  ExpectError(R"({"version": "0.0.4"}{"id": "1", "type": "COMP_NODE", "durat)", "truncated");
-  ExpectError(R"({"id": "1", "type": "COMP_NODE", "dataDeps": ["9"]})", "node 1: dependency on unknown node 9");
-  ExpectError(R"({"id": "1", "type": "COMP_NODE"}{"id": "1", "type": "COMP_NODE"})", "duplicate node id");
-  ExpectError(R"({"type": "COMP_NODE"}{"type": "COMP_NODE"})", "duplicate node id");  // two node 0s
-  ExpectError(R"({"id": "x1", "type": "COMP_NODE"})", "expected an integer");
-  ExpectError(R"({"id": "1", "type": "WEIRD_NODE"})", "unknown node type");
-  ExpectError(R"({"id": "1", "type": "COMP_NODE", "colour": 3})", "colour");
-  ExpectError(R"({"id": "2", "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "0"}]})",
+  ExpectError(kMeta + R"({"id": "1", "type": "COMP_NODE", "durat)", "truncated");
+  ExpectError(kMeta + R"({"id": "1", "type": "COMP_NODE"}{"id": "1", "type": "COMP_NODE"})", "duplicate node id");
+  ExpectError(kMeta + R"({"type": "COMP_NODE"}{"type": "COMP_NODE"})", "duplicate node id");  // two node 0s
+  ExpectError(kMeta + R"({"id": "x1", "type": "COMP_NODE"})", "object 1: ");
+  ExpectError(kMeta + R"({"id": "1", "type": "WEIRD_NODE"})", "WEIRD_NODE");
+  ExpectError(kMeta + R"({"id": "1", "type": "COMP_NODE", "colour": 3})", "colour");
+  ExpectError(kMeta + R"({"id": "2", "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "0"}]})",
               "node 2: missing attribute 'comm_size'");
-  ExpectError(R"({"id": "2", "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "9"},
+  ExpectError(kMeta + R"({"id": "2", "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "9"},
               {"name": "comm_size", "int64Val": "1"}]})", "BARRIER");
-  ExpectError(R"({"id": "3", "type": "COMM_RECV_NODE", "attr": [{"name": "comm_src", "int64Val": "0"}]})",
+  ExpectError(kMeta + R"({"id": "3", "type": "COMM_RECV_NODE", "attr": [{"name": "comm_src", "int64Val": "0"}]})",
               "node 3: no send matches");
-  ExpectError(R"({"id": "1", "type": "COMP_NODE", "dataDeps": ["2"]}{"id": "2", "type": "COMP_NODE", "dataDeps": ["1"]})",
-              "cycle");
-  ExpectError(R"({"id": "1", "type": "COMP_NODE", "attr": [{"name": "num_ops", "int64Val": true}]})", "num_ops");
+  ExpectError(kMeta + R"({"id": "1", "name": "a", "type": "COMP_NODE", "dataDeps": ["2"]}
+                         {"id": "2", "type": "COMP_NODE", "ctrlDeps": ["1"]})",
+              "node 2 -> [data dep] node 1 (a) -> [ctrl dep] node 2");
+  ExpectError(kMeta + R"({"id": "1", "type": "COMP_NODE", "attr": [{"name": "num_ops", "int64Val": true}]})",
+              "object 1: ");
   ExpectError(R"([1, 2])", "expected an object");
-  ExpectError(R"({"id": "1", "type": "COMP_NODE"} garbage)", "expected '{'");
+  ExpectError(kMeta + R"({"id": "1", "type": "COMP_NODE"} garbage)", "expected '{'");
+  // A file without its GlobalMetadata says so, naming the node it found.
+  ExpectError(R"({"id": "1", "type": "COMP_NODE"})",
+              "bad.0.json: GlobalMetadata: missing: object 0 is a node (id 1, COMP_NODE)");
+}
+
+// What Chakra's feeder does: a dependency on a node the file does not hold
+// (Chakra's PyTorch converter links ops to callers outside the trace) or on
+// the node itself never blocks; the import counts them.
+TEST(Chakra, DependenciesOnAbsentNodesAreDroppedAndCounted) {
+  const std::string r0 = kMeta + R"({"id": "1", "type": "COMP_NODE", "durationMicros": "10", "ctrlDeps": ["3"]}
+{"id": "2", "type": "COMP_NODE", "durationMicros": "5", "dataDeps": ["1", "9", "2"]})";
+  ImportNotes notes;
+  trace::Trace t = ImportChakraGraphs({{"a.0.json", ParseChakraJson({"a.0.json", r0})}}, {}, &notes);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(notes.absent_dependencies, 2);
+  EXPECT_EQ(notes.self_dependencies, 1);
+  EXPECT_EQ(engine::Engine(kCost, kNet).Replay(t).makespan, Time::Us(15));
+}
+
+// Streams come from the trace: Chakra's PyTorch converter gives each node the
+// tid of its CPU thread, and GPU ops their stream (in `stream`, or in `tid` in
+// earlier versions). Nodes of different threads and streams overlap; a
+// collective on the CPU is its host side, a delay on its thread.
+TEST(Chakra, ThreadsAndStreamsComeFromTheTrace) {
+  const std::string r0 = kMeta + R"(
+{"id": "10", "name": "cpu op", "type": "COMP_NODE", "durationMicros": "30",
+ "attr": [{"name": "is_cpu_op", "boolVal": true}, {"name": "tid", "int64Val": "1"}]}
+{"id": "11", "name": "kernel a", "type": "COMP_NODE", "durationMicros": "50",
+ "attr": [{"name": "is_cpu_op", "boolVal": false}, {"name": "tid", "int64Val": "7"}]}
+{"id": "12", "name": "kernel b", "type": "COMP_NODE", "durationMicros": "40",
+ "attr": [{"name": "is_cpu_op", "boolVal": false}, {"name": "stream", "int64Val": "20"}, {"name": "tid", "int64Val": "7"}]}
+{"id": "13", "name": "c10d::allreduce_", "type": "COMM_COLL_NODE", "durationMicros": "20",
+ "attr": [{"name": "is_cpu_op", "boolVal": true}, {"name": "tid", "int64Val": "2"}]}
+{"id": "14", "name": "kernel c", "type": "COMP_NODE", "durationMicros": "5", "dataDeps": ["10"],
+ "attr": [{"name": "is_cpu_op", "boolVal": false}, {"name": "tid", "int64Val": "7"}]})";
+  ImportNotes notes;
+  trace::Trace t = ImportChakraGraphs({{"p.0.json", ParseChakraJson({"p.0.json", r0})}}, {}, &notes);
+  EXPECT_EQ(notes.host_collectives, 1);
+  std::set<std::string> streams;
+  for (size_t i = 0; i < t.size(); ++i) streams.insert(t.stream_name(t.task(i).stream));
+  EXPECT_EQ(streams, (std::set<std::string>{"thread 1", "thread 2", "stream 7", "stream 20"}));
+  // stream 7 runs a (50 us) then c (5 us, also after the 30 us CPU op): 55 us.
+  // On one stream in file order it would be 30 + 50 + 40 + 20 + 5 = 145 us.
+  EXPECT_EQ(engine::Engine(kCost, kNet).Replay(t).makespan, Time::Us(55));
+}
+
+// Chakra's feeder JSON dialect ({"workload_graph": [...]}, src/feeder/
+// json_node.cpp in mlcommons/chakra) reads too.
+TEST(Chakra, FeederJsonDialectReads) {
+  const std::string text = R"({"workload_graph": [
+  {"Id": 5, "Name": "gemm", "NodeType": 4, "data_deps": [], "runtime": 12, "is_cpu_op": false},
+  {"Id": 6, "Name": "ar", "NodeType": 7, "data_deps": [5], "runtime": 3, "is_cpu_op": false,
+   "comm_type": 0, "comm_size": 1048576}]})";
+  ChakraGraph g = ParseChakraJson({"w.0.json", text});
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[1].type, kCollNode);
+  EXPECT_EQ(g.nodes[1].data_deps, std::vector<int64_t>{5});
+  trace::Trace t = ImportChakraGraphs({{"w.0.json", g}});
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.task(1).comm.bytes.value, 1048576);
+  ExpectError(R"({"workload_graph": [{"Id": 5, "NodeType": 4, "runtim": 3}]})", "workload_graph[0].runtim");
+  ExpectError(R"({"workload_graph": [{"Name": "x", "NodeType": 4}]})", "workload_graph[0].Id: required key");
+}
+
+// ASTRA-sim's comm_size for an all-gather is each rank's input (Ring.cc:
+// the result is comm_size x ranks): an 8-rank all-gather of comm_size 1 MiB
+// is priced as stacksim's all-gather of an 8 MiB output, and stacksim's
+// export writes comm_size in that convention.
+TEST(Chakra, AllGatherCommSizeIsEachRanksInput) {
+  std::vector<RankGraph> ranks;
+  for (int r = 0; r < 8; ++r) {
+    const std::string text = kMeta + R"({"id": "1", "type": "COMM_COLL_NODE",
+      "attr": [{"name": "comm_type", "int64Val": "2"}, {"name": "comm_size", "int64Val": "1048576"}]})";
+    const std::string file = "ag." + std::to_string(r) + ".json";
+    ranks.push_back({file, ParseChakraJson({file, text})});
+  }
+  trace::Trace t = ImportChakraGraphs(ranks);
+  ASSERT_EQ(t.size(), 8u);
+  EXPECT_EQ(t.task(0).comm.kind, trace::CollectiveKind::kAllGather);
+  EXPECT_EQ(t.task(0).comm.bytes.value, 8.0 * 1048576);
+  EXPECT_EQ(t.group(t.task(0).comm.group).size, 8);
+
+  // Export: the same collective written back has comm_size 1 MiB and no
+  // stacksim_comm_bytes (comm_size says it all).
+  engine::ReplayResult replay = engine::Engine(kCost, kNet).Replay(t);
+  std::vector<ChakraGraph> back = ExportChakraGraphs(t, replay);
+  int64_t comm_size = -1;
+  bool exact_bytes = false;
+  for (const Attribute& a : back[0].nodes[0].attrs) {
+    if (a.name == "comm_size") comm_size = a.int_value;
+    if (a.name == "stacksim_comm_bytes") exact_bytes = true;
+  }
+  EXPECT_EQ(comm_size, 1048576);
+  EXPECT_FALSE(exact_bytes);
+  // A reduce-scatter's comm_size is its (unreduced) input in both tools.
+  EXPECT_EQ(StacksimCommBytes(trace::CollectiveKind::kReduceScatter, 1048576, 8).value, 1048576);
+  EXPECT_EQ(ChakraCommSize(trace::CollectiveKind::kAllGather, Bytes{8.0 * 1048576}, 8), 1048576);
 }
 
 // Every prefix of a valid file is rejected cleanly, never a crash.

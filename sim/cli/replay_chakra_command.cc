@@ -1,7 +1,10 @@
 // stacksim replay-chakra DIR --scenario FILE: replays Chakra execution traces
 // on the scenario's hardware (topology and profile price the communication;
-// the scenario's model and plan are unused).
+// the scenario's model and plan are unused). The network spans the larger of
+// the scenario's GPUs and the GPUs the trace's ranks and groups place.
+#include <algorithm>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -11,6 +14,7 @@
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
 #include "sim/net/network_factory.h"
+#include "sim/util/error.h"
 
 namespace stacksim::cli {
 namespace {
@@ -21,6 +25,7 @@ struct ReplayChakraArgs {
   config::ScenarioOptions opts;
   std::string network = "analytic";
   bool recorded_comm = false;
+  std::string ctrl_deps = "follow";
   std::string format = "text";
 };
 
@@ -30,21 +35,46 @@ int RunReplayChakra(const ReplayChakraArgs& a) {
   import.recorded_comm_durations = a.recorded_comm;
   import.ranks_per_node = scenario.topology.gpus_per_node;
   import.roofline = &scenario.profile;
-  trace::Trace t = chakra::ReadChakraDirectory(a.dir, import);
+  import.follow_ctrl_deps = a.ctrl_deps == "follow";
+  chakra::ImportNotes notes;
+  trace::Trace t = chakra::ReadChakraDirectory(a.dir, import, &notes);
+  // A trace of more ranks than the scenario's GPUs gets a fabric of its own
+  // size on the scenario's nodes (a smaller one would leave ranks off it).
+  const int64_t spanned = chakra::GpusSpanned(t);
+  if (spanned > std::numeric_limits<int>::max()) {
+    throw InputError(a.dir, "", "the trace places ranks up to " + std::to_string(spanned - 1) + ": too many GPUs");
+  }
+  const int gpus = std::max(scenario.gpus, static_cast<int>(spanned));
   std::unique_ptr<engine::NetworkModel> network =
-      net::MakeNetwork(a.network, scenario.topology, scenario.profile, scenario.gpus, scenario.node_order);
+      net::MakeNetwork(a.network, scenario.topology, scenario.profile, gpus, scenario.node_order);
   engine::FixedCostModel no_compute(FlopRate{1});  // imported compute nodes are fixed-duration tasks
   engine::ReplayResult replay = engine::Engine(no_compute, *network).Replay(t);
   if (a.format == "json") {
     PrintJson({{"chakra_dir", a.dir},
                {"ranks", t.rank_count()},
                {"tasks", t.size()},
+               {"streams", t.streams().size()},
                {"network_model", network->name()},
+               {"network_gpus", gpus},
+               {"absent_dependencies_ignored", notes.absent_dependencies},
+               {"self_dependencies_ignored", notes.self_dependencies},
+               {"ctrl_deps_ignored", notes.ignored_ctrl_deps},
+               {"host_side_collectives", notes.host_collectives},
                {"step_time_s", replay.makespan.seconds()},
                {"step_time_ns", replay.makespan.ns()}});
   } else {
-    std::cout << "Chakra trace " << a.dir << ": " << t.rank_count() << " ranks, " << t.size() << " tasks\n"
-              << "network model: " << network->name() << "\n"
+    std::cout << "Chakra trace " << a.dir << ": " << t.rank_count() << " ranks, " << t.size() << " tasks on "
+              << t.streams().size() << " streams\n"
+              << "network model: " << network->name() << " (" << gpus << " GPUs)\n";
+    if (notes.absent_dependencies + notes.self_dependencies > 0) {
+      std::cout << "ignored: " << notes.absent_dependencies << " dependencies on nodes not in the files, "
+                << notes.self_dependencies << " on the node itself\n";
+    }
+    if (notes.ignored_ctrl_deps > 0) std::cout << "ignored: " << notes.ignored_ctrl_deps << " ctrl deps (--ctrl-deps ignore)\n";
+    if (notes.host_collectives > 0) {
+      std::cout << notes.host_collectives << " collective nodes on the CPU replayed as host delays\n";
+    }
+    std::cout
               << "step time: " << replay.makespan.ms() << " ms\n";
   }
   return 0;
@@ -60,6 +90,9 @@ RunFunction AddReplayChakraOptions(CLI::App* cmd) {
   AddSet(cmd, &a->opts.overrides);
   AddNetwork(cmd, &a->network);
   cmd->add_flag("--recorded-comm", a->recorded_comm, "Time collectives by their recorded duration_micros");
+  cmd->add_option("--ctrl-deps", a->ctrl_deps,
+                  "follow: ctrl_deps order nodes (ASTRA-sim); ignore: data_deps only (Chakra's feeder)")
+      ->check(CLI::IsMember({"follow", "ignore"}));
   AddFormat(cmd, &a->format);
   return [a] { return RunReplayChakra(*a); };
 }
