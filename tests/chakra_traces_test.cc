@@ -104,13 +104,16 @@ TEST(ChakraTraces, AstraSimCustomRingAllReduceReplays) {
 }
 
 // The converted PyTorch trace: its ctrl_deps are callers (they close cycles
-// with data_deps: reported edge by edge); with data_deps alone, as Chakra's
-// feeder reads it, it replays on its own threads and streams, which overlap.
+// with data_deps: reported edge by edge when followed); by default they are
+// then dropped, and with data_deps alone, as Chakra's feeder reads it, it
+// replays on its own threads and streams, which overlap.
 TEST(ChakraTraces, ConvertedPyTorchTraceReplaysWithItsOwnStreams) {
   const fs::path dir = TracesDir() / "chakra/feeder_tests_trace/tests/data";
   if (!fs::exists(dir)) GTEST_SKIP() << dir << " is not next to this checkout";
+  chakra::ImportOptions follow = Options();
+  follow.ctrl_deps = chakra::CtrlDeps::kFollow;
   try {
-    chakra::ReadChakraDirectory(dir.string(), Options());
+    chakra::ReadChakraDirectory(dir.string(), follow);
     ADD_FAILURE() << "ctrl deps followed: no cycle reported";
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -118,10 +121,16 @@ TEST(ChakraTraces, ConvertedPyTorchTraceReplaysWithItsOwnStreams) {
     EXPECT_NE(what.find("dependency cycle: node "), std::string::npos) << what;
     EXPECT_NE(what.find("-> [ctrl dep] node "), std::string::npos) << what;
   }
-  chakra::ImportOptions o = Options();
-  o.follow_ctrl_deps = false;
   chakra::ImportNotes notes;
-  trace::Trace t = chakra::ReadChakraDirectory(dir.string(), o, &notes);
+  trace::Trace t = chakra::ReadChakraDirectory(dir.string(), Options(), &notes);  // kAuto
+  EXPECT_NE(notes.ctrl_cycle.find("dependency cycle: node "), std::string::npos) << notes.ctrl_cycle;
+  EXPECT_GT(notes.ignored_ctrl_deps, 0);
+  chakra::ImportOptions ignore = Options();
+  ignore.ctrl_deps = chakra::CtrlDeps::kIgnore;
+  chakra::ImportNotes ignored;
+  EXPECT_EQ(chakra::ReadChakraDirectory(dir.string(), ignore, &ignored).size(), t.size());
+  EXPECT_EQ(ignored.ignored_ctrl_deps, notes.ignored_ctrl_deps);
+  EXPECT_TRUE(ignored.ctrl_cycle.empty());
   EXPECT_EQ(t.size(), 3664u);
   EXPECT_EQ(notes.host_collectives, 14);  // c10d::allreduce_ / broadcast_ on the CPU
   std::map<std::string, Time> busy;  // per stream, the recorded durations

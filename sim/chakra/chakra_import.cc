@@ -61,6 +61,12 @@ using trace::TaskId;
 using trace::TaskKind;
 
 
+// A dependency cycle that ctrl deps are on (CtrlDeps::kAuto then drops them).
+class CtrlCycle : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // Nodes still waiting after the topological pass lie on or behind a cycle.
 // Walking back from one of them along waiting predecessors must come round;
 // the loop found is reported edge by edge, each edge with its reason.
@@ -106,14 +112,36 @@ using trace::TaskKind;
   if (ctrl) {
     text += "; ctrl deps are on it: Chakra's feeder orders by data deps only, and Chakra's PyTorch converter "
             "writes each op's caller as its ctrl dep (replay-chakra --ctrl-deps ignore)";
+    throw CtrlCycle(inputs[at.rank].file, nodes[at.rank][at.index].where, text);
   }
   throw InputError(inputs[at.rank].file, nodes[at.rank][at.index].where, text);
 }
 
 }  // namespace
 
+namespace {
+
+trace::Trace Import(const std::vector<RankGraph>& inputs, const ImportOptions& options, ImportNotes* notes_out);
+
+}  // namespace
+
 trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& inputs, const ImportOptions& options,
                                 ImportNotes* notes_out) {
+  if (options.ctrl_deps != CtrlDeps::kAuto) return Import(inputs, options, notes_out);
+  try {
+    return Import(inputs, options, notes_out);
+  } catch (const CtrlCycle& cycle) {
+    ImportOptions data_only = options;
+    data_only.ctrl_deps = CtrlDeps::kIgnore;
+    trace::Trace t = Import(inputs, data_only, notes_out);
+    if (notes_out) notes_out->ctrl_cycle = cycle.what();
+    return t;
+  }
+}
+
+namespace {
+
+trace::Trace Import(const std::vector<RankGraph>& inputs, const ImportOptions& options, ImportNotes* notes_out) {
   const int ranks = static_cast<int>(inputs.size());
   if (ranks == 0) throw InputError("", "", "no Chakra files");
   ImportNotes notes;
@@ -153,7 +181,7 @@ trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& inputs, const Impo
         }
       };
       for (int64_t d : node.data_deps) add(d, EdgeKind::kData);
-      if (options.follow_ctrl_deps) {
+      if (options.ctrl_deps != CtrlDeps::kIgnore) {
         for (int64_t d : node.ctrl_deps) add(d, EdgeKind::kCtrl);
       } else {
         notes.ignored_ctrl_deps += static_cast<int64_t>(node.ctrl_deps.size());
@@ -357,6 +385,8 @@ trace::Trace ImportChakraGraphs(const std::vector<RankGraph>& inputs, const Impo
   if (notes_out) *notes_out = notes;
   return t;
 }
+
+}  // namespace
 
 int64_t GpusSpanned(const trace::Trace& t) {
   int64_t span = t.rank_count();

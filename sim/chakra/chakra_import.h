@@ -22,6 +22,7 @@
 #ifndef STACKSIM_SIM_CHAKRA_CHAKRA_IMPORT_H_
 #define STACKSIM_SIM_CHAKRA_CHAKRA_IMPORT_H_
 
+#include <string>
 #include <vector>
 
 #include "sim/chakra/chakra_graph.h"
@@ -29,6 +30,8 @@
 #include "sim/trace/trace.h"
 
 namespace stacksim::chakra {
+
+enum class CtrlDeps { kFollow, kIgnore, kAuto };
 
 struct ImportOptions {
   // Price collectives by their recorded duration_micros instead of the
@@ -42,11 +45,13 @@ struct ImportOptions {
   // of num_ops at the dense bf16 peak and tensor_size at achievable HBM
   // bandwidth (hbm x copy efficiency). Null: such nodes take no time.
   const config::ProfileConfig* roofline = nullptr;
-  // Whether ctrl_deps order nodes as data_deps do (ASTRA-sim's feeder follows
-  // both). Chakra's own feeder reads data_deps only, and Chakra's PyTorch
-  // converter writes each op's caller as its ctrl_dep: such files replay
-  // with false here.
-  bool follow_ctrl_deps = true;
+  // Whether ctrl_deps order nodes as data_deps do. kFollow: ASTRA-sim's
+  // feeder follows both. kIgnore: Chakra's own feeder reads data_deps only
+  // (Chakra's PyTorch converter writes each op's caller as its ctrl_dep, and
+  // those close cycles). kAuto: follow them unless they close a cycle, then
+  // ignore them all and say so (ImportNotes::ctrl_cycle); a cycle of data
+  // deps is an error either way.
+  CtrlDeps ctrl_deps = CtrlDeps::kAuto;
 };
 
 // What the import dropped or reinterpreted, for the report.
@@ -54,7 +59,8 @@ struct ImportNotes {
   int64_t absent_dependencies = 0;  // on nodes not in the file (dropped)
   int64_t self_dependencies = 0;    // on the node itself (dropped)
   int64_t host_collectives = 0;     // collective nodes on the CPU, replayed as delays
-  int64_t ignored_ctrl_deps = 0;    // when !follow_ctrl_deps
+  int64_t ignored_ctrl_deps = 0;    // when ignored (kIgnore, or kAuto after a cycle)
+  std::string ctrl_cycle;           // kAuto: the cycle through ctrl deps that made it ignore them
 };
 
 // Builds a trace from per-rank Chakra graphs (index = rank), whatever their

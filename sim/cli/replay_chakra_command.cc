@@ -25,7 +25,7 @@ struct ReplayChakraArgs {
   config::ScenarioOptions opts;
   std::string network = "analytic";
   bool recorded_comm = false;
-  std::string ctrl_deps = "follow";
+  std::string ctrl_deps = "auto";
   std::string format = "text";
 };
 
@@ -35,7 +35,9 @@ int RunReplayChakra(const ReplayChakraArgs& a) {
   import.recorded_comm_durations = a.recorded_comm;
   import.ranks_per_node = scenario.topology.gpus_per_node;
   import.roofline = &scenario.profile;
-  import.follow_ctrl_deps = a.ctrl_deps == "follow";
+  import.ctrl_deps = a.ctrl_deps == "follow"   ? chakra::CtrlDeps::kFollow
+                     : a.ctrl_deps == "ignore" ? chakra::CtrlDeps::kIgnore
+                                               : chakra::CtrlDeps::kAuto;
   chakra::ImportNotes notes;
   trace::Trace t = chakra::ReadChakraDirectory(a.dir, import, &notes);
   // A trace of more ranks than the scenario's GPUs gets a fabric of its own
@@ -59,6 +61,7 @@ int RunReplayChakra(const ReplayChakraArgs& a) {
                {"absent_dependencies_ignored", notes.absent_dependencies},
                {"self_dependencies_ignored", notes.self_dependencies},
                {"ctrl_deps_ignored", notes.ignored_ctrl_deps},
+               {"ctrl_deps_cycle", notes.ctrl_cycle},
                {"host_side_collectives", notes.host_collectives},
                {"step_time_s", replay.makespan.seconds()},
                {"step_time_ns", replay.makespan.ns()}});
@@ -70,7 +73,12 @@ int RunReplayChakra(const ReplayChakraArgs& a) {
       std::cout << "ignored: " << notes.absent_dependencies << " dependencies on nodes not in the files, "
                 << notes.self_dependencies << " on the node itself\n";
     }
-    if (notes.ignored_ctrl_deps > 0) std::cout << "ignored: " << notes.ignored_ctrl_deps << " ctrl deps (--ctrl-deps ignore)\n";
+    if (!notes.ctrl_cycle.empty()) {
+      std::cout << "ignored: all " << notes.ignored_ctrl_deps << " ctrl deps, which close a cycle (as Chakra's feeder, "
+                << "data deps only; --ctrl-deps follow to refuse): " << notes.ctrl_cycle.substr(0, 300) << "\n";
+    } else if (notes.ignored_ctrl_deps > 0) {
+      std::cout << "ignored: " << notes.ignored_ctrl_deps << " ctrl deps (--ctrl-deps ignore)\n";
+    }
     if (notes.host_collectives > 0) {
       std::cout << notes.host_collectives << " collective nodes on the CPU replayed as host delays\n";
     }
@@ -91,8 +99,9 @@ RunFunction AddReplayChakraOptions(CLI::App* cmd) {
   AddNetwork(cmd, &a->network);
   cmd->add_flag("--recorded-comm", a->recorded_comm, "Time collectives by their recorded duration_micros");
   cmd->add_option("--ctrl-deps", a->ctrl_deps,
+                  "auto (default): follow ctrl_deps unless they close a cycle, then ignore them; "
                   "follow: ctrl_deps order nodes (ASTRA-sim); ignore: data_deps only (Chakra's feeder)")
-      ->check(CLI::IsMember({"follow", "ignore"}));
+      ->check(CLI::IsMember({"auto", "follow", "ignore"}));
   AddFormat(cmd, &a->format);
   return [a] { return RunReplayChakra(*a); };
 }
