@@ -203,10 +203,10 @@ ChakraGraph ParseChakraJson(const RankText& in) {
   return graph;
 }
 
-trace::Trace ImportChakraJson(const std::vector<RankText>& inputs, const ImportOptions& options) {
+trace::Trace ImportChakraJson(const std::vector<RankText>& inputs, const ImportOptions& options, ImportNotes* notes) {
   std::vector<RankGraph> graphs;
   for (const RankText& in : inputs) graphs.push_back({in.file, ParseChakraJson(in)});
-  return ImportChakraGraphs(graphs, options);
+  return ImportChakraGraphs(graphs, options, notes);
 }
 
 }  // namespace stacksim::chakra

@@ -31,7 +31,8 @@ ChakraGraph ParseChakraJson(const RankText& in);
 std::vector<std::string> ExportChakraJson(const trace::Trace& trace, const trace::ReplayResult& replay);
 
 // Builds a trace from per-rank Chakra JSON (index = rank).
-trace::Trace ImportChakraJson(const std::vector<RankText>& ranks, const ImportOptions& options = {});
+trace::Trace ImportChakraJson(const std::vector<RankText>& ranks, const ImportOptions& options = {},
+                              ImportNotes* notes = nullptr);
 
 }  // namespace stacksim::chakra
 

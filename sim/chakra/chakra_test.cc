@@ -105,9 +105,13 @@ TEST(Chakra, DurationlessComputeNodesRunOnTheRoofline) {
   EXPECT_EQ(engine::Engine(kCost, kNet).Replay(ImportChakraJson({{"synthetic.0.json", r0}})).makespan, Time::Zero());
 }
 
+// Errors as `--ctrl-deps follow` reports them (auto would drop the ctrl deps
+// of a cycle they are on; see AutoDropsCtrlDepsOnlyWhenTheyCloseACycle).
 void ExpectError(const std::string& text, const std::string& part) {
+  ImportOptions follow;
+  follow.ctrl_deps = CtrlDeps::kFollow;
   try {
-    ImportChakraJson({{"bad.0.json", text}});
+    ImportChakraJson({{"bad.0.json", text}}, follow);
     ADD_FAILURE() << "no error for: " << text;
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
@@ -116,6 +120,27 @@ void ExpectError(const std::string& text, const std::string& part) {
 }
 
 const std::string kMeta = R"({"version": "0.0.4"})";
+
+TEST(Chakra, AutoDropsCtrlDepsOnlyWhenTheyCloseACycle) {
+  // Node 2 waits for 1 by a ctrl dep that the data deps contradict.
+  const std::string cyclic = kMeta + R"(
+{"id": "1", "name": "a", "type": "COMP_NODE", "durationMicros": "10", "dataDeps": ["2"]}
+{"id": "2", "name": "b", "type": "COMP_NODE", "durationMicros": "20", "ctrlDeps": ["1"], "attr": [{"name": "stream", "int64Val": "2"}]})";
+  ImportNotes notes;
+  trace::Trace t = ImportChakraJson({{"c.0.json", cyclic}}, ImportOptions{}, &notes);
+  EXPECT_NE(notes.ctrl_cycle.find("dependency cycle"), std::string::npos) << notes.ctrl_cycle;
+  EXPECT_EQ(notes.ignored_ctrl_deps, 1);
+  EXPECT_EQ(engine::Engine(kCost, kNet).Replay(t).makespan, Time::Us(30));  // b, then a
+  // Ctrl deps that close no cycle are followed.
+  const std::string acyclic = kMeta + R"(
+{"id": "1", "name": "a", "type": "COMP_NODE", "durationMicros": "10"}
+{"id": "2", "name": "b", "type": "COMP_NODE", "durationMicros": "20", "ctrlDeps": ["1"], "attr": [{"name": "stream", "int64Val": "2"}]})";
+  ImportNotes followed;
+  EXPECT_EQ(engine::Engine(kCost, kNet).Replay(ImportChakraJson({{"c.0.json", acyclic}}, ImportOptions{}, &followed)).makespan,
+            Time::Us(30));
+  EXPECT_TRUE(followed.ctrl_cycle.empty());
+  EXPECT_EQ(followed.ignored_ctrl_deps, 0);
+}
 
 TEST(Chakra, MalformedInputIsAnErrorNamingFileAndNode) {
   ExpectError("", "empty");
