@@ -123,6 +123,14 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
+  if (facts.Has("precision")) {
+    const std::string v = Fact(facts, "precision").OneOf({"fp16", "bf16", "fp8"});
+    f.unstated_precision = v == "fp16" ? Precision::kFp16 : v == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  }
+  if (facts.Has("recompute")) {
+    const std::string v = Fact(facts, "recompute").OneOf({"none", "selective", "full"});
+    f.unstated_recompute = v == "none" ? Recompute::kNone : v == "selective" ? Recompute::kSelective : Recompute::kFull;
+  }
   if (facts.Has("tp_comm_overlap")) {
     // One value, or {"dense": ..., "moe": ...}.
     const JsonNode v = Fact(facts, "tp_comm_overlap");

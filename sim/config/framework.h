@@ -14,6 +14,7 @@
 #ifndef STACKSIM_SIM_CONFIG_FRAMEWORK_H_
 #define STACKSIM_SIM_CONFIG_FRAMEWORK_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,12 @@ struct FrameworkProfile {
   TpCommOverlap tp_comm_overlap = TpCommOverlap::kNone;
   TpCommOverlap tp_comm_overlap_moe = TpCommOverlap::kNone;
   TpCommOverlap TpOverlapFor(bool moe) const { return moe ? tp_comm_overlap_moe : tp_comm_overlap; }
+  // What a run that does not state its precision or recomputation trained
+  // with, where the framework's own launch scripts fix it (facts "precision",
+  // "recompute"); unset: bf16, and the recomputation validate's plan search
+  // picks.
+  std::optional<Precision> unstated_precision;
+  std::optional<Recompute> unstated_recompute;
   Precision grad_precision_bf16 = Precision::kFp32;  // gradient buffers and their reduction, bf16/fp8 training
   Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
   SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;

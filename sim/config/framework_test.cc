@@ -202,6 +202,27 @@ TEST_F(FrameworkFile, TpCommOverlapIsOneValueOrOnePerModelKind) {
   EXPECT_NE(e.key_path().find("facts.tp_comm_overlap.value"), std::string::npos) << e.key_path();
 }
 
+// Megatron-LM's 2021 launch scripts fix fp16 and whole-layer recomputation
+// for a run that does not state them; other frameworks leave both open.
+TEST(Framework, LaunchScriptPrecisionAndRecomputeForUnstatedRuns) {
+  const FrameworkProfile& readme = Match("Megatron-LM (examples/pretrain_gpt3_175B.sh)");
+  EXPECT_EQ(readme.name, "megatron-lm-2021");
+  ASSERT_TRUE(readme.unstated_precision.has_value());
+  EXPECT_EQ(*readme.unstated_precision, Precision::kFp16);
+  ASSERT_TRUE(readme.unstated_recompute.has_value());
+  EXPECT_EQ(*readme.unstated_recompute, Recompute::kFull);
+  EXPECT_FALSE(Match("NeMo 24.12 (Megatron-Core)").unstated_precision.has_value());
+  EXPECT_FALSE(Match("NeMo 24.12 (Megatron-Core)").unstated_recompute.has_value());
+}
+
+TEST_F(FrameworkFile, AnUnknownUnstatedPrecisionIsRejected) {
+  const std::string shipped = (std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / "megatron-lm-2021.json").string();
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(shipped));
+  doc["facts"]["precision"]["value"] = "tf32";
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.precision.value");
+}
+
 // A scenario that names a framework takes its facts as plan defaults; keys the
 // plan gives win.
 nlohmann::json Scenario() {

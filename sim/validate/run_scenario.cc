@@ -272,6 +272,10 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     std::string v = prec->OneOf({"fp16", "bf16", "fp8"});
     // FP8 as Megatron-Core runs it: Transformer Engine FP8 for the linear layers.
     plan.precision = v == "fp16" ? Precision::kFp16 : v == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  } else if (fw.unstated_precision) {
+    plan.precision = *fw.unstated_precision;
+    out.choices.push_back(std::string("precision=") + config::PrecisionName(plan.precision) +
+                          " (the framework's launch scripts)");
   } else {
     plan.precision = Precision::kBf16;
     out.choices.push_back("precision=bf16");
@@ -376,6 +380,10 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.recompute = v == "none" ? config::Recompute::kNone
                      : v == "selective" ? config::Recompute::kSelective
                                         : config::Recompute::kFull;
+  } else if (fw.unstated_recompute) {
+    plan.recompute = *fw.unstated_recompute;
+    out.choices.push_back(std::string("recompute=") + config::RecomputeName(plan.recompute) +
+                          " (the framework's launch scripts)");
   } else {
     out.open_fields.push_back("recompute");
   }
