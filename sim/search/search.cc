@@ -201,7 +201,10 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
   if (table == nullptr && !options.error_table_path.empty() && std::filesystem::exists(options.error_table_path)) {
     owned_table = uncertainty::LoadErrorTableFile(options.error_table_path);
     table = &*owned_table;
-    result.error_table = options.error_table_path;
+    // Relative to the data root, so that the output is the same in every checkout.
+    const std::string root = config::DataRoot() + "/";
+    result.error_table = options.error_table_path.rfind(root, 0) == 0 ? options.error_table_path.substr(root.size())
+                                                                       : options.error_table_path;
   }
   if (options.ranking == Ranking::kPessimistic && (table == nullptr || table->runs.empty())) {
     throw InputError(options.error_table_path, "",
