@@ -14,6 +14,8 @@
 #     src=, <link, url(: the pages must be self-contained), or
 #   - a screenshot is missing or blank (a PNG of one colour is tiny, and a
 #     real page's has many distinct pixel values; see png_check below).
+#   - a page that shows a prediction (all but the cluster page) lacks its
+#     likely range and coverage warnings.
 # Look at the PNGs as well: a script cannot tell whether labels overlap.
 #
 # Not run in CI: CI has no Chromium. Installs Debian's chromium when missing
@@ -84,6 +86,10 @@ for name in gpt3-simulate gpt3-search gpt3-diagnose deepseek-simulate compare cl
   if grep -nE 'https?://|src=|<link|url\(' "$page" >/dev/null; then
     echo "FAIL $name: references something to fetch:" >&2
     grep -noE '.{0,40}(https?://|src=|<link|url\().{0,40}' "$page" | head -5 >&2
+    status=1
+  fi
+  if [ "$name" != cluster-week ] && ! { grep -qi 'likely step\|likely (s)' "$page" && grep -q 'Coverage warnings' "$page"; }; then
+    echo "FAIL $name: no likely range or coverage warnings on the page" >&2
     status=1
   fi
   png="$out/$name.png"

@@ -48,10 +48,39 @@ TEST(CompareCli, BadInputIsExitStatusTwoWithAMessage) {
   r = Stacksim("compare --model no-such-model --tokens 1T --cluster dgx-h100:8");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no-such-model"), std::string::npos) << r.err;
-  // Nothing fits anywhere: status 2, the reason printed.
+  // Nothing fits anywhere: an answer, not bad input: status 3, the reason printed.
   r = Stacksim("compare --model llama3.1-405b --tokens 1T --global-batch 64 --cluster dgx-a100-40gb:8");
-  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.status, 3);
   EXPECT_NE(r.out.find("out of GPU memory"), std::string::npos) << r.out;
+}
+
+// Every ranked plan of every cluster carries its likely range and coverage
+// warnings; the comparison says whether the winner holds under the other
+// reading of the steps.
+TEST(CompareCli, JsonGivesEveryRankedPlanItsUncertainty) {
+  for (const char* rank : {"expected", "pessimistic"}) {
+    CmdResult r = Stacksim(std::string("compare --model gpt-1.7b --seq-len 2048 --global-batch 64 --tokens 300B "
+                                       "--cluster dgx-h100:8 --cluster dgx-a100:8 --format json --rank ") +
+                           rank);
+    ASSERT_EQ(r.status, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ranking"], rank);
+    EXPECT_TRUE(j["winner_changes"].is_boolean());
+    EXPECT_FALSE(j["winner_note"].get<std::string>().empty());
+    for (const auto& c : j["clusters"]) {
+      ASSERT_GE(c["plans"].size(), 2u);
+      EXPECT_TRUE(c["gap_to_next_plan"].is_string());
+      EXPECT_TRUE(c["best_under_other_reading"].is_object());
+      for (const auto& p : c["plans"]) {
+        ASSERT_TRUE(p["uncertainty"].is_object()) << p.dump();
+        EXPECT_LT(p["uncertainty"]["low_s"].get<double>(), p["uncertainty"]["high_s"].get<double>());
+        EXPECT_TRUE(p["warnings"].is_array());
+        EXPECT_TRUE(p["plan_family"]["validated"].is_boolean());
+        EXPECT_GE(p["memory_headroom_bytes"].get<double>(), p["memory_reserve_bytes"].get<double>());
+        EXPECT_GE(p["memory_reserve_bytes"].get<double>(), 1024.0 * 1024 * 1024);
+      }
+    }
+  }
 }
 
 }  // namespace

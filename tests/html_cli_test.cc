@@ -32,6 +32,10 @@ TEST(HtmlCli, SimulateWritesThePageBesideTheTextReport) {
   EXPECT_TRUE(Has(html, "Where the step goes"));
   EXPECT_TRUE(Has(html, "Timeline of one step"));  // --html keeps the trace
   EXPECT_FALSE(Has(html, "http"));
+  // The likely range and the coverage warnings, as the text report has them.
+  EXPECT_TRUE(Has(html, "likely step"));
+  EXPECT_TRUE(Has(html, "How far to trust it"));
+  EXPECT_TRUE(Has(html, "Coverage warnings"));
   std::remove(path.c_str());
 }
 
@@ -44,6 +48,9 @@ TEST(HtmlCli, SearchPageShowsTheBestPlanSimulated) {
   EXPECT_TRUE(Has(html, "Ranking"));
   EXPECT_TRUE(Has(html, "#3 "));
   EXPECT_TRUE(Has(html, "Best plan: Timeline of one step"));
+  EXPECT_TRUE(Has(html, "likely (s)"));
+  EXPECT_TRUE(Has(html, "How far to trust the ranking"));
+  EXPECT_TRUE(Has(html, "Memory reserve: "));
   std::remove(path.c_str());
 }
 
@@ -54,6 +61,8 @@ TEST(HtmlCli, DiagnosePageHasTheLayerWaterfall) {
   std::string html = ReadFile(path);
   EXPECT_TRUE(Has(html, "Gap to the ideal step, by layer"));
   EXPECT_TRUE(Has(html, "Remedies"));
+  EXPECT_TRUE(Has(html, "likely step"));
+  EXPECT_TRUE(Has(html, "How far to trust it"));
   std::remove(path.c_str());
 }
 

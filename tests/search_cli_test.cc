@@ -122,6 +122,60 @@ TEST(SearchCli, BadInputIsExitStatusTwoWithAMessage) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// search --format json: every ranked plan has its likely range, coverage
+// warnings and plan family, and keeps the memory reserve; pessimistic ranks
+// by the range's high end.
+TEST(SearchCli, EveryRankedPlanCarriesItsUncertaintyAndReserve) {
+  nlohmann::json expected = Json(Stacksim("search " + kScenario + " --format json --top 5"));
+  nlohmann::json pessimistic = Json(Stacksim("search " + kScenario + " --format json --top 5 --rank pessimistic"));
+  EXPECT_EQ(expected["ranking"], "expected");
+  EXPECT_EQ(pessimistic["ranking"], "pessimistic");
+  EXPECT_TRUE(expected["gap_to_next_plan"].is_string());
+  for (const nlohmann::json* j : {&expected, &pessimistic}) {
+    double previous = 0;
+    ASSERT_EQ((*j)["plans"].size(), 5u);
+    for (const auto& p : (*j)["plans"]) {
+      ASSERT_TRUE(p["uncertainty"].is_object()) << p.dump();
+      const double low = p["uncertainty"]["low_s"], high = p["uncertainty"]["high_s"];
+      EXPECT_LT(low, high);
+      EXPECT_FALSE(p["uncertainty"]["basis"].get<std::string>().empty());
+      EXPECT_DOUBLE_EQ(p["pessimistic_step_s"].get<double>(), high);
+      ASSERT_TRUE(p["warnings"].is_array());
+      EXPECT_TRUE(p["plan_family"]["name"].is_string());
+      EXPECT_GE(p["memory_reserve_bytes"].get<double>(), 1024.0 * 1024 * 1024);
+      EXPECT_GE(p["memory_headroom_bytes"].get<double>(), p["memory_reserve_bytes"].get<double>());
+      const double key = j == &pessimistic ? high : p["step_time_s"].get<double>();
+      EXPECT_GE(key, previous);
+      previous = key;
+    }
+  }
+  // CSV carries the range too.
+  CmdResult csv = Stacksim("search " + kScenario + " --format csv --top 2");
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_NE(csv.out.find("likely_low_s,likely_high_s,pessimistic_step_s,plan_family"), std::string::npos);
+  // Text says how plans were ranked and what the gap means.
+  CmdResult text = Stacksim("search " + kScenario + " --top 3");
+  ASSERT_EQ(text.status, 0) << text.err;
+  for (const char* part : {"likely (s)", "ranked by  the predicted step", "gap        Plan", "reserve    max(1 GiB"}) {
+    EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
+  }
+}
+
+// Out of memory is an answer: exit status 3 (search: no plan keeps the
+// reserve; simulate: the plan does not fit), output printed as usual.
+TEST(SearchCli, OutOfMemoryIsExitStatusThree) {
+  CmdResult r = Stacksim("search " + kScenario + " --top 2 --min-headroom 79GiB --format json");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["plans"].empty());
+  EXPECT_NE(r.err.find("no plan"), std::string::npos) << r.err;
+  r = Stacksim("search " + kScenario + " --min-headroom lots");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--min-headroom"), std::string::npos) << r.err;
+  r = Stacksim("simulate " + kScenario + " --set plan.recompute=none --format json");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("memory_peak_bytes"), std::string::npos);
+}
+
 #ifdef STACKSIM_MPIEXEC
 // Three local MPI ranks split the replays and print the same ranking, with
 // the same pruning counts, as one process.

@@ -21,6 +21,7 @@
 #include "sim/search/search.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::cli {
 namespace {
@@ -36,6 +37,8 @@ struct CompareArgs {
   std::string format = "text";
   std::string html;
   int threads = 0;
+  std::string rank = "expected";
+  std::string min_headroom;
 };
 
 // Sequences per step when only a model is given: about 4M tokens, the
@@ -69,6 +72,8 @@ int RunCompare(const CompareArgs& a) {
   for (const std::string& c : a.clusters) request.clusters.push_back(compare::ParseClusterSpec(c));
   compare::CompareOptions options;
   options.objective = search::ParseObjective(a.objective);
+  options.ranking = search::ParseRanking(a.rank);
+  if (!a.min_headroom.empty()) options.headroom.fixed = ParseBytes(a.min_headroom, "--min-headroom", "");
   search::MpiContext mpi;
   options.threads = a.threads > 0 ? a.threads : std::max(1, search::Workers(0) / mpi.local_size());
   search::MpiRunner runner(mpi, options.threads);
@@ -88,7 +93,13 @@ int RunCompare(const CompareArgs& a) {
     for (const compare::ClusterResult& r : c.clusters) best_runs.push_back(r.ok() ? &runs[next++] : nullptr);
     report::WriteHtmlFile(report::ComparisonHtml(c, best_runs), a.html);
   }
-  return c.best >= 0 ? 0 : 2;
+  if (c.best >= 0) return 0;
+  // No best cluster: an answer (exit 3) when no plan fits any cluster's
+  // memory, bad input (2) otherwise (no cluster has the objective's figure).
+  for (const compare::ClusterResult& r : c.clusters) {
+    if (r.ok()) return 2;
+  }
+  return 3;
 }
 
 }  // namespace
@@ -112,6 +123,8 @@ RunFunction AddCompareOptions(CLI::App* cmd) {
   AddFormat(cmd, &a->format);
   AddHtml(cmd, &a->html);
   AddThreads(cmd, &a->threads);
+  AddRanking(cmd, &a->rank);
+  AddMinHeadroom(cmd, &a->min_headroom);
   AddSet(cmd, &a->opts.overrides, "Override a field of --scenario: key.path=value (repeatable)");
   return [a] { return RunCompare(*a); };
 }

@@ -11,6 +11,7 @@
 #include "sim/diagnose/diagnosis_report.h"
 #include "sim/report/html.h"
 #include "sim/report/html_pages.h"
+#include "sim/uncertainty/assessment.h"
 
 namespace stacksim::cli {
 namespace {
@@ -27,10 +28,21 @@ int RunDiagnose(const DiagnoseArgs& a) {
   diagnose::DiagnoseOptions options;
   options.network = "analytic";
   diagnose::Diagnosis d = diagnose::Diagnose(scenario, options);
-  PrintResult(a.format, [&] { return diagnose::DiagnosisJson(d); },
-              [&] { return diagnose::DiagnosisText(d); });
-  if (!a.html.empty()) report::WriteHtmlFile(report::DiagnosisHtml(d), a.html);
-  return 0;
+  // How far the simulated step can be trusted, as simulate says it.
+  const uncertainty::Assessment trust = uncertainty::AssessPrediction(
+      scenario, d.result.out_of_memory ? 0.0 : d.step.seconds(), options.network, uncertainty::DefaultErrorTablePath());
+  PrintResult(
+      a.format,
+      [&] {
+        nlohmann::json j = diagnose::DiagnosisJson(d);
+        j["uncertainty"] = trust.range ? uncertainty::StepRangeJson(*trust.range) : nlohmann::json(nullptr);
+        j["warnings"] = trust.warnings;
+        j["plan_family"] = uncertainty::PlanFamilyJson(trust);
+        return j;
+      },
+      [&] { return diagnose::DiagnosisText(d) + uncertainty::AssessmentText(trust); });
+  if (!a.html.empty()) report::WriteHtmlFile(report::DiagnosisHtml(d, trust), a.html);
+  return d.result.out_of_memory ? 3 : 0;
 }
 
 }  // namespace

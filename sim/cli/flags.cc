@@ -30,4 +30,17 @@ CLI::Option* AddThreads(CLI::App* cmd, int* threads, const std::string& help) {
 
 void PrintJson(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
+CLI::Option* AddRanking(CLI::App* cmd, std::string* rank) {
+  return cmd
+      ->add_option("--rank", *rank,
+                   "Read each plan's step as predicted (expected) or at its likely range's high end (pessimistic)")
+      ->check(CLI::IsMember({"expected", "pessimistic"}));
+}
+
+CLI::Option* AddMinHeadroom(CLI::App* cmd, std::string* min_headroom) {
+  return cmd->add_option("--min-headroom", *min_headroom,
+                         "HBM each ranked plan keeps free, e.g. 2GiB; 0GiB fills HBM (default: the larger of 1 GiB "
+                         "and the allocator's fitted cache)");
+}
+
 }  // namespace stacksim::cli

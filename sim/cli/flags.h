@@ -37,6 +37,11 @@ CLI::Option* AddHtml(CLI::App* cmd, std::string* html_path);
 // --threads N, 1 to 4096.
 CLI::Option* AddThreads(CLI::App* cmd, int* threads, const std::string& help = "Threads (default: all cores)");
 
+// --rank expected|pessimistic (search::Ranking) and --min-headroom SIZE
+// (memory::HeadroomPolicy), for the commands that rank plans.
+CLI::Option* AddRanking(CLI::App* cmd, std::string* rank);
+CLI::Option* AddMinHeadroom(CLI::App* cmd, std::string* min_headroom);
+
 // Prints `j` as every command prints JSON: indented by 2, then a newline.
 void PrintJson(const nlohmann::json& j);
 

@@ -17,6 +17,7 @@
 #include "sim/search/search.h"
 #include "sim/search/search_report.h"
 #include "sim/simulate/simulate.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::cli {
 namespace {
@@ -33,6 +34,8 @@ struct SearchArgs {
   double gpu_hour_usd = 0;
   double gpu_watts = 0;
   std::string html;
+  std::string rank = "expected";
+  std::string min_headroom;  // "" : the default reserve
 };
 
 int RunSearch(const SearchArgs& a) {
@@ -51,6 +54,8 @@ int RunSearch(const SearchArgs& a) {
   options.top = a.top;
   options.batch = a.batch;
   options.economics = search::LookUpEconomics(scenario);
+  options.ranking = search::ParseRanking(a.rank);
+  if (!a.min_headroom.empty()) options.headroom.fixed = ParseBytes(a.min_headroom, "--min-headroom", "");
   if (a.gpu_hour_usd > 0) {
     options.economics.gpu_hour_usd = a.gpu_hour_usd;
     options.economics.price_source = "--gpu-hour-usd";
@@ -65,7 +70,10 @@ int RunSearch(const SearchArgs& a) {
   search::MpiRunner runner(mpi, options.threads);
   if (mpi.active()) options.runner = &runner;
   search::SearchResult result = search::Search(space, options);
-  if (mpi.rank() != 0) return result.plans.empty() ? 2 : 0;
+  // Nothing fits: an answer (exit 3) when memory ruled the plans out, bad
+  // input (exit 2) when none was valid at all.
+  const int none_status = result.counts.out_of_memory + result.counts.host_memory > 0 ? 3 : 2;
+  if (mpi.rank() != 0) return result.plans.empty() ? none_status : 0;
   if (a.format == "json") {
     PrintJson(search::SearchJson(result));
   } else if (a.format == "csv") {
@@ -88,10 +96,11 @@ int RunSearch(const SearchArgs& a) {
     report::WriteHtmlFile(report::SearchHtml(result, result.plans.empty() ? nullptr : &best), a.html);
   }
   if (result.plans.empty()) {
-    std::cerr << "error: " << scenario.file << ": no plan of the search space is valid and fits in memory ("
+    std::cerr << (none_status == 3 ? "note: " : "error: ") << scenario.file
+              << ": no plan of the search space is valid and fits in memory ("
               << result.counts.enumeration.invalid_total() << " invalid, " << result.counts.out_of_memory
-              << " out of GPU memory, " << result.counts.host_memory << " out of host memory)\n";
-    return 2;
+              << " out of GPU memory with the reserve, " << result.counts.host_memory << " out of host memory)\n";
+    return none_status;
   }
   return 0;
 }
@@ -114,6 +123,8 @@ RunFunction AddSearchOptions(CLI::App* cmd) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-watts", a->gpu_watts, "Power per GPU in W (overrides economics/gpus.json)")
       ->check(CLI::PositiveNumber);
+  AddRanking(cmd, &a->rank);
+  AddMinHeadroom(cmd, &a->min_headroom);
   AddSet(cmd, &a->opts.overrides);
   AddProfile(cmd, &a->opts.profile_path);
   AddHtml(cmd, &a->html);

@@ -1,5 +1,6 @@
 // stacksim simulate SCENARIO: one training step, with its likely range, and
 // optionally straggler analysis, a Perfetto trace, Chakra traces and a page.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -17,7 +18,9 @@
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
 #include "sim/straggler/straggler_report.h"
+#include "sim/memory/reserve.h"
 #include "sim/uncertainty/assessment.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::cli {
 namespace {
@@ -36,6 +39,7 @@ struct SimulateArgs {
   int threads = 1;
   std::string chakra_dir;
   std::string chakra_format = "json";
+  std::string min_headroom;
 };
 
 int RunSimulate(const SimulateArgs& a) {
@@ -84,18 +88,25 @@ int RunSimulate(const SimulateArgs& a) {
   uncertainty::Assessment trust = uncertainty::AssessPrediction(
       scenario, result.out_of_memory ? 0.0 : result.iteration.seconds(), a.network,
       uncertainty::DefaultErrorTablePath());
+  memory::HeadroomPolicy headroom;
+  if (!a.min_headroom.empty()) headroom.fixed = ParseBytes(a.min_headroom, "--min-headroom", "");
+  Bytes peak;
+  for (const auto& m : result.memory) peak = std::max(peak, m.total());
+  if (std::string w = memory::ReserveWarning(scenario, peak, headroom); !w.empty()) trust.warnings.push_back(w);
   if (a.format == "json") {
     nlohmann::json j = report::JsonReport(result);
     if (stragglers) j["stragglers"] = straggler::StragglerJson(*stragglers);
     j["uncertainty"] = trust.range ? uncertainty::StepRangeJson(*trust.range) : nlohmann::json(nullptr);
     j["warnings"] = trust.warnings;
+    j["plan_family"] = uncertainty::PlanFamilyJson(trust);
     PrintJson(j);
   } else {
     std::cout << report::TextReport(result, trust);
     if (stragglers) std::cout << straggler::StragglerText(*stragglers);
   }
-  if (!a.html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result), a.html_path);
-  return 0;
+  if (!a.html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result, trust), a.html_path);
+  // Out of memory is an answer (printed above), told apart by exit status 3.
+  return result.out_of_memory ? 3 : 0;
 }
 
 }  // namespace
@@ -110,6 +121,7 @@ RunFunction AddSimulateOptions(CLI::App* cmd) {
   AddNetwork(cmd, &a->network);
   cmd->add_flag("--print-config", a->print_config, "Print the fully resolved configuration and exit");
   AddHtml(cmd, &a->html_path);
+  AddMinHeadroom(cmd, &a->min_headroom);
   CLI::Option* stragglers = cmd->add_option(
       "--stragglers", a->stragglers,
       "Slow nodes/GPUs: FRACTION%:SLOWDOWNx terms (e.g. 0.1%:1.5x,gpu:0.5%:1.2x) or a distribution .json");

@@ -9,8 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/util/number_text.h"
 #include "sim/search/search_report.h"
+#include "sim/uncertainty/error_table.h"
+#include "sim/util/number_text.h"
 #include "sim/util/error.h"
 
 namespace stacksim::compare {
@@ -113,6 +114,11 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
   out.tokens_per_step = base.tokens_per_step();
   out.tokens = request.tokens;
   out.objective = options.objective;
+  out.ranking = options.ranking;
+  std::optional<uncertainty::ErrorTable> table;
+  if (fs::exists(uncertainty::DefaultErrorTablePath())) table = uncertainty::LoadErrorTableFile(uncertainty::DefaultErrorTablePath());
+  const search::Ranking other_ranking =
+      options.ranking == search::Ranking::kExpected ? search::Ranking::kPessimistic : search::Ranking::kExpected;
 
   for (const ClusterSpec& spec : request.clusters) {
     ClusterResult c;
@@ -141,6 +147,9 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
     so.top = 1 + std::max(0, options.runners_up);
     so.threads = options.threads;
     so.runner = options.runner;
+    so.ranking = options.ranking;
+    so.headroom = options.headroom;
+    so.error_table = table ? &*table : nullptr;
     so.economics = search::LookUpEconomics(s);
     if (spec.gpu_hour_usd > 0) {
       so.economics.gpu_hour_usd = spec.gpu_hour_usd;
@@ -155,10 +164,28 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
       s.gpus = b.point.gpus;
       s.plan = b.plan;
       c.gpus = b.point.gpus;
-      c.days = static_cast<double>(request.tokens) / b.tokens_per_s / kSecondsPerDay;
+      // Days at the step as the ranking reads it (pessimistic: the likely range's high end).
+      const double step_s = options.ranking == search::Ranking::kPessimistic ? b.pessimistic_s : b.step.seconds();
+      c.days = static_cast<double>(request.tokens) / (c.search.tokens_per_step / step_s) / kSecondsPerDay;
       c.gpu_hours = c.gpus * c.days * 24.0;
       c.cost_usd = c.gpu_hours * c.search.economics.gpu_hour_usd;
       c.energy_mwh = c.gpu_hours * c.search.economics.gpu_watts / 1e6;
+      if (options.other_reading && table && !table->runs.empty()) {
+        search::SearchOptions other = so;
+        other.ranking = other_ranking;
+        other.top = 1;
+        search::SearchResult r = search::Search(space, other);
+        if (!r.plans.empty()) {
+          BudgetAtReading at;
+          at.plan = r.plans.front();
+          at.step_s = other_ranking == search::Ranking::kPessimistic ? at.plan.pessimistic_s : at.plan.step.seconds();
+          at.days = static_cast<double>(request.tokens) / (r.tokens_per_step / at.step_s) / kSecondsPerDay;
+          const double gpu_hours = at.plan.point.gpus * at.days * 24.0;
+          at.cost_usd = gpu_hours * c.search.economics.gpu_hour_usd;
+          at.energy_mwh = gpu_hours * c.search.economics.gpu_watts / 1e6;
+          c.other = at;
+        }
+      }
     }
     out.clusters.push_back(std::move(c));
   }
@@ -172,6 +199,35 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
     if (score < best_score) {
       best_score = score;
       out.best = static_cast<int>(i);
+    }
+  }
+  double best_other_score = INFINITY;
+  for (size_t i = 0; i < out.clusters.size(); ++i) {
+    const ClusterResult& c = out.clusters[i];
+    if (!c.ok() || !c.other) continue;
+    ClusterResult at = c;  // the budget figures at the other reading
+    at.days = c.other->days;
+    at.cost_usd = c.other->cost_usd;
+    at.energy_mwh = c.other->energy_mwh;
+    const double score = BudgetScore(at, options.objective);
+    if (!std::isnan(score) && score < best_other_score) {
+      best_other_score = score;
+      out.best_other = static_cast<int>(i);
+    }
+  }
+  if (out.best >= 0 && out.best_other >= 0) {
+    const char* other_name = search::RankingName(other_ranking);
+    const ClusterResult& b = out.clusters[out.best];
+    const ClusterResult& o = out.clusters[out.best_other];
+    if (out.best_other == out.best) {
+      out.winner_note = fmt::format("{} wins under the {} reading too ({:.1f} days with {}).", b.spec.text, other_name,
+                                    o.other->days, search::PlanName(o.other->plan.point));
+    } else {
+      out.winner_note = fmt::format(
+          "The winner changes under the {} reading: {} ({:.1f} days with {}) instead of {} ({:.1f} days there). "
+          "The simulator cannot rank these clusters with confidence.",
+          other_name, o.spec.text, o.other->days, search::PlanName(o.other->plan.point), b.spec.text,
+          b.other ? b.other->days : NAN);
     }
   }
   std::set<std::string> bases;
@@ -225,12 +281,35 @@ std::string ComparisonText(const Comparison& c) {
     return s;
   });
   row("step time", [](const ClusterResult& r) { return fmt::format("{:.3f} s", r.best().step.seconds()); });
+  row("likely step", [](const ClusterResult& r) { return search::RangeCell(r.best()) + " s"; });
+  row("family", [](const ClusterResult& r) {
+    const auto& a = r.best().assessment;
+    if (a.plan_family_runs < 0) return std::string("-");
+    return a.plan_family_validated() ? fmt::format("{} validated", a.plan_family_runs)
+                                     : std::string("NEVER validated");
+  });
   row("tokens/s", [](const ClusterResult& r) { return Grouped(r.best().tokens_per_s); });
-  row("MFU", [](const ClusterResult& r) { return fmt::format("{:.1f}%", 100.0 * r.best().mfu); });
+  row("MFU", [](const ClusterResult& r) {
+    const search::RankedPlan& b = r.best();
+    if (!b.assessment.range) return fmt::format("{:.1f}%", 100.0 * b.mfu);
+    // MFU scales as 1 / step: the range's low step is its high MFU.
+    const double at = b.mfu * b.step.seconds();
+    return fmt::format("{:.1f}% ({:.0f}-{:.0f})", 100.0 * b.mfu, 100.0 * at / b.assessment.range->high_s,
+                       100.0 * at / b.assessment.range->low_s);
+  });
   row("memory", [](const ClusterResult& r) {
     return fmt::format("{:.1f}/{:.0f} GiB", r.best().peak_memory.value / kGiB, r.best().capacity.value / kGiB);
   });
-  row("days", [](const ClusterResult& r) { return fmt::format("{:.1f}", r.days); });
+  row(c.ranking == search::Ranking::kPessimistic ? "days (pess.)" : "days",
+      [](const ClusterResult& r) { return fmt::format("{:.1f}", r.days); });
+  row("likely days", [](const ClusterResult& r) {
+    const search::RankedPlan& b = r.best();
+    if (!b.assessment.range) return std::string("-");
+    const double per_step_s = r.days / (r.search.ranking == search::Ranking::kPessimistic ? b.pessimistic_s
+                                                                                        : b.step.seconds());
+    return fmt::format("{:.1f}-{:.1f}", per_step_s * b.assessment.range->low_s,
+                       per_step_s * b.assessment.range->high_s);
+  });
   row("GPU-hours", [](const ClusterResult& r) { return fmt::format("{:.3g}M", r.gpu_hours / 1e6); });
   row("$/GPU-hour", [](const ClusterResult& r) {
     return r.search.economics.gpu_hour_usd > 0 ? fmt::format("{:.2f}", r.search.economics.gpu_hour_usd)
@@ -242,7 +321,12 @@ std::string ComparisonText(const Comparison& c) {
   });
   row("next plan", [](const ClusterResult& r) {
     if (r.search.plans.size() < 2) return std::string("-");
-    return fmt::format("+{:.1f}%", 100.0 * (r.search.plans[1].score / r.best().score - 1.0));
+    const search::RankedPlan& a = r.best();
+    const search::RankedPlan& b = r.search.plans[1];
+    const bool apart = a.assessment.range && b.assessment.range &&
+                       b.assessment.range->low_s * b.score / b.step.seconds() >
+                           a.assessment.range->high_s * a.score / a.step.seconds();
+    return fmt::format("+{:.1f}% ({})", 100.0 * (b.score / a.score - 1.0), apart ? "apart" : "within error");
   });
 
   size_t label_w = 0;
@@ -268,6 +352,39 @@ std::string ComparisonText(const Comparison& c) {
                          r.best().placement);
     } else {
       out += fmt::format("  {}: {}\n", r.spec.text, r.failure);
+    }
+  }
+  bool any_gap = false;
+  for (const ClusterResult& r : c.clusters) {
+    if (!r.ok() || r.search.plans.size() < 2) continue;
+    if (!any_gap) out += "\nnext plan\n";
+    any_gap = true;
+    out += fmt::format("  {}: {}\n", r.spec.text, search::GapSentence(r.search, 0, 1));
+  }
+  bool any_warning = false;
+  for (const ClusterResult& r : c.clusters) {
+    if (!r.ok()) continue;
+    std::vector<std::string> w = search::GroupedWarnings(r.search.plans);
+    if (w.empty()) continue;
+    if (!any_warning) out += "\ncoverage warnings (outside what validation covers; [ranks] of each cluster's plans)\n";
+    any_warning = true;
+    out += fmt::format("  {}:\n", r.spec.text);
+    for (const std::string& line : w) out += "    " + line + "\n";
+  }
+  out += fmt::format("\nranked by  {}\n", c.ranking == search::Ranking::kPessimistic
+                                              ? "the high end of each plan's likely range (--rank pessimistic)"
+                                              : "the predicted step (--rank pessimistic: the likely range's high end)");
+  for (const ClusterResult& r : c.clusters) {
+    if (!r.ok() || !r.other || r.other->plan.point == r.best().point) continue;
+    out += fmt::format("  {}: under the {} reading the best plan is {} ({:.1f} days)\n", r.spec.text,
+                       c.ranking == search::Ranking::kExpected ? "pessimistic" : "expected",
+                       search::PlanName(r.other->plan.point), r.other->days);
+  }
+  if (!c.winner_note.empty()) out += "  " + c.winner_note + "\n";
+  for (const ClusterResult& r : c.clusters) {
+    if (r.ok()) {
+      out += "reserve    " + r.search.reserve_basis + "\n";
+      break;
     }
   }
   if (c.best >= 0) {
@@ -320,8 +437,17 @@ nlohmann::json ComparisonJson(const Comparison& c) {
       e["gpu_hours"] = r.gpu_hours;
       e["cost_usd"] = r.cost_usd > 0 ? nlohmann::json(r.cost_usd) : nlohmann::json(nullptr);
       e["gpu_energy_mwh"] = r.energy_mwh > 0 ? nlohmann::json(r.energy_mwh) : nlohmann::json(nullptr);
-      // The best plan and its runners-up as search ranks them.
+      // The best plan and its runners-up as search ranks them, each with its
+      // likely range and coverage warnings.
       e["plans"] = search["plans"];
+      e["gap_to_next_plan"] = search["gap_to_next_plan"];
+      if (r.other) {
+        e["best_under_other_reading"] = {{"name", search::PlanName(r.other->plan.point)},
+                                         {"step_s", r.other->plan.step.seconds()},
+                                         {"pessimistic_step_s", r.other->plan.pessimistic_s},
+                                         {"days", r.other->days},
+                                         {"same_plan", r.other->plan.point == r.best().point}};
+      }
     } else {
       e["failure"] = r.failure;
     }
@@ -329,6 +455,11 @@ nlohmann::json ComparisonJson(const Comparison& c) {
   }
   j["clusters"] = clusters;
   j["warnings"] = c.warnings;
+  j["ranking"] = search::RankingName(c.ranking);
+  j["best_under_other_reading"] =
+      c.best_other >= 0 ? nlohmann::json(c.clusters[c.best_other].spec.text) : nlohmann::json(nullptr);
+  j["winner_changes"] = c.best >= 0 && c.best_other >= 0 && c.best != c.best_other;
+  j["winner_note"] = c.winner_note;
   return j;
 }
 

@@ -16,10 +16,17 @@
 // A cluster on which no plan fits keeps its search counts and says why; the
 // others are still compared. Prices from different bases (providers, dates,
 // on-demand or reserved) are flagged: their ratio says little.
+//
+// Uncertainty: each ranked plan carries its likely range and coverage
+// warnings (search.h). The best cluster is picked under options.ranking; a
+// second search per cluster (top 1) under the other reading finds the best
+// plan if steps were read the other way (pessimistic: at the likely range's
+// high end), and the comparison says whether the winner changes.
 #ifndef STACKSIM_SIM_COMPARE_COMPARE_H_
 #define STACKSIM_SIM_COMPARE_COMPARE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +69,19 @@ struct CompareOptions {
   int runners_up = 2;          // plans ranked after the best (for the gap)
   int threads = 0;
   const search::PlanRunner* runner = nullptr;  // as in SearchOptions
+  search::Ranking ranking = search::Ranking::kExpected;
+  memory::HeadroomPolicy headroom;
+  bool other_reading = true;   // also search under the other ranking (needs the error table)
+};
+
+// A cluster's best plan under one reading of the steps, and what the budget
+// takes at that reading's step.
+struct BudgetAtReading {
+  search::RankedPlan plan;
+  double step_s = 0;     // the step as the reading takes it
+  double days = 0;
+  double cost_usd = 0;   // 0 without a price
+  double energy_mwh = 0; // 0 without a power figure
 };
 
 struct ClusterResult {
@@ -75,6 +95,9 @@ struct ClusterResult {
   double gpu_hours = 0;
   double cost_usd = 0;               // 0 without a price
   double energy_mwh = 0;             // 0 without a power figure
+  // The best plan under the other ranking (unset without the error table or
+  // when no plan fits).
+  std::optional<BudgetAtReading> other;
   bool ok() const { return !search.plans.empty(); }
   const search::RankedPlan& best() const { return search.plans.front(); }
 };
@@ -90,6 +113,11 @@ struct Comparison {
   // figure is missing for every cluster.
   int best = -1;
   std::vector<std::string> warnings;     // mixed price bases, missing prices
+  search::Ranking ranking = search::Ranking::kExpected;
+  // The best cluster under the other ranking (-1: none or not searched), and
+  // a sentence saying whether the winner changes.
+  int best_other = -1;
+  std::string winner_note;
 };
 
 // REQUIRES: request.tokens > 0 and at least one cluster. Throws InputError on

@@ -439,6 +439,45 @@ CandidateList BalancedRouting(const RemedyContext& c) {
                  [](config::PlanConfig& q) { q.routing = config::Routing::kUniform; })};
 }
 
+// Layer 2: more context parallelism, the reshape search often ranks first:
+// the sequence split over cp GPUs instead of half the tensor parallelism
+// (fewer blocking TP collectives; CP's K/V exchange overlaps attention) or
+// instead of half the pipeline stages (a smaller bubble). Offered where the
+// plan rules allow it; memory and the replay decide.
+CandidateList MoreCp(const RemedyContext& c) {
+  const config::PlanConfig& p = c.plan();
+  CandidateList out;
+  config::PlanConfig from_tp = p;
+  from_tp.tp /= 2;
+  from_tp.cp *= 2;
+  if (from_tp.tp == 1) from_tp.sequence_parallel = false;
+  if (c.breakdown().tp_exposed > Noise(c) && p.tp % 2 == 0 && Valid(c, from_tp)) {
+    out.push_back(Change(c, TpFinding(c),
+                         fmt::format("context parallelism for half the tensor parallelism: tp {} -> {}, cp {} -> {}",
+                                     p.tp, p.tp / 2, p.cp, p.cp * 2),
+                         [](config::PlanConfig& r) {
+                           r.tp /= 2;
+                           r.cp *= 2;
+                           if (r.tp == 1) r.sequence_parallel = false;
+                         }));
+  }
+  config::PlanConfig from_pp = p;
+  from_pp.pp /= 2;
+  from_pp.cp *= 2;
+  if (from_pp.pp == 1) from_pp.vp = 1;
+  if (HasBubble(c) && p.pp % 2 == 0 && Valid(c, from_pp)) {
+    out.push_back(Change(c, BubbleFinding(c),
+                         fmt::format("context parallelism for half the pipeline stages: pp {} -> {}, cp {} -> {}",
+                                     p.pp, p.pp / 2, p.cp, p.cp * 2),
+                         [](config::PlanConfig& r) {
+                           r.pp /= 2;
+                           r.cp *= 2;
+                           if (r.pp == 1) r.vp = 1;
+                         }));
+  }
+  return out;
+}
+
 // Layer 3: job placement. Scattered nodes put every ring edge across the
 // leaf switches; packed ones keep neighbours under one leaf. Only the
 // flow-level network model sees the difference (Evaluate says so).
@@ -483,6 +522,7 @@ const std::vector<RemedyRule>& RemedyRules() {
       {"replica-inner-rank-order", L::kParallelization, ReplicaInnerRankOrder},
       {"other-cp-comm", L::kParallelization, OtherCpComm},
       {"less-cp", L::kParallelization, LessCp},
+      {"more-cp", L::kParallelization, MoreCp},
       {"hierarchical-dispatch", L::kParallelization, HierarchicalDispatch},
       {"ep-inside-domain", L::kParallelization, EpInsideDomain},
       {"less-ep", L::kParallelization, LessEp},

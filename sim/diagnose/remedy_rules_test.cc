@@ -46,7 +46,7 @@ TEST(RemedyRules, NamesAreUniqueAndTheTableKeepsTheFamiliesOrder) {
   const auto& rules = RemedyRules();
   std::set<std::string> names;
   for (const RemedyRule& r : rules) EXPECT_TRUE(names.insert(r.name).second) << r.name;
-  ASSERT_EQ(rules.size(), 28u);
+  ASSERT_EQ(rules.size(), 29u);
   // Compilation first, then model definition, hardware, parallelization and
   // placement last: the order the remedies were always listed in.
   EXPECT_EQ(rules.front().layer, StackLayer::kCompilation);
@@ -158,6 +158,32 @@ TEST(RemedyRules, RecomputationAndOffloadAreHardwareRemedies) {
   s.result.breakdown.offload_exposed = Time::Zero();
   EXPECT_TRUE(s.Fired("overlap-offload").empty());
   EXPECT_TRUE(s.Fired("no-offload").empty());
+}
+
+// What search often ranks first, diagnose can try: context parallelism for
+// half the tensor parallelism (exposed TP) or half the stages (a bubble).
+TEST(RemedyRules, ExposedTpOrABubbleProposeMoreContextParallelism) {
+  config::PlanConfig plan;
+  plan.tp = 4;
+  plan.pp = 2;
+  plan.sequence_parallel = true;
+  plan.global_batch = 64;
+  Step s(plan);
+  EXPECT_TRUE(s.Fired("more-cp").empty());
+  s.result.breakdown.tp_exposed = Time::Ms(10);
+  std::vector<Candidate> c = s.Fired("more-cp");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].plan.tp, 2);
+  EXPECT_EQ(c[0].plan.cp, 2);
+  EXPECT_EQ(c[0].plan.pp, 2);
+  EXPECT_EQ(c[0].layer, StackLayer::kParallelization);
+  EXPECT_NE(c[0].change.find("tp 4 -> 2, cp 1 -> 2"), std::string::npos) << c[0].change;
+  s.result.breakdown.bubble = Time::Ms(10);
+  c = s.Fired("more-cp");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].plan.pp, 1);
+  EXPECT_EQ(c[1].plan.cp, 2);
+  EXPECT_EQ(c[1].plan.tp, 4);
 }
 
 }  // namespace

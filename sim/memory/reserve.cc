@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include <fmt/format.h>
+
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -107,6 +109,55 @@ Bytes ReservedPeak(const config::ScenarioConfig& s, Bytes allocated_peak, const 
   const Bytes wanted = allocated_peak * (1.0 + fitted.cache_fraction);
   const Bytes room = s.profile.hbm_capacity.value - RuntimeMemory(s).outside_allocator();
   return Bytes{std::max(allocated_peak.value, std::min(wanted.value, room.value))};
+}
+
+PlanReserve PlanningReserve(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy,
+                            const AllocatorReserve& fitted) {
+  PlanReserve r;
+  if (policy.fixed) {
+    r.required = *policy.fixed;
+    r.fixed = true;
+    return r;
+  }
+  const Bytes allocated = footprint_peak - RuntimeMemory(s).outside_allocator();
+  r.allocator_cache = Bytes{std::max(0.0, allocated.value) * fitted.cache_fraction};
+  r.required = Bytes{std::max(kDefaultMinHeadroomBytes, r.allocator_cache.value)};
+  return r;
+}
+
+PlanReserve PlanningReserve(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy) {
+  return PlanningReserve(s, footprint_peak, policy, FittedAllocatorReserve());
+}
+
+std::string PlanningReserveBasis(const HeadroomPolicy& policy, const AllocatorReserve& fitted) {
+  if (policy.fixed) return fmt::format("{:.2f} GiB of HBM kept free per GPU (--min-headroom)", policy.fixed->value / kGiB);
+  // The source names the file under the data root: keep it relative, so the
+  // report reads the same in every checkout.
+  std::string source = fitted.source;
+  const std::string root = config::DataRoot() + "/";
+  if (source.rfind(root, 0) == 0) source = source.substr(root.size());
+  if (const size_t paren = source.find(" ("); paren != std::string::npos) source = source.substr(0, paren);
+  return fmt::format(
+      "max({:.0f} GiB, allocator cache = {:.2f}% of the allocated peak, fitted in {}) of HBM kept free per GPU; "
+      "CUDA context, NCCL buffers and GEMM workspaces are in the peak",
+      kDefaultMinHeadroomBytes / kGiB, 100.0 * fitted.cache_fraction, source.empty() ? "no file" : source);
+}
+
+std::string PlanningReserveBasis(const HeadroomPolicy& policy) {
+  return PlanningReserveBasis(policy, FittedAllocatorReserve());
+}
+
+std::string ReserveWarning(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy) {
+  const Bytes capacity = s.profile.hbm_capacity.value;
+  if (footprint_peak > capacity) return "";
+  const PlanReserve r = PlanningReserve(s, footprint_peak, policy);
+  const Bytes free = capacity - footprint_peak;
+  if (free >= r.required) return "";
+  return fmt::format(
+      "memory: the peak of {:.2f} GiB leaves {:.2f} GiB of the {:.1f} GiB HBM free, inside the {:.2f} GiB reserve "
+      "that search keeps (allocator cache and fragmentation): the run may fail with out-of-memory errors or slow "
+      "down on allocator retries",
+      footprint_peak.value / kGiB, free.value / kGiB, capacity.value / kGiB, r.required.value / kGiB);
 }
 
 }  // namespace stacksim::memory

@@ -15,6 +15,7 @@
 #ifndef STACKSIM_SIM_MEMORY_RESERVE_H_
 #define STACKSIM_SIM_MEMORY_RESERVE_H_
 
+#include <optional>
 #include <string>
 
 #include "sim/config/scenario.h"
@@ -65,6 +66,36 @@ Reserve ReserveFor(const config::ScenarioConfig& s, Bytes allocated_peak);  // w
 // blocks and retries (PyTorch CUDA semantics, "Memory management"), so near
 // capacity the cache is what is left.
 Bytes ReservedPeak(const config::ScenarioConfig& s, Bytes allocated_peak, const AllocatorReserve& fitted);
+
+// The headroom that search, compare and serve-search keep below HBM capacity
+// for every plan they rank or recommend, and that simulate warns about. The
+// footprint (EstimateMemory's stage total) already holds the CUDA context,
+// NCCL buffers and GEMM workspaces (RuntimeMemory); what it does not hold is
+// the caching allocator's cache and fragmentation, the fitted fraction of the
+// allocated peak. By default a plan keeps that cache free, and never less
+// than kDefaultMinHeadroom; HeadroomPolicy::fixed (--min-headroom) replaces
+// the default with a fixed amount (0: fill HBM to the byte, as before).
+inline constexpr double kDefaultMinHeadroomBytes = kGiB;
+struct HeadroomPolicy {
+  std::optional<Bytes> fixed;
+};
+struct PlanReserve {
+  Bytes required;          // what must stay free below capacity
+  Bytes allocator_cache;   // fitted fraction x allocated peak (0 when fixed)
+  bool fixed = false;
+};
+// `footprint_peak`: the fullest stage's total (StageFootprint::total()).
+PlanReserve PlanningReserve(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy,
+                            const AllocatorReserve& fitted);
+PlanReserve PlanningReserve(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy = {});
+// One line for reports: "max(1 GiB, allocator cache = 5.05% of the allocated
+// peak, fitted: validation/fitted_constants.json ...)" or "--min-headroom 2 GiB".
+std::string PlanningReserveBasis(const HeadroomPolicy& policy, const AllocatorReserve& fitted);
+std::string PlanningReserveBasis(const HeadroomPolicy& policy = {});
+// simulate's warning when the fullest stage's footprint fits HBM but leaves
+// less than the planning reserve free; "" when it keeps the reserve (or does
+// not fit at all: that is out of memory, not a warning).
+std::string ReserveWarning(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy = {});
 
 }  // namespace stacksim::memory
 

@@ -4,6 +4,7 @@
 
 #include "sim/report/html.h"
 #include "sim/report/html_pages.h"
+#include "sim/search/search_report.h"
 #include "sim/util/number_text.h"
 
 namespace stacksim::report {
@@ -63,6 +64,12 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
     keys.push_back({"days to train", DecimalText(b.days, 3), search::PlanName(b.best().point)});
     if (b.cost_usd > 0) keys.push_back({"cost", Money(b.cost_usd), fmt::format("${:.2f} per GPU-hour", b.search.economics.gpu_hour_usd)});
     keys.push_back({"MFU", fmt::format("{:.1f}%", 100.0 * b.best().mfu), fmt::format("{:.3f} s per step", b.best().step.seconds())});
+    if (b.best().assessment.range) {
+      keys.push_back({"likely step", search::RangeCell(b.best()) + " s",
+                      b.best().assessment.plan_family_validated() ? "plan family validated"
+                                                                  : "plan family never validated",
+                      !b.best().assessment.plan_family_validated()});
+    }
   } else {
     keys.push_back({"best cluster", "none", "no cluster has a plan that fits", true});
   }
@@ -86,19 +93,25 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
                               [](const ClusterResult& r) { return fmt::format("{:.1f}%", 100.0 * r.best().mfu); }));
 
   report::HtmlTable table;
-  table.header = {"cluster", "GPU", "GPUs", "best plan", "NVLink domain", "step (s)", "tokens/s", "MFU",
-                  "memory (GiB)", "days", "GPU-hours", "$/GPU-hour", "cost", "GPU energy (MWh)"};
-  table.numeric = {false, false, true, false, false, true, true, true, true, true, true, true, true, true};
+  table.header = {"cluster", "GPU", "GPUs", "best plan", "NVLink domain", "step (s), likely", "family",
+                  "tokens/s", "MFU", "memory (GiB)", "days", "GPU-hours", "$/GPU-hour", "cost", "GPU energy (MWh)"};
+  table.numeric = {false, false, true, false, false, true, false, true, true, true, true, true, true, true, true};
   for (size_t i = 0; i < c.clusters.size(); ++i) {
     const ClusterResult& r = c.clusters[i];
     if (!r.ok()) {
-      table.rows.push_back({r.spec.text, r.scenario.topology.gpu, "-", r.failure, "", "", "", "", "", "", "", "", "", ""});
+      table.rows.push_back(
+          {r.spec.text, r.scenario.topology.gpu, "-", r.failure, "", "", "", "", "", "", "", "", "", "", ""});
       continue;
     }
     const auto& econ = r.search.economics;
     table.rows.push_back({r.spec.text, r.scenario.topology.gpu, Grouped(r.gpus),
                           search::PlanName(r.best().point), r.best().placement,
-                          fmt::format("{:.3f}", r.best().step.seconds()), Grouped(r.best().tokens_per_s),
+                          fmt::format("{:.3f} ({})", r.best().step.seconds(), search::RangeCell(r.best())),
+                          r.best().assessment.plan_family_validated()
+                              ? fmt::format("{} validated run{}", r.best().assessment.plan_family_runs,
+                                            r.best().assessment.plan_family_runs == 1 ? "" : "s")
+                              : std::string("never validated"),
+                          Grouped(r.best().tokens_per_s),
                           fmt::format("{:.1f}%", 100.0 * r.best().mfu),
                           fmt::format("{:.1f} / {:.0f}", r.best().peak_memory.value / kGiB, r.best().capacity.value / kGiB),
                           DecimalText(r.days, 4), DecimalText(r.gpu_hours, 4),
@@ -108,6 +121,28 @@ std::string ComparisonHtml(const Comparison& c, const std::vector<const simulate
     if (static_cast<int>(i) == c.best) table.highlight_rows.push_back(table.rows.size() - 1);
   }
   page.AddSection("Clusters side by side", report::TableHtml(table));
+
+  std::string trust = report::ParagraphHtml(
+      c.ranking == search::Ranking::kPessimistic
+          ? "Plans ranked by the high end of their likely range (--rank pessimistic)."
+          : "Plans ranked by the predicted step; --rank pessimistic ranks by the likely range's high end.");
+  if (!c.winner_note.empty()) trust += report::ParagraphHtml(c.winner_note);
+  for (const ClusterResult& r : c.clusters) {
+    if (!r.ok()) continue;
+    trust += fmt::format("<h3>{}</h3>\n", report::HtmlEscape(r.spec.text));
+    if (r.search.plans.size() >= 2) trust += report::ParagraphHtml(search::GapSentence(r.search, 0, 1));
+    std::vector<std::string> w = search::GroupedWarnings(r.search.plans);
+    if (!w.empty()) {
+      trust += "<p class=\"alarm\">Coverage warnings, by rank of this cluster's plans:</p>\n" + report::ListHtml(w);
+    }
+  }
+  for (const ClusterResult& r : c.clusters) {
+    if (r.ok()) {
+      trust += report::ParagraphHtml("Memory reserve: " + r.search.reserve_basis + ".");
+      break;
+    }
+  }
+  page.AddSection("How far to trust it", trust);
 
   std::vector<std::string> prices;
   for (const ClusterResult& r : c.clusters) {

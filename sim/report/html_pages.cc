@@ -12,6 +12,7 @@
 #include "sim/util/number_text.h"
 #include "sim/report/text_report.h"
 #include "sim/search/plan_space.h"
+#include "sim/search/search_report.h"
 
 namespace stacksim::report {
 namespace {
@@ -358,10 +359,39 @@ std::string StepTimelineHtml(const simulate::SimulationResult& r) {
   return out + TimelineSvg(chart);
 }
 
-std::string SimulateHtml(const simulate::SimulationResult& r) {
+std::string UncertaintyHtml(const uncertainty::Assessment& a) {
+  std::string out;
+  if (a.range) {
+    out += ParagraphHtml(fmt::format("Likely step {:.4g}-{:.4g} s (predicted {:.4g} s): {} (n={}){}. The range comes "
+                                     "from what stacksim got wrong on published runs like this one; read it as "
+                                     "likely, not as a bound.",
+                                     a.range->low_s, a.range->high_s, a.range->predicted_s, a.range->basis,
+                                     a.range->n, a.range->widened.empty() ? "" : "; " + a.range->widened));
+  } else {
+    out += ParagraphHtml("No likely range: no validation error table, or no step was simulated.");
+  }
+  if (a.plan_family_runs >= 0) {
+    out += ParagraphHtml(a.plan_family_validated()
+                             ? fmt::format("Plan family {}: {} validated run{}.", a.plan_family, a.plan_family_runs,
+                                           a.plan_family_runs == 1 ? "" : "s")
+                             : fmt::format("Plan family {}: never validated.", a.plan_family));
+  }
+  if (!a.warnings.empty()) {
+    out += "<p class=\"alarm\">Coverage warnings (outside what validation covers):</p>\n" + ListHtml(a.warnings);
+  }
+  return out;
+}
+
+std::string SimulateHtml(const simulate::SimulationResult& r, const uncertainty::Assessment& trust) {
   const config::ScenarioConfig& s = r.scenario;
   HtmlPage page("stacksim simulate: " + ScenarioTitle(s), s.model.name + " on " + ClusterText(s));
-  page.AddSection("Summary", KeyNumbersHtml(HeadlineNumbers(r)) + SetupTable(r));
+  std::vector<KeyNumber> keys = HeadlineNumbers(r);
+  if (trust.range && !r.out_of_memory) {
+    keys.insert(keys.begin() + 1, {"likely step", fmt::format("{:.4g}-{:.4g} s", trust.range->low_s, trust.range->high_s),
+                                   fmt::format("p10-p90 of {} validated runs", trust.range->n)});
+  }
+  page.AddSection("Summary", KeyNumbersHtml(keys) + SetupTable(r));
+  page.AddSection("How far to trust it", UncertaintyHtml(trust));
   AddStepSections(page, r, "");
   if (!r.out_of_memory && s.model.is_moe()) page.AddSection("Mixture of experts", MoeHtml(r));
   if (!r.algorithms.empty() || !r.bottlenecks.empty()) page.AddSection("Collectives", CollectivesHtml(r));
@@ -383,6 +413,13 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
     const search::RankedPlan& top = r.plans.front();
     TimeUnit unit = UnitFor(top.step);
     keys.push_back({"best step time", unit.Text(top.step), search::PlanName(top.point)});
+    if (top.assessment.range) {
+      keys.push_back({"likely step", fmt::format("{:.4g}-{:.4g} s", top.assessment.range->low_s,
+                                                 top.assessment.range->high_s),
+                      top.assessment.plan_family_validated() ? "plan family validated"
+                                                             : "plan family never validated",
+                      !top.assessment.plan_family_validated()});
+    }
     keys.push_back({"best throughput", Grouped(top.tokens_per_s) + " tokens/s", "MFU " + Percent(top.mfu)});
     keys.push_back({"peak memory", fmt::format("{:.1f} GiB", GiB(top.peak_memory)),
                     fmt::format("of {:.1f} GiB per GPU", GiB(top.capacity))});
@@ -405,8 +442,11 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
     for (size_t i = 0; i < r.plans.size(); ++i) {
       const search::RankedPlan& p = r.plans[i];
       double value = time ? unit.Of(p.step) : p.objective;
-      Bar bar{value, fmt::format("{} {}, MFU {}", DecimalText(value, 4), chart.unit, Percent(p.mfu)), "",
-              i == 0 ? kGoodColor : ""};
+      Bar bar{value,
+              fmt::format("{} {}{}, MFU {}", DecimalText(value, 4), chart.unit,
+                          time && p.assessment.range ? ", likely " + search::RangeCell(p) + " s" : std::string(),
+                          Percent(p.mfu)),
+              "", i == 0 ? kGoodColor : ""};
       std::string label = fmt::format("#{} {}", i + 1, search::PlanName(p.point));
       if (many_counts) label += fmt::format(" ({} GPUs)", p.point.gpus);
       chart.groups.push_back({label, {bar}});
@@ -415,11 +455,12 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
                             ? "Plans best first (higher is better). The best is green."
                             : "Plans best first (shorter is better). The best is green.";
     HtmlTable t;
-    t.header = {"#", "plan", "GPUs", "step (" + unit.name + ")", "tokens/s", "MFU", "peak GiB", "headroom GiB"};
+    t.header = {"#", "plan", "GPUs", "step (" + unit.name + ")", "likely (s)", "family", "tokens/s", "MFU",
+                "peak GiB", "headroom GiB"};
     if (!time) t.header.push_back(r.objective_unit);
     t.header.push_back("vs best");
     t.header.push_back("in one NVLink domain");
-    t.numeric = {true, false, true, true, true, true, true, true, true, true};
+    t.numeric = {true, false, true, true, true, false, true, true, true, true, true, true};
     for (size_t i = 0; i < r.plans.size(); ++i) {
       const search::RankedPlan& p = r.plans[i];
       double gap = r.plans.front().score > 0 ? 100.0 * (p.score / r.plans.front().score - 1.0) : 0;
@@ -427,6 +468,12 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
                                       search::PlanName(p.point),
                                       std::to_string(p.point.gpus),
                                       DecimalText(unit.Of(p.step), 4),
+                                      search::RangeCell(p),
+                                      p.assessment.plan_family_runs < 0 ? "-"
+                                      : p.assessment.plan_family_validated()
+                                          ? fmt::format("{} run{}", p.assessment.plan_family_runs,
+                                                        p.assessment.plan_family_runs == 1 ? "" : "s")
+                                          : "never validated",
                                       Grouped(p.tokens_per_s),
                                       Percent(p.mfu),
                                       fmt::format("{:.1f}", GiB(p.peak_memory)),
@@ -438,6 +485,19 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
     }
     t.highlight_rows = {0};
     page.AddSection("Ranking", ParagraphHtml(intro) + BarChartSvg(chart) + TableHtml(t));
+    std::string trust = ParagraphHtml(
+        r.ranking == search::Ranking::kPessimistic
+            ? "Ranked by the high end of each plan's likely range (--rank pessimistic)."
+            : "Ranked by the predicted step; --rank pessimistic ranks by the likely range's high end.");
+    trust += ParagraphHtml("Likely: p10-p90 of the errors of validated runs like each plan (docs/uncertainty.md).");
+    if (r.plans.size() >= 2) trust += ParagraphHtml(search::GapSentence(r, 0, 1));
+    std::vector<std::string> warnings = search::GroupedWarnings(r.plans);
+    if (!warnings.empty()) {
+      trust += "<p class=\"alarm\">Coverage warnings, by rank (outside what validation covers):</p>\n" +
+               ListHtml(warnings);
+    }
+    trust += ParagraphHtml("Memory reserve: " + r.reserve_basis + ".");
+    page.AddSection("How far to trust the ranking", trust);
   }
 
   // Where the enumerated plans went: the parts add up to "enumerated".
@@ -458,7 +518,8 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
   pruning.rows = {{"enumerated", Grouped(static_cast<double>(c.enumeration.enumerated)), "every combination of the space"}};
   std::vector<std::string> why = {"the plan cannot run (by key below)",
                                   "the same trace and memory as another plan",
-                                  "do not fit HBM",
+                                  fmt::format("do not fit HBM with the reserve ({} would without it)",
+                                              Grouped(static_cast<double>(c.inside_reserve))),
                                   "offloaded state does not fit host memory",
                                   "lower bound cannot beat the list",
                                   fmt::format("replayed ({} replays: plans sharing a trace share one)",
@@ -497,7 +558,7 @@ std::string SearchHtml(const search::SearchResult& r, const simulate::Simulation
   return page.Render();
 }
 
-std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
+std::string DiagnosisHtml(const diagnose::Diagnosis& d, const uncertainty::Assessment& trust) {
   const simulate::SimulationResult& r = d.result;
   const config::ScenarioConfig& s = r.scenario;
   TimeUnit unit = UnitFor(d.step);
@@ -521,7 +582,15 @@ std::string DiagnosisHtml(const diagnose::Diagnosis& d) {
   if (d.combined.status == diagnose::RemedyStatus::kSimulated) {
     keys.push_back({"remedies together", unit.Text(d.combined.predicted), "-" + pct(d.combined.gain) + " per step"});
   }
+  if (trust.range) {
+    keys.insert(keys.begin() + 1, {"likely step", fmt::format("{:.4g}-{:.4g} s", trust.range->low_s, trust.range->high_s),
+                                   fmt::format("p10-p90 of {} validated runs", trust.range->n)});
+  }
   page.AddSection("Summary", KeyNumbersHtml(keys) + SetupTable(r));
+  page.AddSection("How far to trust it",
+                  UncertaintyHtml(trust) +
+                      ParagraphHtml("Remedies are predicted by the same simulator: a remedy's gain smaller than the "
+                                    "likely range's width is within the simulator's error."));
 
   WaterfallChart fall;
   fall.unit = unit.name;

@@ -13,6 +13,7 @@
 #include "sim/diagnose/diagnose.h"
 #include "sim/search/search.h"
 #include "sim/simulate/simulate.h"
+#include "sim/uncertainty/assessment.h"
 
 namespace stacksim::report {
 
@@ -20,19 +21,29 @@ namespace stacksim::report {
 // per pipeline stage, memory per stage against HBM capacity, a timeline of
 // the step when r.trace and r.replay are set (simulate::Options::keep_trace),
 // collectives and notes. Out of memory: the memory section says which stages
-// do not fit, and there is no time section.
-std::string SimulateHtml(const simulate::SimulationResult& r);
+// do not fit, and there is no time section. `trust`: the step's likely
+// range and coverage warnings (the headline shows the range, a section the
+// basis and warnings), as simulate prints them.
+std::string SimulateHtml(const simulate::SimulationResult& r, const uncertainty::Assessment& trust);
 
 // The ranking (objective per plan as bars, a table with step time, MFU and
-// memory headroom), what the search pruned and why; with `best` (the top
-// plan simulated with keep_trace), its breakdown, memory and timeline.
+// memory headroom, the likely range and whether the plan family was ever
+// validated), how far to trust the ranking (the gap to the next plan in
+// words, coverage warnings by rank, the memory reserve), what the search
+// pruned and why; with `best` (the top plan simulated with keep_trace), its
+// breakdown, memory and timeline.
 std::string SearchHtml(const search::SearchResult& r, const simulate::SimulationResult* best);
 
 // The ideal step and the five layers' gaps as a waterfall to the simulated
 // step, findings per layer, remedies ranked by predicted step time against
 // the current one, and the baseline's breakdown and memory (d.result has no
-// trace, so no timeline).
-std::string DiagnosisHtml(const diagnose::Diagnosis& d);
+// trace, so no timeline). `trust`: the simulated step's likely range and
+// coverage warnings.
+std::string DiagnosisHtml(const diagnose::Diagnosis& d, const uncertainty::Assessment& trust);
+
+// The likely range, its basis, the plan family's validation and the
+// coverage warnings of one prediction, as an html fragment.
+std::string UncertaintyHtml(const uncertainty::Assessment& a);
 
 // Sections of SimulateHtml as html fragments, for other pages that show a
 // simulated step (search's best plan; compare). Each is "" when the result

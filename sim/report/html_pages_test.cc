@@ -37,7 +37,7 @@ TEST(HtmlPages, SimulatePageHasEverySection) {
   const simulate::SimulationResult& r = TwoStageRun();
   ASSERT_FALSE(r.out_of_memory);
   ASSERT_TRUE(r.trace);
-  std::string html = SimulateHtml(r);
+  std::string html = SimulateHtml(r, {});
   for (const char* s : {"Llama 3 8B on one DGX H100", "Summary", "Where the step goes", "Per pipeline stage",
                         "stage 1", "Memory per GPU", "HBM ", "Timeline of one step", "rank 1 compute",
                         "class=\"box\"", "class=\"seg\"", "tokens/s", "MFU", "TP 1 PP 2 DP 4"}) {
@@ -45,12 +45,12 @@ TEST(HtmlPages, SimulatePageHasEverySection) {
   }
   EXPECT_EQ(Has(html, ">Notes</h2>"), !r.notes.empty());
   ExpectNoExternalReference(html);
-  EXPECT_EQ(html, SimulateHtml(r));
+  EXPECT_EQ(html, SimulateHtml(r, {}));
   // Without the trace the page is whole, less the timeline.
   simulate::SimulationResult no_trace = r;
   no_trace.trace.reset();
   no_trace.replay.reset();
-  std::string plain = SimulateHtml(no_trace);
+  std::string plain = SimulateHtml(no_trace, {});
   EXPECT_FALSE(Has(plain, "Timeline of one step"));
   EXPECT_TRUE(Has(plain, "Where the step goes"));
 }
@@ -72,7 +72,7 @@ TEST(HtmlPages, MemoryChartMarksStagesAboveCapacity) {
   EXPECT_TRUE(Has(html, ">HBM 80.0 GiB</text>"));
   EXPECT_FALSE(Has(html, "stage 0 exceeds"));
   // Out of memory: no time sections, and the page says so.
-  std::string page = SimulateHtml(r);
+  std::string page = SimulateHtml(r, {});
   EXPECT_FALSE(Has(page, "Where the step goes"));
   EXPECT_TRUE(Has(page, "out of memory"));
 }
@@ -134,7 +134,7 @@ TEST(HtmlPages, DiagnosisPageShowsTheWaterfallAndRemedies) {
   invalid.status = diagnose::RemedyStatus::kInvalid;
   invalid.reason = "already fused";
   d.remedies = {faster, invalid};
-  std::string html = DiagnosisHtml(d);
+  std::string html = DiagnosisHtml(d, {});
   for (const char* s : {"Gap to the ideal step, by layer", "class=\"step\"", "2 parallelization",
                         "pipeline bubble is 8% of the step", "Remedies", "[2] schedule interleaved",
                         "current step", "invalid: already fused", "Baseline: Where the step goes",

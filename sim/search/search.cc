@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <limits>
+#include <optional>
 #include <map>
 #include <memory>
 #include <queue>
@@ -24,13 +26,16 @@ struct Candidate {
   PlanPoint point;
   int scenario = 0;   // index into the per-GPU-count scenarios
   Time bound;
+  double risk = 1;    // pessimistic: the range's high end per predicted second
   double score_bound = 0;
 };
 
 struct MemoryCheck {
-  bool fits = true;
+  bool fits = true;       // with the planning reserve
+  bool fits_hbm = true;   // without it
   bool host_fits = true;
   Bytes peak;
+  memory::PlanReserve reserve;
 };
 
 struct Evaluated {
@@ -79,6 +84,15 @@ Objective ParseObjective(const std::string& text, const std::string& origin) {
     if (text == ObjectiveName(o)) return o;
   }
   throw InputError(origin, "", "unknown objective '" + text + "' (time, throughput, cost, energy)");
+}
+
+const char* RankingName(Ranking r) { return r == Ranking::kPessimistic ? "pessimistic" : "expected"; }
+
+Ranking ParseRanking(const std::string& text, const std::string& origin) {
+  for (Ranking r : {Ranking::kExpected, Ranking::kPessimistic}) {
+    if (text == RankingName(r)) return r;
+  }
+  throw InputError(origin, "", "unknown ranking '" + text + "' (expected, pessimistic)");
 }
 
 Time SimulateStep(const config::ScenarioConfig& scenario, const config::PlanConfig& plan) {
@@ -181,6 +195,26 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
                           : options.objective == Objective::kEnergy ? "kWh per 1M tokens"
                                                                     : "s";
 
+  // The error table: ranges for ranked plans, and the pessimistic factors.
+  std::optional<uncertainty::ErrorTable> owned_table;
+  const uncertainty::ErrorTable* table = options.error_table;
+  if (table == nullptr && !options.error_table_path.empty() && std::filesystem::exists(options.error_table_path)) {
+    owned_table = uncertainty::LoadErrorTableFile(options.error_table_path);
+    table = &*owned_table;
+    // Relative to the data root, so that the output is the same in every checkout.
+    const std::string root = config::DataRoot() + "/";
+    result.error_table = options.error_table_path.rfind(root, 0) == 0 ? options.error_table_path.substr(root.size())
+                                                                       : options.error_table_path;
+  }
+  if (options.ranking == Ranking::kPessimistic && (table == nullptr || table->runs.empty())) {
+    throw InputError(options.error_table_path, "",
+                     "--rank pessimistic needs the validation error table (no runs found): regenerate it with "
+                     "`stacksim validate ... --write-error-table`");
+  }
+  result.ranking = options.ranking;
+  result.headroom = options.headroom;
+  result.reserve_basis = memory::PlanningReserveBasis(options.headroom);
+
   // 1. Enumerate.
   std::vector<PlanPoint> points = EnumeratePlans(space, &result.counts.enumeration);
   result.gpu_counts = space.gpu_counts.empty() ? std::vector<int>{base.gpus} : space.gpu_counts;
@@ -194,6 +228,25 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
     scenarios.back().gpus = g;
   }
   const double mtokens = static_cast<double>(result.tokens_per_step) / 1e6;
+  // Pessimistic: the range's high end per predicted second, which depends on
+  // the scale band (GPU count) and parallelism family only (the GPU class is
+  // the search's): one range per pair, looked up per candidate.
+  const bool moe_model = base.model.is_moe();
+  std::map<std::pair<int, std::string>, double> high_factor;
+  if (options.ranking == Ranking::kPessimistic) {
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      uncertainty::RunFeatures f = uncertainty::FeaturesOf(scenarios[i]);
+      for (const char* family : {"dp", "sharded-dp", "tp/pp", "cp", "moe"}) {
+        f.family = family;
+        auto range = uncertainty::EstimateStepRange(*table, f, 1.0);
+        high_factor[{scenarios[i].gpus, family}] = range ? range->high_s : 1.0;
+      }
+    }
+  }
+  auto risk = [&](const PlanPoint& p, const config::PlanConfig& plan) {
+    if (options.ranking != Ranking::kPessimistic) return 1.0;
+    return high_factor.at({p.gpus, uncertainty::ParallelismFamily(plan, moe_model)});
+  };
   auto score_factor = [&](int gpus) {
     switch (options.objective) {
       case Objective::kTime:
@@ -234,8 +287,10 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
         Candidate& c = cands[i];
         c.point = points[i];
         c.scenario = scenario_of.at(c.point.gpus);
-        c.bound = bounds[worker]->Bound(ApplyPoint(base.plan, c.point), c.point.gpus);
-        c.score_bound = score_factor(c.point.gpus) * c.bound.seconds();
+        const config::PlanConfig plan = ApplyPoint(base.plan, c.point);
+        c.bound = bounds[worker]->Bound(plan, c.point.gpus);
+        c.risk = risk(c.point, plan);
+        c.score_bound = score_factor(c.point.gpus) * c.risk * c.bound.seconds();
       }
     });
   }
@@ -275,7 +330,9 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
       s.plan = ApplyPoint(base.plan, cands[j].point);
       MemoryCheck m;
       for (const auto& f : memory::EstimateMemory(s)) m.peak = std::max(m.peak, f.total());
-      m.fits = m.peak <= s.profile.hbm_capacity.value;
+      m.reserve = memory::PlanningReserve(s, m.peak, options.headroom);
+      m.fits_hbm = m.peak <= s.profile.hbm_capacity.value;
+      m.fits = m.peak + m.reserve.required <= s.profile.hbm_capacity.value;
       if (m.fits && s.plan.offload_optimizer != config::OffloadTarget::kNone) {
         try {
           memory::CheckOffloadCapacity(s, s.file);
@@ -287,13 +344,14 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
       if (m.fits && m.host_fits) {
         const Time b = bounds[worker]->PipelineBound(s.plan, s.gpus);
         cands[j].bound = std::max(cands[j].bound, b);
-        refined[j] = score_factor(cands[j].point.gpus) * cands[j].bound.seconds();
+        refined[j] = score_factor(cands[j].point.gpus) * cands[j].risk * cands[j].bound.seconds();
       }
     });
     for (size_t j = begin; j < end; ++j) {
       ++counts.memory_checks;
       if (!memory[j].fits) {
         ++counts.out_of_memory;
+        if (memory[j].fits_hbm) ++counts.inside_reserve;
       } else if (!memory[j].host_fits) {
         ++counts.host_memory;
       } else {
@@ -336,7 +394,7 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
       Evaluated e;
       e.candidate = i;
       e.step = replays.at(TraceKey(cands[i].point, moe));
-      e.score = score_factor(cands[i].point.gpus) * e.step.seconds();
+      e.score = score_factor(cands[i].point.gpus) * cands[i].risk * e.step.seconds();
       e.peak = memory[i].peak;
       evaluated.push_back(e);
       best.push(e.score);
@@ -369,7 +427,8 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
     r.plan = ApplyPoint(base.plan, c.point);
     r.step = e.step;
     r.bound = c.bound;
-    r.objective = options.objective == Objective::kThroughput ? result.tokens_per_step / e.step.seconds() : e.score;
+    r.objective =
+        options.objective == Objective::kThroughput ? result.tokens_per_step / (e.step.seconds() * c.risk) : e.score;
     r.score = e.score;
     r.tokens_per_s = result.tokens_per_step / e.step.seconds();
     r.mfu = peak ? model_flops / e.step.seconds() / c.point.gpus / peak->value : 0.0;
@@ -378,6 +437,16 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
     if (econ.gpu_hour_usd > 0) r.cost_per_mtok_usd = econ.gpu_hour_usd * c.point.gpus * e.step.seconds() / 3600.0 / mtokens;
     if (econ.gpu_watts > 0) r.energy_per_mtok_kwh = econ.gpu_watts * c.point.gpus * e.step.seconds() / 3.6e6 / mtokens;
     r.placement = PlacementText(c.point, domain);
+    r.reserve = memory[e.candidate].reserve;
+    config::ScenarioConfig ranked = scenarios[c.scenario];
+    ranked.plan = r.plan;
+    if (table != nullptr) {
+      r.assessment = uncertainty::AssessScenario(*table, ranked, e.step.seconds());
+    } else {
+      r.assessment.warnings.push_back("no validation error table at " + options.error_table_path +
+                                      ": no range, coverage unknown");
+    }
+    r.pessimistic_s = r.assessment.range ? r.assessment.range->high_s : e.step.seconds();
     result.plans.push_back(r);
   }
   if (options.objective == Objective::kThroughput) result.objective_unit = "tokens/s";

@@ -20,6 +20,20 @@
 // included, does not depend on the number of threads or processes. Ranking is
 // a total order: objective, step time, peak memory, then the plan's fields.
 //
+// Memory: a plan is ranked only when its peak leaves the planning reserve
+// free (memory::PlanningReserve: the allocator's fitted cache, at least
+// 1 GiB, or options.headroom.fixed); plans that fit HBM only inside the
+// reserve are counted apart (SearchCounts::inside_reserve).
+//
+// Uncertainty: every ranked plan carries the assessment simulate prints
+// (uncertainty::AssessScenario: the likely range from validated runs like it,
+// coverage warnings, whether its plan family was ever validated). Ranking
+// kExpected orders by the predicted step; kPessimistic by the range's high
+// end. The high end is the prediction times a factor that depends on the GPU
+// class, the scale band and the parallelism family only, so the pessimistic
+// ranking scales each candidate's bound by the same factor and the top list
+// stays exact.
+//
 // Objectives, all to be minimised: step time; throughput (tokens per second:
 // the global batch is fixed, so the order is the step time's); cost (USD per
 // million tokens: GPU-hour price x GPUs x step time); energy (kWh per million
@@ -34,8 +48,10 @@
 #include <vector>
 
 #include "sim/config/scenario.h"
+#include "sim/memory/reserve.h"
 #include "sim/search/economics.h"
 #include "sim/search/plan_space.h"
+#include "sim/uncertainty/assessment.h"
 #include "sim/util/parallel.h"
 #include "sim/util/units.h"
 
@@ -45,6 +61,13 @@ enum class Objective { kTime, kThroughput, kCost, kEnergy };
 const char* ObjectiveName(Objective o);  // "time", "throughput", "cost", "energy"
 // Throws InputError(origin, "", ...) listing the choices.
 Objective ParseObjective(const std::string& text, const std::string& origin = "--objective");
+
+// How a predicted step is read when ranking: as predicted, or at the high end
+// of its likely range (the slowest the validated errors make plausible).
+enum class Ranking { kExpected, kPessimistic };
+const char* RankingName(Ranking r);  // "expected", "pessimistic"
+// Throws InputError(origin, "", ...) listing the choices.
+Ranking ParseRanking(const std::string& text, const std::string& origin = "--rank");
 
 // One replay to run: a scenario (one per GPU count) with a plan applied.
 struct SimulationJob {
@@ -90,6 +113,13 @@ struct SearchOptions {
   int batch = 16;
   Economics economics;  // price and power (cost / energy objectives, reports)
   const PlanRunner* runner = nullptr;  // nullptr: a ThreadRunner with `threads`
+  Ranking ranking = Ranking::kExpected;
+  memory::HeadroomPolicy headroom;     // the reserve every ranked plan keeps
+  // The validation error table for ranges; nullptr: error_table_path is
+  // loaded when it exists (no file: plans have no range, and kPessimistic is
+  // an InputError naming the path).
+  const uncertainty::ErrorTable* error_table = nullptr;
+  std::string error_table_path = uncertainty::DefaultErrorTablePath();
 };
 
 struct RankedPlan {
@@ -109,12 +139,18 @@ struct RankedPlan {
   double cost_per_mtok_usd = 0;     // 0 without a price
   double energy_per_mtok_kwh = 0;   // 0 without a power figure
   std::string placement;       // dimensions inside one NVLink domain (PlacementText)
+  memory::PlanReserve reserve;  // what the plan keeps free (headroom() >= reserve.required)
+  uncertainty::Assessment assessment;  // likely range, coverage warnings, plan family
+  // The step at the range's high end (step without a range): what
+  // Ranking::kPessimistic orders by.
+  double pessimistic_s = 0;
   Bytes headroom() const { return capacity - peak_memory; }
 };
 
 struct SearchCounts {
   EnumerationCounts enumeration;
-  int64_t out_of_memory = 0;   // do not fit HBM (memory::EstimateMemory)
+  int64_t out_of_memory = 0;   // do not fit HBM with the reserve (memory::EstimateMemory + PlanningReserve)
+  int64_t inside_reserve = 0;  // of those, plans that fit HBM but not the reserve
   int64_t host_memory = 0;     // offloaded state does not fit node.host.memory
   int64_t bounded = 0;         // their lower bound cannot beat the top list
   int64_t evaluated = 0;       // plans with a simulated step time
@@ -130,6 +166,10 @@ struct SearchResult {
   int threads = 0;       // threads of this process
   int top = 0;           // plans asked for
   Objective objective = Objective::kTime;
+  Ranking ranking = Ranking::kExpected;
+  memory::HeadroomPolicy headroom;
+  std::string reserve_basis;   // memory::PlanningReserveBasis
+  std::string error_table;     // the table's path ("" when none was found)
   std::string objective_unit;  // "s", "USD per 1M tokens", "kWh per 1M tokens"
   std::vector<RankedPlan> plans;  // best first, at most options.top
   SearchCounts counts;

@@ -9,6 +9,7 @@
 #include "sim/search/economics.h"
 #include "sim/search/search_report.h"
 #include "sim/simulate/simulate.h"
+#include "sim/uncertainty/assessment.h"
 #include "sim/workload/training_step.h"
 #include "tests/fixtures.h"
 #include "tests/input_error.h"
@@ -51,14 +52,18 @@ std::vector<Expected> Exhaustive(const SearchSpace& space, const SearchOptions& 
     s.plan = ApplyPoint(space.scenario.plan, p);
     Bytes peak;
     for (const auto& f : memory::EstimateMemory(s)) peak = std::max(peak, f.total());
-    if (peak > s.profile.hbm_capacity.value) {
+    if (peak + memory::PlanningReserve(s, peak, options.headroom).required > s.profile.hbm_capacity.value) {
       ++*out_of_memory;
       continue;
     }
     Time step = SimulateStep(s, s.plan);
     double factor = 1.0;
-    if (options.objective == Objective::kCost) factor = options.economics.gpu_hour_usd * p.gpus / 3600.0 / mtokens;
-    if (options.objective == Objective::kEnergy) factor = options.economics.gpu_watts * p.gpus / 3.6e6 / mtokens;
+    if (options.ranking == Ranking::kPessimistic) {
+      // The range's high end per predicted second, from the range itself.
+      factor = uncertainty::AssessScenario(*options.error_table, s, 1.0).range->high_s;
+    }
+    if (options.objective == Objective::kCost) factor *= options.economics.gpu_hour_usd * p.gpus / 3600.0 / mtokens;
+    if (options.objective == Objective::kEnergy) factor *= options.economics.gpu_watts * p.gpus / 3.6e6 / mtokens;
     all.push_back({factor * step.seconds(), step, peak, p});
   }
   std::sort(all.begin(), all.end());
@@ -97,6 +102,7 @@ TEST(Search, TopListEqualsExhaustiveSimulationForCostOverGpuCounts) {
   // 1 GiB here, memory/reserve.h) plus a quarter GiB for the model.
   space.scenario.profile.hbm_capacity.value = Bytes{0.85 * kGiB};
   SearchOptions options;
+  options.headroom.fixed = Bytes{0};  // the default reserve alone is more than this HBM
   options.top = 8;
   options.threads = 2;
   options.objective = Objective::kCost;
@@ -304,6 +310,152 @@ TEST(Search, NothingFitsGivesAnEmptyRankingWithTheCounts) {
   EXPECT_EQ(c.evaluated, 0);
   EXPECT_EQ(c.enumeration.enumerated,
             c.enumeration.invalid_total() + c.enumeration.equivalent + c.out_of_memory + c.host_memory + c.bounded);
+}
+
+}  // namespace
+}  // namespace stacksim::search
+
+namespace stacksim::search {
+namespace {
+
+// A table in which data-parallel plans (dp, sharded-dp) of the test GPU were
+// predicted half as long as measured (the high end doubles them) and
+// model-parallel plans were exact.
+uncertainty::ErrorTable SkewedTable() {
+  uncertainty::ErrorTable t;
+  int id = 0;
+  for (const char* family : {"dp", "sharded-dp", "tp/pp"}) {
+    for (int i = 0; i < 5; ++i) {
+      uncertainty::ErrorTableRun r;
+      r.id = "run" + std::to_string(id++);
+      r.features.gpu = "round";
+      r.features.gpu_kind = "datasheet";
+      r.features.gpu_class = uncertainty::GpuClass("round");
+      r.features.gpus = 8;
+      r.features.scale_band = uncertainty::ScaleBand(8);
+      r.features.family = family;
+      r.features.parallelism = std::string(family) == "tp/pp" ? "tp+pp" : "dp";
+      r.features.precision = "bf16";
+      r.features.schedule = "1f1b";
+      r.features.attention = "mha-gqa";
+      r.features.offload = "none";
+      r.features.seq_len = 512;
+      r.error = std::string(family) == "tp/pp" ? 0.01 * i : -0.5 + 0.02 * i;
+      r.measured_s = 1;
+      r.predicted_s = 1 + r.error;
+      t.runs.push_back(r);
+    }
+  }
+  return t;
+}
+
+// The pessimistic ranking is exact too (each plan's bound scaled by its
+// range's high end), and here it differs from the expected one: the
+// data-parallel winner reads twice as slow at its high end.
+TEST(Search, PessimisticTopListEqualsExhaustiveSimulation) {
+  const uncertainty::ErrorTable table = SkewedTable();
+  SearchSpace space = TinySpace({8}, 64);
+  SearchOptions options;
+  options.top = 6;
+  options.threads = 2;
+  options.batch = 4;
+  options.error_table = &table;
+  const SearchResult expected = Search(space, options);
+  ASSERT_FALSE(expected.plans.empty());
+  EXPECT_EQ(expected.plans[0].point.tp * expected.plans[0].point.pp, 1);
+  options.ranking = Ranking::kPessimistic;
+  ExpectSameTop(space, options);
+  const SearchResult pessimistic = Search(space, options);
+  ASSERT_FALSE(pessimistic.plans.empty());
+  const RankedPlan& top = pessimistic.plans[0];
+  EXPECT_GT(top.point.tp * top.point.pp, 1) << PlanName(top.point);
+  EXPECT_EQ(pessimistic.ranking, Ranking::kPessimistic);
+  for (size_t i = 0; i < pessimistic.plans.size(); ++i) {
+    const RankedPlan& p = pessimistic.plans[i];
+    ASSERT_TRUE(p.assessment.range);
+    EXPECT_DOUBLE_EQ(p.pessimistic_s, p.assessment.range->high_s);
+    if (i > 0) EXPECT_GE(p.pessimistic_s, pessimistic.plans[i - 1].pessimistic_s);
+  }
+}
+
+TEST(Search, RankedPlansCarryTheAssessmentSimulatePrints) {
+  const uncertainty::ErrorTable table = SkewedTable();
+  SearchSpace space = TinySpace({8}, 16);
+  SearchOptions options;
+  options.top = 4;
+  options.error_table = &table;
+  SearchResult r = Search(space, options);
+  ASSERT_FALSE(r.plans.empty());
+  for (const RankedPlan& p : r.plans) {
+    config::ScenarioConfig s = space.scenario;
+    s.plan = p.plan;
+    const uncertainty::Assessment want = uncertainty::AssessScenario(table, s, p.step.seconds());
+    ASSERT_TRUE(p.assessment.range);
+    EXPECT_DOUBLE_EQ(p.assessment.range->low_s, want.range->low_s);
+    EXPECT_DOUBLE_EQ(p.assessment.range->high_s, want.range->high_s);
+    EXPECT_EQ(p.assessment.warnings, want.warnings);
+    EXPECT_EQ(p.assessment.plan_family_runs, want.plan_family_runs);
+    EXPECT_LT(p.assessment.range->low_s, p.assessment.range->high_s);
+  }
+  // A pessimistic ranking needs a table with runs.
+  uncertainty::ErrorTable empty;
+  options.error_table = &empty;
+  options.ranking = Ranking::kPessimistic;
+  EXPECT_NE(std::string(testing::ErrorFrom([&] { Search(space, options); }).what()).find("error table"),
+            std::string::npos);
+}
+
+// The default reserve keeps every ranked plan at least 1 GiB (or the
+// allocator's fitted cache) below capacity; a larger --min-headroom prunes
+// plans that fit HBM, counted apart.
+TEST(Search, EveryRankedPlanKeepsTheReserve) {
+  SearchSpace space = TinySpace({8}, 16);
+  space.scenario.profile.hbm_capacity.value = Bytes{2 * kGiB};
+  SearchOptions options;
+  options.top = 30;
+  SearchResult r = Search(space, options);
+  ASSERT_FALSE(r.plans.empty());
+  for (const RankedPlan& p : r.plans) {
+    EXPECT_GE(p.reserve.required.value, kGiB);
+    EXPECT_GE(p.headroom().value, p.reserve.required.value) << PlanName(p.point);
+  }
+  options.headroom.fixed = Bytes{1.5 * kGiB};
+  SearchResult tight = Search(space, options);
+  EXPECT_GT(tight.counts.inside_reserve, 0);
+  for (const RankedPlan& p : tight.plans) EXPECT_GE(p.headroom().value, 1.5 * kGiB) << PlanName(p.point);
+  options.headroom.fixed = Bytes{0};
+  SearchResult loose = Search(space, options);
+  EXPECT_EQ(loose.counts.inside_reserve, 0);
+  EXPECT_LT(loose.counts.out_of_memory, r.counts.out_of_memory);
+}
+
+RankedPlan PlanWithRange(int tp, double step_s, double low_s, double high_s) {
+  RankedPlan p;
+  p.point.tp = tp;
+  p.point.gpus = 8;
+  p.step = Time::FromSeconds(step_s);
+  p.score = step_s;
+  p.pessimistic_s = high_s;
+  uncertainty::StepRange range;
+  range.predicted_s = step_s;
+  range.low_s = low_s;
+  range.high_s = high_s;
+  p.assessment.range = range;
+  return p;
+}
+
+TEST(SearchReport, GapSentenceSaysWhetherTheSimulatorCanTellPlansApart) {
+  SearchResult r;
+  r.plans = {PlanWithRange(1, 10.0, 9.0, 12.0), PlanWithRange(2, 10.3, 9.3, 12.4)};
+  std::string s = GapSentence(r, 0, 1);
+  EXPECT_NE(s.find("3.0% slower than plan 1"), std::string::npos) << s;
+  EXPECT_NE(s.find("treat the two as equally good"), std::string::npos) << s;
+  r.plans[1] = PlanWithRange(2, 14.0, 12.5, 16.0);
+  s = GapSentence(r, 0, 1);
+  EXPECT_NE(s.find("40.0% slower"), std::string::npos) << s;
+  EXPECT_NE(s.find("do not overlap"), std::string::npos) << s;
+  r.plans[1].assessment.range.reset();
+  EXPECT_NE(GapSentence(r, 0, 1).find("cannot be weighed"), std::string::npos);
 }
 
 }  // namespace

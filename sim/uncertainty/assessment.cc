@@ -194,7 +194,10 @@ std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeat
     }
   };
   categorical("precision", f.precision, [](const RunFeatures& r) { return r.precision; });
-  categorical("pipeline schedule", f.schedule, [](const RunFeatures& r) { return r.schedule; });
+  // Without pipeline parallelism the schedule is a name only: nothing differs.
+  if (Dimensions(f.parallelism).count("pp")) {
+    categorical("pipeline schedule", f.schedule, [](const RunFeatures& r) { return r.schedule; });
+  }
   categorical("attention", f.attention, [](const RunFeatures& r) { return r.attention; });
   categorical("offload", f.offload, [](const RunFeatures& r) { return r.offload; });
 
@@ -209,23 +212,57 @@ std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeat
   return w;
 }
 
+namespace {
+// The schedule tells plans apart only with pipeline parallelism.
+bool Pipelined(const RunFeatures& f) { return Dimensions(f.parallelism).count("pp") > 0; }
+}  // namespace
+
+std::string PlanFamilyName(const RunFeatures& f) {
+  return Pipelined(f) ? f.parallelism + " with " + f.schedule : f.parallelism;
+}
+
+int PlanFamilyRuns(const ErrorTable& table, const RunFeatures& f, const std::string& exclude_id) {
+  int n = 0;
+  for (const auto& r : table.runs) {
+    n += r.id != exclude_id && r.features.parallelism == f.parallelism &&
+                 (!Pipelined(f) || r.features.schedule == f.schedule)
+             ? 1
+             : 0;
+  }
+  return n;
+}
+
 Assessment Assess(const ErrorTable& table, const RunFeatures& f, double predicted_s, const RangeOptions& options,
                   const std::string& exclude_id) {
-  if (predicted_s <= 0) return {std::nullopt, CoverageWarnings(table, f, options, exclude_id)};
-  return {EstimateStepRange(table, f, predicted_s, options, exclude_id),
-          CoverageWarnings(table, f, options, exclude_id)};
+  Assessment a;
+  if (predicted_s > 0) a.range = EstimateStepRange(table, f, predicted_s, options, exclude_id);
+  a.warnings = CoverageWarnings(table, f, options, exclude_id);
+  a.plan_family = PlanFamilyName(f);
+  a.plan_family_runs = PlanFamilyRuns(table, f, exclude_id);
+  if (a.plan_family_runs == 0 && !table.runs.empty()) {
+    a.warnings.push_back("plan family " + a.plan_family + " has no validated run: the range is borrowed from " +
+                         "other plans");
+  }
+  return a;
+}
+
+Assessment AssessScenario(const ErrorTable& table, const config::ScenarioConfig& scenario, double predicted_s) {
+  return Assess(table, FeaturesOf(scenario), predicted_s);
+}
+
+nlohmann::json PlanFamilyJson(const Assessment& a) {
+  return {{"name", a.plan_family}, {"validated_runs", a.plan_family_runs}, {"validated", a.plan_family_validated()}};
 }
 
 Assessment AssessPrediction(const config::ScenarioConfig& scenario, double predicted_s, const std::string& network,
                             const std::string& table_path) {
   Assessment a;
-  RunFeatures f = FeaturesOf(scenario);
   if (!std::filesystem::exists(table_path)) {
     a.warnings.push_back("no validation error table at " + table_path + ": no range, coverage unknown");
     return a;
   }
   ErrorTable table = LoadErrorTableFile(table_path);
-  a = Assess(table, f, predicted_s);
+  a = AssessScenario(table, scenario, predicted_s);
   if (network != "analytic") {
     a.warnings.push_back("validation errors are of the analytic network model; this run used " + network);
   }

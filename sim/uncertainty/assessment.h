@@ -62,13 +62,33 @@ std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFea
 std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeatures& f,
                                           const RangeOptions& options = {}, const std::string& exclude_id = "");
 
+// A plan family: the parallelism signature and, with pipeline parallelism,
+// the pipeline schedule: the finest grouping the table can tell apart
+// ("pp+cp+zero1 with dualpipe", "cp+zero3").
+std::string PlanFamilyName(const RunFeatures& f);
+// Validated runs of the table in f's plan family (same signature, and same
+// schedule when pipelined), leaving out `exclude_id`.
+int PlanFamilyRuns(const ErrorTable& table, const RunFeatures& f, const std::string& exclude_id = "");
+
 struct Assessment {
   std::optional<StepRange> range;
   std::vector<std::string> warnings;
+  std::string plan_family;    // PlanFamilyName ("" without a table)
+  int plan_family_runs = -1;  // PlanFamilyRuns; -1 without a table
+  bool plan_family_validated() const { return plan_family_runs > 0; }
 };
 
 Assessment Assess(const ErrorTable& table, const RunFeatures& f, double predicted_s, const RangeOptions& options = {},
                   const std::string& exclude_id = "");
+
+// The assessment, range and warnings, of one predicted step of `scenario`
+// against a loaded table: what simulate prints, and what search, compare and
+// serve-search attach to every ranked plan. predicted_s <= 0 (not simulated):
+// warnings only.
+Assessment AssessScenario(const ErrorTable& table, const config::ScenarioConfig& scenario, double predicted_s);
+
+// {"name", "validated_runs", "validated"}
+nlohmann::json PlanFamilyJson(const Assessment& a);
 
 // For `simulate`: the assessment of a scenario's predicted step against the
 // table at `table_path` (DefaultErrorTablePath()). A missing table is a

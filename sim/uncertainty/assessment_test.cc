@@ -172,5 +172,32 @@ TEST(Coverage, PrecisionScheduleAndSequenceLengthOutsideValidationWarn) {
   EXPECT_FALSE(Has(CoverageWarnings(t, Hopper(64)), "never validated"));
 }
 
+// A plan family is the parallelism signature and, when pipelined, the
+// schedule: a new family is flagged, and without pp the schedule is a name
+// that changes nothing (no schedule warning, no family split).
+TEST(PlanFamily, IsTheSignatureAndThePipelineSchedule) {
+  ErrorTable t = Table({{Hopper(1024), 0.1}, {Hopper(1024), 0.0}, {Hopper(64, "cp+zero1", "cp"), 0.1}});
+  RunFeatures f = Hopper(1024);  // tp+pp+zero1 with interleaved
+  EXPECT_EQ(PlanFamilyName(f), "tp+pp+zero1 with interleaved");
+  EXPECT_EQ(PlanFamilyRuns(t, f), 2);
+  EXPECT_EQ(PlanFamilyRuns(t, f, "run0"), 1);
+  f.schedule = "dualpipe";
+  EXPECT_EQ(PlanFamilyRuns(t, f), 0);
+  Assessment a = Assess(t, f, 10.0);
+  EXPECT_FALSE(a.plan_family_validated());
+  EXPECT_TRUE(Has(a.warnings, "plan family tp+pp+zero1 with dualpipe has no validated run"));
+  // Not pipelined: any schedule is the same family.
+  RunFeatures cp = Hopper(64, "cp+zero1", "cp");
+  cp.schedule = "zb-h1";
+  EXPECT_EQ(PlanFamilyName(cp), "cp+zero1");
+  EXPECT_EQ(PlanFamilyRuns(t, cp), 1);
+  a = Assess(t, cp, 10.0);
+  EXPECT_TRUE(a.plan_family_validated());
+  EXPECT_FALSE(Has(a.warnings, "pipeline schedule"));
+  EXPECT_FALSE(Has(a.warnings, "plan family"));
+  // The assessment of a scenario is the assessment of its features.
+  EXPECT_EQ(PlanFamilyJson(a)["validated_runs"], 1);
+}
+
 }  // namespace
 }  // namespace stacksim::uncertainty

@@ -40,9 +40,10 @@ std::string ParallelismSignature(const config::ScenarioConfig& s) {
   return out.empty() ? "dp" : out;
 }
 
-std::string ParallelismFamily(const config::ScenarioConfig& s) {
-  const auto& p = s.plan;
-  if (p.ep > 1 || s.model.is_moe()) return "moe";
+std::string ParallelismFamily(const config::ScenarioConfig& s) { return ParallelismFamily(s.plan, s.model.is_moe()); }
+
+std::string ParallelismFamily(const config::PlanConfig& p, bool moe) {
+  if (p.ep > 1 || moe) return "moe";
   if (p.cp > 1) return "cp";
   if (p.tp > 1 || p.pp > 1) return "tp/pp";
   if (p.sharding == config::Sharding::kZero2 || p.sharding == config::Sharding::kZero3) return "sharded-dp";

@@ -51,6 +51,9 @@ std::string ParallelismSignature(const config::ScenarioConfig& s);
 // "moe" (experts), else "cp" (context parallel), else "tp/pp" (model
 // parallel), else "sharded-dp" (ZeRO-2/3, FSDP), else "dp".
 std::string ParallelismFamily(const config::ScenarioConfig& s);
+// The same for a plan of a model with (moe) or without experts: what search
+// needs per candidate without building a scenario.
+std::string ParallelismFamily(const config::PlanConfig& plan, bool moe);
 
 struct ErrorTableRun {
   std::string id;
