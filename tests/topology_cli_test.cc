@@ -1,4 +1,4 @@
-// `stacksim topology` as a user runs it:
+// `stacksim topology` and `simulate --critical-path` as a user runs them:
 // bisection bandwidth of the shipped graph fabrics against hand counts, the
 // DOT written and read back, and bad input.
 #include <gtest/gtest.h>
@@ -68,6 +68,29 @@ TEST(TopologyCli, BadInputExitsTwoNamingTheFileAndField) {
   CmdResult sim = Stacksim("simulate " + kSource + "/scenarios/llama3-8b-8xh100.json --set topology=dgx-h100-dragonfly");
   EXPECT_EQ(sim.status, 2) << sim.out;
   EXPECT_NE(sim.err.find("dgx-h100-dragonfly.json: fabric:"), std::string::npos) << sim.err;
+}
+
+TEST(SimulateCli, CriticalPathLengthIsTheStep) {
+  CmdResult r = Stacksim("simulate " + kSource + "/scenarios/llama3-8b-8xh100.json --critical-path --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("critical_path"));
+  EXPECT_NEAR(j["critical_path"]["length_s"].get<double>(), j["iteration_s"].get<double>(), 1e-9);
+  EXPECT_FALSE(j["critical_path"]["tasks"].empty());
+  CmdResult text = Stacksim("simulate " + kSource + "/scenarios/llama3-8b-8xh100.json --critical-path");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("critical path: "), std::string::npos);
+}
+
+TEST(DiagnoseCli, ReportsTheCriticalPathOfTheStep) {
+  CmdResult r = Stacksim("diagnose " + kSource + "/scenarios/llama3-8b-8xh100.json --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("critical_path"));
+  EXPECT_NEAR(j["critical_path"]["length_s"].get<double>(), j["step_s"].get<double>(), 1e-9);
+  double sum = 0;
+  for (const auto& role : j["critical_path"]["by_role"]) sum += role["time_s"].get<double>();
+  EXPECT_NEAR(sum, j["step_s"].get<double>(), 1e-6);
 }
 
 }  // namespace

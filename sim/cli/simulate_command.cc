@@ -14,6 +14,7 @@
 #include "sim/report/json_report.h"
 #include "sim/report/perfetto.h"
 #include "sim/report/text_report.h"
+#include "sim/simulate/critical_path.h"
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
 #include "sim/straggler/straggler_report.h"
@@ -36,6 +37,7 @@ struct SimulateArgs {
   int threads = 1;
   std::string chakra_dir;
   std::string chakra_format = "json";
+  bool critical_path = false;
 };
 
 int RunSimulate(const SimulateArgs& a) {
@@ -45,7 +47,8 @@ int RunSimulate(const SimulateArgs& a) {
     return 0;
   }
   simulate::Options sim_opts;
-  sim_opts.keep_trace = !a.trace_path.empty() || !a.html_path.empty() || !a.chakra_dir.empty();  // the page draws a timeline
+  sim_opts.keep_trace = !a.trace_path.empty() || !a.html_path.empty() || !a.chakra_dir.empty() ||  // the page draws a timeline
+                        a.critical_path;
   sim_opts.network = a.network;
   // Straggler input errors before the (possibly long) simulation.
   std::optional<straggler::StragglerSpec> spec;
@@ -84,8 +87,11 @@ int RunSimulate(const SimulateArgs& a) {
   uncertainty::Assessment trust = uncertainty::AssessPrediction(
       scenario, result.out_of_memory ? 0.0 : result.iteration.seconds(), a.network,
       uncertainty::DefaultErrorTablePath());
+  std::optional<simulate::CriticalPath> critical;
+  if (a.critical_path && result.trace) critical = simulate::FindCriticalPath(*result.trace, *result.replay);
   if (a.format == "json") {
     nlohmann::json j = report::JsonReport(result);
+    if (critical) j["critical_path"] = simulate::CriticalPathJson(*result.trace, *result.replay, *critical);
     if (stragglers) j["stragglers"] = straggler::StragglerJson(*stragglers);
     j["uncertainty"] = trust.range ? uncertainty::StepRangeJson(*trust.range) : nlohmann::json(nullptr);
     j["warnings"] = trust.warnings;
@@ -93,6 +99,7 @@ int RunSimulate(const SimulateArgs& a) {
   } else {
     std::cout << report::TextReport(result, trust);
     if (stragglers) std::cout << straggler::StragglerText(*stragglers);
+    if (critical) std::cout << simulate::CriticalPathText(*result.trace, *result.replay, *critical);
   }
   if (!a.html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result), a.html_path);
   return 0;
@@ -117,6 +124,8 @@ RunFunction AddSimulateOptions(CLI::App* cmd) {
       ->check(CLI::Range(1, 1000000))
       ->needs(stragglers);
   cmd->add_option("--seed", a->seed, "Seed of the straggler draws");
+  cmd->add_flag("--critical-path", a->critical_path,
+                "Print the chain of tasks that set the step time (longest path through the replayed DAG)");
   AddThreads(cmd, &a->threads, "Threads for the straggler replays (results do not depend on it)");
   CLI::Option* chakra = cmd->add_option(
       "--chakra", a->chakra_dir, "Write the replayed step as Chakra execution traces (one file per rank) to DIR");
