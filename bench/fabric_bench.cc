@@ -11,6 +11,7 @@
 #include "sim/config/topology.h"
 #include "sim/fabric/fabric_metrics.h"
 #include "sim/fabric/generators.h"
+#include "sim/fabric/routing.h"
 
 namespace {
 
@@ -64,6 +65,13 @@ void BM_SummarizeDragonfly_16384Gpus(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fabric::Summarize(f));
 }
 
+// One GPU's ECMP route to a GPU in another pod and on another rail.
+void BM_RouteFatTree_16384Gpus(benchmark::State& state) {
+  fabric::FabricGraph f = fabric::FatTree(DgxH100(), 2048);
+  for (auto _ : state) benchmark::DoNotOptimize(fabric::ShortestRoute(f, f.gpus[0], f.gpus[16383]));
+}
+
+BENCHMARK(BM_RouteFatTree_16384Gpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildFatTree_16384Gpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildTorus_16384Gpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildDragonfly_16384Gpus)->Unit(benchmark::kMillisecond);
