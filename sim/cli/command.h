@@ -43,6 +43,7 @@ RunFunction AddServeSearchOptions(CLI::App* cmd);
 RunFunction AddCalibrateOptions(CLI::App* cmd);
 RunFunction AddReplayOptions(CLI::App* cmd);
 RunFunction AddProjectProfileOptions(CLI::App* cmd);
+RunFunction AddTopologyOptions(CLI::App* cmd);
 
 }  // namespace stacksim::cli
 

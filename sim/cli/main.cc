@@ -46,6 +46,8 @@ constexpr Command kCommands[] = {
      stacksim::cli::AddReplayOptions},
     {"project-profile", "Project a measured profile onto another GPU's datasheet",
      stacksim::cli::AddProjectProfileOptions},
+    {"topology", "Print a fabric as a graph: links by kind, bisection, diameter, injection, oversubscription",
+     stacksim::cli::AddTopologyOptions},
 };
 
 }  // namespace

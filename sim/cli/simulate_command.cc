@@ -15,6 +15,7 @@
 #include "sim/report/json_report.h"
 #include "sim/report/perfetto.h"
 #include "sim/report/text_report.h"
+#include "sim/simulate/critical_path.h"
 #include "sim/simulate/simulate.h"
 #include "sim/straggler/straggler.h"
 #include "sim/straggler/straggler_report.h"
@@ -40,6 +41,7 @@ struct SimulateArgs {
   std::string chakra_dir;
   std::string chakra_format = "json";
   std::string min_headroom;
+  bool critical_path = false;
 };
 
 int RunSimulate(const SimulateArgs& a) {
@@ -49,7 +51,8 @@ int RunSimulate(const SimulateArgs& a) {
     return 0;
   }
   simulate::Options sim_opts;
-  sim_opts.keep_trace = !a.trace_path.empty() || !a.html_path.empty() || !a.chakra_dir.empty();  // the page draws a timeline
+  sim_opts.keep_trace = !a.trace_path.empty() || !a.html_path.empty() || !a.chakra_dir.empty() ||  // the page draws a timeline
+                        a.critical_path;
   sim_opts.network = a.network;
   // Straggler input errors before the (possibly long) simulation.
   std::optional<straggler::StragglerSpec> spec;
@@ -93,8 +96,11 @@ int RunSimulate(const SimulateArgs& a) {
   Bytes peak;
   for (const auto& m : result.memory) peak = std::max(peak, m.total());
   if (std::string w = memory::ReserveWarning(scenario, peak, headroom); !w.empty()) trust.warnings.push_back(w);
+  std::optional<simulate::CriticalPath> critical;
+  if (a.critical_path && result.trace) critical = simulate::FindCriticalPath(*result.trace, *result.replay);
   if (a.format == "json") {
     nlohmann::json j = report::JsonReport(result);
+    if (critical) j["critical_path"] = simulate::CriticalPathJson(*result.trace, *result.replay, *critical);
     if (stragglers) j["stragglers"] = straggler::StragglerJson(*stragglers);
     j["uncertainty"] = trust.range ? uncertainty::StepRangeJson(*trust.range) : nlohmann::json(nullptr);
     j["warnings"] = trust.warnings;
@@ -103,6 +109,7 @@ int RunSimulate(const SimulateArgs& a) {
   } else {
     std::cout << report::TextReport(result, trust);
     if (stragglers) std::cout << straggler::StragglerText(*stragglers);
+    if (critical) std::cout << simulate::CriticalPathText(*result.trace, *result.replay, *critical);
   }
   if (!a.html_path.empty()) report::WriteHtmlFile(report::SimulateHtml(result, trust), a.html_path);
   // Out of memory is an answer (printed above), told apart by exit status 3.
@@ -129,6 +136,8 @@ RunFunction AddSimulateOptions(CLI::App* cmd) {
       ->check(CLI::Range(1, 1000000))
       ->needs(stragglers);
   cmd->add_option("--seed", a->seed, "Seed of the straggler draws");
+  cmd->add_flag("--critical-path", a->critical_path,
+                "Print the chain of tasks that set the step time (longest path through the replayed DAG)");
   AddThreads(cmd, &a->threads, "Threads for the straggler replays (results do not depend on it)");
   CLI::Option* chakra = cmd->add_option(
       "--chakra", a->chakra_dir, "Write the replayed step as Chakra execution traces (one file per rank) to DIR");

@@ -98,6 +98,12 @@ FatTreeLevel ParseLevel(const JsonNode& node) {
 Fabric ParseFabric(const JsonNode& node) {
   JsonObject obj(node);
   Fabric f;
+  if (obj.Has("graph") || obj.Has("generator")) {
+    // Read, strictly, by sim/fabric (graph_spec.h), which config does not include.
+    f.graph = node.json();
+    f.file = node.file();
+    return f;
+  }
   f.rail_optimized = obj.Required("rail_optimized").Bool();
   JsonNode levels = obj.Required("levels");
   std::vector<JsonNode> elements = levels.Elements();
@@ -171,7 +177,7 @@ TopologyConfig ParseTopology(const JsonNode& node) {
     int64_t v = mn->Int();
     if (v < 0 || v > INT_MAX / 2) mn->Fail("expected a node count >= 0 (0: unbounded), got " + std::to_string(v));
     t.max_nodes = static_cast<int>(v);
-    if (t.max_nodes > t.fabric.levels.back().nodes_below) {
+    if (!t.fabric.levels.empty() && t.max_nodes > t.fabric.levels.back().nodes_below) {
       mn->Fail("max_nodes (" + std::to_string(t.max_nodes) + ") is more than the fabric's top level reaches (" +
                std::to_string(t.fabric.levels.back().nodes_below) + " nodes)");
     }
@@ -215,7 +221,8 @@ nlohmann::json TopologyToJson(const TopologyConfig& t) {
                       {"oversubscription", l.oversubscription},
                       {"hop_latency", TimeText(l.hop_latency)}});
   }
-  j["fabric"] = {{"rail_optimized", t.fabric.rail_optimized}, {"levels", levels}};
+  j["fabric"] = t.fabric.graph.is_null() ? nlohmann::json{{"rail_optimized", t.fabric.rail_optimized}, {"levels", levels}}
+                                         : t.fabric.graph;
   if (t.storage) {
     j["storage"] = {{"write_bandwidth", BandwidthText(t.storage->write_bandwidth)},
                     {"read_bandwidth", BandwidthText(t.storage->read_bandwidth)},

@@ -68,6 +68,11 @@ struct FatTreeLevel {
 struct Fabric {
   bool rail_optimized = true;     // GPU i of every node sits on rail (leaf) i
   std::vector<FatTreeLevel> levels;  // leaf first
+  // A fabric given as a graph instead of levels: the "fabric" object as
+  // written, {"graph": FILE} or {"generator": NAME, ...}, which sim/fabric
+  // reads (graph_spec.h); `levels` is then empty. Null: a fat tree.
+  nlohmann::json graph;
+  std::string file;               // the topology file the object came from
 };
 
 struct TopologyConfig {

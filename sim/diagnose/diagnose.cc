@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "sim/diagnose/remedy_rules.h"
+#include "sim/simulate/critical_path.h"
 #include "sim/util/error.h"
 
 namespace stacksim::diagnose {
@@ -31,6 +32,10 @@ Diagnosis Diagnose(const config::ScenarioConfig& scenario, const DiagnoseOptions
     d.remedies = EvaluateCandidates(s, Candidates(context), d.step, options.network);
     d.combined = CombineRemedies(s, d.remedies, d.step, options.network);
   }
+  const simulate::CriticalPath path = simulate::FindCriticalPath(*d.result.trace, *d.result.replay);
+  d.critical_path = path.length;
+  d.critical_path_tasks = path.tasks.size();
+  d.critical_path_by_role = simulate::TimeOnPathByRole(*d.result.trace, *d.result.replay, path);
   d.result.trace.reset();
   d.result.replay.reset();
   return d;

@@ -41,6 +41,11 @@ struct Diagnosis {
   // The remedies that gain, applied together where they change different plan
   // keys (CombineRemedies); status kNone when fewer than two combine.
   Remedy combined;
+  // The chain of tasks that set the step (simulate/critical_path.h): its
+  // length, task count and time by task kind and role, largest first.
+  Time critical_path;
+  size_t critical_path_tasks = 0;
+  std::vector<std::pair<std::string, Time>> critical_path_by_role;
 };
 
 struct DiagnoseOptions {

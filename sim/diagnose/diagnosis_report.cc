@@ -51,6 +51,13 @@ std::string DiagnosisText(const Diagnosis& d) {
       }
     }
   }
+  o += fmt::format("\ncritical path (the chain of tasks that sets the step): {} tasks, {:.3f} s\n",
+                   d.critical_path_tasks, d.critical_path.seconds());
+  int shown = 0;
+  for (const auto& [role, time] : d.critical_path_by_role) {
+    if (++shown > 6) break;
+    o += fmt::format("  {:<36} {:9.3f}   {:5.1f}%\n", role, time.seconds(), pct(time));
+  }
   o += "\nremedies, re-simulated, ranked by gain:\n";
   int i = 0;
   for (const Remedy& r : d.remedies) {
@@ -111,6 +118,9 @@ nlohmann::json DiagnosisJson(const Diagnosis& d) {
                       {"findings", d.layer_findings[l]}});
   }
   j["layers"] = layers;
+  nlohmann::json by_role = nlohmann::json::array();
+  for (const auto& [role, time] : d.critical_path_by_role) by_role.push_back({{"role", role}, {"time_s", time.seconds()}});
+  j["critical_path"] = {{"length_s", d.critical_path.seconds()}, {"tasks", d.critical_path_tasks}, {"by_role", by_role}};
   nlohmann::json ops = nlohmann::json::array();
   for (const OpStat& o : d.ops) {
     ops.push_back({{"name", o.name},

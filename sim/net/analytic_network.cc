@@ -78,6 +78,11 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
       inter_latency_(profile.inter_latency.value.seconds()),
       rail_optimized_(topology.fabric.rail_optimized),
       levels_(topology.fabric.levels) {
+  if (!topology.fabric.graph.is_null()) {
+    throw InputError(topology.fabric.file, "fabric",
+                     "a fabric given as a graph or generator is read by `stacksim topology`; the network models "
+                     "price parametric fat trees only so far (docs/fabric.md)");
+  }
   // PCIe systems have no NVLink: peers talk over PCIe through the host
   // bridge, and NCCL uses a ring.
   link_ = topology.scale_up.per_gpu_bandwidth.value;

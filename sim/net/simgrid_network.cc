@@ -562,6 +562,11 @@ std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyC
   // One host and a few links per GPU: 131,072 GPUs take 0.9 GB and ~25 CPU-s
   // (docs/scale.md); beyond 2^18 GPUs memory, not the model, binds.
   constexpr int kMaxSimGridGpus = 1 << 18;
+  if (!topology.fabric.graph.is_null()) {
+    throw InputError(topology.fabric.file, "fabric",
+                     "a fabric given as a graph or generator is read by `stacksim topology`; the network models "
+                     "price parametric fat trees only so far (docs/fabric.md)");
+  }
   if (cluster_gpus > kMaxSimGridGpus) {
     throw InputError("", "--network", "the SimGrid model builds one host per GPU: " + std::to_string(cluster_gpus) +
                                           " GPUs is more than it simulates (at most " +
