@@ -26,10 +26,17 @@ ProgressMeter::ProgressMeter(std::string what, std::string unit, int64_t total, 
       enabled_(enabled),
       out_(out),
       terminal_(isatty(fileno(out)) == 1),
+      growing_(total == 0),
       start_(Clock::now()) {
   if (!enabled_ || total_ == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   PrintLocked(0, false);
+}
+
+ProgressMeter::~ProgressMeter() {
+  if (!enabled_ || !growing_ || total_ == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  PrintLocked(std::chrono::duration<double>(Clock::now() - start_).count(), true);
 }
 
 void ProgressMeter::AddWork(int64_t n) {
@@ -55,7 +62,7 @@ void ProgressMeter::Add(int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   done_ += n;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-  const bool end = done_ == total_;
+  const bool end = !growing_ && done_ == total_;
   const bool due = elapsed - last_print_s_ >= (terminal_ ? 0.2 : 10.0);
   if (due || end) PrintLocked(elapsed, end);
 }

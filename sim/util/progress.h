@@ -27,8 +27,10 @@ class ProgressMeter {
   // n more items are done; the line ends when all are.
   void Add(int64_t n = 1);
   // n more items to do, for work whose size is found as it goes (a sweep,
-  // then a final run). A meter made with total 0 prints its first line here.
+  // then a final run). A meter made with total 0 prints its first line here,
+  // and its last when it is destroyed (its work may grow after any count).
   void AddWork(int64_t n);
+  ~ProgressMeter();
 
   // The line as it would print now ("validate: 3/10 runs, 2 s elapsed,
   // about 5 s left"), for tests and for the printing itself.
@@ -43,6 +45,7 @@ class ProgressMeter {
   bool enabled_;
   std::FILE* out_;
   bool terminal_;
+  bool growing_;
   std::mutex mu_;
   int64_t done_ = 0;
   Clock::time_point start_;

@@ -53,6 +53,7 @@ TEST(ProgressMeter, GrowsWithWorkFoundAsItGoes) {
   const std::string out = Contents(f);
   std::fclose(f);
   EXPECT_EQ(out.find("run-campaign progress: 0/2 trials"), 0u) << out;
+  EXPECT_EQ(out.find("2/2"), std::string::npos) << "a sweep point's end is not the end: " << out;
   EXPECT_NE(out.find("run-campaign progress: 3/3 trials"), std::string::npos) << out;
 }
 
