@@ -17,8 +17,9 @@ out=${2:?usage: $0 BUILD_DIR OUT_DIR}
 bin=$build/stacksim
 mkdir -p "$out"
 
-# Drops run-time measurements (wall seconds), which differ between runs.
-strip() { jq -S 'walk(if type == "object" then with_entries(select(.key | test("wall") | not)) else . end)'; }
+# Drops run-time measurements (wall seconds), which differ between runs, and
+# the top-level "version" (git describe), which differs between the commits.
+strip() { jq -S 'if type == "object" then del(.version) else . end | walk(if type == "object" then with_entries(select(.key | test("wall") | not)) else . end)'; }
 run_json() {  # NAME CMD...: stdout as sorted JSON, exit status kept
   local name=$1
   shift

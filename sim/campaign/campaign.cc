@@ -273,8 +273,10 @@ Spread SpreadOf(std::vector<double> values) {
 
 CampaignStats RunCampaign(const CampaignJob& job, const CampaignPolicy& policy, const MonteCarlo& mc) {
   std::vector<TrialResult> results(static_cast<size_t>(std::max(0, mc.trials)));
+  if (mc.progress) mc.progress->AddWork(static_cast<int64_t>(results.size()));
   ParallelFor(static_cast<int64_t>(results.size()), std::max(1, mc.threads), [&](int64_t i, int) {
     results[static_cast<size_t>(i)] = RunTrial(job, policy, mc.seed, static_cast<uint64_t>(i));
+    if (mc.progress) mc.progress->Add();
   });
 
   CampaignStats s;

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/util/progress.h"
 #include "sim/util/units.h"
 
 namespace stacksim::campaign {
@@ -106,6 +107,7 @@ struct MonteCarlo {
   int trials = 200;
   uint64_t seed = 1;
   int threads = 1;
+  ProgressMeter* progress = nullptr;  // counts trials when set; not owned
 };
 
 CampaignStats RunCampaign(const CampaignJob& job, const CampaignPolicy& policy, const MonteCarlo& mc);

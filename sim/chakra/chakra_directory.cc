@@ -10,6 +10,7 @@
 #include "sim/chakra/chakra_export.h"
 #include "sim/chakra/chakra_json.h"
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::chakra {
 
@@ -52,11 +53,7 @@ trace::Trace ReadChakraDirectory(const std::string& dir, const ImportOptions& op
     if (rank != static_cast<int>(graphs.size())) {
       throw InputError(dir, "", "no file for rank " + std::to_string(graphs.size()));
     }
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(path, "", "cannot read");
-    std::ostringstream text;
-    text << f.rdbuf();
-    RankText in{path, text.str()};
+    RankText in{path, ReadInputFile(path)};
     graphs.push_back({path, path.ends_with(".et") ? DecodeChakraEt(in) : ParseChakraJson(in)});
   }
   return ImportChakraGraphs(graphs, options, notes);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/harness/options.h"
 #include "sim/cli/command.h"
 #include "sim/config/scenario.h"
 
@@ -48,6 +49,9 @@ int RunCalibrate(std::vector<std::string> args) {
 
 RunFunction AddCalibrateOptions(CLI::App* cmd) {
   cmd->prefix_command();
+  // Everything after 'calibrate' goes to the harness, so CLI11 knows none of
+  // its options: --help shows the harness's own list.
+  cmd->footer("Options after 'calibrate' go to the calibration harness:\n" + calibrate::UsageText());
   return [cmd] { return RunCalibrate(cmd->remaining()); };
 }
 

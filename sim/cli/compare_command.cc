@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "sim/compare/compare.h"
 #include "sim/util/token_count.h"
 #include "sim/report/compare_html.h"
+#include "sim/config/hardware_match.h"
 #include "sim/config/scenario.h"
 #include "sim/report/html.h"
 #include "sim/search/mpi_runner.h"
@@ -47,6 +49,20 @@ struct CompareArgs {
 constexpr int64_t kDefaultBatchTokens = int64_t{4} << 20;
 constexpr int64_t kDefaultSeqLen = 4096;
 
+// A precision a cluster's GPU lacks (fp8 on A100s) would make every plan of
+// that cluster invalid without saying why: refused here, naming the cluster.
+// Topologies or profiles that do not exist are left to compare to report.
+void RequireClusterPrecision(const compare::ClusterSpec& spec, config::Precision precision, const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string topology_file = config::ResolveDataFile("topologies", spec.topology, "");
+  if (!fs::is_regular_file(topology_file, ec)) return;
+  const config::TopologyConfig topology = config::LoadTopologyFile(topology_file);
+  const std::string profile_file = config::ResolveDataFile("profiles", topology.gpu, "");
+  if (!fs::is_regular_file(profile_file, ec)) return;
+  config::RequireGemmPrecision(config::LoadProfileFile(profile_file), profile_file, precision, "--cluster", text);
+}
+
 int RunCompare(const CompareArgs& a) {
   mallopt(M_MMAP_MAX, 0);  // as search: replays reuse the heap
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
@@ -69,7 +85,10 @@ int RunCompare(const CompareArgs& a) {
                                          a.precision == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16);
   }
   request.tokens = ParseTokenCount(a.tokens);
-  for (const std::string& c : a.clusters) request.clusters.push_back(compare::ParseClusterSpec(c));
+  for (const std::string& c : a.clusters) {
+    request.clusters.push_back(compare::ParseClusterSpec(c));
+    RequireClusterPrecision(request.clusters.back(), request.base.plan.precision, c);
+  }
   compare::CompareOptions options;
   options.objective = search::ParseObjective(a.objective);
   options.ranking = search::ParseRanking(a.rank);
@@ -112,10 +131,10 @@ RunFunction AddCompareOptions(CLI::App* cmd) {
   cmd->add_option("--cluster", a->clusters, "TOPOLOGY:GPUS[@USD per GPU-hour], GPUS as N or LO..HI (repeatable)")
       ->required();
   cmd->add_option("--seq-len", a->seq_len, "Tokens per sequence (default: the scenario's, else 4096)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeIn(1, 1LL << 40));
   cmd->add_option("--global-batch", a->global_batch,
                   "Sequences per step (default: the scenario's, else about 4M tokens)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeIn(1, 1LL << 40));
   cmd->add_option("--precision", a->precision, "Training precision with --model")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--objective", a->objective, "Best plan per cluster by (and best cluster by)")

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -34,6 +35,18 @@ CLI::Option* AddNetwork(CLI::App* cmd, std::string* network);
 // --html FILE: a self-contained HTML report beside the text or JSON.
 CLI::Option* AddHtml(CLI::App* cmd, std::string* html_path);
 
+// Numeric options, every one checked by one of these before CLI11 converts
+// it: the text must be a whole number (or, for RealIn, a finite number) in
+// the range, else CLI11 reports "--NAME: TEXT is not ..." with the range in
+// short form. A minus sign is never wrapped into a huge unsigned value
+// (--seed -1), and no bound is printed as 309 digits.
+CLI::Validator WholeIn(int64_t lo, int64_t hi);
+// A seed: a whole number from 0 to 2^64-1.
+CLI::Validator SeedValue();
+// lo < value (lo_open) or lo <= value, and value <= hi.
+CLI::Validator RealIn(double lo, double hi, bool lo_open);
+inline CLI::Validator PositiveReal() { return RealIn(0, 1e300, true); }
+
 // --threads N, 1 to 4096.
 CLI::Option* AddThreads(CLI::App* cmd, int* threads, const std::string& help = "Threads (default: all cores)");
 
@@ -42,7 +55,8 @@ CLI::Option* AddThreads(CLI::App* cmd, int* threads, const std::string& help = "
 CLI::Option* AddRanking(CLI::App* cmd, std::string* rank);
 CLI::Option* AddMinHeadroom(CLI::App* cmd, std::string* min_headroom);
 
-// Prints `j` as every command prints JSON: indented by 2, then a newline.
+// Prints `j` as every command prints JSON: with the build's "version" at the
+// top level (WithVersion), indented by 2, then a newline.
 void PrintJson(const nlohmann::json& j);
 
 // Prints a result in the --format it was asked for: json() as JSON when

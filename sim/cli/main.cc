@@ -12,6 +12,7 @@
 
 #include "sim/cli/command.h"
 #include "sim/util/error.h"
+#include "sim/util/version.h"
 
 namespace {
 
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   CLI::App app{"stacksim: predict how large-model training runs on GPU clusters"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for all subcommands");
+  app.set_version_flag("--version", "stacksim " + stacksim::BuildVersion(), "Print the build (git describe) and exit");
   std::vector<std::pair<CLI::App*, stacksim::cli::RunFunction>> commands;
   for (const Command& c : kCommands) {
     CLI::App* cmd = app.add_subcommand(c.name, c.description);

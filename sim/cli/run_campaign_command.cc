@@ -15,6 +15,7 @@
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/progress.h"
 
 namespace stacksim::cli {
 namespace {
@@ -54,6 +55,10 @@ int RunCampaign(const CampaignArgs& a) {
   if (step.out_of_memory) {
     throw InputError(scenario.file, "plan", "the plan does not fit GPU memory: no step time to run a campaign on");
   }
+  // The interval sweep and the final run count their trials as they go: a
+  // million trials of a long campaign take minutes.
+  ProgressMeter progress("run-campaign", "trials", 0);
+  request.mc.progress = &progress;
   campaign::TrainingCampaign c = campaign::RunTrainingCampaign(scenario, step.iteration, request);
   PrintResult(a.format, [&] { return campaign::CampaignJson(c); },
               [&] { return campaign::CampaignText(c); });
@@ -72,14 +77,16 @@ RunFunction AddRunCampaignOptions(CLI::App* cmd) {
   cmd->add_flag("--async-checkpoint", a->async_checkpoint,
                 "Snapshot to host memory, write in the background (default: the job stops for the write)");
   cmd->add_option("--spares", a->spares, "Spare nodes (0: a failed node's job waits for its repair)")
-      ->check(CLI::Range(0, 1000000));
+      ->check(WholeIn(0, 1000000));
   cmd->add_option("--reliability", a->reliability,
                   "Failure rates and recovery times (default: reliability/llama3-16k-h100.json)");
   cmd->add_option("--storage-write", a->storage_write,
                   "Checkpoint write bandwidth, e.g. '2 TB/s' (overrides the topology)");
   cmd->add_option("--storage-read", a->storage_read, "Checkpoint read bandwidth (overrides the topology)");
-  cmd->add_option("--trials", a->trials, "Monte Carlo trials")->check(CLI::Range(1, 10000000));
-  cmd->add_option("--seed", a->seed, "Random seed (trial i uses (seed, i): same output for any --threads)");
+  cmd->add_option("--trials", a->trials, "Monte Carlo trials (progress and time left on standard error)")
+      ->check(WholeIn(1, 1000000));
+  cmd->add_option("--seed", a->seed, "Random seed (trial i uses (seed, i): same output for any --threads)")
+      ->check(SeedValue());
   AddThreads(cmd, &a->threads);
   AddSet(cmd, &a->opts.overrides);
   AddProfile(cmd, &a->opts.profile_path);

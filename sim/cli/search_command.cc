@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
@@ -17,6 +18,7 @@
 #include "sim/search/search.h"
 #include "sim/search/search_report.h"
 #include "sim/simulate/simulate.h"
+#include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
 namespace stacksim::cli {
@@ -38,6 +40,28 @@ struct SearchArgs {
   std::string min_headroom;  // "" : the default reserve
 };
 
+// Each GPU count is a whole plan search: a range is refused at once when it
+// goes beyond what the topology file describes (its max_nodes; the scenario's
+// own count is always allowed) or holds more counts than a search should
+// take on in one go, rather than running for hours.
+constexpr size_t kMaxGpuCounts = 64;
+
+void CheckGpuCounts(const std::vector<int>& counts, const config::ScenarioConfig& s, const std::string& text) {
+  const config::TopologyConfig& t = s.topology;
+  const int64_t largest = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  const int64_t size = static_cast<int64_t>(t.max_nodes) * t.gpus_per_node;
+  if (t.max_nodes > 0 && largest > size && largest > s.gpus) {
+    throw InputError("--gpus", "", "'" + text + "' goes up to " + std::to_string(largest) + " GPUs; topology " +
+                                       t.name + " holds at most " + std::to_string(t.max_nodes) + " nodes (" +
+                                       std::to_string(size) + " GPUs): give a range within it");
+  }
+  if (counts.size() > kMaxGpuCounts) {
+    throw InputError("--gpus", "", "'" + text + "' gives " + std::to_string(counts.size()) +
+                                       " GPU counts (whole nodes), each a full plan search; search takes at most " +
+                                       std::to_string(kMaxGpuCounts) + " at once: narrow the range");
+  }
+}
+
 int RunSearch(const SearchArgs& a) {
   // Replays allocate and free traces of up to hundreds of MB, hundreds of
   // times: keep freed memory in the heap instead of returning it to the
@@ -48,7 +72,10 @@ int RunSearch(const SearchArgs& a) {
   config::ScenarioConfig scenario = config::LoadScenario(a.scenario, a.opts);
   search::SearchSpace space;
   space.scenario = scenario;
-  if (!a.gpus.empty()) space.gpu_counts = search::ParseGpuRange(a.gpus, scenario.topology);
+  if (!a.gpus.empty()) {
+    space.gpu_counts = search::ParseGpuRange(a.gpus, scenario.topology);
+    CheckGpuCounts(space.gpu_counts, scenario, a.gpus);
+  }
   search::SearchOptions options;
   options.objective = search::ParseObjective(a.objective);
   options.top = a.top;
@@ -111,18 +138,18 @@ RunFunction AddSearchOptions(CLI::App* cmd) {
   auto a = std::make_shared<SearchArgs>();
   cmd->add_option("scenario", a->scenario, "Scenario JSON file (its plan fixes what is not searched)")->required();
   AddFormat(cmd, &a->format, {"text", "json", "csv"});
-  cmd->add_option("--top", a->top, "Plans to rank")->check(CLI::Range(1, 100000));
+  cmd->add_option("--top", a->top, "Plans to rank")->check(WholeIn(1, 100000));
   cmd->add_option("--objective", a->objective, "What to minimise (throughput: maximise tokens/s)")
       ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));
   cmd->add_option("--gpus", a->gpus, "GPU count N or range LO..HI (whole nodes); default: the scenario's");
   AddThreads(cmd, &a->threads, "Threads (default: all cores, shared by local MPI ranks)");
   cmd->add_option("--batch", a->batch, "Plans simulated per round (changes pruning counts, not the ranking)")
-      ->check(CLI::Range(1, 100000));
+      ->check(WholeIn(1, 100000));
   cmd->add_option("--gpu-hour-usd", a->gpu_hour_usd,
                   "Price per GPU-hour (overrides the topology and economics/gpus.json)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   cmd->add_option("--gpu-watts", a->gpu_watts, "Power per GPU in W (overrides economics/gpus.json)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   AddRanking(cmd, &a->rank);
   AddMinHeadroom(cmd, &a->min_headroom);
   AddSet(cmd, &a->opts.overrides);

@@ -48,10 +48,10 @@ RunFunction AddServeOptions(CLI::App* cmd) {
   auto a = std::make_shared<ServeArgs>();
   cmd->add_option("scenario", a->scenario, "Serving scenario JSON file")->required();
   cmd->add_option("--rate", a->rate, "Arrival rate, requests/s (overrides workload.rate_per_s)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveReal());
   cmd->add_option("--requests", a->requests, "Requests to simulate (overrides workload.requests)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
-  cmd->add_option("--seed", a->seed, "Workload seed (overrides workload.seed)");
+      ->check(WholeIn(1, 100000000));
+  cmd->add_option("--seed", a->seed, "Workload seed (overrides workload.seed)")->check(SeedValue());
   cmd->add_option("--scheduler", a->scheduler, "Scheduler (overrides scheduler.kind)")
       ->check(CLI::IsMember({"static", "continuous", "chunked-prefill", "disaggregated"}));
   AddFormat(cmd, &a->format);

@@ -22,6 +22,7 @@
 #include "sim/memory/reserve.h"
 #include "sim/uncertainty/assessment.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/progress.h"
 
 namespace stacksim::cli {
 namespace {
@@ -70,6 +71,8 @@ int RunSimulate(const SimulateArgs& a) {
   if (spec && result.out_of_memory) {
     std::cerr << "note: no straggler analysis: the plan was not simulated (out of memory)\n";
   } else if (spec) {
+    ProgressMeter progress("stragglers", "replays", 0);
+    straggler_opts.progress = &progress;
     stragglers = straggler::AnalyzeStragglers(scenario, *spec, straggler_opts);
   }
   if (!a.trace_path.empty()) {
@@ -133,9 +136,9 @@ RunFunction AddSimulateOptions(CLI::App* cmd) {
       "--stragglers", a->stragglers,
       "Slow nodes/GPUs: FRACTION%:SLOWDOWNx terms (e.g. 0.1%:1.5x,gpu:0.5%:1.2x) or a distribution .json");
   cmd->add_option("--straggler-steps", a->straggler_steps, "Steps to simulate; transient stragglers are redrawn each")
-      ->check(CLI::Range(1, 1000000))
+      ->check(WholeIn(1, 100000))
       ->needs(stragglers);
-  cmd->add_option("--seed", a->seed, "Seed of the straggler draws");
+  cmd->add_option("--seed", a->seed, "Seed of the straggler draws")->check(SeedValue());
   cmd->add_flag("--critical-path", a->critical_path,
                 "Print the chain of tasks that set the step time (longest path through the replayed DAG)");
   AddThreads(cmd, &a->threads, "Threads for the straggler replays (results do not depend on it)");

@@ -1,10 +1,6 @@
 // stacksim validate FILE...: predictions against published training runs, and
 // the error table the uncertainty ranges come from (--write-error-table).
 // Progress goes to standard error (--quiet: none); results to standard output.
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -16,6 +12,7 @@
 #include "sim/config/scenario.h"
 #include "sim/uncertainty/error_table.h"
 #include "sim/util/error.h"
+#include "sim/util/progress.h"
 #include "sim/validate/validate.h"
 
 namespace stacksim::cli {
@@ -30,35 +27,6 @@ struct ValidateArgs {
   bool quiet = false;
 };
 
-// Progress on standard error: on a terminal, one line rewritten in place at
-// most every 0.2 s; otherwise a plain line every 25 runs or 10 s (and at the
-// end), so that logs stay short. The line reads "validate progress: 37/274
-// runs, 12 s elapsed".
-class Progress {
- public:
-  Progress() : terminal_(isatty(fileno(stderr)) == 1), start_(Clock::now()), last_(start_) {}
-
-  void Update(int done, int total) {
-    const auto now = Clock::now();
-    const double since_last = std::chrono::duration<double>(now - last_).count();
-    const bool end = done == total;
-    const bool due = terminal_ ? since_last >= 0.2 : (done - last_done_ >= 25 || since_last >= 10);
-    if (!due && !end) return;
-    last_ = now;
-    last_done_ = done;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "%svalidate progress: %d/%d runs, %.0f s elapsed%s", terminal_ ? "\r" : "", done, total,
-                 elapsed, terminal_ && !end ? "" : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool terminal_;
-  Clock::time_point start_, last_;
-  int last_done_ = 0;
-};
-
 int RunValidate(const ValidateArgs& a) {
   if (!a.only.empty() && !a.error_table_path.empty()) {
     throw InputError("--write-error-table", "", "needs every run: it cannot be combined with --run");
@@ -66,8 +34,17 @@ int RunValidate(const ValidateArgs& a) {
   validate::ValidationOptions opts;
   opts.only_id = a.only;
   opts.threads = a.threads;
-  Progress progress;
-  if (!a.quiet) opts.progress = [&progress](int done, int total) { progress.Update(done, total); };
+  // Progress on standard error (util/progress.h), from the moment the runs
+  // are read: the heaviest runs go first and take most of a minute.
+  std::unique_ptr<ProgressMeter> progress;
+  int64_t reported = 0;
+  if (!a.quiet) {
+    opts.progress = [&](int done, int total) {
+      if (!progress) progress = std::make_unique<ProgressMeter>("validate", "runs", total);
+      progress->Add(done - reported);
+      reported = done;
+    };
+  }
   validate::ValidationReport rep = validate::RunValidation(a.files, opts);
   if (!a.error_table_path.empty()) {
     validate::StampErrorTable(rep.error_table, config::DataRoot());

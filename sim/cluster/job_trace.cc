@@ -10,6 +10,7 @@
 
 #include "sim/util/token_count.h"
 #include "sim/util/csv.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::cluster {
 namespace {
@@ -195,11 +196,7 @@ std::vector<JobSpec> ParseJobTrace(const std::string& text, const std::string& o
 }
 
 std::vector<JobSpec> ReadJobTrace(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError(path, "", "cannot read the job trace");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ParseJobTrace(ss.str(), path);
+  return ParseJobTrace(ReadInputFile(path), path);
 }
 
 JobGenerator ParseJobGenerator(const JsonNode& node) {

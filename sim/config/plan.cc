@@ -279,12 +279,13 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (p.schedule == PipelineScheduleKind::kInterleaved && p.vp < 2) {
     (schedule_node ? *schedule_node : node)
         .Fail("the interleaved schedule needs vp > 1 virtual stages per pipeline rank (vp is " +
-              std::to_string(p.vp) + ")");
+              std::to_string(p.vp) + "); with vp 1 set plan.schedule to 1f1b (--set plan.schedule=1f1b) or " +
+              "another schedule: gpipe, zb-h1, dualpipe");
   }
   if (p.vp > 1 && p.schedule != PipelineScheduleKind::kInterleaved) {
     (vp_node ? *vp_node : node)
         .Fail("vp = " + std::to_string(p.vp) + " virtual stages need the interleaved schedule, not " +
-              ScheduleName(p.schedule));
+              ScheduleName(p.schedule) + " (--set plan.schedule=interleaved, or plan.vp=1)");
   }
 
   auto offload_target = [](const JsonNode& v) {

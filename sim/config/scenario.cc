@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/config/framework.h"
+#include "sim/config/hardware_match.h"
 
 namespace stacksim::config {
 namespace {
@@ -168,8 +169,19 @@ const char* NodeOrderName(NodeOrder o) { return o == NodeOrder::kScattered ? "sc
 std::string DataRoot() {
   const char* env = std::getenv("STACKSIM_DATA_DIR");
   if (env != nullptr && env[0] != '\0') return env;
+  std::error_code ec;
 #ifdef STACKSIM_SOURCE_DIR
-  return STACKSIM_SOURCE_DIR;
+  if (fs::is_directory(fs::path(STACKSIM_SOURCE_DIR) / "models", ec)) return STACKSIM_SOURCE_DIR;
+#endif
+  // The checkout moved since the build was configured: the build folder sits
+  // in it (build/stacksim), so its parent holds the data.
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path root = exe.parent_path().parent_path();
+    if (fs::is_directory(root / "models", ec)) return root.string();
+  }
+#ifdef STACKSIM_SOURCE_DIR
+  return STACKSIM_SOURCE_DIR;  // names then fail with this folder in the message
 #else
   return ".";
 #endif
@@ -211,6 +223,12 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   const ModelConfig& m = s.model;
   const TopologyConfig& t = s.topology;
   auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
+
+  RequireHardwareMatch(s.profile, s.topology, file);  // a PCIe card on NVSwitch; warnings: simulate's notes
+
+  // A precision the GPU has no GEMM rate for (fp8 on an A100) is the plan's
+  // mistake, found here for every command rather than when a GEMM is priced.
+  RequireGemmPrecision(s.profile, s.profile_file, p.precision, file, "plan.precision");
 
   // The product in double first: four degrees of up to 2^24 overflow an int.
   const double degree_product = static_cast<double>(p.tp) * p.pp * p.dp * p.cp;

@@ -61,7 +61,9 @@ struct ScenarioOptions {
 };
 
 // The folder holding models/, topologies/, profiles/, scenarios/:
-// $STACKSIM_DATA_DIR if set, else the source tree stacksim was built from.
+// $STACKSIM_DATA_DIR if set, else the source tree stacksim was built from
+// when it still has models/, else the folder above the one holding the
+// running program (a checkout moved with its build/ inside).
 std::string DataRoot();
 // Resolves a reference to a data file: a bare name is looked up in
 // <DataRoot()>/<kind>/<name>.json; a path is taken relative to `relative_to`.

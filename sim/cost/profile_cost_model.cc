@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/util/error.h"
+
 namespace stacksim::cost {
 namespace {
 
@@ -55,8 +57,10 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
     case trace::OpClass::kGemm: {
       auto peak = profile_.Peak(op.precision);
       if (!peak) {
-        throw std::invalid_argument(std::string("profile ") + profile_.name + " has no peak for " +
-                                    config::PrecisionName(op.precision));
+        // The plan asked for a precision the GPU lacks (ValidatePlan says so
+        // first for scenarios; traces built otherwise land here).
+        throw InputError("", "plan.precision", std::string("profile '") + profile_.name + "' has no " +
+                                                   config::PrecisionName(op.precision) + " GEMM rate");
       }
       double eff = GemmEfficiency(op.m, op.n, op.k, op.batch, op.precision);
       double flop_time = op.flops.value / (peak->value * eff);

@@ -16,6 +16,7 @@
 #include "sim/ingest/kineto_events.h"
 
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::ingest {
 namespace {
@@ -213,6 +214,7 @@ config::Precision KernelPrecision(const std::string& name) {
 }
 
 std::string ReadMaybeGzip(const std::string& path) {
+  CheckInputFile(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open the trace file");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

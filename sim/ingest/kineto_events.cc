@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::ingest {
 namespace {
@@ -548,6 +549,7 @@ TraceEvents ReadTraceEvents(std::istream& in, const std::string& origin) {
 }
 
 TraceEvents ReadTraceEventsFile(const std::string& path) {
+  CheckInputFile(path);
   MaybeGzipBuf buf(path);
   std::istream in(&buf);
   return ReadTraceEvents(in, path);

@@ -17,6 +17,7 @@
 #include "sim/replay/replay_perfetto.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/version.h"
 #include "sim/util/statistics.h"
 
 namespace stacksim::replay {
@@ -628,6 +629,12 @@ std::string RunReplayCommand(const ReplayOptions& o) {
     dp.size = o.dp;
     dp.ranks_per_node = std::min(o.dp, topo.gpus_per_node);
     dp.nodes = (o.dp + dp.ranks_per_node - 1) / dp.ranks_per_node;
+    if (topo.max_nodes > 0 && dp.nodes > topo.max_nodes) {
+      throw InputError("", "--dp",
+                       fmt::format("{} ranks need {} nodes of {} GPUs; topology {} ({}) holds at most {} nodes ({} GPUs)",
+                                   o.dp, dp.nodes, topo.gpus_per_node, topo.name, topology_path, topo.max_nodes,
+                                   static_cast<int64_t>(topo.max_nodes) * topo.gpus_per_node));
+    }
     // A recording with its collectives: those are re-priced, and nothing is
     // inserted. Without: DDP's all-reduce of the model's gradients is.
     int comm = 0, priceable = 0;
@@ -679,7 +686,7 @@ std::string RunReplayCommand(const ReplayOptions& o) {
                         views.size());
     out["perfetto"] = o.perfetto_path;
   }
-  return o.format == "json" ? out.dump(1) + "\n" : text.str();
+  return o.format == "json" ? WithVersion(out).dump(1) + "\n" : text.str();
 }
 
 }  // namespace stacksim::replay

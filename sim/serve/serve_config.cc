@@ -1,5 +1,6 @@
 #include "sim/serve/serve_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "sim/config/scenario.h"
@@ -31,13 +32,24 @@ LengthDistribution ParseLengths(const JsonNode& node) {
     if (d.max < d.min) max.Fail("max must be at least min");
   } else if (kind == "lognormal") {
     d.kind = LengthDistribution::Kind::kLogNormal;
-    d.median = obj.Required("median").PositiveNumber();
+    JsonNode median = obj.Required("median");
+    d.median = median.PositiveNumber();
     d.sigma = obj.Required("sigma").PositiveNumber();
     d.min = 1;
     if (auto n = obj.Optional("min")) d.min = n->PositiveInt();
     JsonNode max = obj.Required("max");
     d.max = max.PositiveInt();
     if (d.max < d.min) max.Fail("max must be at least min");
+    // The clamp must hold the median, or most draws land on a bound and the
+    // workload is not the distribution the file describes.
+    if (static_cast<double>(d.max) < d.median) {
+      max.Fail("max " + std::to_string(d.max) + " is below the median " + median.json().dump() +
+               ": more than half the draws would be clamped to max; raise max or lower the median");
+    }
+    if (static_cast<double>(d.min) > d.median) {
+      median.Fail("the median " + median.json().dump() + " is below min " + std::to_string(d.min) +
+                  ": more than half the draws would be clamped to min");
+    }
   } else {
     d.kind = LengthDistribution::Kind::kEmpirical;
     JsonNode values = obj.Required("values");
@@ -46,6 +58,17 @@ LengthDistribution ParseLengths(const JsonNode& node) {
   }
   obj.Finish();
   return d;
+}
+
+// The longest length a distribution draws.
+int64_t LongestLength(const LengthDistribution& d) {
+  switch (d.kind) {
+    case LengthDistribution::Kind::kFixed: return d.value;
+    case LengthDistribution::Kind::kUniform:
+    case LengthDistribution::Kind::kLogNormal: return d.max;
+    case LengthDistribution::Kind::kEmpirical: return *std::max_element(d.values.begin(), d.values.end());
+  }
+  return 0;
 }
 
 // As the command line's --requests allows.
@@ -210,7 +233,8 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   std::string kind = kind_node.OneOf({"static", "continuous", "chunked-prefill", "disaggregated"});
   c.scheduler = kind == "static" ? SchedulerKind::kStatic : kind == "continuous" ? SchedulerKind::kContinuous
                 : kind == "chunked-prefill" ? SchedulerKind::kChunked : SchedulerKind::kDisaggregated;
-  if (auto n = sch.Optional("max_batched_tokens")) c.max_batched_tokens = n->PositiveInt();
+  std::optional<JsonNode> budget_node = sch.Optional("max_batched_tokens");
+  if (budget_node) c.max_batched_tokens = budget_node->PositiveInt();
   if (auto n = sch.Optional("max_sequences")) c.max_sequences = n->PositiveInt();
   if (auto r = sch.Optional("router")) {
     c.router = r->OneOf({"round-robin", "least-loaded"}) == "least-loaded" ? RouterKind::kLeastLoaded
@@ -230,6 +254,21 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   sch.Finish();
 
   c.workload = ParseWorkload(root.Required("workload"));
+  // A scheduler that prefills each prompt whole (static, continuous, the
+  // disaggregated prefill pool) cannot fit a prompt longer than its token
+  // budget in an iteration; vLLM refuses a max_num_batched_tokens below
+  // max_model_len without chunked prefill for the same reason.
+  if (c.scheduler != SchedulerKind::kChunked && c.workload.trace_file.empty()) {
+    const int64_t longest = LongestLength(c.workload.prompt_tokens);
+    if (longest > c.max_batched_tokens) {
+      const JsonNode& at = budget_node ? *budget_node : kind_node;
+      throw InputError(at.file(), budget_node ? at.path() : "scheduler.max_batched_tokens",
+                       "max_batched_tokens " + std::to_string(c.max_batched_tokens) +
+                           " is below the longest prompt of workload.prompt_tokens (" + std::to_string(longest) +
+                           " tokens), and the " + kind + " scheduler cannot split a prompt: raise it to at least " +
+                           std::to_string(longest) + " or use the chunked-prefill scheduler");
+    }
+  }
   if (auto slo = root.Optional("slo")) {
     JsonObject s(*slo);
     c.slo_ttft = s.Required("ttft").TimeValue();

@@ -361,6 +361,10 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
   auto runs = top.Required("runs").Elements();
   top.Finish();
 
+  if (!only_id.empty() &&
+      std::none_of(runs.begin(), runs.end(), [&](const JsonNode& r) { return r.json().value("id", "") == only_id; })) {
+    throw InputError("--run", "", "no entry has the id '" + only_id + "' in " + path);
+  }
   ServingValidationReport rep;
   for (const JsonNode& run : runs) {
     ServingRunOutcome o;

@@ -30,7 +30,54 @@ Time* Bucket(Breakdown& b, trace::TaskRole role) {
   return &b.other;
 }
 
+// The rank's data-parallel communication off the compute stream, as
+// disjoint intervals sorted by start.
+std::vector<std::pair<Time, Time>> DpBusy(const trace::Trace& t, const engine::ReplayResult& r,
+                                          const std::vector<TaskId>& rank_tasks, trace::StreamId compute) {
+  std::vector<std::pair<Time, Time>> spans;
+  for (TaskId i : rank_tasks) {
+    if (t.stream(i) == compute || t.role(i) != trace::TaskRole::kDpComm) continue;
+    if (r.timings[i].end > r.timings[i].start) spans.emplace_back(r.timings[i].start, r.timings[i].end);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<Time, Time>> merged;
+  for (const auto& s : spans) {
+    if (!merged.empty() && s.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, s.second);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
+}
+
+// How much of [lo, hi) the disjoint sorted intervals cover.
+Time Covered(const std::vector<std::pair<Time, Time>>& spans, Time lo, Time hi) {
+  Time sum = Time::Zero();
+  auto it = std::lower_bound(spans.begin(), spans.end(), lo,
+                             [](const std::pair<Time, Time>& s, Time v) { return s.second <= v; });
+  for (; it != spans.end() && it->first < hi; ++it) sum += Overlap(lo, hi, it->first, it->second);
+  return sum;
+}
+
 }  // namespace
+
+StepEnd FindStepEnd(const trace::Trace& t, const engine::ReplayResult& r) {
+  StepEnd s;
+  Time last = Time::Zero();
+  for (TaskId i = 0; i < static_cast<TaskId>(t.size()); ++i) {
+    if (r.timings[i].end > last) {
+      last = r.timings[i].end;
+      s.final_rank = t.rank(i);
+    }
+  }
+  std::vector<TaskId> tasks;
+  for (TaskId i = 0; i < static_cast<TaskId>(t.size()); ++i) {
+    if (t.rank(i) == s.final_rank) tasks.push_back(i);
+  }
+  s.final_rank_dp = DpBusy(t, r, tasks, t.compute_stream());
+  return s;
+}
 
 TaskId GapBlocker(const trace::Trace& t, const engine::ReplayResult& r, TaskId task, Time stream_free) {
   TaskId blocker = -1;
@@ -45,8 +92,9 @@ TaskId GapBlocker(const trace::Trace& t, const engine::ReplayResult& r, TaskId t
 }
 
 Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const std::vector<TaskId>& rank_tasks,
-                    trace::StreamId compute, Time makespan) {
+                    trace::StreamId compute, Time makespan, const StepEnd& step) {
   Breakdown b;
+  const std::vector<std::pair<Time, Time>> dp_busy = DpBusy(t, r, rank_tasks, compute);
   Time prev_end = Time::Zero();
   std::vector<TaskId> side;  // this rank's tasks on other streams
   for (TaskId i : rank_tasks) {
@@ -70,20 +118,12 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
         const bool shared_with_stages = bt.kind == trace::TaskKind::kCollective && bt.comm.group != trace::kNoGroup &&
                                         t.group(bt.comm.group).simulated.size() > 1;
         if (bucket == &b.dp_exposed && t.stream(blocker) != compute && !shared_with_stages) {
-          // A chain of data-parallel work on its stream (synchronous ZeRO-3
-          // gathers, one per parameter, each with its copies): the compute
-          // stream waits for all of it, so follow the chain back while its
-          // links are data-parallel tasks that end inside the gap.
-          TaskId link = blocker;
-          Time upper = tm.start, attributed = Time::Zero();
-          while (link >= 0 && t.role(link) == trace::TaskRole::kDpComm && t.stream(link) != compute) {
-            const auto& ltm = r.timings[link];
-            const Time lo = std::max(prev_end, ltm.start), hi = std::min(upper, ltm.end);
-            if (hi > lo) attributed += hi - lo;
-            upper = std::min(upper, lo);
-            if (ltm.start <= prev_end) break;
-            link = GapBlocker(t, r, link, prev_end);
-          }
+          // Data-parallel work the blocker waited behind: a chain of it
+          // (synchronous ZeRO-3 gathers, one per parameter, each with its
+          // copies) or a queue of gradient buckets on the same stream. The
+          // compute stream waits for all of it: every instant of the gap
+          // during which the rank's data-parallel communication runs.
+          const Time attributed = Covered(dp_busy, prev_end, tm.start);
           b.dp_exposed += attributed;
           b.other += gap - attributed;
         } else if (bucket == &b.offload_exposed) {
@@ -118,7 +158,12 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
     for (TaskId id : side) comm_end = std::max(comm_end, r.timings[id].end);
     Time exposed = std::min(tail, comm_end - prev_end);
     b.dp_exposed += exposed;
-    b.bubble += tail - exposed;
+    // Then the stage that ends the step: its data-parallel communication,
+    // else bubble.
+    const Time waiting_from = prev_end + exposed;
+    const Time dp_wait = Covered(step.final_rank_dp, waiting_from, makespan);
+    b.dp_exposed += dp_wait;
+    b.bubble += makespan - waiting_from - dp_wait;
   }
   return b;
 }

@@ -7,6 +7,7 @@
 #ifndef STACKSIM_SIM_SIMULATE_ATTRIBUTION_H_
 #define STACKSIM_SIM_SIMULATE_ATTRIBUTION_H_
 
+#include <utility>
 #include <vector>
 
 #include "sim/engine/engine.h"
@@ -32,8 +33,25 @@ trace::TaskId GapBlocker(const trace::Trace& t, const engine::ReplayResult& r, t
 // `rank_tasks` are the rank's tasks in trace order (one pass over the trace
 // for all ranks: scanning the whole trace per rank made a 125-stage, 4.7M-task
 // step spend most of its time here).
+//
+// Data-parallel waits: a gap whose blocker is data-parallel work off the
+// compute stream is data-parallel time for as long as any of the rank's
+// data-parallel tasks runs in it (buckets queue on their stream, each behind
+// the one before: at large DP the compute stream waits for the queue, not
+// only for the last bucket). After the rank's last kernel it waits for its
+// own communication, then for the stage that ends the step: data-parallel
+// time while that stage's data-parallel communication runs (at large DP its
+// gradient reduction is what the others wait for), pipeline bubble for the
+// rest (it still computes, or waits for its own pipeline neighbours).
+struct StepEnd {
+  trace::RankId final_rank = 0;  // the rank whose task ends last
+  std::vector<std::pair<Time, Time>> final_rank_dp;  // its data-parallel communication, disjoint, sorted
+};
+// The StepEnd of a replayed trace (one pass).
+StepEnd FindStepEnd(const trace::Trace& t, const engine::ReplayResult& r);
+
 Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const std::vector<trace::TaskId>& rank_tasks,
-                    trace::StreamId compute, Time makespan);
+                    trace::StreamId compute, Time makespan, const StepEnd& step);
 
 }  // namespace stacksim::simulate
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "sim/config/hardware_match.h"
 #include "sim/cost/profile_cost_model.h"
 #include "sim/memory/memory_model.h"
 #include "sim/net/network_factory.h"
@@ -49,6 +50,12 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     throw InputError(scenario.file, "plan.precision",
                      std::string("profile '") + profile.name + "' has no " + config::PrecisionName(plan.precision) +
                          " GEMM rate");
+  }
+
+  // Pairings of GPU and fabric that no vendor ships (an error was thrown by
+  // ValidatePlan already) are said beside the result.
+  for (std::string& w : config::HardwareWarnings(profile, scenario.topology, scenario.file)) {
+    res.notes.push_back("hardware: " + w);
   }
 
   // Memory first: a plan that does not fit is reported, not simulated.
@@ -122,8 +129,9 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   for (size_t i = 0; i < trace->size(); ++i) {
     rank_tasks[trace->rank(static_cast<TaskId>(i))].push_back(static_cast<TaskId>(i));
   }
+  const StepEnd step_end = FindStepEnd(*trace, *replay);
   for (int r = 0; r < trace->rank_count(); ++r) {
-    Breakdown b = Attribute(*trace, *replay, rank_tasks[r], compute, replay->makespan);
+    Breakdown b = Attribute(*trace, *replay, rank_tasks[r], compute, replay->makespan, step_end);
     if (b.compute() > busiest) {
       busiest = b.compute();
       res.breakdown = b;

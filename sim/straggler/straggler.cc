@@ -165,8 +165,11 @@ StragglerResult AnalyzeStragglers(const config::ScenarioConfig& scenario, const 
   }
 
   std::vector<Time> times(sets.size());
-  ParallelFor(static_cast<int64_t>(sets.size()), std::max(1, options.threads),
-              [&](int64_t i, int) { times[static_cast<size_t>(i)] = replayer.Replay(*sets[static_cast<size_t>(i)]); });
+  if (options.progress) options.progress->AddWork(static_cast<int64_t>(sets.size()));
+  ParallelFor(static_cast<int64_t>(sets.size()), std::max(1, options.threads), [&](int64_t i, int) {
+    times[static_cast<size_t>(i)] = replayer.Replay(*sets[static_cast<size_t>(i)]);
+    if (options.progress) options.progress->Add();
+  });
   res.replays = static_cast<int>(sets.size());
   for (const auto* set : sets) res.variants_max = std::max(res.variants_max, static_cast<int>(set->size()));
   res.baseline = times[baseline_key];

@@ -23,6 +23,7 @@
 #include "sim/straggler/replica_expansion.h"
 #include "sim/straggler/straggler_spec.h"
 #include "sim/trace/trace.h"
+#include "sim/util/progress.h"
 #include "sim/util/units.h"
 
 namespace stacksim::straggler {
@@ -32,6 +33,7 @@ struct StragglerOptions {
   uint64_t seed = 1;
   int threads = 1;        // replays run in parallel; results do not depend on it
   std::string network = "analytic";  // the only model that replays many times in one process
+  ProgressMeter* progress = nullptr;  // counts the distinct replays when set; not owned
 };
 
 // One slow node or GPU.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim {
 namespace {
@@ -89,13 +90,7 @@ std::vector<CsvRecord> SplitCsv(const std::string& text, const std::string& path
   return records;
 }
 
-std::string ReadCsvFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot read the file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+std::string ReadCsvFile(const std::string& path) { return ReadInputFile(path); }
 
 CsvTable CsvTable::Read(const std::string& path, const CsvOptions& options) {
   return Parse(ReadCsvFile(path), path, options);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -78,9 +79,91 @@ std::string Quoted(std::initializer_list<std::string_view> choices) {
 
 }  // namespace
 
+namespace {
+
+// One open object or array while a document is parsed, for the key path of
+// an error.
+struct OpenValue {
+  bool object = false;
+  std::string key;                              // object: the key being read
+  size_t index = 0;                             // array: the element being read
+  std::set<std::string, std::less<>> keys;      // object: keys seen so far
+};
+
+std::string OpenPath(const std::vector<OpenValue>& open) {
+  std::string path;
+  for (size_t i = 0; i < open.size(); ++i) {
+    const OpenValue& v = open[i];
+    // The innermost value is named by its parent's key or index: the last
+    // open value contributes nothing of its own yet.
+    if (i + 1 == open.size()) break;
+    if (v.object) {
+      path += (path.empty() ? "" : ".") + v.key;
+    } else {
+      path += "[" + std::to_string(v.index) + "]";
+    }
+    if (path.size() > 160) return path.substr(0, 160) + "...";
+  }
+  return path;
+}
+
+std::string ChildPath(const std::vector<OpenValue>& open) {
+  std::string parent = OpenPath(open);
+  if (open.empty()) return parent;
+  const OpenValue& v = open.back();
+  if (v.object) return parent + (parent.empty() ? "" : ".") + v.key;
+  return parent + "[" + std::to_string(v.index) + "]";
+}
+
+// nlohmann::json::parse with two checks its parser does not make: nesting
+// deeper than kMaxJsonDepth (a document of 100,000 '[' overflows the stack
+// of whatever walks it recursively afterwards: dump(), our readers) and a key
+// given twice in one object (nlohmann keeps the last one silently; other
+// readers keep the first). Both are InputErrors with the key path; parse
+// errors propagate as nlohmann's exceptions.
+nlohmann::json ParseChecked(const std::string& text, const std::string& origin) {
+  using Event = nlohmann::json::parse_event_t;
+  std::vector<OpenValue> open;
+  auto check = [&](int /*depth*/, Event event, nlohmann::json& parsed) {
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (open.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+          throw InputError(origin, ChildPath(open),
+                           "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                               " levels (no stacksim input needs more than a few)");
+        }
+        open.push_back(OpenValue{event == Event::object_start, "", 0, {}});
+        break;
+      case Event::key: {
+        OpenValue& o = open.back();
+        o.key = parsed.get<std::string>();
+        if (!o.keys.insert(o.key).second) {
+          throw InputError(origin, ChildPath(open),
+                           "key given twice in one object (JSON readers disagree on which one counts: "
+                           "remove one)");
+        }
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        open.pop_back();
+        if (!open.empty() && !open.back().object) ++open.back().index;
+        break;
+      case Event::value:
+        if (!open.empty() && !open.back().object) ++open.back().index;
+        break;
+    }
+    return true;
+  };
+  return nlohmann::json::parse(text, check);
+}
+
+}  // namespace
+
 nlohmann::json ParseJsonText(const std::string& text, const std::string& origin) {
   try {
-    return nlohmann::json::parse(text);
+    return ParseChecked(text, origin);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(origin, "", "malformed JSON at " + LineColumn(text, e.byte ? e.byte - 1 : 0));
   } catch (const nlohmann::json::out_of_range& e) {
@@ -91,13 +174,24 @@ nlohmann::json ParseJsonText(const std::string& text, const std::string& origin)
   }
 }
 
-nlohmann::json ReadJsonFile(const std::string& path) {
+void CheckInputFile(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory; a file was expected here");
+  if (!std::filesystem::exists(status)) throw InputError(path, "", "no such file");
+}
+
+std::string ReadInputFile(const std::string& path) {
+  CheckInputFile(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return ParseJsonText(ss.str(), path);
+  if (in.bad()) throw InputError(path, "", "cannot read file");
+  return ss.str();
 }
+
+nlohmann::json ReadJsonFile(const std::string& path) { return ParseJsonText(ReadInputFile(path), path); }
 
 Time ParseTime(std::string_view text, const std::string& file, const std::string& path) {
   double v;
@@ -355,7 +449,7 @@ void ApplyOverride(nlohmann::json& doc, const std::string& assignment, const std
   }
   nlohmann::json value;
   try {
-    value = nlohmann::json::parse(text);
+    value = ParseChecked(text, origin);
   } catch (const nlohmann::json::parse_error&) {
     value = text;
   } catch (const nlohmann::json::out_of_range&) {

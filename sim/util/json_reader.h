@@ -26,11 +26,23 @@
 
 namespace stacksim {
 
+// Deepest nesting of objects and arrays any JSON input may have. Stacksim's
+// own inputs nest at most 6 deep; a deeper document is refused while it is
+// parsed, before anything walks it recursively.
+inline constexpr int kMaxJsonDepth = 128;
+
 // Reads and parses a JSON file. Throws InputError naming the file (and the
-// line and column for malformed JSON).
+// line and column for malformed JSON, the key path for a key given twice in
+// one object or nesting deeper than kMaxJsonDepth). Every JSON input goes
+// through here or ParseJsonText.
 nlohmann::json ReadJsonFile(const std::string& path);
-// Parses JSON text; `origin` names it in errors.
+// Parses JSON text, with the same checks; `origin` names it in errors.
 nlohmann::json ParseJsonText(const std::string& text, const std::string& origin);
+// Throws InputError naming the file when it is a directory or does not exist.
+void CheckInputFile(const std::string& path);
+// The bytes of an input file. Throws InputError naming the file when it is a
+// directory, missing or unreadable.
+std::string ReadInputFile(const std::string& path);
 
 // Unit parsing. Each throws InputError(file, path, ...) on a missing or wrong unit.
 // Accepted: time "ns", "us", "µs", "ms", "s"; bytes "B", "kB", "MB", "GB", "TB",

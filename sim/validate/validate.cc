@@ -158,6 +158,18 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
       inputs.push_back({f, &run});
     }
   }
+  if (!options.only_id.empty() && inputs.empty()) {
+    std::string known;
+    for (size_t f = 0; f < paths.size() && known.size() < 300; ++f) {
+      for (const JsonNode& run : file_runs[f]) {
+        known += (known.empty() ? "" : ", ") + run.json().value("id", std::string());
+        if (known.size() >= 300) break;
+      }
+    }
+    throw InputError("--run", "", "no run has the id '" + options.only_id + "' in " +
+                                      (paths.size() == 1 ? paths[0] : std::to_string(paths.size()) + " files") +
+                                      " (ids: " + known + (known.size() >= 300 ? ", ..." : "") + ")");
+  }
 
   // Each run is independent: simulate them on the workers, heaviest first,
   // each outcome into its own slot, so the report is the same at any thread
@@ -169,6 +181,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   const int total = static_cast<int>(inputs.size());
   std::vector<double> peak_bytes;
   for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
+  if (options.progress) options.progress(0, total);  // the work starts: say so before the first run ends
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
     rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], FittedConstants{});
     if (options.progress) {
