@@ -22,19 +22,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/peak_rss.h"
 #include "sim/ingest/kineto.h"
 #include "sim/util/json_reader.h"
 
 namespace {
 
-double PeakRssMiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
-  }
-  return 0;
-}
+using stacksim::bench::PeakRssMiB;
 
 struct Synthetic {
   std::string path;

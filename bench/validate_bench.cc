@@ -11,18 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "sim/validate/validate.h"
 
 namespace {
 
-double PeakRssMiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
-  }
-  return 0;
-}
+using stacksim::bench::PeakRssMiB;
 
 void ValidateShippedFiles(benchmark::State& state, int threads) {
   const std::string dir = std::string(STACKSIM_SOURCE_DIR) + "/validation/";

@@ -61,6 +61,10 @@ std::optional<Attribute> FromProto(const AttributeProto& p) {
     a.type = T::kInt;
     a.int_value = v;
   };
+  auto unsigned_integer = [&a, &integer](uint64_t v) {
+    int64_t x = 0;
+    if (Unsigned(v, a, x)) integer(x);
+  };
   auto ints = [&a](auto v) {
     a.ints.push_back(static_cast<int64_t>(v));
     return true;
@@ -81,19 +85,11 @@ std::optional<Attribute> FromProto(const AttributeProto& p) {
     case AttributeProto::kInt32Val: integer(p.int32_val()); break;
     case AttributeProto::kInt64Val: integer(p.int64_val()); break;
     case AttributeProto::kUint32Val: integer(p.uint32_val()); break;
-    case AttributeProto::kUint64Val: {
-      int64_t x = 0;
-      if (Unsigned(p.uint64_val(), a, x)) integer(x);
-      break;
-    }
+    case AttributeProto::kUint64Val: unsigned_integer(p.uint64_val()); break;
     case AttributeProto::kSint32Val: integer(p.sint32_val()); break;
     case AttributeProto::kSint64Val: integer(p.sint64_val()); break;
     case AttributeProto::kFixed32Val: integer(p.fixed32_val()); break;
-    case AttributeProto::kFixed64Val: {
-      int64_t x = 0;
-      if (Unsigned(p.fixed64_val(), a, x)) integer(x);
-      break;
-    }
+    case AttributeProto::kFixed64Val: unsigned_integer(p.fixed64_val()); break;
     case AttributeProto::kSfixed32Val: integer(p.sfixed32_val()); break;
     case AttributeProto::kSfixed64Val: integer(p.sfixed64_val()); break;
     case AttributeProto::kBoolVal: a.type = T::kBool; a.bool_value = p.bool_val(); break;

@@ -32,12 +32,29 @@ std::string RequireFile(const std::string& kind, const std::string& ref, const s
 }
 
 // The figure the objective minimises over the whole budget; NaN when missing.
-double BudgetScore(const ClusterResult& c, search::Objective o) {
+// What a token budget takes at one step time.
+struct Budget {
+  double days = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;    // 0 without a price
+  double energy_mwh = 0;  // 0 without a power figure
+};
+
+Budget BudgetAt(int64_t tokens, double tokens_per_step, double step_s, double gpus, const search::Economics& e) {
+  Budget b;
+  b.days = static_cast<double>(tokens) / (tokens_per_step / step_s) / kSecondsPerDay;
+  b.gpu_hours = gpus * b.days * 24.0;
+  b.cost_usd = b.gpu_hours * e.gpu_hour_usd;
+  b.energy_mwh = b.gpu_hours * e.gpu_watts / 1e6;
+  return b;
+}
+
+double BudgetScore(double days, double cost_usd, double energy_mwh, search::Objective o) {
   switch (o) {
     case search::Objective::kTime:
-    case search::Objective::kThroughput: return c.days;
-    case search::Objective::kCost: return c.cost_usd > 0 ? c.cost_usd : NAN;
-    case search::Objective::kEnergy: return c.energy_mwh > 0 ? c.energy_mwh : NAN;
+    case search::Objective::kThroughput: return days;
+    case search::Objective::kCost: return cost_usd > 0 ? cost_usd : NAN;
+    case search::Objective::kEnergy: return energy_mwh > 0 ? energy_mwh : NAN;
   }
   return NAN;
 }
@@ -166,10 +183,11 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
       c.gpus = b.point.gpus;
       // Days at the step as the ranking reads it (pessimistic: the likely range's high end).
       const double step_s = options.ranking == search::Ranking::kPessimistic ? b.pessimistic_s : b.step.seconds();
-      c.days = static_cast<double>(request.tokens) / (c.search.tokens_per_step / step_s) / kSecondsPerDay;
-      c.gpu_hours = c.gpus * c.days * 24.0;
-      c.cost_usd = c.gpu_hours * c.search.economics.gpu_hour_usd;
-      c.energy_mwh = c.gpu_hours * c.search.economics.gpu_watts / 1e6;
+      const Budget budget = BudgetAt(request.tokens, c.search.tokens_per_step, step_s, c.gpus, c.search.economics);
+      c.days = budget.days;
+      c.gpu_hours = budget.gpu_hours;
+      c.cost_usd = budget.cost_usd;
+      c.energy_mwh = budget.energy_mwh;
       if (options.other_reading && table && !table->runs.empty()) {
         search::SearchOptions other = so;
         other.ranking = other_ranking;
@@ -179,10 +197,11 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
           BudgetAtReading at;
           at.plan = r.plans.front();
           at.step_s = other_ranking == search::Ranking::kPessimistic ? at.plan.pessimistic_s : at.plan.step.seconds();
-          at.days = static_cast<double>(request.tokens) / (r.tokens_per_step / at.step_s) / kSecondsPerDay;
-          const double gpu_hours = at.plan.point.gpus * at.days * 24.0;
-          at.cost_usd = gpu_hours * c.search.economics.gpu_hour_usd;
-          at.energy_mwh = gpu_hours * c.search.economics.gpu_watts / 1e6;
+          const Budget budget =
+              BudgetAt(request.tokens, r.tokens_per_step, at.step_s, at.plan.point.gpus, c.search.economics);
+          at.days = budget.days;
+          at.cost_usd = budget.cost_usd;
+          at.energy_mwh = budget.energy_mwh;
           c.other = at;
         }
       }
@@ -194,7 +213,7 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
   for (size_t i = 0; i < out.clusters.size(); ++i) {
     const ClusterResult& c = out.clusters[i];
     if (!c.ok()) continue;
-    const double score = BudgetScore(c, options.objective);
+    const double score = BudgetScore(c.days, c.cost_usd, c.energy_mwh, options.objective);
     if (std::isnan(score)) continue;
     if (score < best_score) {
       best_score = score;
@@ -205,11 +224,7 @@ Comparison Compare(const CompareRequest& request, const CompareOptions& options)
   for (size_t i = 0; i < out.clusters.size(); ++i) {
     const ClusterResult& c = out.clusters[i];
     if (!c.ok() || !c.other) continue;
-    ClusterResult at = c;  // the budget figures at the other reading
-    at.days = c.other->days;
-    at.cost_usd = c.other->cost_usd;
-    at.energy_mwh = c.other->energy_mwh;
-    const double score = BudgetScore(at, options.objective);
+    const double score = BudgetScore(c.other->days, c.other->cost_usd, c.other->energy_mwh, options.objective);
     if (!std::isnan(score) && score < best_other_score) {
       best_other_score = score;
       out.best_other = static_cast<int>(i);
@@ -321,12 +336,8 @@ std::string ComparisonText(const Comparison& c) {
   });
   row("next plan", [](const ClusterResult& r) {
     if (r.search.plans.size() < 2) return std::string("-");
-    const search::RankedPlan& a = r.best();
-    const search::RankedPlan& b = r.search.plans[1];
-    const bool apart = a.assessment.range && b.assessment.range &&
-                       b.assessment.range->low_s * b.score / b.step.seconds() >
-                           a.assessment.range->high_s * a.score / a.step.seconds();
-    return fmt::format("+{:.1f}% ({})", 100.0 * (b.score / a.score - 1.0), apart ? "apart" : "within error");
+    return fmt::format("+{:.1f}% ({})", 100.0 * (r.search.plans[1].score / r.best().score - 1.0),
+                       search::RangesApart(r.search, 0, 1) ? "apart" : "within error");
   });
 
   size_t label_w = 0;

@@ -447,33 +447,32 @@ CandidateList BalancedRouting(const RemedyContext& c) {
 CandidateList MoreCp(const RemedyContext& c) {
   const config::PlanConfig& p = c.plan();
   CandidateList out;
-  config::PlanConfig from_tp = p;
-  from_tp.tp /= 2;
-  from_tp.cp *= 2;
-  if (from_tp.tp == 1) from_tp.sequence_parallel = false;
-  if (c.breakdown().tp_exposed > Noise(c) && p.tp % 2 == 0 && Valid(c, from_tp)) {
+  auto from_tp = [](config::PlanConfig& r) {
+    r.tp /= 2;
+    r.cp *= 2;
+    if (r.tp == 1) r.sequence_parallel = false;
+  };
+  auto from_pp = [](config::PlanConfig& r) {
+    r.pp /= 2;
+    r.cp *= 2;
+    if (r.pp == 1) r.vp = 1;
+  };
+  auto valid = [&](auto change) {
+    config::PlanConfig r = p;
+    change(r);
+    return Valid(c, r);
+  };
+  if (c.breakdown().tp_exposed > Noise(c) && p.tp % 2 == 0 && valid(from_tp)) {
     out.push_back(Change(c, TpFinding(c),
                          fmt::format("context parallelism for half the tensor parallelism: tp {} -> {}, cp {} -> {}",
                                      p.tp, p.tp / 2, p.cp, p.cp * 2),
-                         [](config::PlanConfig& r) {
-                           r.tp /= 2;
-                           r.cp *= 2;
-                           if (r.tp == 1) r.sequence_parallel = false;
-                         }));
+                         from_tp));
   }
-  config::PlanConfig from_pp = p;
-  from_pp.pp /= 2;
-  from_pp.cp *= 2;
-  if (from_pp.pp == 1) from_pp.vp = 1;
-  if (HasBubble(c) && p.pp % 2 == 0 && Valid(c, from_pp)) {
+  if (HasBubble(c) && p.pp % 2 == 0 && valid(from_pp)) {
     out.push_back(Change(c, BubbleFinding(c),
                          fmt::format("context parallelism for half the pipeline stages: pp {} -> {}, cp {} -> {}",
                                      p.pp, p.pp / 2, p.cp, p.cp * 2),
-                         [](config::PlanConfig& r) {
-                           r.pp /= 2;
-                           r.cp *= 2;
-                           if (r.pp == 1) r.vp = 1;
-                         }));
+                         from_pp));
   }
   return out;
 }

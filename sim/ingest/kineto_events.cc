@@ -318,34 +318,27 @@ class TraceSax {
   // The slot the next value fills, or null when the reader does not keep it.
   Slot* Target() {
     if (!in_event_) return nullptr;
-    if (depth_ == events_depth_ + 1 && !in_args_) {
-      const std::string& k = key_;
-      if (k == "ph") return &ph_;
-      if (k == "cat") return &cat_;
-      if (k == "name") return &name_;
-      if (k == "pid") return &pid_;
-      if (k == "tid") return &tid_;
-      if (k == "ts") return &ts_;
-      if (k == "dur") return &dur_;
-      if (k == "id") return &id_;
-      if (k == "args") return &args_;
-      return nullptr;
-    }
-    if (in_args_ && depth_ == events_depth_ + 2) {
-      const std::string& k = key_;
-      if (k == "correlation") return &corr_;
-      if (k == "External id" || k == "external id") return &ext_;
-      if (k == "stream") return &stream_;
-      if (k == "wait_on_stream") return &wait_stream_;
-      if (k == "wait_on_cuda_event_record_corr_id") return &record_corr_;
-      if (k == "Collective name") return &coll_;
-      if (k == "dtype") return &dtype_;
-      if (k == "In msg nelems") return &in_n_;
-      if (k == "Out msg nelems") return &out_n_;
-      if (k == "Group size") return &group_;
-      return nullptr;
-    }
-    return nullptr;
+    using Fields = std::unordered_map<std::string_view, Slot TraceSax::*>;
+    static const Fields kEventFields = {{"ph", &TraceSax::ph_},   {"cat", &TraceSax::cat_}, {"name", &TraceSax::name_},
+                                        {"pid", &TraceSax::pid_}, {"tid", &TraceSax::tid_}, {"ts", &TraceSax::ts_},
+                                        {"dur", &TraceSax::dur_}, {"id", &TraceSax::id_},   {"args", &TraceSax::args_}};
+    static const Fields kArgFields = {{"correlation", &TraceSax::corr_},
+                                      {"External id", &TraceSax::ext_},
+                                      {"external id", &TraceSax::ext_},
+                                      {"stream", &TraceSax::stream_},
+                                      {"wait_on_stream", &TraceSax::wait_stream_},
+                                      {"wait_on_cuda_event_record_corr_id", &TraceSax::record_corr_},
+                                      {"Collective name", &TraceSax::coll_},
+                                      {"dtype", &TraceSax::dtype_},
+                                      {"In msg nelems", &TraceSax::in_n_},
+                                      {"Out msg nelems", &TraceSax::out_n_},
+                                      {"Group size", &TraceSax::group_}};
+    const Fields* fields = nullptr;
+    if (depth_ == events_depth_ + 1 && !in_args_) fields = &kEventFields;
+    if (in_args_ && depth_ == events_depth_ + 2) fields = &kArgFields;
+    if (!fields) return nullptr;
+    auto it = fields->find(key_);
+    return it == fields->end() ? nullptr : &(this->*(it->second));
   }
   bool Scalar(Slot::Kind kind) {
     if (Slot* s = Target()) s->kind = kind;

@@ -236,7 +236,7 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
   if (options.ranking == Ranking::kPessimistic) {
     for (size_t i = 0; i < scenarios.size(); ++i) {
       uncertainty::RunFeatures f = uncertainty::FeaturesOf(scenarios[i]);
-      for (const char* family : {"dp", "sharded-dp", "tp/pp", "cp", "moe"}) {
+      for (const char* family : uncertainty::kParallelismFamilies) {
         f.family = family;
         auto range = uncertainty::EstimateStepRange(*table, f, 1.0);
         high_factor[{scenarios[i].gpus, family}] = range ? range->high_s : 1.0;

@@ -76,6 +76,15 @@ std::string RangeCell(const RankedPlan& p) {
   return fmt::format("{:.2f}-{:.2f}", p.assessment.range->low_s, p.assessment.range->high_s);
 }
 
+bool RangesApart(const SearchResult& r, size_t best, size_t next) {
+  const RankedPlan& a = r.plans.at(best);
+  const RankedPlan& b = r.plans.at(next);
+  if (!a.assessment.range || !b.assessment.range) return false;
+  // Ranges in the units of the score (cost and energy scale with the step).
+  auto scaled = [&](const RankedPlan& p, double t) { return p.score / RankedStep(r, p) * t; };
+  return scaled(b, b.assessment.range->low_s) > scaled(a, a.assessment.range->high_s);
+}
+
 std::string GapSentence(const SearchResult& r, size_t best, size_t next) {
   const RankedPlan& a = r.plans.at(best);
   const RankedPlan& b = r.plans.at(next);
@@ -87,12 +96,9 @@ std::string GapSentence(const SearchResult& r, size_t best, size_t next) {
     s = fmt::format("Plans {} and {} are predicted equal (within 0.1%){}", best + 1, next + 1, reading);
   }
   if (!a.assessment.range || !b.assessment.range) return s + "; without likely ranges the gap cannot be weighed.";
-  // Ranges in the units of the score (cost and energy scale with the step).
-  auto scaled = [&](const RankedPlan& p, double t) { return p.score / RankedStep(r, p) * t; };
-  const double a_low = scaled(a, a.assessment.range->low_s), a_high = scaled(a, a.assessment.range->high_s);
-  const double b_low = scaled(b, b.assessment.range->low_s), b_high = scaled(b, b.assessment.range->high_s);
-  const double width = 100.0 * std::min(a_high / a_low - 1.0, b_high / b_low - 1.0);
-  if (b_low <= a_high) {
+  const double width = 100.0 * std::min(a.assessment.range->high_s / a.assessment.range->low_s - 1.0,
+                                        b.assessment.range->high_s / b.assessment.range->low_s - 1.0);
+  if (!RangesApart(r, best, next)) {
     return s + fmt::format(
                    ". That is well inside what the simulator gets wrong on validated runs like these (likely steps "
                    "{:.2f}-{:.2f} s and {:.2f}-{:.2f} s, ranges {:.0f}% wide or more): treat the two as equally "

@@ -37,6 +37,9 @@ std::string SearchText(const SearchResult& r);
 // as a sentence a person reads: the gap in percent and whether it is larger
 // than the likely ranges, i.e. whether the simulator can tell the two apart.
 std::string GapSentence(const SearchResult& r, size_t best, size_t next);
+// Whether the likely ranges of plans `best` and `next`, in the units of the
+// score, do not overlap (false when either has no range).
+bool RangesApart(const SearchResult& r, size_t best, size_t next);
 // "5.12-6.03" (seconds), or "-" without a range.
 std::string RangeCell(const RankedPlan& p);
 // Coverage warnings of the ranked plans, each once, with the ranks it

@@ -54,6 +54,8 @@ std::string ParallelismFamily(const config::ScenarioConfig& s);
 // The same for a plan of a model with (moe) or without experts: what search
 // needs per candidate without building a scenario.
 std::string ParallelismFamily(const config::PlanConfig& plan, bool moe);
+// Every value ParallelismFamily returns.
+inline constexpr const char* kParallelismFamilies[] = {"dp", "sharded-dp", "tp/pp", "cp", "moe"};
 
 struct ErrorTableRun {
   std::string id;
