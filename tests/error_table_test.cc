@@ -50,6 +50,7 @@ TEST(ErrorTableFile, CommittedTableMatchesAFreshValidation) {
     EXPECT_EQ(run.features.family, old.features.family) << run.id << regenerate;
     EXPECT_EQ(run.features.gpu_kind, old.features.gpu_kind) << run.id << regenerate;
     EXPECT_EQ(run.features.schedule, old.features.schedule) << run.id << regenerate;
+    EXPECT_EQ(run.features.recompute, old.features.recompute) << run.id << regenerate;
   }
 
   // Leave-one-out calibration of the p10-p90 ranges: 80% claimed.

@@ -176,6 +176,26 @@ TEST(SearchCli, OutOfMemoryIsExitStatusThree) {
   EXPECT_NE(r.out.find("memory_peak_bytes"), std::string::npos);
 }
 
+// Progress on standard error only (a pipe: a first and a last line), ending
+// with every candidate settled; --quiet prints none; the ranking is the same.
+TEST(SearchCli, ProgressGoesToStandardErrorAndEndsWithEveryPlanSettled) {
+  CmdResult r = Stacksim("search " + kScenario + " --format json --top 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("search progress: 0/"), std::string::npos) << r.err;
+  const size_t last = r.err.rfind("search progress: ");
+  ASSERT_NE(last, std::string::npos);
+  const std::string line = r.err.substr(last);
+  const size_t slash = line.find('/');
+  const std::string done = line.substr(17, slash - 17);
+  const std::string total = line.substr(slash + 1, line.find(' ', slash) - slash - 1);
+  EXPECT_EQ(done, total) << line;
+  EXPECT_EQ(r.out.find("progress"), std::string::npos);
+  CmdResult quiet = Stacksim("search " + kScenario + " --format json --top 3 --quiet");
+  ASSERT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_EQ(Json(quiet)["plans"], Json(r)["plans"]);
+}
+
 #ifdef STACKSIM_MPIEXEC
 // Three local MPI ranks split the replays and print the same ranking, with
 // the same pruning counts, as one process.

@@ -123,5 +123,25 @@ TEST(ValidateCli, TheErrorTableHoldsTheRunsOfEveryFileGiven) {
   EXPECT_EQ(one.status, 2);
 }
 
+// --write-scenario: the scenario validate simulated for one run, open plan
+// fields filled, which simulate reads back to the same step time.
+TEST(ValidateCli, TheWrittenScenarioSimulatesToThePredictedStep) {
+  const std::string file = ::testing::TempDir() + "validate_cli_scenario_" + std::to_string(getpid()) + ".json";
+  auto r = testing::Stacksim("validate " + kB + " --run dgxc-llama3.1-8b-bf16-8gpu --quiet --format json --write-scenario " +
+                             file);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double predicted = nlohmann::json::parse(r.out).at("runs")[0].at("predicted_iteration_s").get<double>();
+  auto sim = testing::Stacksim("simulate " + file + " --format json");
+  std::filesystem::remove(file);
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  EXPECT_NEAR(nlohmann::json::parse(sim.out).at("iteration_s").get<double>(), predicted, predicted * 1e-9);
+
+  // It needs one run, and a run that was simulated.
+  EXPECT_EQ(testing::Stacksim("validate " + kB + " --quiet --write-scenario " + file).status, 2);
+  auto unmodelled = testing::Stacksim("validate " + kB + " --run torchtitan-llama3.1-8B-t2-cp2 --quiet --write-scenario " + file);
+  EXPECT_EQ(unmodelled.status, 2) << unmodelled.out;
+  EXPECT_NE(unmodelled.err.find("was not simulated"), std::string::npos) << unmodelled.err;
+}
+
 }  // namespace
 }  // namespace stacksim

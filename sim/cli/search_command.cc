@@ -20,6 +20,7 @@
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/progress.h"
 
 namespace stacksim::cli {
 namespace {
@@ -38,6 +39,7 @@ struct SearchArgs {
   std::string html;
   std::string rank = "expected";
   std::string min_headroom;  // "" : the default reserve
+  bool quiet = false;
 };
 
 // Each GPU count is a whole plan search: a range is refused at once when it
@@ -96,6 +98,17 @@ int RunSearch(const SearchArgs& a) {
   options.threads = a.threads > 0 ? a.threads : std::max(1, search::Workers(0) / mpi.local_size());
   search::MpiRunner runner(mpi, options.threads);
   if (mpi.active()) options.runner = &runner;
+  // Progress on standard error (util/progress.h), from rank 0 only: plans
+  // settled (did not fit, simulated, or left out by the bound) of all.
+  std::unique_ptr<ProgressMeter> progress;
+  int64_t reported = 0;
+  if (!a.quiet && mpi.rank() == 0) {
+    options.progress = [&](int64_t settled, int64_t total) {
+      if (!progress) progress = std::make_unique<ProgressMeter>("search", "plans", total);
+      progress->Add(settled - reported);
+      reported = settled;
+    };
+  }
   search::SearchResult result = search::Search(space, options);
   // Nothing fits: an answer (exit 3) when memory ruled the plans out, bad
   // input (exit 2) when none was valid at all.
@@ -138,6 +151,7 @@ RunFunction AddSearchOptions(CLI::App* cmd) {
   auto a = std::make_shared<SearchArgs>();
   cmd->add_option("scenario", a->scenario, "Scenario JSON file (its plan fixes what is not searched)")->required();
   AddFormat(cmd, &a->format, {"text", "json", "csv"});
+  cmd->add_flag("--quiet", a->quiet, "No progress on standard error");
   cmd->add_option("--top", a->top, "Plans to rank")->check(WholeIn(1, 100000));
   cmd->add_option("--objective", a->objective, "What to minimise (throughput: maximise tokens/s)")
       ->check(CLI::IsMember({"time", "throughput", "cost", "energy"}));

@@ -509,4 +509,10 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   return j;
 }
 
+nlohmann::json ScenarioFileJson(const ScenarioConfig& s) {
+  nlohmann::json j = ResolvedConfigJson(s);
+  for (const char* key : {"files", "overrides", "derived", "version"}) j.erase(key);
+  return j;
+}
+
 }  // namespace stacksim::config

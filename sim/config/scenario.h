@@ -108,6 +108,10 @@ void ValidateOffload(const ScenarioConfig& s, const std::string& file);
 // tokens per step).
 nlohmann::json ResolvedConfigJson(const ScenarioConfig& s);
 
+// The scenario as a file `simulate` reads: ResolvedConfigJson's scenario keys
+// only (without "files", "overrides", "derived" and "version").
+nlohmann::json ScenarioFileJson(const ScenarioConfig& s);
+
 }  // namespace stacksim::config
 
 #endif  // STACKSIM_SIM_CONFIG_SCENARIO_H_

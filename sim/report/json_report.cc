@@ -93,6 +93,10 @@ json BreakdownJson(const simulate::Breakdown& b) {
   };
 }
 
+json UtilizationJson(const simulate::Utilization& u) {
+  return {{"gpu_busy", u.gpu_busy}, {"sm_active", u.sm_active}, {"hbm_bandwidth", u.hbm_bandwidth}, {"pcie", u.pcie}};
+}
+
 json JsonReport(const simulate::SimulationResult& r) {
   const config::ScenarioConfig& s = r.scenario;
   json peak = json::array();
@@ -106,6 +110,12 @@ json JsonReport(const simulate::SimulationResult& r) {
     json b = BreakdownJson(r.per_stage[i]);
     b["stage"] = static_cast<int>(i);
     per_stage.push_back(std::move(b));
+  }
+  json per_stage_utilization = json::array();
+  for (size_t i = 0; i < r.per_stage_utilization.size(); ++i) {
+    json u = UtilizationJson(r.per_stage_utilization[i]);
+    u["stage"] = static_cast<int>(i);
+    per_stage_utilization.push_back(std::move(u));
   }
   json moe = nullptr;
   if (s.model.is_moe()) {
@@ -163,6 +173,8 @@ json JsonReport(const simulate::SimulationResult& r) {
       {"breakdown", BreakdownJson(r.breakdown)},
       {"breakdown_stage", r.breakdown_stage},
       {"per_stage_breakdown", std::move(per_stage)},
+      {"utilization", UtilizationJson(r.utilization)},
+      {"per_stage_utilization", std::move(per_stage_utilization)},
       {"network_model", r.network_model},
       {"profile",
        {{"name", s.profile.name},

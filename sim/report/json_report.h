@@ -21,6 +21,8 @@ nlohmann::json JsonReport(const simulate::SimulationResult& result);
 // One breakdown as {gemm_s, ..., other_s} plus the compute_s and
 // exposed_comm_s subtotals (seconds).
 nlohmann::json BreakdownJson(const simulate::Breakdown& b);
+// The utilization figures: gpu_busy, sm_active, hbm_bandwidth, pcie (shares of the step).
+nlohmann::json UtilizationJson(const simulate::Utilization& u);
 
 }  // namespace stacksim::report
 

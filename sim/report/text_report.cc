@@ -180,6 +180,10 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
     out += fmt::format("  {:<20} {:>9} s {:>6}{}{}\n", p.name, Seconds(p.time, decimals), Percent(fraction),
                        hashes > 0 ? "  " : "", std::string(hashes, '#'));
   }
+  // Nsight's figures for the same rank (utilization.h); per stage in JSON.
+  const simulate::Utilization& u = r.utilization;
+  out += fmt::format("  utilization: GPU busy {}, SM active {}, HBM bandwidth {}, host link {}\n", Percent(u.gpu_busy),
+                     Percent(u.sm_active), Percent(u.hbm_bandwidth), Percent(u.pcie));
   if (r.scenario.model.is_moe()) {
     const config::PlanConfig& plan = r.scenario.plan;
     double share = step > Time::Zero() ? r.moe_imbalance_cost.seconds() / step.seconds() : 0.0;

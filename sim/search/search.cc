@@ -402,8 +402,13 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
     }
     counts.evaluated += static_cast<int64_t>(batch.size());
     if (static_cast<int>(best.size()) == options.top) threshold = best.top();
+    if (options.progress) {
+      const int64_t settled = counts.evaluated + counts.out_of_memory + counts.host_memory;
+      options.progress(settled, static_cast<int64_t>(cands.size()));
+    }
   }
   counts.bounded = static_cast<int64_t>(cands.size() - pos + heap.size());
+  if (options.progress) options.progress(static_cast<int64_t>(cands.size()), static_cast<int64_t>(cands.size()));
 
   // 4. Rank: a total order, so equal scores come out the same every time.
   std::sort(evaluated.begin(), evaluated.end(), [&](const Evaluated& a, const Evaluated& b) {

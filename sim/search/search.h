@@ -44,6 +44,7 @@
 #define STACKSIM_SIM_SEARCH_SEARCH_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,10 @@ struct SearchOptions {
   // an InputError naming the path).
   const uncertainty::ErrorTable* error_table = nullptr;
   std::string error_table_path = uncertainty::DefaultErrorTablePath();
+  // Called from the searching thread as candidates are settled (did not
+  // fit, simulated, or left out by the bound): settled so far and all
+  // candidates; the last call has settled == total. Empty: no calls.
+  std::function<void(int64_t settled, int64_t total)> progress;
 };
 
 struct RankedPlan {

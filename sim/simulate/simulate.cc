@@ -138,7 +138,9 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
       res.breakdown_stage = r;
     }
     res.per_stage.push_back(b);
+    res.per_stage_utilization.push_back(RankUtilization(*trace, *replay, rank_tasks[r], profile, replay->makespan));
   }
+  res.utilization = res.per_stage_utilization[res.breakdown_stage];
   if (scenario.model.is_moe()) {
     res.moe_load_factor = workload::MoeLoadFactor(scenario.model, plan);
     res.moe_dropped_fraction = workload::MoeDroppedFraction(scenario.model, plan);

@@ -11,6 +11,7 @@
 
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
+#include "sim/simulate/utilization.h"
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
 
@@ -78,6 +79,9 @@ struct SimulationResult {
   Breakdown breakdown;          // of the slowest simulated rank
   int breakdown_stage = 0;
   std::vector<Breakdown> per_stage;
+  // Nsight-style figures (utilization.h): of the breakdown rank, and per stage.
+  Utilization utilization;
+  std::vector<Utilization> per_stage_utilization;
   std::vector<std::string> algorithms;  // collective algorithm choices
   std::vector<std::string> bottlenecks; // flow-level network: links where contention added time
 

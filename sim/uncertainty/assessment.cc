@@ -198,6 +198,7 @@ std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeat
   if (Dimensions(f.parallelism).count("pp")) {
     categorical("pipeline schedule", f.schedule, [](const RunFeatures& r) { return r.schedule; });
   }
+  categorical("recompute", f.recompute, [](const RunFeatures& r) { return r.recompute; });
   categorical("attention", f.attention, [](const RunFeatures& r) { return r.attention; });
   categorical("offload", f.offload, [](const RunFeatures& r) { return r.offload; });
 
@@ -218,13 +219,13 @@ bool Pipelined(const RunFeatures& f) { return Dimensions(f.parallelism).count("p
 }  // namespace
 
 std::string PlanFamilyName(const RunFeatures& f) {
-  return Pipelined(f) ? f.parallelism + " with " + f.schedule : f.parallelism;
+  return (Pipelined(f) ? f.parallelism + " with " + f.schedule : f.parallelism) + " (recompute " + f.recompute + ")";
 }
 
 int PlanFamilyRuns(const ErrorTable& table, const RunFeatures& f, const std::string& exclude_id) {
   int n = 0;
   for (const auto& r : table.runs) {
-    n += r.id != exclude_id && r.features.parallelism == f.parallelism &&
+    n += r.id != exclude_id && r.features.parallelism == f.parallelism && r.features.recompute == f.recompute &&
                  (!Pipelined(f) || r.features.schedule == f.schedule)
              ? 1
              : 0;

@@ -62,12 +62,13 @@ std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFea
 std::vector<std::string> CoverageWarnings(const ErrorTable& table, const RunFeatures& f,
                                           const RangeOptions& options = {}, const std::string& exclude_id = "");
 
-// A plan family: the parallelism signature and, with pipeline parallelism,
-// the pipeline schedule: the finest grouping the table can tell apart
-// ("pp+cp+zero1 with dualpipe", "cp+zero3").
+// A plan family: the parallelism signature, with pipeline parallelism the
+// pipeline schedule, and the recomputation: the finest grouping the table
+// can tell apart ("pp+cp+zero1 with dualpipe (recompute none)", "cp+zero3
+// (recompute full)").
 std::string PlanFamilyName(const RunFeatures& f);
-// Validated runs of the table in f's plan family (same signature, and same
-// schedule when pipelined), leaving out `exclude_id`.
+// Validated runs of the table in f's plan family (same signature and
+// recomputation, and same schedule when pipelined), leaving out `exclude_id`.
 int PlanFamilyRuns(const ErrorTable& table, const RunFeatures& f, const std::string& exclude_id = "");
 
 struct Assessment {

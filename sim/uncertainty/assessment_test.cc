@@ -20,6 +20,7 @@ RunFeatures Hopper(int gpus, const std::string& parallelism = "tp+pp+zero1", con
   f.family = family;
   f.precision = "bf16";
   f.schedule = "interleaved";
+  f.recompute = "selective";
   f.attention = "mha-gqa";
   f.offload = "none";
   f.seq_len = 2048;
@@ -172,24 +173,32 @@ TEST(Coverage, PrecisionScheduleAndSequenceLengthOutsideValidationWarn) {
   EXPECT_FALSE(Has(CoverageWarnings(t, Hopper(64)), "never validated"));
 }
 
-// A plan family is the parallelism signature and, when pipelined, the
-// schedule: a new family is flagged, and without pp the schedule is a name
-// that changes nothing (no schedule warning, no family split).
-TEST(PlanFamily, IsTheSignatureAndThePipelineSchedule) {
+// A plan family is the parallelism signature, the recomputation and, when
+// pipelined, the schedule: a new family is flagged, and without pp the
+// schedule is a name that changes nothing (no schedule warning, no family
+// split).
+TEST(PlanFamily, IsTheSignatureTheRecomputationAndThePipelineSchedule) {
   ErrorTable t = Table({{Hopper(1024), 0.1}, {Hopper(1024), 0.0}, {Hopper(64, "cp+zero1", "cp"), 0.1}});
-  RunFeatures f = Hopper(1024);  // tp+pp+zero1 with interleaved
-  EXPECT_EQ(PlanFamilyName(f), "tp+pp+zero1 with interleaved");
+  RunFeatures f = Hopper(1024);  // tp+pp+zero1 with interleaved (recompute selective)
+  EXPECT_EQ(PlanFamilyName(f), "tp+pp+zero1 with interleaved (recompute selective)");
   EXPECT_EQ(PlanFamilyRuns(t, f), 2);
   EXPECT_EQ(PlanFamilyRuns(t, f, "run0"), 1);
   f.schedule = "dualpipe";
   EXPECT_EQ(PlanFamilyRuns(t, f), 0);
   Assessment a = Assess(t, f, 10.0);
   EXPECT_FALSE(a.plan_family_validated());
-  EXPECT_TRUE(Has(a.warnings, "plan family tp+pp+zero1 with dualpipe has no validated run"));
+  EXPECT_TRUE(Has(a.warnings, "plan family tp+pp+zero1 with dualpipe (recompute selective) has no validated run"));
+  // No validated run without recomputation: another family, and a warning.
+  RunFeatures none = Hopper(1024);
+  none.recompute = "none";
+  EXPECT_EQ(PlanFamilyRuns(t, none), 0);
+  a = Assess(t, none, 10.0);
+  EXPECT_FALSE(a.plan_family_validated());
+  EXPECT_TRUE(Has(a.warnings, "recompute none was never validated"));
   // Not pipelined: any schedule is the same family.
   RunFeatures cp = Hopper(64, "cp+zero1", "cp");
   cp.schedule = "zb-h1";
-  EXPECT_EQ(PlanFamilyName(cp), "cp+zero1");
+  EXPECT_EQ(PlanFamilyName(cp), "cp+zero1 (recompute selective)");
   EXPECT_EQ(PlanFamilyRuns(t, cp), 1);
   a = Assess(t, cp, 10.0);
   EXPECT_TRUE(a.plan_family_validated());

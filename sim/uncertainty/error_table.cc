@@ -61,6 +61,7 @@ RunFeatures FeaturesOf(const config::ScenarioConfig& s) {
   f.family = ParallelismFamily(s);
   f.precision = config::PrecisionName(s.plan.precision);
   f.schedule = config::ScheduleName(s.plan.schedule);
+  f.recompute = config::RecomputeName(s.plan.recompute);
   f.attention = s.model.is_mla() ? "mla" : "mha-gqa";
   std::string offload;
   if (s.plan.offload_optimizer != config::OffloadTarget::kNone) {
@@ -88,6 +89,7 @@ nlohmann::json ErrorTableToJson(const ErrorTable& t) {
                     {"family", f.family},
                     {"precision", f.precision},
                     {"schedule", f.schedule},
+                    {"recompute", f.recompute},
                     {"attention", f.attention},
                     {"offload", f.offload},
                     {"seq_len", f.seq_len},
@@ -136,6 +138,7 @@ ErrorTable ParseErrorTable(const nlohmann::json& doc, const std::string& file) {
     f.family = r.Required("family").OneOf({"dp", "sharded-dp", "tp/pp", "cp", "moe"});
     f.precision = r.Required("precision").String();
     f.schedule = r.Required("schedule").String();
+    f.recompute = r.Required("recompute").OneOf({"none", "selective", "full"});
     f.attention = r.Required("attention").OneOf({"mha-gqa", "mla"});
     f.offload = r.Required("offload").String();
     f.seq_len = r.Required("seq_len").PositiveInt();

@@ -31,6 +31,7 @@ struct RunFeatures {
   std::string family;       // "dp", "sharded-dp", "tp/pp", "cp", "moe" (ParallelismFamily)
   std::string precision;    // "bf16", "fp16", "fp8"
   std::string schedule;     // "1f1b", "interleaved", ...
+  std::string recompute;    // "none", "selective", "full" (config::RecomputeName)
   std::string attention;    // "mha-gqa" or "mla"
   std::string offload;      // "none" or what is offloaded, "optimizer:host"
   int64_t seq_len = 0;

@@ -24,6 +24,7 @@ ErrorTable OneRun() {
   r.features.family = "tp/pp";
   r.features.precision = "bf16";
   r.features.schedule = "interleaved";
+  r.features.recompute = "selective";
   r.features.attention = "mha-gqa";
   r.features.offload = "none";
   r.features.seq_len = 2048;

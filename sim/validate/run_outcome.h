@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/uncertainty/assessment.h"
 #include "sim/uncertainty/error_table.h"
 
@@ -36,6 +38,9 @@ struct RunOutcome {
   std::optional<uncertainty::RunFeatures> features;
   std::optional<uncertainty::StepRange> range;
   std::vector<std::string> coverage;
+  // With ValidationOptions::keep_scenarios, predicted runs: the scenario
+  // simulated (plan fields filled), as a file `simulate` reads back.
+  std::optional<nlohmann::json> scenario;
 };
 
 }  // namespace stacksim::validate

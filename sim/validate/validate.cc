@@ -46,7 +46,8 @@ namespace {
 // Validates one run: builds its scenario, applies the fitted constants, fills
 // the open plan fields and simulates. Runs that cannot be modelled get the
 // reason in `error`; a malformed id throws.
-RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const FittedConstants& constants) {
+RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const FittedConstants& constants,
+                       bool keep_scenario) {
   RunOutcome o;
   JsonObject r(run);
   o.id = r.Required("id").String();
@@ -87,6 +88,7 @@ RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const Fitte
       o.features->framework = run.json()["framework"].get<std::string>();
     }
     o.error_pct = (*o.predicted_s - *o.measured_s) / *o.measured_s * 100.0;
+    if (keep_scenario) o.scenario = config::ScenarioFileJson(rs.scenario);
   } catch (const InputError& e) {
     o.error = e.what();
   }
@@ -183,7 +185,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
   if (options.progress) options.progress(0, total);  // the work starts: say so before the first run ends
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
-    rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], FittedConstants{});
+    rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], FittedConstants{}, options.keep_scenarios);
     if (options.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       options.progress(++done, total);
@@ -258,7 +260,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   }
   auto repredict = [&](const RunOutcome& o, const FittedConstants& c) -> std::optional<double> {
     const RunInput* in = by_id.at({o.file, o.id});
-    return ValidateRun(*in->run, o.file, c).predicted_s;
+    return ValidateRun(*in->run, o.file, c, false).predicted_s;
   };
   rep.leave_one_source_out = LeaveOneSourceOutError(rep.runs, options.refit, repredict);
   return rep;

@@ -64,6 +64,7 @@ struct ValidationReport {
 
 struct ValidationOptions {
   std::string only_id;   // "" = all runs
+  bool keep_scenarios = false;  // fill RunOutcome::scenario
   int threads = 0;       // runs simulated at once (0: one per core)
   // Called after each run is validated, one call at a time, from any thread:
   // runs done so far and runs in all (after only_id).
