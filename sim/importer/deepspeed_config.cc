@@ -1,5 +1,6 @@
 #include "sim/importer/deepspeed_config.h"
 
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -11,10 +12,6 @@ namespace {
 using nlohmann::json;
 
 // Keys (or prefixes ending in '.') understood and without effect on a step.
-struct KnownKey {
-  const char* path;
-  const char* why;
-};
 constexpr KnownKey kIgnored[] = {
     {"optimizer.params.", "optimizer hyper-parameters"},
     {"scheduler.", "learning-rate schedule"},
@@ -72,10 +69,6 @@ constexpr KnownKey kNotModelled[] = {
     {"compression_training.", "not modelled"},
 };
 
-bool Under(const std::string& path, const char* key) {
-  std::string k = key;
-  return k.back() == '.' ? path.compare(0, k.size(), k) == 0 : path == k;
-}
 
 std::string Text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -95,13 +88,11 @@ class Reader {
     Optimizer();
     for (const auto& [path, v] : leaves_) {
       if (used_.count(path)) continue;
-      const KnownKey* known = nullptr;
-      for (const KnownKey& k : kIgnored) known = known ? known : (Under(path, k.path) ? &k : nullptr);
-      if (known) {
+      if (const KnownKey* known = FindKnownKey(path, std::begin(kIgnored), std::end(kIgnored))) {
         job_.Ignore(path, Text(*v), known->why);
         continue;
       }
-      for (const KnownKey& k : kNotModelled) known = known ? known : (Under(path, k.path) ? &k : nullptr);
+      const KnownKey* known = FindKnownKey(path, std::begin(kNotModelled), std::end(kNotModelled));
       job_.Unmapped(path, Text(*v), known ? known->why : "not understood");
     }
     return std::move(job_);

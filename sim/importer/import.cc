@@ -237,6 +237,14 @@ json Assemble(ImportedJob& job, const ImportOptions& o) {
 
 }  // namespace
 
+const KnownKey* FindKnownKey(const std::string& path, const KnownKey* begin, const KnownKey* end) {
+  for (const KnownKey* k = begin; k != end; ++k) {
+    const std::string key = k->path;
+    if (key.back() == '.' ? path.compare(0, key.size(), key) == 0 : path == key) return k;
+  }
+  return nullptr;
+}
+
 const char* ImportFormatName(ImportFormat f) {
   switch (f) {
     case ImportFormat::kMegatron: return "megatron";

@@ -52,6 +52,15 @@ struct ShapeClaim {
   nlohmann::json value;
 };
 
+// A key of the file (or a table prefix ending in '.') that a reader knows,
+// and why it is ignored or left unmapped.
+struct KnownKey {
+  const char* path;
+  const char* why;
+};
+// The first entry of [begin, end) that `path` is or falls under; nullptr if none.
+const KnownKey* FindKnownKey(const std::string& path, const KnownKey* begin, const KnownKey* end);
+
 struct ImportedJob {
   std::string file;
   ImportFormat format = ImportFormat::kMegatron;

@@ -300,11 +300,7 @@ class Reader {
       } else if (c == '$') {
         Dollar(f, split, false);
       } else if (c == '`') {
-        size_t end = s_.find('`', i_ + 1);
-        if (end == std::string::npos) Fail(line_, "unterminated backquote");
-        Unresolved(f, s_.substr(i_, end + 1 - i_), "`...`");
-        CountLines(i_, end);
-        i_ = end + 1;
+        Backquote(f);
       } else {
         f->Append(std::string(1, c));
         ++i_;
@@ -327,6 +323,15 @@ class Reader {
     Fields target;
     target.line = line_;
     ReadWord(&target, false);
+  }
+
+  // `command`: not run, so the word stays unresolved.
+  void Backquote(Fields* f) {
+    size_t end = s_.find('`', i_ + 1);
+    if (end == std::string::npos) Fail(line_, "unterminated backquote");
+    Unresolved(f, s_.substr(i_, end + 1 - i_), "`...`");
+    CountLines(i_, end);
+    i_ = end + 1;
   }
 
   void CountLines(size_t from, size_t to) {
@@ -357,11 +362,7 @@ class Reader {
       } else if (c == '$') {
         Dollar(f, split, true);
       } else if (c == '`') {
-        size_t end = s_.find('`', i_ + 1);
-        if (end == std::string::npos) Fail(line_, "unterminated backquote");
-        Unresolved(f, s_.substr(i_, end + 1 - i_), "`...`");
-        CountLines(i_, end);
-        i_ = end + 1;
+        Backquote(f);
       } else {
         if (c == '\n') ++line_;
         f->Append(std::string(1, c));

@@ -1,5 +1,6 @@
 #include "sim/importer/torchtitan_config.h"
 
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -11,10 +12,6 @@
 namespace stacksim::importer {
 namespace {
 
-struct KnownKey {
-  const char* path;  // a key, or a table prefix ending in '.'
-  const char* why;
-};
 // Understood and without effect on a step's time or memory.
 constexpr KnownKey kIgnored[] = {
     {"job.", "job bookkeeping"},
@@ -68,10 +65,6 @@ constexpr Flavor kFlavors[] = {
     {"qwen3", "235B-A22B", "qwen3-235b-a22b"}, {"deepseek_v3", "671B", "deepseek-v3"},
 };
 
-bool Under(const std::string& path, const char* key) {
-  std::string k = key;
-  return k.back() == '.' ? path.compare(0, k.size(), k) == 0 : path == k;
-}
 
 std::string Text(const toml::node& n) {
   if (auto s = n.value<std::string>()) return *s;
@@ -104,13 +97,12 @@ class Reader {
              "framework = " + job_.framework);
     for (const auto& [path, n] : leaves_) {
       if (used_.count(path)) continue;
-      const KnownKey* known = nullptr;
-      for (const KnownKey& k : kIgnored) known = known ? known : (Under(path, k.path) ? &k : nullptr);
-      if (known) {
+      const bool fp8_option = path.rfind("float8.", 0) == 0 || path.rfind("quantize.", 0) == 0;
+      if (const KnownKey* known = FindKnownKey(path, std::begin(kIgnored), std::end(kIgnored))) {
         job_.Ignore(path, Text(*n), known->why);
-      } else if ((Under(path, "float8.") || Under(path, "quantize.")) && !fp8_) {
+      } else if (fp8_option && !fp8_) {
         job_.Ignore(path, Text(*n), "float8 training is off");
-      } else if (Under(path, "float8.") || Under(path, "quantize.")) {
+      } else if (fp8_option) {
         job_.Unmapped(path, Text(*n), "an fp8 option stacksim does not model (fp8 GEMMs are; fp8 all-gathers are not)");
       } else {
         job_.Unmapped(path, Text(*n), "not understood");
