@@ -71,6 +71,7 @@ TEST(ImportCli, TorchtitanLlama3_8bFsdpImportsAndSimulates) {
   EXPECT_EQ(s["plan"]["dp"], 8);
   EXPECT_EQ(s["plan"]["sharding"], "zero3");
   EXPECT_EQ(s["training"]["global_batch"], 8);
+  EXPECT_TRUE(s["import"]["unmapped"].empty()) << s["import"]["unmapped"].dump();  // every key of the example is read
   EXPECT_GT(report["iteration_s"].get<double>(), 0);
 }
 

@@ -92,6 +92,14 @@ class Reader {
     Batch();
     Precision();
     Recompute();
+    std::string optimizer_from;
+    if (auto o = String({"optimizer.name"}, &optimizer_from)) {
+      if (*o == "AdamW" || *o == "Adam") {
+        job_.Ignore(optimizer_from, *o, "Adam: the optimizer stacksim prices");
+      } else {
+        job_.Unmapped(optimizer_from, *o, "stacksim prices Adam's optimizer state and step");
+      }
+    }
     job_.framework = compile_ ? "torchtitan-compile" : "torchtitan";
     job_.Map(compile_from_.empty() ? "compile.enable (not given)" : compile_from_, compile_ ? "true" : "",
              "framework = " + job_.framework);
