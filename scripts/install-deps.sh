@@ -7,6 +7,7 @@ packages=(
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler
+  libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
 )

@@ -44,6 +44,7 @@ RunFunction AddCalibrateOptions(CLI::App* cmd);
 RunFunction AddReplayOptions(CLI::App* cmd);
 RunFunction AddProjectProfileOptions(CLI::App* cmd);
 RunFunction AddTopologyOptions(CLI::App* cmd);
+RunFunction AddImportOptions(CLI::App* cmd);
 
 }  // namespace stacksim::cli
 

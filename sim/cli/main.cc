@@ -49,6 +49,8 @@ constexpr Command kCommands[] = {
      stacksim::cli::AddProjectProfileOptions},
     {"topology", "Print a fabric as a graph: links by kind, bisection, diameter, injection, oversubscription",
      stacksim::cli::AddTopologyOptions},
+    {"import", "Turn a Megatron-LM launch script, DeepSpeed config or torchtitan TOML into a scenario",
+     stacksim::cli::AddImportOptions},
 };
 
 }  // namespace

@@ -70,6 +70,9 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   if (auto q = obj.Optional("question")) s.question = q->String();
   if (auto n = obj.Optional("notes")) s.notes = n->String();
   if (auto n = obj.Optional("source")) s.source = n->String();
+  // What `stacksim import` recorded (the file, its format, how each flag
+  // mapped, what it did not understand): provenance for people, no effect.
+  if (auto n = obj.Optional("import"); n && !n->IsObject()) n->Fail("expected the object stacksim import writes");
 
   JsonNode model_node = obj.Required("model");
   JsonNode topology_node = obj.Required("topology");

@@ -1,0 +1,222 @@
+#include "sim/importer/import.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/input_error.h"
+
+namespace stacksim::importer {
+namespace {
+
+using nlohmann::json;
+using testing::ErrorFrom;
+
+ImportOptions Options(const std::string& model, int64_t gpus, int64_t seq_len = 0) {
+  ImportOptions o;
+  o.model = model;
+  o.topology = "dgx-h100";
+  o.gpus = gpus;
+  o.seq_len = seq_len;
+  return o;
+}
+
+bool Lists(const json& notes, const std::string& flag) {
+  for (const json& n : notes) {
+    if (n["flag"] == flag) return true;
+  }
+  return false;
+}
+
+const std::string kMegatron =
+    "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2\n"
+    "--num-virtual-stages-per-pipeline-rank 2 --sequence-parallel --use-distributed-optimizer\n"
+    "--recompute-activations --micro-batch-size 2 --global-batch-size 64 --seq-length 4096 --bf16\n"
+    "--overlap-grad-reduce --lr 1e-4 --frobnicate 3\n";
+
+TEST(MegatronImport, MapsParallelismBatchPrecisionAndRecompute) {
+  ImportResult r = ImportText(kMegatron, "args.txt", Options("llama3-8b", 32));
+  const json& s = r.scenario;
+  EXPECT_EQ(r.job.format, ImportFormat::kMegatron);
+  EXPECT_EQ(s["framework"], "megatron-core");
+  EXPECT_EQ(s["model"], "llama3-8b");
+  EXPECT_EQ(s["gpus"], 32);
+  EXPECT_EQ(s["training"]["seq_len"], 4096);
+  EXPECT_EQ(s["training"]["global_batch"], 64);
+  const json& p = s["plan"];
+  EXPECT_EQ(p["tp"], 4);
+  EXPECT_EQ(p["pp"], 2);
+  EXPECT_EQ(p["dp"], 4);  // 32 / (4 x 2)
+  EXPECT_EQ(p["vp"], 2);
+  EXPECT_EQ(p["schedule"], "interleaved");
+  EXPECT_EQ(p["micro_batch"], 2);
+  EXPECT_EQ(p["sequence_parallel"], true);
+  EXPECT_EQ(p["sharding"], "zero1");
+  EXPECT_EQ(p["recompute"], "selective");
+  EXPECT_EQ(p["precision"], "bf16");
+  EXPECT_EQ(p["overlap_grad_reduce"], true);
+  EXPECT_EQ(p["overlap_param_gather"], false);  // Megatron-LM's default: off unless given
+}
+
+TEST(MegatronImport, UnknownFlagsAreListedNeverDropped) {
+  ImportResult r = ImportText(kMegatron, "args.txt", Options("llama3-8b", 32));
+  const json& imp = r.scenario["import"];
+  EXPECT_TRUE(Lists(imp["unmapped"], "--frobnicate"));
+  EXPECT_FALSE(Lists(imp["unmapped"], "--lr"));
+  EXPECT_TRUE(Lists(imp["ignored"], "--lr"));
+  EXPECT_TRUE(Lists(imp["mapped"], "--tensor-model-parallel-size"));
+}
+
+TEST(MegatronImport, ContradictionsNameTheFlagAndFile) {
+  InputError batch = ErrorFrom([] {
+    ImportText("--micro-batch-size 2 --global-batch-size 100 --seq-length 2048", "a.sh", Options("llama3-8b", 8));
+  });
+  EXPECT_EQ(batch.file(), "a.sh");
+  EXPECT_EQ(batch.key_path(), "--global-batch-size");  // 100 is not a multiple of 2 x dp 8
+  InputError gpus = ErrorFrom([] { ImportText(kMegatron, "a.sh", Options("llama3-8b", 12)); });
+  EXPECT_EQ(gpus.key_path(), "--tensor-model-parallel-size");  // 4 x 2 does not divide 12
+  InputError shape = ErrorFrom([] { ImportText(kMegatron + "--num-layers 40", "a.sh", Options("llama3-8b", 32)); });
+  EXPECT_EQ(shape.key_path(), "--num-layers");  // llama3-8b has 32 layers
+  InputError both = ErrorFrom([] { ImportText("--bf16 --fp16 --micro-batch-size 1", "a.sh", Options("llama3-8b", 8, 2048)); });
+  EXPECT_EQ(both.key_path(), "--fp16");
+}
+
+TEST(MegatronImport, ShapeFlagsDefineTheModelWithMegatronsVocabularyPadding) {
+  const std::string args =
+      "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048\n"
+      "--vocab-size 50257 --tensor-model-parallel-size 4 --micro-batch-size 1 --fp16\n";
+  ImportResult r = ImportText(args, "gpt.sh", Options("", 8));
+  const json& m = r.scenario["model"];
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["num_hidden_layers"], 24);
+  EXPECT_EQ(m["intermediate_size"], 4 * 2048);        // Megatron-LM's default FFN width without --swiglu
+  EXPECT_EQ(m["vocab_size"], 50688);                  // 50257 padded to a multiple of 128 x tp 4
+  EXPECT_EQ(m["position_embedding_type"], "learned");  // Megatron-LM's default
+  EXPECT_EQ(m["tie_word_embeddings"], true);
+  EXPECT_EQ(r.scenario["training"]["global_batch"], 2);  // micro 1 x dp 2
+  InputError no_vocab = ErrorFrom([] {
+    ImportText("--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1",
+               "gpt.sh", Options("", 8));
+  });
+  EXPECT_NE(std::string(no_vocab.what()).find("--vocab-size"), std::string::npos) << no_vocab.what();
+}
+
+TEST(MegatronImport, UnsetScriptVariableInAMappedFlagIsAnError) {
+  InputError e = ErrorFrom([] {
+    ImportText("torchrun pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1 --seq-length 2048",
+               "run.sh", Options("llama3-8b", 8));
+  });
+  EXPECT_EQ(e.key_path(), "--tensor-model-parallel-size");
+  EXPECT_NE(std::string(e.what()).find("TP is not set"), std::string::npos) << e.what();
+}
+
+const std::string kDeepSpeed = R"({
+  "train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+  "fp16": {"enabled": true, "loss_scale": 0},
+  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": true},
+                        "reduce_bucket_size": 50000000, "stage3_prefetch_bucket_size": 50000000, "frob": 1},
+  "activation_checkpointing": {"partition_activations": true}
+})";
+
+TEST(DeepSpeedImport, MapsZero3OffloadAndFp16AndDerivesTheGpus) {
+  ImportResult r = ImportText(kDeepSpeed, "ds.json", Options("llama2-13b", 0, 4096));
+  EXPECT_EQ(r.job.format, ImportFormat::kDeepSpeed);
+  const json& s = r.scenario;
+  EXPECT_EQ(s["gpus"], 8);  // 64 / (4 x 2)
+  EXPECT_EQ(s["training"]["global_batch"], 64);
+  const json& p = s["plan"];
+  EXPECT_EQ(p["dp"], 8);
+  EXPECT_EQ(p["micro_batch"], 4);
+  EXPECT_EQ(p["sharding"], "zero3");
+  EXPECT_EQ(p["offload_optimizer"], "host");
+  EXPECT_EQ(p["precision"], "fp16");
+  EXPECT_EQ(p["overlap_grad_reduce"], true);  // DeepSpeed's default at stage 3
+  EXPECT_EQ(p["grad_bucket"], "100000000 B");  // 5e7 fp16 elements
+}
+
+TEST(DeepSpeedImport, UnknownKeysAreListed) {
+  ImportResult r = ImportText(kDeepSpeed, "ds.json", Options("llama2-13b", 0, 4096));
+  const json& imp = r.scenario["import"];
+  EXPECT_TRUE(Lists(imp["unmapped"], "zero_optimization.frob"));
+  EXPECT_TRUE(Lists(imp["unmapped"], "zero_optimization.stage3_prefetch_bucket_size"));
+  EXPECT_TRUE(Lists(imp["unmapped"], "activation_checkpointing.partition_activations"));
+  EXPECT_TRUE(Lists(imp["ignored"], "fp16.loss_scale"));
+}
+
+TEST(DeepSpeedImport, ContradictionsNameTheKey) {
+  std::string bad = kDeepSpeed;
+  bad.replace(bad.find("64"), 2, "60");
+  InputError batch = ErrorFrom([&] { ImportText(bad, "ds.json", Options("llama2-13b", 0, 4096)); });
+  EXPECT_EQ(batch.file(), "ds.json");
+  EXPECT_EQ(batch.key_path(), "train_batch_size");  // 60 is not a multiple of 4 x 2
+  InputError gpus = ErrorFrom([] { ImportText(kDeepSpeed, "ds.json", Options("llama2-13b", 16, 4096)); });
+  EXPECT_NE(gpus.key_path().find("train_batch_size"), std::string::npos);  // the batch gives dp 8, --gpus 16
+  InputError no_model = ErrorFrom([] { ImportText(kDeepSpeed, "ds.json", Options("", 0, 4096)); });
+  EXPECT_NE(std::string(no_model.what()).find("--model"), std::string::npos);
+  InputError no_seq = ErrorFrom([] { ImportText(kDeepSpeed, "ds.json", Options("llama2-13b", 0)); });
+  EXPECT_NE(std::string(no_seq.what()).find("--seq-len"), std::string::npos);
+}
+
+const std::string kTitan =
+    "[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+    "[training]\nlocal_batch_size = 2\nseq_len = 8192\nsteps = 100\n"
+    "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\ntensor_parallel_degree = 2\n"
+    "frobnicate = 1\n"
+    "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n";
+
+TEST(TorchtitanImport, MapsFlavorDegreesAndBatch) {
+  ImportResult r = ImportText(kTitan, "job.toml", Options("", 0));
+  EXPECT_EQ(r.job.format, ImportFormat::kTorchtitan);
+  const json& s = r.scenario;
+  EXPECT_EQ(s["model"], "llama3.1-8b");
+  EXPECT_EQ(s["framework"], "torchtitan");
+  EXPECT_EQ(s["gpus"], 16);  // 2 x 4 x tp 2
+  EXPECT_EQ(s["training"]["global_batch"], 16);  // local 2 x dp 8
+  const json& p = s["plan"];
+  EXPECT_EQ(p["tp"], 2);
+  EXPECT_EQ(p["dp"], 8);
+  EXPECT_EQ(p["sharding"], "zero3");
+  EXPECT_EQ(p["shard_group"], 4);  // HSDP: 2 replicas of 4-way shards
+  EXPECT_EQ(p["micro_batch"], 2);
+  EXPECT_EQ(p["recompute"], "selective");
+  EXPECT_TRUE(Lists(s["import"]["unmapped"], "parallelism.frobnicate"));
+  EXPECT_TRUE(Lists(s["import"]["ignored"], "training.steps"));
+}
+
+TEST(TorchtitanImport, ReadsEarlierReleasesKeyNames) {
+  const std::string old =
+      "[training]\nbatch_size = 8\nseq_len = 2048\ndata_parallel_shard_degree = -1\ncompile = true\n"
+      "[experimental]\npipeline_parallel_degree = 2\npipeline_parallel_microbatches = 4\n"
+      "[float8]\nenable_float8_linear = true\n";
+  ImportResult r = ImportText(old, "old.toml", Options("llama3-8b", 16));
+  const json& p = r.scenario["plan"];
+  EXPECT_EQ(p["pp"], 2);
+  EXPECT_EQ(p["dp"], 8);
+  EXPECT_EQ(p["micro_batch"], 2);  // 8 sequences in 4 micro-batches
+  EXPECT_EQ(p["precision"], "fp8");
+  EXPECT_EQ(r.scenario["framework"], "torchtitan-compile");
+}
+
+TEST(TorchtitanImport, ContradictionsNameTheKey) {
+  InputError batch = ErrorFrom([] {
+    ImportText(kTitan + "[training]\n", "job.toml", Options("", 0));  // a table twice: malformed TOML
+  });
+  EXPECT_EQ(batch.key_path().rfind("line ", 0), 0u) << batch.what();
+  std::string global = kTitan;
+  global.insert(global.find("steps"), "global_batch_size = 20\n");
+  InputError g = ErrorFrom([&] { ImportText(global, "job.toml", Options("", 0)); });
+  EXPECT_EQ(g.key_path(), "training.global_batch_size");  // 20 is not a multiple of 2 x 8
+  InputError gpus = ErrorFrom([] { ImportText(kTitan, "job.toml", Options("", 12)); });
+  EXPECT_EQ(gpus.key_path(), "parallelism.data_parallel_shard_degree");  // the degrees give 16
+  InputError model = ErrorFrom([] { ImportText(kTitan, "job.toml", Options("llama2-7b", 0)); });
+  EXPECT_EQ(model.key_path(), "model.flavor");
+}
+
+TEST(ImportFormatDetection, TellsTheFormatsApart) {
+  EXPECT_EQ(DetectFormat("{\"zero_optimization\": {\"stage\": 2}}", "a.json"), ImportFormat::kDeepSpeed);
+  EXPECT_EQ(DetectFormat("[training]\nseq_len = 1\n", "a.toml"), ImportFormat::kTorchtitan);
+  EXPECT_EQ(DetectFormat("torchrun pretrain_gpt.py --bf16\n", "a.sh"), ImportFormat::kMegatron);
+  InputError hf = ErrorFrom([] { DetectFormat("{\"hidden_size\": 4096}", "config.json"); });
+  EXPECT_NE(std::string(hf.what()).find("--model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stacksim::importer
