@@ -141,6 +141,73 @@ const char* ScheduleName(PipelineScheduleKind s) {
   return "?";
 }
 
+const char* DpSyncMethodName(DpSyncMethod m) {
+  switch (m) {
+    case DpSyncMethod::kEveryStep: return "every-step";
+    case DpSyncMethod::kCompression: return "compression";
+    case DpSyncMethod::kDiLoCo: return "diloco";
+    case DpSyncMethod::kAsync: return "async";
+  }
+  return "?";
+}
+
+namespace {
+
+// Each method reads only its own keys, so a key of another method is an
+// unknown key (JsonObject::Finish names it).
+DpSync ReadDpSync(const JsonNode& node) {
+  JsonObject obj(node);
+  DpSync d;
+  const std::string m = obj.Required("method").OneOf({"every-step", "compression", "diloco", "async"});
+  if (m == "compression") {
+    d.method = DpSyncMethod::kCompression;
+    d.compression_ratio = obj.Required("compression_ratio").Fraction();
+    d.compression_passes = obj.Required("compression_passes").NonNegativeNumber();
+  } else if (m == "diloco") {
+    d.method = DpSyncMethod::kDiLoCo;
+    JsonNode h = obj.Required("sync_every");
+    const int64_t every = h.PositiveInt();
+    if (every > 1000000) h.Fail("at most 1,000,000 inner steps per outer step");
+    d.sync_every = static_cast<int>(every);
+    JsonNode w = obj.Required("workers");
+    const int64_t workers = w.PositiveInt();
+    if (workers < 2 || workers > (1 << 24)) w.Fail("DiLoCo needs at least 2 workers");
+    d.workers = static_cast<int>(workers);
+    if (auto v = obj.Optional("outer_precision")) {
+      const std::string pr = v->OneOf({"fp32", "bf16", "fp16"});
+      d.outer_precision = pr == "bf16" ? Precision::kBf16 : pr == "fp16" ? Precision::kFp16 : Precision::kFp32;
+    }
+  } else if (m == "async") {
+    d.method = DpSyncMethod::kAsync;
+    JsonNode k = obj.Required("staleness");
+    const int64_t staleness = k.PositiveInt();
+    if (staleness > 1000000) k.Fail("at most 1,000,000 steps of staleness");
+    d.staleness = static_cast<int>(staleness);
+  }
+  obj.Finish();
+  return d;
+}
+
+nlohmann::json DpSyncToJson(const DpSync& d) {
+  nlohmann::json j = {{"method", DpSyncMethodName(d.method)}};
+  switch (d.method) {
+    case DpSyncMethod::kEveryStep: break;
+    case DpSyncMethod::kCompression:
+      j["compression_ratio"] = d.compression_ratio;
+      j["compression_passes"] = d.compression_passes;
+      break;
+    case DpSyncMethod::kDiLoCo:
+      j["sync_every"] = d.sync_every;
+      j["workers"] = d.workers;
+      j["outer_precision"] = PrecisionName(d.outer_precision);
+      break;
+    case DpSyncMethod::kAsync: j["staleness"] = d.staleness; break;
+  }
+  return j;
+}
+
+}  // namespace
+
 PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   JsonObject obj(node);
   PlanConfig p = defaults;
@@ -319,6 +386,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     std::string s = v->OneOf({"fp32", "bf16", "fp16"});
     p.grad_reduce_precision = s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
   }
+  if (auto v = obj.Optional("dp_sync")) p.dp_sync = ReadDpSync(*v);
   obj.Finish();
   // Megatron-LM turns sequence parallelism off when tp == 1 (there is nothing
   // to split); we do the same rather than reject the plan.
@@ -375,6 +443,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
     }
     j["recompute_modules"] = modules;
   }
+  if (p.dp_sync.method != DpSyncMethod::kEveryStep) j["dp_sync"] = DpSyncToJson(p.dp_sync);
   if (p.routing == Routing::kZipf) j["moe_zipf_exponent"] = p.zipf_exponent;
   if (p.routing == Routing::kHistogram) j["moe_routing_histogram"] = p.routing_histogram;
   return j;

@@ -164,6 +164,35 @@ enum class TpCommOverlap { kNone, kBackward, kGemm };
 const char* TpCommOverlapName(TpCommOverlap o);     // "none", "backward", "gemm"
 TpCommOverlap ReadTpCommOverlap(const JsonNode& v);  // one of TpCommOverlapName's
 
+// How data-parallel replicas exchange gradients (docs/workload.md
+// "Communicating less"). Throughput what-ifs only: what each method does to
+// convergence (more steps for the same loss) is out of scope.
+// kEveryStep: every step reduces the gradients (the default).
+// kCompression: every step, but each bucket is compressed first
+//   (compression_ratio of its bytes sent; compression_passes passes of the
+//   bucket's bytes through HBM for compress, error feedback and decompress:
+//   PowerSGD, Vogels et al. NeurIPS 2019, Alg. 1; top-k sparsification).
+// kDiLoCo: local SGD as DiLoCo (Douillard et al. 2023, arXiv:2311.08105):
+//   `workers` groups of dp / workers replicas reduce gradients only within
+//   their group for sync_every inner steps; then the pseudo-gradients (outer
+//   parameters minus inner ones) are all-reduced across workers and an outer
+//   Nesterov step updates the outer parameters.
+// kAsync: bounded-staleness asynchronous updates: step t's reduction may run
+//   during steps t+1..t+staleness (its gradient is applied staleness steps
+//   late).
+enum class DpSyncMethod { kEveryStep, kCompression, kDiLoCo, kAsync };
+const char* DpSyncMethodName(DpSyncMethod m);  // "every-step", "compression", "diloco", "async"
+
+struct DpSync {
+  DpSyncMethod method = DpSyncMethod::kEveryStep;
+  double compression_ratio = 1.0;   // bytes sent / bytes (compression)
+  double compression_passes = 0;    // HBM passes over the bucket's bytes (compression)
+  int sync_every = 1;               // inner steps per outer step, H (diloco)
+  int workers = 1;                  // groups that train apart (diloco); divides dp
+  Precision outer_precision = Precision::kFp32;  // of the pseudo-gradient all-reduce (diloco)
+  int staleness = 0;                // steps a reduction may lag (async), >= 1
+};
+
 const char* RecomputeName(Recompute r);
 const char* ShardingName(Sharding s);
 const char* ScheduleName(PipelineScheduleKind s);
@@ -255,6 +284,7 @@ struct PlanConfig {
   // (DeepSpeed's default; Megatron's overlap_cpu_optimizer_d2h_h2d); false puts
   // every transfer on the critical path after the backward.
   bool overlap_offload = true;
+  DpSync dp_sync;                   // "dp_sync" (absent: every step)
 
   int gpus() const { return tp * pp * dp * cp; }
   Precision GradReducePrecision() const {

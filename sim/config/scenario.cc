@@ -9,6 +9,7 @@
 
 #include "sim/config/framework.h"
 #include "sim/config/hardware_match.h"
+#include "sim/util/token_count.h"
 
 namespace stacksim::config {
 namespace {
@@ -101,6 +102,10 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   if (static_cast<double>(gb) * static_cast<double>(s.seq_len) > 0x1p53) {
     global_batch.Fail("global batch x seq_len = " + Str(gb) + " x " + Str(s.seq_len) +
                       " tokens per step is more than stacksim represents (at most 2^53)");
+  }
+  if (auto tokens = training.Optional("tokens")) {
+    s.token_budget = tokens->IsString() ? ParseTokenCount(tokens->String(), tokens->file() + ": " + tokens->path())
+                                        : tokens->PositiveInt();
   }
   training.Finish();
 
@@ -219,6 +224,28 @@ ScenarioConfig ParseScenario(const nlohmann::json& doc, const std::string& file,
 ScenarioConfig LoadScenario(const std::string& path, const ScenarioOptions& options) {
   nlohmann::json doc = ReadJsonFile(path);
   return ParseScenario(doc, path, options);
+}
+
+void ValidateDpSync(const ScenarioConfig& s, const std::string& file) {
+  const PlanConfig& p = s.plan;
+  const DpSync& d = p.dp_sync;
+  if (d.method == DpSyncMethod::kEveryStep) return;
+  auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
+  const std::string what = std::string("dp_sync ") + DpSyncMethodName(d.method);
+  // Modelled for plain data parallelism (replicated optimizer, dense model,
+  // one copy of each stage): sharded optimizers and MoE expert groups change
+  // what each rank holds and reduces, which is not modelled yet.
+  if (p.sharding != Sharding::kNone) fail("plan.sharding", what + " is modelled with sharding none only");
+  if (p.ep > 1 || s.model.is_moe()) fail("plan.dp_sync", what + " is modelled for dense models only");
+  if (p.schedule == PipelineScheduleKind::kDualPipe) fail("plan.schedule", what + " is not modelled with dualpipe");
+  if (p.offload_optimizer != OffloadTarget::kNone) fail("plan.offload_optimizer", what + " is not modelled with offload");
+  if (p.dp * p.cp < 2) fail("plan.dp", what + " needs data parallelism (dp x cp > 1)");
+  if (d.method == DpSyncMethod::kDiLoCo) {
+    if (p.dp % d.workers != 0) {
+      fail("plan.dp_sync.workers", "workers (" + Str(d.workers) + ") must divide dp (" + Str(p.dp) + ")");
+    }
+    if (p.cp > 1) fail("plan.cp", "dp_sync diloco is modelled with cp 1 only");
+  }
 }
 
 void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
@@ -434,6 +461,7 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     }
   }
   ValidateOffload(s, file);
+  ValidateDpSync(s, file);
 }
 
 void ValidateOffload(const ScenarioConfig& s, const std::string& file) {
@@ -498,6 +526,7 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   j["node_order"] = NodeOrderName(s.node_order);
   if (!s.framework.empty()) j["framework"] = s.framework;
   j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
+  if (s.token_budget > 0) j["training"]["tokens"] = s.token_budget;
   j["plan"] = PlanToJson(s.plan);
   j["files"] = {{"scenario", s.file},
                 {"model", s.model_file},

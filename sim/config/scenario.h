@@ -41,6 +41,7 @@ struct ScenarioConfig {
   NodeOrder node_order = NodeOrder::kPacked;
   int64_t seq_len = 0;         // tokens per sequence
   PlanConfig plan;
+  int64_t token_budget = 0;    // training.tokens: tokens to train (0: not given)
   // The framework the scenario names (frameworks/<name>.json), whose facts
   // are the plan's defaults; "" when it names none (PlanConfig's defaults).
   std::string framework;
@@ -100,6 +101,10 @@ inline constexpr int64_t kMaxLayerPasses = int64_t{1} << 18;  // layers x micro-
 // the offloaded state fits host memory / NVMe needs per-stage parameter
 // counts: memory::CheckOffloadCapacity does that (Simulate calls it).
 void ValidateOffload(const ScenarioConfig& s, const std::string& file);
+// The plan.dp_sync part of ValidatePlan (called by it): a method other than
+// every-step needs dp x cp > 1, sharding none, a dense model, no dualpipe and
+// no offload; diloco's workers divide dp (and cp is 1).
+void ValidateDpSync(const ScenarioConfig& s, const std::string& file);
 
 // The fully resolved configuration, for --print-config and JSON reports: the
 // scenario keys with model, topology and profile inline and every plan field

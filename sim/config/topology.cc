@@ -79,6 +79,17 @@ ClusterStorage ParseStorage(const JsonNode& node) {
   return s;
 }
 
+Sites ParseSites(const JsonNode& node) {
+  JsonObject obj(node);
+  Sites s;
+  s.nodes_per_site = SmallPositiveInt(obj.Required("nodes_per_site"));
+  s.link_bandwidth = PositiveBandwidth(obj.Required("link_bandwidth"));
+  s.link_latency = obj.Required("link_latency").TimeValue();
+  s.source = obj.Required("source").String();
+  obj.Finish();
+  return s;
+}
+
 FatTreeLevel ParseLevel(const JsonNode& node) {
   JsonObject obj(node);
   FatTreeLevel l;
@@ -173,6 +184,7 @@ TopologyConfig ParseTopology(const JsonNode& node) {
 
   t.fabric = ParseFabric(obj.Required("fabric"));
   if (auto storage = obj.Optional("storage")) t.storage = ParseStorage(*storage);
+  if (auto sites = obj.Optional("sites")) t.sites = ParseSites(*sites);
   if (auto mn = obj.Optional("max_nodes")) {
     int64_t v = mn->Int();
     if (v < 0 || v > INT_MAX / 2) mn->Fail("expected a node count >= 0 (0: unbounded), got " + std::to_string(v));
@@ -227,6 +239,12 @@ nlohmann::json TopologyToJson(const TopologyConfig& t) {
     j["storage"] = {{"write_bandwidth", BandwidthText(t.storage->write_bandwidth)},
                     {"read_bandwidth", BandwidthText(t.storage->read_bandwidth)},
                     {"source", t.storage->source}};
+  }
+  if (t.sites) {
+    j["sites"] = {{"nodes_per_site", t.sites->nodes_per_site},
+                  {"link_bandwidth", BandwidthText(t.sites->link_bandwidth)},
+                  {"link_latency", TimeText(t.sites->link_latency)},
+                  {"source", t.sites->source}};
   }
   j["max_nodes"] = t.max_nodes;
   if (t.gpu_hour_usd > 0) j["gpu_hour_usd"] = t.gpu_hour_usd;

@@ -58,6 +58,17 @@ struct ClusterStorage {
   std::string source;             // where the figures come from (required)
 };
 
+// Two or more data centres (sites) joined by a wide-area link: the job's
+// nodes fill site 0 first, `nodes_per_site` nodes to a site. A collective or
+// transfer whose members sit in different sites also crosses the link, which
+// every GPU of a site shares equally (docs/network.md "Sites").
+struct Sites {
+  int nodes_per_site = 0;
+  Bandwidth link_bandwidth;       // between two sites, per direction, all of it
+  Time link_latency;              // one crossing (propagation and equipment)
+  std::string source;             // where the figures come from (required)
+};
+
 struct FatTreeLevel {
   std::string name;               // "leaf", "spine", "core"
   int nodes_below = 0;            // nodes reachable under one switch group of this level
@@ -86,6 +97,7 @@ struct TopologyConfig {
   std::optional<NvmeStorage> nvme;    // node.nvme (absent: no NVMe offload)
   Fabric fabric;
   std::optional<ClusterStorage> storage;  // "storage" (absent: a campaign must be told)
+  std::optional<Sites> sites;             // "sites" (absent: one site)
   int max_nodes = 0;              // largest cluster this fabric describes (0: unbounded)
   double gpu_hour_usd = 0;        // price, for cost objectives (0: not given)
   std::string source;             // where the figures come from (the file's "source")

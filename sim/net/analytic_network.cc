@@ -77,7 +77,9 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
       intra_latency_(profile.intra_latency.value.seconds()),
       inter_latency_(profile.inter_latency.value.seconds()),
       rail_optimized_(topology.fabric.rail_optimized),
-      levels_(topology.fabric.levels) {
+      levels_(topology.fabric.levels),
+      sites_(topology.sites),
+      gpus_per_node_(std::max(1, topology.gpus_per_node)) {
   if (!topology.fabric.graph.is_null()) {
     throw InputError(topology.fabric.file, "fabric",
                      "a fabric given as a graph or generator is read by `stacksim topology`; the network models "
@@ -323,7 +325,9 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
                 ? HierarchicalAllToAll(op.bytes.value, op.scale_out_bytes.value, g, n)
                 : InterNode(op.kind, op.bytes.value, p, g, n);
   }
-  return ToCost(phase.latency, phase.transfer, phase.links, std::move(phase.algorithm));
+  const Phase cross = CrossSite(&op.kind, op.bytes.value, group);
+  return ToCost(phase.latency + cross.latency, phase.transfer + cross.transfer, phase.links | cross.links,
+                std::move(phase.algorithm));
 }
 
 CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const {
@@ -338,7 +342,50 @@ CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::Com
   }
   int n = std::max(2, pair.nodes);
   double b = scale_out_.value / Oversubscription(n);
-  return ToCost(InterNodeStepLatency(n).seconds(), op.bytes.value / b, engine::kScaleOutLink, "p2p");
+  const Phase cross = CrossSite(nullptr, op.bytes.value, pair);
+  return ToCost(InterNodeStepLatency(n).seconds() + cross.latency, op.bytes.value / b + cross.transfer,
+                engine::kScaleOutLink, "p2p");
+}
+
+// Sites (data centres) joined by one wide-area link. The job fills site 0's
+// nodes first (packed node order). A group whose first and last members sit
+// in different sites spans W = last - first + 1 sites with m = size / W
+// members in each, and is priced as the hierarchical form: inside each site
+// as the fabric prices it (above), plus, in series, the inter-site exchange
+// of each member's 1/m share: 2(W-1)/W of it for an all-reduce, (W-1)/W for
+// a reduce-scatter or all-gather, (W-1)/W of the whole buffer for an
+// all-to-all, the share itself for a broadcast and the whole message for a
+// transfer. Every GPU of a site is taken to send at once (the loaded view,
+// as Oversubscription), so each gets link / GPUs per site. Latency: one link
+// crossing per inter-site step of the ring over sites (2(W-1) for an
+// all-reduce, W-1 otherwise, one for a transfer).
+AnalyticNetwork::Phase AnalyticNetwork::CrossSite(const CollectiveKind* kind, double bytes,
+                                                  const trace::CommGroup& group) const {
+  Phase out;
+  if (!sites_ || group.size < 2 || !(bytes > 0)) return out;
+  const int64_t site_gpus = static_cast<int64_t>(sites_->nodes_per_site) * gpus_per_node_;
+  const int64_t a = group.first_rank;
+  const int64_t b = group.first_rank + static_cast<int64_t>(group.size - 1) * group.stride;
+  const int64_t first = std::min(a, b) / site_gpus, last = std::max(a, b) / site_gpus;
+  if (first == last) return out;
+  const double w = static_cast<double>(last - first + 1);
+  const double m = std::max(1.0, group.size / w);
+  const double share = sites_->link_bandwidth.value / static_cast<double>(site_gpus);
+  const double link_latency = sites_->link_latency.seconds();
+  double crossing = bytes, steps = 1;
+  if (kind != nullptr) {
+    switch (*kind) {
+      case CollectiveKind::kAllReduce: crossing = 2.0 * (w - 1) / w * bytes / m; steps = 2.0 * (w - 1); break;
+      case CollectiveKind::kAllGather:
+      case CollectiveKind::kReduceScatter: crossing = (w - 1) / w * bytes / m; steps = w - 1; break;
+      case CollectiveKind::kAllToAll: crossing = (w - 1) / w * bytes; steps = w - 1; break;
+      case CollectiveKind::kBroadcast: crossing = bytes / m; steps = w - 1; break;
+    }
+  }
+  out.transfer = crossing / share;
+  out.latency = steps * link_latency;
+  out.links = engine::kScaleOutLink;
+  return out;
 }
 
 }  // namespace stacksim::net

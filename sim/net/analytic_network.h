@@ -27,6 +27,7 @@
 #ifndef STACKSIM_SIM_NET_ANALYTIC_NETWORK_H_
 #define STACKSIM_SIM_NET_ANALYTIC_NETWORK_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ class AnalyticNetwork : public engine::NetworkModel {
   // REQUIRES: group.size == group.ranks_per_node * group.nodes.
   engine::CommCost Collective(const trace::CommOp& op, const trace::CommGroup& group) const override;
   // REQUIRES: pair.nodes is 1 (same node) or 2.
+  // With topology sites, a group whose members sit in different sites also
+  // pays the inter-site link (CrossSite in the .cc; docs/network.md "Sites").
   engine::CommCost Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const override;
   std::string name() const override { return "analytic"; }
 
@@ -72,6 +75,9 @@ class AnalyticNetwork : public engine::NetworkModel {
   Phase InterNode(trace::CollectiveKind kind, double bytes, int p, int g, int n) const;
   // Hierarchical all-to-all across n nodes (trace::CommOp::scale_out_bytes).
   Phase HierarchicalAllToAll(double bytes, double scale_out_bytes, int g, int n) const;
+  // With topology sites: what crossing the inter-site link adds to a
+  // collective (or, kind absent, a transfer) of `group` (zero within a site).
+  Phase CrossSite(const trace::CollectiveKind* kind, double bytes, const trace::CommGroup& group) const;
   // The reference measurement that prices `kind` over p GPUs in one node.
   const MeasuredBusBandwidth& IntraCurve(trace::CollectiveKind kind, int p) const;
   // Peak ring busbw inside the node on this topology, bytes/s: the link
@@ -91,6 +97,8 @@ class AnalyticNetwork : public engine::NetworkModel {
   Bandwidth scale_out_;    // B, per GPU
   bool rail_optimized_;
   std::vector<config::FatTreeLevel> levels_;  // leaf first
+  std::optional<config::Sites> sites_;         // data centres and the link between them
+  int gpus_per_node_ = 1;
 };
 
 }  // namespace stacksim::net

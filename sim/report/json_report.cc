@@ -153,9 +153,38 @@ json JsonReport(const simulate::SimulationResult& r) {
                {"nvme_capacity_bytes", s.topology.nvme ? json(s.topology.nvme->capacity.value) : json()},
                {"exposed_s", Seconds(r.breakdown.offload_exposed)}};
   }
+  json dp_sync = nullptr;
+  if (r.dp_sync) {
+    const simulate::DpSyncResult& d = *r.dp_sync;
+    dp_sync = {{"method", config::DpSyncMethodName(d.method)},
+               {"step_s", Seconds(d.step)},
+               {"average_step_s", Seconds(d.average_step)},
+               {"tokens_per_s", d.tokens_per_s},
+               {"basis", d.basis},
+               {"scope", simulate::kDpSyncScope}};
+    if (d.method == config::DpSyncMethod::kDiLoCo) {
+      dp_sync["inner_step_s"] = Seconds(d.step);
+      dp_sync["sync_step_s"] = Seconds(d.sync_step);
+      dp_sync["sync_every"] = s.plan.dp_sync.sync_every;
+      dp_sync["workers"] = s.plan.dp_sync.workers;
+      dp_sync["extra_memory_bytes_per_gpu"] = d.extra_memory_per_gpu.value;
+    }
+    if (d.method == config::DpSyncMethod::kAsync) {
+      dp_sync["synchronous_step_s"] = Seconds(d.step);
+      dp_sync["without_reduction_s"] = Seconds(d.without_reduction);
+      dp_sync["reduction_busy_s"] = Seconds(d.reduction_busy);
+      dp_sync["staleness"] = s.plan.dp_sync.staleness;
+    }
+    if (d.token_budget > 0) {
+      dp_sync["token_budget"] = d.token_budget;
+      dp_sync["steps_to_budget"] = d.steps_to_budget;
+      dp_sync["time_to_budget_s"] = Seconds(d.time_to_budget);
+    }
+  }
   return {
       {"scenario", s.name},
       {"moe", std::move(moe)},
+      {"dp_sync", std::move(dp_sync)},
       {"offload", std::move(offload)},
       {"iteration_s", Seconds(r.iteration)},
       {"tokens_per_s", r.tokens_per_s},

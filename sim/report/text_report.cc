@@ -184,6 +184,28 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
   const simulate::Utilization& u = r.utilization;
   out += fmt::format("  utilization: GPU busy {}, SM active {}, HBM bandwidth {}, host link {}\n", Percent(u.gpu_busy),
                      Percent(u.sm_active), Percent(u.hbm_bandwidth), Percent(u.pcie));
+  if (r.dp_sync) {
+    const simulate::DpSyncResult& d = *r.dp_sync;
+    out += fmt::format("\ndata-parallel sync: {} ({})\n", config::DpSyncMethodName(d.method), simulate::kDpSyncScope);
+    if (d.method == config::DpSyncMethod::kDiLoCo) {
+      out += fmt::format("  inner step           {:>9} s\n", Seconds(d.step, decimals));
+      out += fmt::format("  sync step            {:>9} s  (every {} steps, {} workers)\n", Seconds(d.sync_step, decimals),
+                         r.scenario.plan.dp_sync.sync_every, r.scenario.plan.dp_sync.workers);
+      out += fmt::format("  outer state          {:>9.2f} GiB per GPU (fp32 outer parameters and momentum)\n",
+                         d.extra_memory_per_gpu.value / kGiB);
+    }
+    if (d.method == config::DpSyncMethod::kAsync) {
+      out += fmt::format("  synchronous step     {:>9} s\n", Seconds(d.step, decimals));
+      out += fmt::format("  without reduction    {:>9} s\n", Seconds(d.without_reduction, decimals));
+      out += fmt::format("  reduction per step   {:>9} s\n", Seconds(d.reduction_busy, decimals));
+    }
+    out += fmt::format("  average step         {:>9} s  {}\n", Seconds(d.average_step, decimals), d.basis);
+    out += fmt::format("  throughput           {:.4g} tokens/s\n", d.tokens_per_s);
+    if (d.token_budget > 0) {
+      out += fmt::format("  time to {} tokens: {:.2f} days ({} steps)\n", d.token_budget,
+                         d.time_to_budget.seconds() / 86400.0, d.steps_to_budget);
+    }
+  }
   if (r.scenario.model.is_moe()) {
     const config::PlanConfig& plan = r.scenario.plan;
     double share = step > Time::Zero() ? r.moe_imbalance_cost.seconds() / step.seconds() : 0.0;

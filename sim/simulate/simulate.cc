@@ -68,6 +68,8 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     sm.optimizer = f.optimizer;
     sm.activations = f.activations;
     sm.other = f.other;
+    // DiLoCo keeps the outer parameters and momentum beside the inner state.
+    if (plan.dp_sync.method == config::DpSyncMethod::kDiLoCo) sm.optimizer += OuterStateBytes(scenario, f.stage);
     if (sm.total() > res.capacity) res.out_of_memory = true;
     res.memory.push_back(sm);
   }
@@ -155,6 +157,27 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
       if (expert || all_to_all) scaled += d;
     }
     res.moe_imbalance_cost = scaled * (1.0 - 1.0 / res.moe_load_factor);
+  }
+  const config::DpSyncMethod method = plan.dp_sync.method;
+  if (method != config::DpSyncMethod::kEveryStep || scenario.token_budget > 0) {
+    DpSyncResult d;
+    d.method = method;
+    d.step = res.iteration;
+    if (method == config::DpSyncMethod::kDiLoCo) {
+      StepModels sync = BuildStep(scenario, options.network, workload::DpSyncPhase::kOuterSyncStep);
+      d.sync_step = ReplayStep(sync).makespan;
+      for (const StageMemory& m : res.memory) d.extra_memory_per_gpu = std::max(d.extra_memory_per_gpu, OuterStateBytes(scenario, m.stage));
+      res.notes.push_back("dp_sync diloco: the step shown is an inner step; every " +
+                          std::to_string(plan.dp_sync.sync_every) + "th step also synchronises the workers");
+    } else if (method == config::DpSyncMethod::kAsync) {
+      StepModels alone = BuildStep(scenario, options.network, workload::DpSyncPhase::kWithoutGradientReduction);
+      d.without_reduction = ReplayStep(alone).makespan;
+      d.reduction_busy = GradientReductionBusy(*trace, *replay);
+      res.notes.push_back("dp_sync async: the step shown is the synchronous one; the asynchronous period is in dp_sync");
+    }
+    FinishDpSync(scenario, d);
+    if (method != config::DpSyncMethod::kEveryStep) res.notes.push_back(std::string("dp_sync: ") + kDpSyncScope);
+    res.dp_sync = d;
   }
   if (options.keep_trace) {
     res.trace = trace;

@@ -6,11 +6,13 @@
 #define STACKSIM_SIM_SIMULATE_SIMULATE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
+#include "sim/simulate/dp_sync_step.h"
 #include "sim/simulate/utilization.h"
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
@@ -94,6 +96,10 @@ struct SimulationResult {
   Time moe_imbalance_cost;
   Time moe_expert_time;           // that rank's grouped expert GEMMs and activations
   Time moe_alltoall_time;         // that rank's EP dispatch/combine collectives, hidden or not (any stream)
+
+  // plan.dp_sync other than every-step, or a token budget (training.tokens):
+  // the step what-if and the time to the budget (dp_sync_step.h).
+  std::optional<DpSyncResult> dp_sync;
 
   size_t tasks = 0;
   int simulated_ranks = 0;

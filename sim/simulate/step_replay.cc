@@ -7,9 +7,9 @@
 
 namespace stacksim::simulate {
 
-StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network) {
+StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network, workload::DpSyncPhase phase) {
   StepModels m;
-  m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s));
+  m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s, phase));
   m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs);
   m.network = net::MakeNetwork(network, s.topology, s.profile, s.gpus, s.node_order);
   return m;

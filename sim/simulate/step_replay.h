@@ -14,6 +14,7 @@
 #include "sim/engine/network_model.h"
 #include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
+#include "sim/workload/dp_sync.h"
 
 namespace stacksim::simulate {
 
@@ -25,8 +26,10 @@ struct StepModels {
 };
 
 // REQUIRES: config::ValidatePlan(s) passed. `network`: "analytic" or
-// "simgrid" (else InputError naming --network).
-StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network = "analytic");
+// "simgrid" (else InputError naming --network). `phase`: which step of
+// plan.dp_sync (workload/dp_sync.h).
+StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network = "analytic",
+                     workload::DpSyncPhase phase = workload::DpSyncPhase::kStep);
 
 // Replays the step with its own models.
 trace::ReplayResult ReplayStep(const StepModels& step);

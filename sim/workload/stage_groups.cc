@@ -1,5 +1,6 @@
 #include "sim/workload/stage_groups.h"
 
+#include <tuple>
 #include <utility>
 
 #include "sim/workload/placement.h"
@@ -56,6 +57,26 @@ StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int
         copy.simulated = {r};
         copy.first_rank = StageFirstRank(plan, r);
         (*dst)[r] = t.AddGroup(std::move(copy));
+      }
+    }
+  }
+  out.dp_local.assign(p, trace::kNoGroup);
+  out.dp_outer.assign(p, trace::kNoGroup);
+  if (plan.dp_sync.method == config::DpSyncMethod::kDiLoCo) {
+    const int workers = plan.dp_sync.workers;
+    const int local = plan.dp / workers;
+    const int stride = static_cast<int>(groups.dp.stride);
+    const int domain = DomainSize(s.topology);
+    for (int r = 0; r < p; ++r) {
+      for (auto [count, step, dst] : {std::tuple{local, stride, &out.dp_local},
+                                      std::tuple{workers, stride * local, &out.dp_outer}}) {
+        trace::CommGroup g = PlaceGroup(trace::GroupRole::kDp, 0, step, count, domain);
+        g.stride = step;
+        g.siblings = groups.dp.siblings;
+        g.sibling_stride = groups.dp.sibling_stride;
+        g.simulated = {r};
+        g.first_rank = StageFirstRank(plan, r);
+        (*dst)[r] = t.AddGroup(std::move(g));
       }
     }
   }

@@ -22,12 +22,17 @@ struct StageGroups {
   // ZeRO-3/FSDP: the parameter shard group (the dp group unless hybrid
   // sharding) and, with hybrid sharding, the group of its replicas (else kNoGroup).
   std::vector<trace::GroupId> fsdp, fsdp_replica;
+  // DiLoCo (plan.dp_sync diloco) only: the dp / workers replicas of one
+  // worker (adjacent in the dp group), and the workers' replicas of one slice
+  // (one per worker), for the outer all-reduce. Else kNoGroup.
+  std::vector<trace::GroupId> dp_local, dp_outer;
 };
 
 // Adds the groups of `stages` simulated ranks to `t`, in a fixed order (per
 // stage: tp, dp, cp, ep, expert-dp, next pair, previous pair; then the
 // embedding pair; then the mirror pairs; then, with hybrid sharding, each
-// stage's shard and replica groups), so that the same scenario always gives
+// stage's shard and replica groups; then, with DiLoCo, each stage's local and
+// outer groups), so that the same scenario always gives
 // the same group ids.
 StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int stages, bool dual_pipe);
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/workload/dp_sync.h"
 #include "sim/workload/gradient_buckets.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/offload.h"
@@ -43,7 +44,7 @@ struct OpList {
 
 class StepBuilder {
  public:
-  explicit StepBuilder(const config::ScenarioConfig& s) : s_(s), plan_(s.plan) {}
+  StepBuilder(const config::ScenarioConfig& s, DpSyncPhase phase) : s_(s), plan_(s.plan), phase_(phase) {}
 
   trace::Trace Build();
 
@@ -163,6 +164,7 @@ class StepBuilder {
   GradientSizes sizes_;
   int edp_ = 1;  // expert-data-parallel size: tp x dp x cp / ep
   int next_instance_ = 0;
+  DpSyncPhase phase_ = DpSyncPhase::kStep;
 };
 
 OpList StepBuilder::Intern(std::vector<Op> ops) {
@@ -460,9 +462,20 @@ void StepBuilder::FlushGradients(int rank, TaskId after) {
     dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "expert-grad-reduce", kind,
                                          Bytes{pending.expert}, groups_.edp[rank], {after}));
   }
-  if (pending.dense <= 0) return;
+  if (pending.dense <= 0 || phase_ == DpSyncPhase::kWithoutGradientReduction) return;
+  // plan.dp_sync (dp_sync.h): DiLoCo's inner steps reduce within the worker;
+  // compression sends a share of the bytes after its kernels.
+  const config::DpSync& sync = plan_.dp_sync;
+  trace::GroupId group = sync.method == config::DpSyncMethod::kDiLoCo ? groups_.dp_local[rank] : groups_.dp[rank];
+  if (sync.method == config::DpSyncMethod::kDiLoCo && plan_.dp / sync.workers == 1) return;
+  double bytes = pending.dense;
+  if (sync.method == config::DpSyncMethod::kCompression) {
+    after = EmitGradientCompression(t_, rank, compute_, Bytes{bytes}, sync.compression_passes, after);
+    last_compute_[rank] = after;
+    bytes *= sync.compression_ratio;
+  }
   dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "grad-reduce", kind,
-                                       Bytes{pending.dense}, groups_.dp[rank], {after}));
+                                       Bytes{bytes}, group, {after}));
 }
 
 void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, bool last_micro_batch) {
@@ -645,6 +658,16 @@ void StepBuilder::EmitStepEnd() {
     deps.push_back(last_compute_[r]);
     TaskId step = t_.Add(opt, deps);
     step = EmitOffloadedOptimizerStep(t_, s_, r, params, deps, step);  // `step` itself without offload
+    if (phase_ == DpSyncPhase::kOuterSyncStep) {
+      OuterSync sync;
+      sync.params = params;
+      sync.local = plan_.dp / plan_.dp_sync.workers;
+      sync.element_bytes = shape_.element_bytes();
+      sync.outer_precision = plan_.dp_sync.outer_precision;
+      sync.outer_group = groups_.dp_outer[r];
+      sync.local_group = groups_.dp_local[r];
+      step = EmitOuterSync(t_, r, compute_, dp_stream_, sync, {step});
+    }
     last_compute_[r] = step;
     // The distributed optimizer all-gathers the updated 16-bit parameters.
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
@@ -819,6 +842,11 @@ trace::Trace StepBuilder::Build() {
 
 }  // namespace
 
-trace::Trace BuildTrainingStep(const config::ScenarioConfig& s) { return StepBuilder(s).Build(); }
+trace::Trace BuildTrainingStep(const config::ScenarioConfig& s, DpSyncPhase phase) {
+  if (phase == DpSyncPhase::kOuterSyncStep && s.plan.dp_sync.method != config::DpSyncMethod::kDiLoCo) {
+    throw std::logic_error("an outer synchronisation step needs plan.dp_sync diloco");
+  }
+  return StepBuilder(s, phase).Build();
+}
 
 }  // namespace stacksim::workload

@@ -17,13 +17,16 @@
 
 #include "sim/config/scenario.h"
 #include "sim/trace/trace.h"
+#include "sim/workload/dp_sync.h"
 #include "sim/workload/stage_layers.h"  // LayersPerVirtualStage, StageParameters
 #include "sim/util/units.h"
 
 namespace stacksim::workload {
 
 // REQUIRES: config::ValidatePlan(s) passed.
-trace::Trace BuildTrainingStep(const config::ScenarioConfig& s);
+// `phase`: which step of plan.dp_sync to build (dp_sync.h); kStep for every
+// plan that does not ask otherwise. REQUIRES: kOuterSyncStep only with diloco.
+trace::Trace BuildTrainingStep(const config::ScenarioConfig& s, DpSyncPhase phase = DpSyncPhase::kStep);
 
 }  // namespace stacksim::workload
 
