@@ -9,6 +9,7 @@
 
 #include "sim/config/framework.h"
 #include "sim/config/hardware_match.h"
+#include "sim/config/quantity_text.h"
 
 namespace stacksim::config {
 namespace {
@@ -101,6 +102,36 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   if (static_cast<double>(gb) * static_cast<double>(s.seq_len) > 0x1p53) {
     global_batch.Fail("global batch x seq_len = " + Str(gb) + " x " + Str(s.seq_len) +
                       " tokens per step is more than stacksim represents (at most 2^53)");
+  }
+  if (auto dl = training.Optional("data_loader")) {
+    JsonObject d(*dl);
+    DataLoaderConfig c;
+    JsonNode pre = d.Required("preprocess_per_sample");
+    c.preprocess_per_sample = pre.TimeValue();
+    if (!(c.preprocess_per_sample > Time::Zero())) pre.Fail("must be more than zero (host time per sample)");
+    JsonNode workers = d.Required("workers");
+    const int64_t w = workers.Int();
+    if (w < 0 || w > 1024) workers.Fail("must be 0 (the training process loads) to 1024 worker processes");
+    c.workers = static_cast<int>(w);
+    c.host_cores_per_gpu = d.Required("host_cores_per_gpu").PositiveNumber();
+    auto bytes = d.Optional("sample_bytes");
+    auto storage = d.Optional("storage_read_bandwidth");
+    if (bytes.has_value() != storage.has_value()) {
+      (bytes ? *bytes : *storage).Fail("sample_bytes and storage_read_bandwidth go together (storage is modelled with both)");
+    }
+    if (bytes) {
+      c.sample_bytes = bytes->BytesValue();
+      c.storage_read_bandwidth = storage->BandwidthValue();
+      if (!(c.sample_bytes.value > 0)) bytes->Fail("must be more than zero");
+      if (!(c.storage_read_bandwidth.value > 0)) storage->Fail("must be more than zero");
+    }
+    if (auto pf = d.Optional("prefetch_factor")) {
+      const int64_t f = pf->PositiveInt();
+      if (f > 1024) pf->Fail("at most 1024 batches per worker");
+      c.prefetch_factor = static_cast<int>(f);
+    }
+    d.Finish();
+    s.data_loader = c;
   }
   training.Finish();
 
@@ -498,6 +529,18 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   j["node_order"] = NodeOrderName(s.node_order);
   if (!s.framework.empty()) j["framework"] = s.framework;
   j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
+  if (s.data_loader) {
+    const DataLoaderConfig& d = *s.data_loader;
+    nlohmann::json dl = {{"preprocess_per_sample", TimeText(d.preprocess_per_sample)},
+                         {"workers", d.workers},
+                         {"host_cores_per_gpu", d.host_cores_per_gpu},
+                         {"prefetch_factor", d.prefetch_factor}};
+    if (d.sample_bytes.value > 0) {
+      dl["sample_bytes"] = BytesText(d.sample_bytes);
+      dl["storage_read_bandwidth"] = BandwidthText(d.storage_read_bandwidth);
+    }
+    j["training"]["data_loader"] = dl;
+  }
   j["plan"] = PlanToJson(s.plan);
   j["files"] = {{"scenario", s.file},
                 {"model", s.model_file},

@@ -162,6 +162,8 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
   };
   // MoE models: the expert-parallel all-to-all (dispatch and combine) gets its own row.
   if (r.scenario.model.is_moe()) parts.insert(parts.begin() + 7, Part{"EP all-to-all", b.ep_exposed});
+  // Input pipeline: the step waiting for its samples.
+  if (r.input) parts.insert(parts.end() - 1, Part{"input stall", b.input_stall});
   // Offloaded optimizer: the wait for its copies, host step and NVMe I/O.
   if (r.scenario.plan.offload_optimizer != config::OffloadTarget::kNone) {
     parts.insert(parts.end() - 2, Part{"offload (exposed)", b.offload_exposed});
@@ -184,6 +186,23 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
   const simulate::Utilization& u = r.utilization;
   out += fmt::format("  utilization: GPU busy {}, SM active {}, HBM bandwidth {}, host link {}\n", Percent(u.gpu_busy),
                      Percent(u.sm_active), Percent(u.hbm_bandwidth), Percent(u.pcie));
+  if (r.input) {
+    const simulate::InputPipeline& in = *r.input;
+    out += fmt::format("\ninput pipeline: {:.0f} samples per loader per step, {:.0f} at once: preprocessing {} s, "
+                       "storage {} s\n",
+                       in.samples_per_loader, in.parallel, Seconds(in.preprocess, decimals), Seconds(in.storage, decimals));
+    if (!in.input_bound()) {
+      out += "  keeps up: the step never waits for its input\n";
+    } else if (in.workers_needed > 0) {
+      out += fmt::format("  INPUT-BOUND: the step waits {} s; {} workers per loader would remove the stall\n",
+                         Seconds(in.stall, decimals), in.workers_needed);
+    } else {
+      out += fmt::format("  INPUT-BOUND: the step waits {} s; no worker count removes it ({}: faster preprocessing, "
+                         "more host cores or storage bandwidth)\n",
+                         Seconds(in.stall, decimals),
+                         in.storage > in.preprocess ? "storage-bound" : "more workers than the host cores");
+    }
+  }
   if (r.scenario.model.is_moe()) {
     const config::PlanConfig& plan = r.scenario.plan;
     double share = step > Time::Zero() ? r.moe_imbalance_cost.seconds() / step.seconds() : 0.0;

@@ -32,7 +32,7 @@ double NonEmbeddingFlopParams(const config::ModelConfig& m) {
 
 Time Breakdown::total() const {
   return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + ep_exposed +
-         offload_exposed + bubble + other;
+         offload_exposed + bubble + other + input_stall;
 }
 
 SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options& options) {
@@ -102,6 +102,10 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   auto replay = std::make_shared<engine::ReplayResult>(ReplayStep(step));
 
   res.iteration = replay->makespan;
+  if (scenario.data_loader) {
+    res.input = EstimateInputPipeline(scenario, replay->makespan);
+    res.iteration += res.input->stall;
+  }
   res.tasks = trace->size();
   res.simulated_ranks = trace->rank_count();
   res.bottlenecks = replay->bottlenecks;
@@ -132,13 +136,14 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   const StepEnd step_end = FindStepEnd(*trace, *replay);
   for (int r = 0; r < trace->rank_count(); ++r) {
     Breakdown b = Attribute(*trace, *replay, rank_tasks[r], compute, replay->makespan, step_end);
+    if (res.input) b.input_stall = res.input->stall;
     if (b.compute() > busiest) {
       busiest = b.compute();
       res.breakdown = b;
       res.breakdown_stage = r;
     }
     res.per_stage.push_back(b);
-    res.per_stage_utilization.push_back(RankUtilization(*trace, *replay, rank_tasks[r], profile, replay->makespan));
+    res.per_stage_utilization.push_back(RankUtilization(*trace, *replay, rank_tasks[r], profile, res.iteration));
   }
   res.utilization = res.per_stage_utilization[res.breakdown_stage];
   if (scenario.model.is_moe()) {

@@ -6,11 +6,13 @@
 #define STACKSIM_SIM_SIMULATE_SIMULATE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
+#include "sim/simulate/input_pipeline.h"
 #include "sim/simulate/utilization.h"
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
@@ -41,6 +43,7 @@ struct Breakdown {
   Time offload_exposed;  // offload (gradient D2H, host optimizer step, NVMe, parameter H2D) not hidden
   Time bubble;           // idle, waiting on other pipeline stages
   Time other;
+  Time input_stall;      // waiting for the input pipeline (training.data_loader; input_pipeline.h)
   Time compute() const { return gemm + attention + memory_bound + optimizer; }
   Time total() const;
 };
@@ -79,6 +82,9 @@ struct SimulationResult {
   Breakdown breakdown;          // of the slowest simulated rank
   int breakdown_stage = 0;
   std::vector<Breakdown> per_stage;
+  // training.data_loader: the input pipeline, and the stall it adds to the
+  // replayed step (iteration includes it).
+  std::optional<InputPipeline> input;
   // Nsight-style figures (utilization.h): of the breakdown rank, and per stage.
   Utilization utilization;
   std::vector<Utilization> per_stage_utilization;
