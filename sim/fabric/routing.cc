@@ -48,17 +48,63 @@ Route Shortest(const Graph& g, Vertex src, Vertex dst, std::vector<int>& dist, s
   // to another (two GPUs sharing a NIC talk over their PCIe switch or
   // NVLink): a NIC reached from a GPU leads on only to switches.
   auto kind = [&](Vertex v) { return g[v].kind; };
+  // The search stops as soon as it knows every neighbour of src on a
+  // shortest path: once one is found at distance L, the rest of layer L-1
+  // is scanned for the others only, and nothing beyond. Vertices on a
+  // shortest path are nearer dst than src's neighbours, so they are all
+  // known by then. (For a source of more than 16 links, a plain search
+  // until src is reached.)
+  std::vector<Vertex> near;
+  for (auto [e, end] = boost::out_edges(src, g); e != end; ++e) near.push_back(boost::target(*e, g));
+  const bool early = near.size() <= 16;
+  auto is_near = [&](Vertex v) { return early && std::find(near.begin(), near.end(), v) != near.end(); };
+  int found = is_near(dst) ? 0 : -1;  // distance of src's nearest neighbours
+  // Whether src's neighbour n is reached from u (scanning n's few links,
+  // not u's many: a rail switch has thousands).
+  auto reaches = [&](Vertex u, Vertex n) {
+    if (dist[n] >= 0) return false;
+    if (kind(u) == VertexKind::kNic && via_gpu[u] && kind(n) == VertexKind::kGpu) return false;
+    if (kind(n) == VertexKind::kNic && kind(u) == VertexKind::kGpu && kind(src) == VertexKind::kGpu) return false;
+    for (auto [e, end] = boost::out_edges(n, g); e != end; ++e)
+      if (boost::target(*e, g) == u) return true;
+    return false;
+  };
   for (size_t head = 0; head < touched.size() && dist[src] < 0; ++head) {
     const Vertex u = touched[head];
+    if (found >= 0 && dist[u] >= found) break;
+    if (early) {
+      bool any = false;
+      for (Vertex n : near) any = any || reaches(u, n);
+      if (any || found >= 0) {
+        // This layer holds src's nearest neighbours: record them, nothing else.
+        for (Vertex n : near) {
+          if (!reaches(u, n)) continue;
+          dist[n] = dist[u] + 1;
+          via_gpu[n] = kind(u) == VertexKind::kGpu;
+          touched.push_back(n);
+          found = dist[n];
+        }
+        continue;
+      }
+    }
     for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
       const Vertex w = boost::target(*e, g);
       if (dist[w] >= 0) continue;
       if (kind(u) == VertexKind::kNic && via_gpu[u] && kind(w) == VertexKind::kGpu) continue;
+      // A NIC reached from a GPU does not lead on to a GPU source.
+      const bool hit = is_near(w) && !(kind(w) == VertexKind::kNic && kind(u) == VertexKind::kGpu &&
+                                       kind(src) == VertexKind::kGpu);
+      if (found >= 0 && !hit) continue;
       dist[w] = dist[u] + 1;
       via_gpu[w] = kind(u) == VertexKind::kGpu;
       touched.push_back(w);
+      if (hit && found < 0) found = dist[w];
       if (w == src) break;
     }
+  }
+  if (dist[src] < 0 && found >= 0) {
+    dist[src] = found + 1;
+    touched.push_back(src);
   }
   if (dist[src] >= 0) {
     route.hops = dist[src];

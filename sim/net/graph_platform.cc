@@ -10,10 +10,16 @@ GraphPlatform::GraphPlatform(std::shared_ptr<const GraphFabric> fabric) : fabric
   links_.reserve(fabric_->directed_links());
   // Parallel links (a dragonfly's global links between two routers) get
   // their number among the pair's links: SimGrid names must be unique.
-  std::unordered_map<std::string, int> seen;
+  const fabric::Graph& g = fabric_->graph().graph;
+  std::vector<fabric::Edge> by_id(boost::num_edges(g));
+  for (auto [e, end] = boost::edges(g); e != end; ++e) by_id[g[*e].id] = *e;
+  const int64_t n = static_cast<int64_t>(boost::num_vertices(g));
+  std::unordered_map<int64_t, int> seen;
   for (int32_t l = 0; l < fabric_->directed_links(); ++l) {
+    const fabric::Edge e = by_id[l / 2];
+    const int64_t a = static_cast<int64_t>(boost::source(e, g)), b = static_cast<int64_t>(boost::target(e, g));
+    const int k = seen[(std::min(a, b) * n + std::max(a, b)) * 2 + l % 2]++;
     std::string name = fabric_->LinkName(l);
-    const int k = seen[name]++;
     if (k > 0) name += " #" + std::to_string(k + 1);
     links_.push_back({std::move(name), fabric_->bandwidth(l)});
   }
