@@ -68,7 +68,10 @@ class GraphFabric {
   GroupShape Shape(const trace::CommGroup& group, int64_t offset = 0) const;
 
  private:
-  int64_t Domain(int64_t gpu) const { return domain_[gpu]; }
+  // Outside the graph: a domain of its own (the pricing then names the group).
+  int64_t Domain(int64_t gpu) const {
+    return gpu >= 0 && gpu < gpus() ? domain_[gpu] : -1 - gpu - gpus();
+  }
   std::unique_ptr<fabric::FabricGraph> graph_;  // owned; the router points into it
   std::unique_ptr<fabric::Router> router_;
   std::vector<fabric::Edge> edges_;  // by FabricLink::id

@@ -11,6 +11,7 @@
 
 #include "sim/fabric/generators.h"
 #include "sim/net/analytic_network.h"
+#include "sim/util/error.h"
 
 namespace stacksim::net {
 namespace {
@@ -101,6 +102,19 @@ TEST(GraphPricing, DragonflySendsShareTheGlobalLink) {
   EXPECT_EQ(p.Transfer(send, Group(0, 2, 2, 2, 1)).transfer, Time::Ms(4));
   // Latency: inter 5 us + the router-to-router hop, 0.3 us.
   EXPECT_EQ(p.Transfer(send, Group(0, 2, 2)).latency, Time::Us(5.3));
+}
+
+TEST(GraphPricing, AGroupBeyondTheGraphIsAnErrorNamingTheFabric) {
+  GraphPricing p = Pricing(fabric::Torus({{4, 4}, fabric::LinkKind::kIci, Bandwidth{75 * kGB}, Time::Us(1)}),
+                           Node(4, 0));
+  trace::CommOp op{CollectiveKind::kAllReduce, Bytes{1e6}};
+  try {
+    p.Collective(op, Group(8, 4, 4));  // GPUs 8, 12, 16, 20 of a 16-GPU torus
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "fabric");
+    EXPECT_NE(std::string(e.what()).find("beyond the fabric graph's 16 GPUs"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GraphPricing, AnalyticModelKeepsTheMeasuredCurvesInsideOneNvSwitch) {
