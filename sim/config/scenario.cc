@@ -88,6 +88,18 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     s.node_order = order->OneOf({"packed", "scattered"}) == "scattered" ? NodeOrder::kScattered : NodeOrder::kPacked;
   }
 
+  // "compare": {"tokens": "300B", "clusters": ["dgx-h100:1024", ...]}: what
+  // `stacksim compare --scenario` asks when its command line does not say
+  // (sim/cli/compare_command.cc reads it); checked here, unused by simulate.
+  if (auto compare = obj.Optional("compare")) {
+    JsonObject c(*compare);
+    c.Required("tokens").String();
+    JsonNode clusters = c.Required("clusters");
+    if (clusters.Elements().empty()) clusters.Fail("list at least one cluster (TOPOLOGY:GPUS)");
+    for (const JsonNode& cluster : clusters.Elements()) cluster.String();
+    c.Finish();
+  }
+
   JsonObject training(obj.Required("training"));
   JsonNode seq_len = training.Required("seq_len");
   s.seq_len = seq_len.PositiveInt();

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "sim/fabric/graph_spec.h"
+#include "sim/net/collective_flows.h"
 #include "sim/util/error.h"
 
 namespace stacksim::net {
@@ -12,13 +14,6 @@ namespace stacksim::net {
 using config::ScaleUpKind;
 using engine::CommCost;
 using trace::CollectiveKind;
-
-// NCCL's tree all-reduce runs at 90% of the ring's bus bandwidth and moves
-// 2S per rank (algbw = busbw / 2): src/graph/tuning.cc, ncclTopoTuneModel
-// ("if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)" and
-// "ratio = (a != NCCL_ALGO_RING) ? .5 : nRanks/nsteps"). The maxTreeBw caps
-// there (80-130 GB/s) date from PCIe-era nodes and are not modelled.
-constexpr double kTreeBandwidthShare = 0.9;
 
 // Below this ratio of peaks an all-reduce curve is treated as a ring
 // all-reduce (no NVLink SHARP): measurement noise between two ring curves is
@@ -70,7 +65,7 @@ double NvlsShare(int gpus, int measured_gpus) {
 }
 
 AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
-                                 const config::ProfileConfig& profile)
+                                 const config::ProfileConfig& profile, int64_t cluster_gpus)
     : scale_up_kind_(topology.scale_up.kind),
       all_reduce_curve_(profile.intra_all_reduce),
       ring_curve_(profile.intra_ring),
@@ -78,11 +73,6 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
       inter_latency_(profile.inter_latency.value.seconds()),
       rail_optimized_(topology.fabric.rail_optimized),
       levels_(topology.fabric.levels) {
-  if (!topology.fabric.graph.is_null()) {
-    throw InputError(topology.fabric.file, "fabric",
-                     "a fabric given as a graph or generator is read by `stacksim topology`; the network models "
-                     "price parametric fat trees only so far (docs/fabric.md)");
-  }
   // PCIe systems have no NVLink: peers talk over PCIe through the host
   // bridge, and NCCL uses a ring.
   link_ = topology.scale_up.per_gpu_bandwidth.value;
@@ -127,6 +117,14 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
   // have one NIC per GPU).
   scale_out_ = Bandwidth{topology.nics.per_node * topology.nics.bandwidth.value /
                          topology.gpus_per_node * nic_efficiency};
+
+  if (!topology.fabric.graph.is_null()) {
+    const int64_t nodes = cluster_gpus > 0 ? (cluster_gpus + topology.gpus_per_node - 1) / topology.gpus_per_node : 0;
+    auto fabric = std::make_shared<const GraphFabric>(fabric::BuildFabric(topology, nodes), topology,
+                                                      IntraRingPeak() / link_, nic_efficiency > 0 ? nic_efficiency : 1.0);
+    graph_ = std::make_shared<const GraphPricing>(std::move(fabric), Time::FromSeconds(intra_latency_),
+                                                  Time::FromSeconds(inter_latency_));
+  }
 }
 
 double AnalyticNetwork::Oversubscription(int nodes) const {
@@ -310,6 +308,10 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
   if (p <= 1 || op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
   int n = std::max(1, group.nodes);
   int g = std::max(1, group.ranks_per_node);
+  if (graph_) {
+    if (!graph_->fabric().Shape(group).one_switch) return graph_->Collective(op, group);
+    n = 1;  // one NVSwitch: the measured curves
+  }
   Phase phase;
   if (n == 1) {
     phase = IntraNode(op.kind, op.bytes.value, p);
@@ -328,7 +330,9 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
 
 CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const {
   if (op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
-  if (pair.nodes <= 1) {
+  const bool one_switch = graph_ && graph_->fabric().Shape(pair).one_switch;
+  if (graph_ && !one_switch) return graph_->Transfer(op, pair);
+  if (pair.nodes <= 1 || one_switch) {
     // Same node: one NVLink (or PCIe) peer copy at the ring's best efficiency.
     return ToCost(intra_latency_, op.bytes.value / IntraRingPeak(), engine::kScaleUpLink, "p2p");
   }

@@ -98,7 +98,7 @@ StepTimeBound::StepTimeBound(const config::ScenarioConfig& scenario)
     : scenario_(scenario),
       scratch_(scenario),
       cost_(scenario.profile, scenario.plan.cuda_graphs),
-      network_(scenario.topology, scenario.profile) {}
+      network_(scenario.topology, scenario.profile, scenario.gpus) {}
 
 const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& plan, int gpus) {
   const bool dual = plan.schedule == PipelineScheduleKind::kDualPipe;
