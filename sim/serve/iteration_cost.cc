@@ -9,10 +9,6 @@
 namespace stacksim::serve {
 namespace {
 
-// vLLM captures CUDA graphs for decode batches of up to 256 sequences (V0's
-// _BATCH_SIZES_TO_CAPTURE); larger decode batches and every iteration with
-// prefill tokens run eagerly.
-constexpr int64_t kGraphMaxBatch = 256;
 // Assumption: CUDA context, NCCL buffers and captured graphs take about
 // 1 GiB per GPU outside the model's tensors (vLLM reports 0.5-1.5 GiB of
 // "non-torch memory" in its startup profile on H100).
@@ -87,6 +83,12 @@ IterationCost::IterationCost(const ServeConfig& c)
   p.activations = Bytes{T * (3.0 * D(m.hidden_size) + qkv + 3.0 * ffn) * 2.0 +
                         D(c.max_sequences) * D(m.vocab_size) / c.tp * 4.0};
   p.runtime = Bytes{kRuntimeBytes};
+  if (c.kv_memory == KvMemoryRule::kFree) {
+    // The KV cache takes its fraction of what is free once weights,
+    // activations and runtime are in place; the rest stays free.
+    const Bytes free = p.hbm - p.weights - p.activations - p.runtime;
+    p.reserve = free * (1.0 - c.gpu_memory_utilization);
+  }
   p.kv_capacity = p.hbm - p.reserve - p.weights - p.activations - p.runtime;
   p.kv_bytes_per_token = Bytes{kv_layer_token_gpu_ * D(stage_layers)};
   p.block_tokens = c.block_tokens;
@@ -172,7 +174,7 @@ const IterationBreakdown& IterationCost::LinearPart(int64_t tokens, bool graphs)
 }
 
 IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
-  const bool graphs = c_.cuda_graphs && batch.prefill_tokens == 0 && batch.decode_seqs <= kGraphMaxBatch;
+  const bool graphs = c_.cuda_graphs && batch.prefill_tokens == 0 && batch.decode_seqs <= c_.cuda_graph_max_batch;
   const cost::ProfileCostModel& model = graphs ? graphs_ : eager_;
   const config::ModelConfig& m = c_.model;
   IterationBreakdown b;

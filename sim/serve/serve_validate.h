@@ -48,6 +48,7 @@ struct ServingRunPlan {
   // `request`'s lengths, the next when the previous finishes.
   int clients = 0;
   int64_t rounds = 0;
+  int64_t warmup_rounds = 0;  // rounds each client runs before the measurement window opens
   Request request;
   std::vector<std::string> choices;  // what the entry leaves open and how it was filled
 };
@@ -62,6 +63,20 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
 // previous one finishes (Request::after), in one simulation.
 ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int clients, int64_t rounds);
 
+// What a closed-loop benchmark client measures: the steady state, not the
+// ramp. perf_analyzer (genai-perf) measures concurrency mode in windows once
+// the load is stable and AIPerf runs a warm-up phase before profiling; the
+// NIM tables bear it out (beyond saturation TTFT grows by clients / request
+// rate, Little's law of a full queue, docs/serve.md). The window opens when
+// every client has finished `warmup_rounds` requests and closes when the
+// first client has sent its last one and finished it (from then on fewer
+// than `clients` requests are in flight). Returns the requests that finish
+// inside the window, with makespan = the window's length (so throughput is
+// what completed in the window per second of it). With no request inside,
+// returns `r` unchanged. REQUIRES: r from SimulateClosedLoop(clients,
+// rounds), 0 <= warmup_rounds < rounds.
+ServeResult SteadyStateWindow(const ServeResult& r, int clients, int64_t rounds, int64_t warmup_rounds);
+
 struct ServingRunOutcome {
   std::string id;
   std::string source;  // the id's first word: trtllm10, lmdeploy, nim, vllm, ...
@@ -69,6 +84,9 @@ struct ServingRunOutcome {
   std::string kind;
   bool scored = false;
   std::string scenario;                 // one line: what was simulated
+  // What the entry is "like", for the serving ranges (serve_uncertainty.h).
+  std::string gpu, engine, scheduler, weights;
+  bool moe = false;
   std::vector<std::string> choices;
   std::vector<std::string> notes;       // published metrics that were not compared, and why
   std::vector<MetricComparison> metrics;
