@@ -87,12 +87,17 @@ class IterationCost {
   // Time to copy `tokens` of KV cache between a GPU and host memory (PCIe).
   Time KvSwapTime(int64_t tokens) const;
 
+  // Of the rank's `local` experts, how many `tokens` tokens route to
+  // (expected; uniform top-k routing): what an expert GEMM reads weights of.
+  double ExpertsTouched(int64_t local, int64_t tokens) const;
+
  private:
   // Everything but attention and the output head for `tokens` tokens, all
   // layers of the replica (cached).
   const IterationBreakdown& LinearPart(int64_t tokens, bool graphs);
-  // Adds `times` x the cost of `ops` (layer_ops lists) to `out`.
-  void AddOps(const std::vector<workload::Op>& ops, double times, const cost::ProfileCostModel& model,
+  // Adds `times` x the cost of `ops` (layer_ops lists) for an iteration of
+  // `tokens` tokens to `out`.
+  void AddOps(const std::vector<workload::Op>& ops, double times, int64_t tokens, const cost::ProfileCostModel& model,
               IterationBreakdown& out) const;
 
   ServeConfig c_;
