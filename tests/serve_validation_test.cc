@@ -26,21 +26,23 @@ TEST(ServeValidation, PublishedMeasurementsArePredictedWithinCeiling) {
   for (const auto& r : j.at("runs")) {
     EXPECT_TRUE(r.contains("metrics") || !r.at("error").get<std::string>().empty()) << r.dump();
   }
-  // Measured: 18.1% over 52 metrics of 32 of the 34 scored entries
-  // (throughput 15.1%, TTFT 27.4%, TPOT 10.7%, e2e 27.7%; by source
-  // trtllm10 5.9%, nim 18.7%, lmdeploy 17.2%, trtllm05 14.4%, trtllm061
-  // 38.2%, vllm 27.7%), 32.2% before engine profiles, steady-state closed
-  // loops, burst admission and per-token percentiles (docs/serve.md). The
-  // ceilings sit a little above; they guard against regressions, they are
-  // not the target (issue 23: 12% overall, TTFT 15%, no source above 20%).
+  // Measured: 15.3% over 52 metrics of 32 of the 34 scored entries
+  // (throughput 13.2%, TTFT 25.9%, TPOT 8.2%, e2e 2.6%; by source trtllm10
+  // 6.6%, nim 16.4%, lmdeploy 15.3%, trtllm05 11.6%, trtllm061 33.6%, vllm
+  // 2.6%), 32.2% before engine profiles, steady-state closed loops, burst
+  // admission, per-token percentiles and the fitted per-iteration host time
+  // (18.1% without it; docs/serve.md). The ceilings sit a little above;
+  // they guard against regressions, they are not the target (issue 23: 12%
+  // overall, TTFT 15%, no source above 20%).
   EXPECT_GE(j.at("scored_predicted").get<int>(), 32);
-  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 19.0);
-  EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 16.0);
-  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 29.0);
-  EXPECT_LE(j.at("by_metric").at("tpot").at("mape_pct").get<double>(), 12.0);
-  EXPECT_LE(j.at("by_source").at("trtllm10").at("mape_pct").get<double>(), 7.0);
-  EXPECT_LE(j.at("by_source").at("nim").at("mape_pct").get<double>(), 20.0);
-  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 19.0);
+  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 16.0);
+  EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 14.0);
+  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 27.0);
+  EXPECT_LE(j.at("by_metric").at("tpot").at("mape_pct").get<double>(), 9.0);
+  EXPECT_LE(j.at("by_source").at("trtllm10").at("mape_pct").get<double>(), 7.5);
+  EXPECT_LE(j.at("by_source").at("nim").at("mape_pct").get<double>(), 17.5);
+  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 16.5);
+  EXPECT_LE(j.at("by_source").at("vllm").at("mape_pct").get<double>(), 5.0);
   // The likely ranges serve and serve-search print: leave one entry out,
   // about 80% of the measured TTFT/TPOT values fall inside (measured 79.2%).
   EXPECT_GE(j.at("range_coverage").at("fraction").get<double>(), 0.70);

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "sim/config/scenario.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -48,5 +49,19 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
 }
 
 EngineProfile LoadEngineProfile(const std::string& path) { return ParseEngineProfile(ReadJsonFile(path), path); }
+
+std::string DefaultFittedConstantsPath() { return config::DataRoot() + "/validation/fitted_constants.json"; }
+
+Time FittedIterationOverhead(const std::string& engine, const std::string& path) {
+  if (engine.empty() || !std::filesystem::exists(path)) return Time::Zero();
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  if (!root.IsObject() || !doc.contains("serving_iteration_overhead")) return Time::Zero();
+  JsonNode entry = root.Child("serving_iteration_overhead");
+  JsonNode values = entry.Child("value_s");
+  if (!values.IsObject()) values.Fail("an object of engine: seconds");
+  if (!doc["serving_iteration_overhead"]["value_s"].contains(engine)) return Time::Zero();
+  return Time::FromSeconds(values.Child(engine).NonNegativeNumber());
+}
 
 }  // namespace stacksim::serve

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/util/units.h"
+
 namespace stacksim::serve {
 
 // How an engine sizes its KV cache. kTotal: the engine may use `fraction` of
@@ -40,6 +42,14 @@ struct EngineProfile {
   // Largest decode batch replayed from a captured CUDA graph (0: none).
   int64_t cuda_graph_max_batch = 0;
 };
+
+// The engine's per-iteration host overhead fitted on the serving
+// validation (the "serving_iteration_overhead" entry of
+// validation/fitted_constants.json, written by `serve-validate FILE
+// --fit-overhead validation/fitted_constants.json`); 0 s when the file or
+// the engine's value is missing. Throws InputError for a malformed entry.
+Time FittedIterationOverhead(const std::string& engine, const std::string& fitted_constants_path);
+std::string DefaultFittedConstantsPath();
 
 // Strict: unknown keys, a fact without a source, impossible values are
 // InputErrors naming the file and key.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "sim/config/scenario.h"
 #include "sim/serve/iteration_cost.h"
 #include "sim/serve/serve_config.h"
@@ -73,6 +75,27 @@ TEST(EngineProfile, AnFp8CheckpointKeepsAnFp8KvCacheUnderTensorRtLlmOnly) {
   doc["engine"] = "tensorrt-llm";
   doc["precision"]["kv_cache"] = "bf16";  // the scenario's word wins
   EXPECT_EQ(ParseServeScenario(doc, "t.json").kv, KvFormat::kBf16);
+}
+
+// The fitted per-iteration overhead comes from the fitted-constants file by
+// engine name; a missing file or engine means none.
+TEST(EngineProfile, FittedIterationOverheadIsReadByEngine) {
+  const std::string path = ::testing::TempDir() + "/fitted_overhead.json";
+  std::ofstream(path) << R"({"schema": "stacksim.fitted_constants/1",
+    "serving_iteration_overhead": {"value_s": {"vllm": 0.0025}}})";
+  EXPECT_EQ(FittedIterationOverhead("vllm", path), Time::FromSeconds(0.0025));
+  EXPECT_EQ(FittedIterationOverhead("tensorrt-llm", path), Time::Zero());
+  EXPECT_EQ(FittedIterationOverhead("vllm", path + ".missing"), Time::Zero());
+  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": {"vllm": -1}}})";
+  EXPECT_THROW(FittedIterationOverhead("vllm", path), InputError);
+  // A scenario naming an engine gets the committed value; its own
+  // scheduler.iteration_overhead wins.
+  nlohmann::json doc = TestServeDoc();
+  doc["engine"] = "vllm";
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").iteration_overhead,
+            FittedIterationOverhead("vllm", DefaultFittedConstantsPath()));
+  doc["scheduler"]["iteration_overhead"] = "1 ms";
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").iteration_overhead, Time::Ms(1));
 }
 
 }  // namespace

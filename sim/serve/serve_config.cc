@@ -200,6 +200,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.kv_memory = engine->kv_memory;
     c.gpu_memory_utilization = engine->kv_memory_fraction;
     c.cuda_graph_max_batch = engine->cuda_graph_max_batch;
+    c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
   }
   bool kv_given = false;
   if (auto prec = root.Optional("precision")) {

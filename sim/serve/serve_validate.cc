@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "sim/config/scenario.h"
@@ -378,6 +379,16 @@ void Compare(const JsonNode& measured, const ServeConfig& c, const ServeMetrics&
   ms.Finish();
 }
 
+// Simulates the entry as planned and compares its published metrics.
+void SimulateAndCompare(const ServingRunPlan& plan, const JsonNode& measured, ServingRunOutcome& o) {
+  ServeResult result =
+      plan.clients > 0 ? SteadyStateWindow(SimulateClosedLoop(plan.config, plan.request, plan.clients, plan.rounds),
+                                           plan.clients, plan.rounds, plan.warmup_rounds)
+                       : SimulateServing(plan.config, plan.requests);
+  ServeMetrics m = ComputeMetrics(plan.config, result, 0, "");
+  Compare(measured, plan.config, m, o);
+}
+
 std::string ScenarioLine(const ServingRunPlan& p) {
   const ServeConfig& c = p.config;
   std::string load = p.clients > 0 ? fmt::format("closed loop {} clients x {} rounds", p.clients, p.rounds)
@@ -431,12 +442,7 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
       o.scheduler = SchedulerName(plan.config.scheduler);
       o.weights = WeightFormatName(plan.config.weights);
       o.moe = plan.config.model.is_moe();
-      ServeResult result =
-          plan.clients > 0 ? SteadyStateWindow(SimulateClosedLoop(plan.config, plan.request, plan.clients, plan.rounds),
-                                               plan.clients, plan.rounds, plan.warmup_rounds)
-                           : SimulateServing(plan.config, plan.requests);
-      ServeMetrics m = ComputeMetrics(plan.config, result, 0, "");
-      Compare(r.Required("measured"), plan.config, m, o);
+      SimulateAndCompare(plan, r.Required("measured"), o);
       if (o.metrics.empty()) throw InputError(path, run.path() + ".measured", "no metric the simulator predicts");
     } catch (const InputError& e) {
       o.error = e.what();
@@ -514,6 +520,143 @@ std::string ServingValidationText(const ServingValidationReport& report) {
   out += "  by source:\n";
   for (const auto& [k, s] : report.by_source) out += fmt::format("  {:<22} {:>6.1f}% over {}\n", k, s.mape_pct, s.metrics);
   return out;
+}
+
+namespace {
+
+// One scored, modelled entry of an engine, ready to re-simulate.
+struct FitEntry {
+  std::string id, source;
+  ServingRunPlan plan;
+  nlohmann::json run;  // the entry (its "measured" block is compared)
+};
+
+// Mean absolute % error of `entries` with the host overhead `o` per iteration.
+double MapeWithOverhead(const std::vector<const FitEntry*>& entries, double o, const std::string& file) {
+  double sum = 0;
+  int n = 0;
+  for (const FitEntry* e : entries) {
+    ServingRunPlan plan = e->plan;
+    plan.config.iteration_overhead = Time::FromSeconds(o);
+    ServingRunOutcome out;
+    JsonNode run(e->run, file, e->id);
+    SimulateAndCompare(plan, run.Child("measured"), out);
+    for (const MetricComparison& mc : out.metrics) {
+      sum += std::fabs(mc.error_pct);
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+// Golden-section search for the overhead in [0, kMaxOverhead] minimizing the
+// MAPE (taken unimodal: more host time slows every iteration alike).
+constexpr double kMaxOverhead = 0.010;  // s
+double FitOverhead(const std::vector<const FitEntry*>& entries, const std::string& file) {
+  if (entries.empty()) return 0;
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double a = 0, b = kMaxOverhead;
+  double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+  double f1 = MapeWithOverhead(entries, x1, file), f2 = MapeWithOverhead(entries, x2, file);
+  for (int i = 0; i < 18; ++i) {
+    if (f1 <= f2) {
+      b = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = b - phi * (b - a);
+      f1 = MapeWithOverhead(entries, x1, file);
+    } else {
+      a = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = a + phi * (b - a);
+      f2 = MapeWithOverhead(entries, x2, file);
+    }
+  }
+  const double best = (a + b) / 2;
+  // The end of the interval (no overhead) when it does better.
+  return MapeWithOverhead(entries, 0, file) <= MapeWithOverhead(entries, best, file) ? 0 : best;
+}
+
+}  // namespace
+
+std::vector<OverheadFit> FitIterationOverheads(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  std::vector<FitEntry> all;
+  for (const nlohmann::json& run : doc.at("runs")) {
+    if (!run.value("scored", false)) continue;
+    try {
+      FitEntry e;
+      e.id = run.at("id").get<std::string>();
+      e.source = e.id.substr(0, e.id.find('-'));
+      e.plan = PlanServingRun(run, path, e.id);
+      e.run = run;
+      all.push_back(std::move(e));
+    } catch (const InputError&) {
+      // not modelled (the validation report says why)
+    }
+  }
+  std::map<std::string, std::vector<const FitEntry*>> by_engine;
+  for (const FitEntry& e : all) by_engine[e.plan.config.engine].push_back(&e);
+  std::vector<OverheadFit> fits;
+  for (const auto& [engine, entries] : by_engine) {
+    OverheadFit f;
+    f.engine = engine;
+    f.entries = static_cast<int>(entries.size());
+    f.value_s = FitOverhead(entries, path);
+    f.mape_pct = MapeWithOverhead(entries, f.value_s, path);
+    std::map<std::string, std::vector<const FitEntry*>> by_source;
+    for (const FitEntry* e : entries) by_source[e->source].push_back(e);
+    double sum = 0;
+    int metrics = 0;
+    for (const auto& [source, held] : by_source) {
+      std::vector<const FitEntry*> rest;
+      for (const FitEntry* e : entries) {
+        if (e->source != source) rest.push_back(e);
+      }
+      OverheadFit::Group g;
+      g.held_out = source;
+      g.entries = static_cast<int>(held.size());
+      g.value_s = FitOverhead(rest, path);  // no other source: 0 (nothing to fit on)
+      g.mape_pct = MapeWithOverhead(held, g.value_s, path);
+      int n = 0;
+      for (const FitEntry* e : held) {
+        ServingRunOutcome out;
+        JsonNode run(e->run, path, e->id);
+        SimulateAndCompare(e->plan, run.Child("measured"), out);
+        n += static_cast<int>(out.metrics.size());
+      }
+      sum += g.mape_pct * n;
+      metrics += n;
+      f.loso.push_back(g);
+    }
+    f.loso_mape_pct = metrics > 0 ? sum / metrics : 0;
+    fits.push_back(f);
+  }
+  return fits;
+}
+
+nlohmann::json OverheadFitJson(const std::vector<OverheadFit>& fits, const std::string& file, const std::string& command,
+                               const std::string& date) {
+  nlohmann::json value = nlohmann::json::object(), loso = nlohmann::json::object();
+  for (const OverheadFit& f : fits) {
+    value[f.engine] = f.value_s;
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : f.loso) {
+      groups.push_back({{"held_out", g.held_out}, {"entries", g.entries}, {"value_s", g.value_s}, {"mape_pct", g.mape_pct}});
+    }
+    loso[f.engine] = {{"entries", f.entries}, {"fitted_mape_pct", f.mape_pct}, {"groups", groups},
+                      {"mape_pct", f.loso_mape_pct}};
+  }
+  return {{"value_s", value},
+          {"what", "host time per serving iteration of each engine (scheduling, input preparation, sampling, "
+                   "detokenization), added to every iteration of a scenario naming the engine unless "
+                   "scheduler.iteration_overhead is set (sim/serve/engine_profile.h FittedIterationOverhead); golden-"
+                   "section fit in 0-10 ms minimizing the engine's serve-validate MAPE"},
+          {"fitted_by", command},
+          {"date", date},
+          {"fitted_on", file + " (each engine's scored entries)"},
+          {"leave_one_source_out", loso}};
 }
 
 }  // namespace stacksim::serve

@@ -113,6 +113,29 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
 nlohmann::json ServingValidationJson(const ServingValidationReport& report);
 std::string ServingValidationText(const ServingValidationReport& report);
 
+// The per-iteration host overhead of each engine, the one serving constant
+// only end-to-end data gives: for each engine with scored entries, the
+// overhead in 0-10 ms that minimizes its entries' MAPE, and the
+// leave-one-source-out check (each source predicted with the overhead
+// fitted on the engine's other sources; 0 when it has none).
+struct OverheadFit {
+  std::string engine;
+  double value_s = 0;
+  int entries = 0;
+  double mape_pct = 0;  // the engine's entries with value_s
+  struct Group {
+    std::string held_out;
+    int entries = 0;
+    double value_s = 0, mape_pct = 0;
+  };
+  std::vector<Group> loso;
+  double loso_mape_pct = 0;  // over every held-out metric
+};
+std::vector<OverheadFit> FitIterationOverheads(const std::string& path);
+// The "serving_iteration_overhead" entry of validation/fitted_constants.json.
+nlohmann::json OverheadFitJson(const std::vector<OverheadFit>& fits, const std::string& file, const std::string& command,
+                               const std::string& date);
+
 }  // namespace stacksim::serve
 
 #endif  // STACKSIM_SIM_SERVE_SERVE_VALIDATE_H_
