@@ -319,6 +319,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     std::string s = v->OneOf({"fp32", "bf16", "fp16"});
     p.grad_reduce_precision = s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
   }
+  if (auto v = obj.Optional("finetune")) p.finetune = ReadFinetune(*v);
   obj.Finish();
   // Megatron-LM turns sequence parallelism off when tp == 1 (there is nothing
   // to split); we do the same rather than reject the plan.
@@ -375,6 +376,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
     }
     j["recompute_modules"] = modules;
   }
+  if (p.finetune.frozen_base()) j["finetune"] = FinetuneToJson(p.finetune);  // only when set: older readers know none
   if (p.routing == Routing::kZipf) j["moe_zipf_exponent"] = p.zipf_exponent;
   if (p.routing == Routing::kHistogram) j["moe_routing_histogram"] = p.routing_histogram;
   return j;

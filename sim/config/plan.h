@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/finetune.h"
 #include "sim/config/profile.h"
 #include "sim/util/json_reader.h"
 #include "sim/util/units.h"
@@ -255,6 +256,9 @@ struct PlanConfig {
   // (DeepSpeed's default; Megatron's overlap_cpu_optimizer_d2h_h2d); false puts
   // every transfer on the critical path after the backward.
   bool overlap_offload = true;
+  // Full training, or LoRA / QLoRA adapters on frozen base weights
+  // (finetune.h; plan key "finetune"; docs/workload.md "Fine-tuning").
+  FinetuneConfig finetune;
 
   int gpus() const { return tp * pp * dp * cp; }
   Precision GradReducePrecision() const {

@@ -264,6 +264,40 @@ ScenarioConfig LoadScenario(const std::string& path, const ScenarioOptions& opti
   return ParseScenario(doc, path, options);
 }
 
+namespace {
+
+// plan.finetune (LoRA / QLoRA) against the model and the rest of the plan:
+// what the workload and memory models cover (docs/workload.md "Fine-tuning").
+void ValidateFinetune(const ScenarioConfig& s, const std::string& file) {
+  const PlanConfig& p = s.plan;
+  const ModelConfig& m = s.model;
+  const std::string method = FinetuneMethodName(p.finetune.method);
+  auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
+  if (m.is_moe() || m.is_mla()) {
+    fail("plan.finetune", method + " on " + m.name + " is not modelled: adapters are placed on dense layers with "
+                          "standard attention only");
+  }
+  if (!m.gated_mlp() && p.finetune.Has(LoraTarget::kGate)) {
+    fail("plan.finetune.targets", "\"gate\" needs a gated MLP; " + m.name + "'s MLP has up and down only");
+  }
+  if (p.finetune.rank > m.hidden_size) {
+    fail("plan.finetune.rank", "rank " + Str(p.finetune.rank) + " is wider than the model's hidden size " +
+                                   Str(m.hidden_size) + ": a low-rank adapter has r below its projection's widths");
+  }
+  if (p.offload_optimizer != OffloadTarget::kNone) {
+    fail("plan.offload_optimizer", "optimizer offload with " + method + " is not modelled (the adapters' state is small)");
+  }
+  if (p.sharding == Sharding::kZero3 && p.zero3_gather == Zero3Gather::kSyncPerParameter) {
+    fail("plan.zero3_gather", "sync-per-parameter gathers with " + method + " are not modelled");
+  }
+  if (p.precision != Precision::kBf16 && p.precision != Precision::kFp16) {
+    fail("plan.precision", method + " is modelled in a 16-bit compute dtype (QLoRA dequantizes its NF4 weights to "
+                           "it): precision must be bf16 or fp16, not " + std::string(PrecisionName(p.precision)));
+  }
+}
+
+}  // namespace
+
 void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   const PlanConfig& p = s.plan;
   const ModelConfig& m = s.model;
@@ -450,6 +484,7 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                                              " entries; the model has " + Str(m.num_experts) + " routed experts");
     }
   }
+  if (p.finetune.frozen_base()) ValidateFinetune(s, file);
   // Pipeline-inner rank order (Megatron-LM's --use-tp-pp-dp-mapping, which
   // initializes with order "tp-pp-dp": its configuration says not to combine
   // it with EP or CP). Every group must stay

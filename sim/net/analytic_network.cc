@@ -87,6 +87,7 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
     throw InputError("", "node.gpus_per_node",
                      "topology '" + topology.name + "' needs a positive GPU count per node");
   }
+  if (scale_up_kind_ == ScaleUpKind::kNvLinkMesh) mesh_links_ = topology.gpus_per_node - 1;
   reference_link_ = profile.intra_reference_link.value.value;
   if (!(reference_link_ > 0)) reference_link_ = link_;  // curves taken as measured on this system
   // Empty curves stand in for each other.
@@ -167,6 +168,11 @@ double AnalyticNetwork::IntraRingPeak() const {
   return peak * (link_ / reference_link_);
 }
 
+double AnalyticNetwork::MeshShare(int p) const {
+  if (mesh_links_ <= 0) return 1.0;
+  return std::clamp(static_cast<double>(p - 1) / mesh_links_, 0.0, 1.0);
+}
+
 const MeasuredBusBandwidth& AnalyticNetwork::IntraCurve(CollectiveKind kind, int p) const {
   if (kind != CollectiveKind::kAllReduce) return ring_;
   if (nvls_.empty()) return all_reduce_;
@@ -202,11 +208,11 @@ AnalyticNetwork::Phase AnalyticNetwork::IntraNode(CollectiveKind kind, double by
   }
   const MeasuredBusBandwidth& curve = IntraCurve(kind, p);
   if (curve.empty()) {  // no measurements at all: the raw link, latency only as the floor
-    out.transfer = factor * bytes / link_;
+    out.transfer = factor * bytes / (link_ * MeshShare(p));
     out.latency = intra_latency_;
     return out;
   }
-  out.transfer = factor * bytes / (curve.peak().value * (link_ / reference_link_));
+  out.transfer = factor * bytes / (curve.peak().value * (link_ * MeshShare(p) / reference_link_));
   out.latency = std::max(factor * curve.OverheadPerFactor(Bytes{bytes}), intra_latency_);
   return out;
 }
@@ -333,8 +339,9 @@ CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::Com
   const bool one_switch = graph_ && graph_->fabric().Shape(pair).one_switch;
   if (graph_ && !one_switch) return graph_->Transfer(op, pair);
   if (pair.nodes <= 1 || one_switch) {
-    // Same node: one NVLink (or PCIe) peer copy at the ring's best efficiency.
-    return ToCost(intra_latency_, op.bytes.value / IntraRingPeak(), engine::kScaleUpLink, "p2p");
+    // Same node: one NVLink (or PCIe) peer copy at the ring's best efficiency
+    // (on a direct-link mesh, over the pair's one link).
+    return ToCost(intra_latency_, op.bytes.value / (IntraRingPeak() * MeshShare(2)), engine::kScaleUpLink, "p2p");
   }
   if (!(scale_out_.value > 0)) {
     throw InputError("", "node.nics",

@@ -90,8 +90,14 @@ class AnalyticNetwork : public engine::NetworkModel {
   // Peak ring busbw inside the node on this topology, bytes/s: the link
   // bandwidth times the ring curve's own peak efficiency.
   double IntraRingPeak() const;
+  // The share of a GPU's scale-up bandwidth that p GPUs of one node use: 1
+  // behind a switch; on a direct-link mesh (scale_up type nvlink-mesh, e.g.
+  // AMD's xGMI) each GPU has one link per peer, and a group of p uses p - 1
+  // of its gpus_per_node - 1 links (a pair: one link).
+  double MeshShare(int p) const;
 
   config::ScaleUpKind scale_up_kind_;
+  int mesh_links_ = 0;     // links per GPU on a direct-link mesh (gpus_per_node - 1); 0 otherwise
   double link_;            // per-GPU scale-up bandwidth, bytes/s (NVLink, or PCIe for kPcie)
   double reference_link_;  // per-GPU link bandwidth the curves were measured on, bytes/s
   config::BusBandwidthCurve all_reduce_curve_;  // as given (for naming the algorithm)

@@ -24,7 +24,7 @@ json MemoryJson(const simulate::StageMemory& m) {
 }
 
 json PlanJson(const config::PlanConfig& p) {
-  return {
+  json j = {
       {"tp", p.tp},
       {"pp", p.pp},
       {"dp", p.dp},
@@ -52,6 +52,8 @@ json PlanJson(const config::PlanConfig& p) {
       {"offload_params", config::OffloadName(p.offload_params)},
       {"overlap_offload", p.overlap_offload},
   };
+  if (p.finetune.frozen_base()) j["finetune"] = config::FinetuneToJson(p.finetune);  // LoRA / QLoRA only
+  return j;
 }
 
 json ModelJson(const config::ModelConfig& m) {

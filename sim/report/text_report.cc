@@ -1,6 +1,7 @@
 #include "sim/report/text_report.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -231,7 +232,7 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
 std::string PlanLine(const config::PlanConfig& p) {
   return fmt::format(
       "TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
-      "SP {}, recompute {}, sharding {}, {}, {}{}",
+      "SP {}, recompute {}, sharding {}, {}, {}{}{}",
       p.tp, p.pp, p.dp,
       p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
                : std::string(),
@@ -244,7 +245,12 @@ std::string PlanLine(const config::PlanConfig& p) {
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
       : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
       : p.attention == config::AttentionImpl::kFlash1 ? ", FlashAttention-1 class"
-                                                       : "");
+                                                       : "",
+      p.finetune.frozen_base()
+          ? fmt::format(", {} rank {} on {} projections (frozen base)",
+                        p.finetune.method == config::FinetuneMethod::kQlora ? "QLoRA" : "LoRA", p.finetune.rank,
+                        std::popcount(p.finetune.targets))
+          : std::string());
 }
 
 namespace {

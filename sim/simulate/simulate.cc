@@ -11,6 +11,7 @@
 #include "sim/simulate/attribution.h"
 #include "sim/simulate/step_replay.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/lora.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/training_step.h"
 
@@ -87,9 +88,19 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   // is head_dim (nope + rope) wide, its PV v_head_dim: their mean stands for d.
   const double v_dim = static_cast<double>(scenario.model.is_mla() ? scenario.model.v_head_dim : scenario.model.head_dim);
   const double attn_dim = (static_cast<double>(scenario.model.head_dim) + v_dim) / 2.0;
-  res.model_flops = Flops{tokens * (6.0 * NonEmbeddingFlopParams(scenario.model) +
-                                    6.0 * scenario.model.num_layers * scenario.model.num_attention_heads *
-                                        attn_dim * scenario.seq_len)};
+  // LoRA / QLoRA: frozen weights run forward and data gradient only (4N),
+  // the adapters all three products (6 x their parameters, whole model).
+  double matrix_flops = 6.0 * NonEmbeddingFlopParams(scenario.model);
+  if (plan.finetune.frozen_base()) {
+    config::PlanConfig whole = plan;
+    whole.tp = 1;
+    matrix_flops = 4.0 * NonEmbeddingFlopParams(scenario.model) +
+                   6.0 * static_cast<double>(scenario.model.num_layers) *
+                       workload::LayerAdapterParameters(scenario.model, whole);
+  }
+  res.model_flops = Flops{tokens * (matrix_flops + 6.0 * scenario.model.num_layers *
+                                                       scenario.model.num_attention_heads * attn_dim *
+                                                       scenario.seq_len)};
   if (res.out_of_memory && !options.simulate_if_out_of_memory) {
     res.notes.push_back("the plan does not fit in GPU memory; not simulated");
     res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
