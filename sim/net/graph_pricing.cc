@@ -22,7 +22,7 @@ double GraphPricing::Load::Max(double a, double b) const {
 
 const GraphPricing::Load& GraphPricing::LoadOf(const trace::CommGroup& g, Pattern pattern) const {
   const auto key = std::make_tuple(static_cast<int>(pattern), g.first_rank, g.stride, g.size, g.siblings,
-                                   g.sibling_stride);
+                                   g.sibling_stride, g.sibling_run, g.sibling_run_stride);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
@@ -63,7 +63,7 @@ GraphPricing::Load GraphPricing::Compute(const trace::CommGroup& g, Pattern patt
   };
   const int copies = std::max(1, g.siblings);
   for (int j = 0; j < copies; ++j) {
-    const int64_t off = static_cast<int64_t>(j) * g.sibling_stride;
+    const int64_t off = g.SiblingOffset(j);
     if (j > 0 && (g.sibling_stride == 0 || !inside(off))) continue;
     auto at = [&](int k, int c) { return g.first_rank + off + (static_cast<int64_t>(k) * gl + c) * g.stride; };
     switch (pattern) {

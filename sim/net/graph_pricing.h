@@ -78,7 +78,7 @@ class GraphPricing {
   std::shared_ptr<const GraphFabric> fabric_;
   Time intra_step_, inter_step_;
   mutable std::mutex mu_;
-  mutable std::map<std::tuple<int, int64_t, int64_t, int, int, int64_t>, Load> cache_;
+  mutable std::map<std::tuple<int, int64_t, int64_t, int, int, int64_t, int, int64_t>, Load> cache_;
 };
 
 }  // namespace stacksim::net

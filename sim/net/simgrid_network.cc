@@ -274,7 +274,7 @@ std::vector<int64_t> SimGridSession::Siblings(const trace::CommGroup& g, int64_t
   // spread over the whole job, so every copy is expanded.
   int64_t span = net_.node_order() == config::NodeOrder::kScattered ? logical_gpus_ : fabric_->leaf_span_gpus();
   for (int j = 1; j < g.siblings && g.sibling_stride > 0; ++j) {
-    int64_t off = static_cast<int64_t>(j) * g.sibling_stride;
+    int64_t off = g.SiblingOffset(j);  // grows with j
     if (off >= span) break;
     if (g.first_rank + off + last_member_offset >= logical_gpus_ || g.first_rank + off < 0) break;
     offsets.push_back(off);
