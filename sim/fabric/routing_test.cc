@@ -134,6 +134,10 @@ TEST(Routing, EveryShippedFatTreeRoutesAsTheSimGridPlatform) {
     // vertex in the graph, so its routes between nodes of one rack use
     // NVLink where the platform's go through NICs: not the same paths.
     if (t.scale_up.domain_gpus > t.gpus_per_node) continue;
+    // A direct-link mesh node (MI300X's Infinity Fabric) is one switch
+    // vertex in the graph generator, while the platform links GPU to GPU:
+    // one hop against two inside the node. Graph meshes are not built yet.
+    if (t.scale_up.kind == config::ScaleUpKind::kNvLinkMesh) continue;
     SCOPED_TRACE(t.name);
     const int gpn = t.gpus_per_node;
     const int64_t nodes = std::min<int64_t>(t.max_nodes > 0 ? t.max_nodes : 512, 512);
