@@ -213,7 +213,7 @@ void ChakraReplay(const std::string& text) {
   for (const trace::CommGroup& g : t.groups()) {
     for (int i = 0; i < g.size; ++i) {
       for (int j = 0; j < g.siblings; ++j) {
-        const int64_t rank = g.first_rank + i * g.stride + j * g.sibling_stride;
+        const int64_t rank = g.first_rank + i * g.stride + g.SiblingOffset(j);
         if (rank < 0 || rank >= gpus) std::abort();  // off the fabric
       }
     }

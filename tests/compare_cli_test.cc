@@ -36,6 +36,43 @@ TEST(CompareCli, ScenarioGivesModelAndBatchAndJsonNamesTheBest) {
   EXPECT_EQ(j["best"], h200 < h100 ? "hgx-h200:8" : "dgx-h100:8");
 }
 
+// Rail-only against rail-optimized: the same 1,024 H100s, two fabrics. The
+// scenario's compare block gives the tokens and clusters; each best plan
+// is replayed with SimGrid too.
+TEST(CompareCli, FabricsOfTheSameGpusFromTheScenariosCompareBlock) {
+  CmdResult r = Stacksim("compare --scenario " + std::string(STACKSIM_SOURCE_DIR) +
+                         "/scenarios/compare-rail-only-vs-rail-optimized-1024xh100.json --network simgrid "
+                         "--threads 2 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["clusters"].size(), 2u);
+  EXPECT_EQ(j["tokens"], 300'000'000'000);
+  ASSERT_EQ(j["contention"].size(), 2u);
+  EXPECT_EQ(j["contention"][0]["cluster"], "dgx-h100:1024");
+  EXPECT_EQ(j["contention"][1]["cluster"], "dgx-h100-rail-only:1024");
+  for (const auto& c : j["contention"]) {
+    EXPECT_EQ(c["network"], "simgrid");
+    // The flow model replays the plan the analytic search chose: it may add
+    // contention, never take away more than rounding.
+    EXPECT_GT(c["step_s"].get<double>(), 0.9 * c["analytic_step_s"].get<double>());
+  }
+  // The plans the rail-only fabric runs best keep each group on one rail:
+  // it is no slower than with the spine.
+  const double fat = j["clusters"][0]["days"], rail = j["clusters"][1]["days"];
+  EXPECT_NEAR(rail, fat, 0.01 * fat);
+  // ... with contention too: the CP groups' copies are the job's real CP
+  // groups, each on one node (made-up copies straddling nodes put 7.28 s
+  // against 5.71 s here).
+  const double fat_flow = j["contention"][0]["step_s"], rail_flow = j["contention"][1]["step_s"];
+  EXPECT_NEAR(rail_flow, fat_flow, 0.02 * fat_flow);
+}
+
+TEST(CompareCli, WithoutTokensOrClustersNamesTheFlag) {
+  CmdResult r = Stacksim("compare --scenario " + kScenario + " --cluster dgx-h100:8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--tokens"), std::string::npos) << r.err;
+}
+
 TEST(CompareCli, BadInputIsExitStatusTwoWithAMessage) {
   CmdResult r = Stacksim("compare --model gpt-1.7b --tokens 1T --cluster dgx-h100");
   EXPECT_EQ(r.status, 2);

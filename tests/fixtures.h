@@ -30,6 +30,22 @@ inline config::ModelConfig GptModel(int layers, int hidden, int heads, int vocab
   return m;
 }
 
+// Llama-like: hidden 1024, 16 heads of 64, 4 KV heads, SwiGLU 2816, RMSNorm,
+// RoPE, no biases or dropout, untied embeddings.
+inline config::ModelConfig SmallLlamaModel(int layers) {
+  config::ModelConfig m = GptModel(layers, 1024, 16, 32000);
+  m.num_kv_heads = 4;
+  m.intermediate_size = 2816;
+  m.activation = config::Activation::kSwiglu;
+  m.norm = config::NormKind::kRmsNorm;
+  m.attention_bias = m.mlp_bias = false;
+  m.position_embedding = config::PositionEmbedding::kRope;
+  m.learned_position_embeddings = false;
+  m.tie_word_embeddings = false;
+  m.dropout = false;
+  return m;
+}
+
 // A DGX-like node: 8 GPUs in one NVSwitch domain, 8 NICs.
 inline config::TopologyConfig DgxTopology() {
   config::TopologyConfig t;

@@ -26,15 +26,82 @@ TEST(ServeValidation, PublishedMeasurementsArePredictedWithinCeiling) {
   for (const auto& r : j.at("runs")) {
     EXPECT_TRUE(r.contains("metrics") || !r.at("error").get<std::string>().empty()) << r.dump();
   }
-  // Measured: 32.2% over 52 metrics of 32 of the 34 scored entries
-  // (throughput 19.0%, TTFT 60.3%, TPOT 26.8%, e2e 34.8%), after fp8 serving
-  // stopped paying training's per-GEMM weight cast (52.5% before) and
-  // closed loops became one simulation (NIM c5/c25 now scored). The
-  // ceilings sit a little above that; nothing was fitted to get there.
-  // They guard against regressions, they are not a target (docs/serve.md).
+  // Measured: 15.3% over 52 metrics of 32 of the 34 scored entries
+  // (throughput 13.2%, TTFT 25.9%, TPOT 8.2%, e2e 2.6%; by source trtllm10
+  // 6.6%, nim 16.4%, lmdeploy 15.3%, trtllm05 11.6%, trtllm061 33.6%, vllm
+  // 2.6%), 32.2% before engine profiles, steady-state closed loops, burst
+  // admission, per-token percentiles and the fitted per-iteration host time
+  // (18.1% without it; docs/serve.md). The ceilings sit a little above;
+  // they guard against regressions, they are not the target (issue 23: 12%
+  // overall, TTFT 15%, no source above 20%).
   EXPECT_GE(j.at("scored_predicted").get<int>(), 32);
-  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 34.0);
-  EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 23.0);
+  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 16.0);
+  EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 14.0);
+  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 27.0);
+  EXPECT_LE(j.at("by_metric").at("tpot").at("mape_pct").get<double>(), 9.0);
+  EXPECT_LE(j.at("by_source").at("trtllm10").at("mape_pct").get<double>(), 7.5);
+  EXPECT_LE(j.at("by_source").at("nim").at("mape_pct").get<double>(), 17.5);
+  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 16.5);
+  EXPECT_LE(j.at("by_source").at("vllm").at("mape_pct").get<double>(), 5.0);
+  // The likely ranges serve and serve-search print: leave one entry out,
+  // about 80% of the measured TTFT/TPOT values fall inside (measured 79.2%).
+  EXPECT_GE(j.at("range_coverage").at("fraction").get<double>(), 0.70);
+}
+
+// serve and serve-search read validation/serving_error_table.json; it must
+// be what serve-validate gives today (regenerate it in any commit that moves
+// serving errors: serve-validate validation/serving_runs.json
+// --write-error-table validation/serving_error_table.json).
+TEST(ServeValidation, CommittedServingErrorTableMatchesAFreshValidation) {
+  const std::string src = STACKSIM_SOURCE_DIR;
+  const std::string committed = src + "/validation/serving_error_table.json";
+  if (!std::filesystem::exists(committed)) GTEST_SKIP() << "no committed serving error table";
+  const std::string fresh = ::testing::TempDir() + "/serving_error_table_fresh.json";
+  stacksim::testing::CmdResult run = stacksim::testing::Stacksim(
+      "serve-validate " + src + "/validation/serving_runs.json --format json --write-error-table " + fresh);
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto a = nlohmann::json::parse(std::ifstream(committed));
+  auto b = nlohmann::json::parse(std::ifstream(fresh));
+  ASSERT_EQ(a.at("rows").size(), b.at("rows").size());
+  for (size_t i = 0; i < a.at("rows").size(); ++i) {
+    const auto& x = a.at("rows")[i];
+    const auto& y = b.at("rows")[i];
+    EXPECT_EQ(x.at("id"), y.at("id"));
+    EXPECT_EQ(x.at("key"), y.at("key"));
+    EXPECT_NEAR(x.at("error").get<double>(), y.at("error").get<double>(), 0.005) << x.at("id") << " " << x.at("key");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// serve and serve-search put the likely range on what they print.
+TEST(ServeValidation, ServeAndServeSearchCarryLikelyRanges) {
+  const std::string scenario = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/serve-llama3-70b-8xh100.json";
+  stacksim::testing::CmdResult serve = stacksim::testing::Stacksim("serve " + scenario + " --requests 200 --format json");
+  ASSERT_EQ(serve.status, 0) << serve.err;
+  auto j = nlohmann::json::parse(serve.out);
+  for (const char* m : {"ttft", "tpot"}) {
+    const auto& u = j.at("uncertainty").at(m);
+    ASSERT_TRUE(u.is_object()) << m;
+    EXPECT_GT(u.at("low_s").get<double>(), 0);
+    EXPECT_LT(u.at("low_s").get<double>(), u.at("high_s").get<double>());
+    EXPECT_GE(u.at("n").get<int>(), 5);
+  }
+  EXPECT_TRUE(j.at("warnings").is_array());
+  stacksim::testing::CmdResult search = stacksim::testing::Stacksim(
+      "serve-search " + scenario + " --slo ttft_p99=2s,tpot_p99=100ms --requests 200 --tp 4,8 --top 3 --format json");
+  ASSERT_EQ(search.status, 0) << search.err;
+  auto s = nlohmann::json::parse(search.out);
+  ASSERT_FALSE(s.at("ranked").empty());
+  for (const auto& c : s.at("ranked")) {
+    const auto& t = c.at("uncertainty").at("ttft");
+    EXPECT_LT(t.at("low_s").get<double>(), t.at("high_s").get<double>());
+    // The range is of the p99 the SLO reads.
+    EXPECT_NEAR(t.at("predicted_s").get<double>(), c.at("ttft_p99_s").get<double>(), 1e-12);
+    EXPECT_TRUE(c.at("warnings").is_array());
+  }
 }
 
 }  // namespace

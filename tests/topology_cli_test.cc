@@ -64,10 +64,13 @@ TEST(TopologyCli, BadInputExitsTwoNamingTheFileAndField) {
   std::remove(bad.c_str());
   CmdResult missing = Stacksim("topology no-such-topology");
   EXPECT_EQ(missing.status, 2);
-  // A graph fabric is not yet priced by simulate: a clear error, not a crash.
-  CmdResult sim = Stacksim("simulate " + kSource + "/scenarios/llama3-8b-8xh100.json --set topology=dgx-h100-dragonfly");
+  // A job larger than a fixed-size graph fabric: a clear error naming gpus.
+  CmdResult sim = Stacksim("simulate " + kSource +
+                           "/scenarios/gpt3-175b-1024xh100-dragonfly.json --set gpus=2048 --set plan.dp=32");
   EXPECT_EQ(sim.status, 2) << sim.out;
-  EXPECT_NE(sim.err.find("dgx-h100-dragonfly.json: fabric:"), std::string::npos) << sim.err;
+  EXPECT_NE(sim.err.find("gpus: 2048 GPUs need 256 nodes; topology dgx-h100-dragonfly holds at most 128"),
+            std::string::npos)
+      << sim.err;
 }
 
 TEST(SimulateCli, CriticalPathLengthIsTheStep) {

@@ -31,7 +31,10 @@ std::string UsageText() {
          "             failures to exercise the harness's error paths (the profile says so)\n"
          "exit status: 0 all measured and fitted; 1 a correctness check, a step or a measurement\n"
          "             failed, timings stayed unstable, or fewer GPUs than --gpus were visible;\n"
-         "             2 bad arguments or no CUDA GPU visible\n";
+         "             2 bad arguments or no CUDA GPU visible\n"
+         "CUDA only: the harness measures NVIDIA GPUs (cuBLASLt, CUPTI, NCCL); it has no ROCm/HIP port and\n"
+         "             cannot measure AMD Instinct GPUs, whose profiles (mi300x, mi325x) are datasheet\n"
+         "             projections with no validated run (docs/calibrate.md)\n";
 }
 
 namespace {

@@ -32,8 +32,13 @@ int64_t Micros(Time t) { return std::llround(t.us()); }
 
 void AddGroupAttrs(const trace::CommGroup& g, std::vector<Attribute>& attrs) {
   attrs.push_back(Attribute::String("pg_name", g.name));
-  attrs.push_back(Attribute::IntList("stacksim_pg", {g.size, g.ranks_per_node, g.nodes, g.first_rank, g.stride,
-                                                     g.siblings, g.sibling_stride}));
+  std::vector<int64_t> pg{g.size, g.ranks_per_node, g.nodes, g.first_rank, g.stride, g.siblings, g.sibling_stride};
+  // Copies in runs (docs/chakra.md): two more values, only where they say something.
+  if (g.sibling_run > 0 && g.sibling_run < g.siblings) {
+    pg.push_back(g.sibling_run);
+    pg.push_back(g.sibling_run_stride);
+  }
+  attrs.push_back(Attribute::IntList("stacksim_pg", pg));
   attrs.push_back(
       Attribute::IntList("stacksim_pg_members", std::vector<int64_t>(g.simulated.begin(), g.simulated.end())));
 }

@@ -11,7 +11,7 @@ trace::GroupId GroupTable::FromNode(const NodeView& v, const std::vector<trace::
   g.name = v.String("pg_name", "");
   if (v.Has("stacksim_pg")) {
     std::vector<int64_t> p = v.IntList("stacksim_pg");
-    if (p.size() != 7) v.Fail("attribute 'stacksim_pg': expected 7 values");
+    if (p.size() != 7 && p.size() != 9) v.Fail("attribute 'stacksim_pg': expected 7 or 9 values");
     g.size = static_cast<int>(p[0]);
     g.ranks_per_node = static_cast<int>(p[1]);
     g.nodes = static_cast<int>(p[2]);
@@ -19,7 +19,11 @@ trace::GroupId GroupTable::FromNode(const NodeView& v, const std::vector<trace::
     g.stride = p[4];
     g.siblings = static_cast<int>(p[5]);
     g.sibling_stride = p[6];
-    if (g.size < 1 || g.ranks_per_node < 1 || g.nodes < 1 || g.siblings < 1) {
+    if (p.size() == 9) {
+      g.sibling_run = static_cast<int>(p[7]);
+      g.sibling_run_stride = p[8];
+    }
+    if (g.size < 1 || g.ranks_per_node < 1 || g.nodes < 1 || g.siblings < 1 || g.sibling_run < 0) {
       v.Fail("attribute 'stacksim_pg': sizes must be positive");
     }
     for (int64_t m : v.IntList("stacksim_pg_members")) g.simulated.push_back(static_cast<trace::RankId>(m));
@@ -41,7 +45,8 @@ trace::GroupId GroupTable::FromNode(const NodeView& v, const std::vector<trace::
   }
   std::ostringstream key;
   key << g.name << '|' << g.size << '|' << g.ranks_per_node << '|' << g.nodes << '|' << g.first_rank << '|'
-      << g.stride << '|' << g.siblings << '|' << g.sibling_stride;
+      << g.stride << '|' << g.siblings << '|' << g.sibling_stride << '|'
+      << g.sibling_run << '|' << g.sibling_run_stride;
   for (trace::RankId r : g.simulated) key << ',' << r;
   auto [it, added] = index_.try_emplace(key.str(), 0);
   if (added) it->second = t_.AddGroup(g);

@@ -392,7 +392,7 @@ int64_t GpusSpanned(const trace::Trace& t) {
   int64_t span = t.rank_count();
   for (const trace::CommGroup& g : t.groups()) {
     const int64_t last_member = g.first_rank + static_cast<int64_t>(std::max(g.size - 1, 0)) * g.stride;
-    const int64_t sibling_reach = static_cast<int64_t>(std::max(g.siblings - 1, 0)) * std::max<int64_t>(g.sibling_stride, 0);
+    const int64_t sibling_reach = std::max<int64_t>(g.SiblingOffset(std::max(g.siblings - 1, 0)), 0);
     span = std::max(span, std::max(g.first_rank, last_member) + sibling_reach + 1);
   }
   return span;

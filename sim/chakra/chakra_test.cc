@@ -59,6 +59,38 @@ TEST(Chakra, SmallTraceRoundTripsExactly) {
   for (size_t i = 0; i < t.size(); ++i) EXPECT_EQ(after.timings[i].end.ns(), before.timings[i].end.ns()) << i;
 }
 
+// A group whose copies come in runs (a context-parallel group: tp copies per
+// replica) keeps the runs through export and import.
+TEST(Chakra, SiblingRunsRoundTrip) {
+  trace::Trace t;
+  t.SetRankCount(2);
+  trace::CommGroup cp{.name = "cp", .size = 2, .ranks_per_node = 2, .nodes = 1, .simulated = {0, 1}};
+  cp.stride = 2;
+  cp.siblings = 6;
+  cp.sibling_stride = 1;
+  cp.sibling_run = 2;
+  cp.sibling_run_stride = 4;
+  cp.role = trace::GroupRole::kCp;
+  const trace::GroupId g = t.AddGroup(cp);
+  trace::Task ar;
+  ar.kind = TaskKind::kCollective;
+  ar.stream = t.InternStream("cp");
+  ar.label = t.InternLabel("cp");
+  ar.name = t.InternName("kv all-gather");
+  ar.comm = {.kind = trace::CollectiveKind::kAllGather, .bytes = Bytes{1e6}, .group = g, .instance = 0};
+  t.Add(ar);
+  ar.rank = 1;
+  t.Add(ar);
+  ASSERT_EQ(t.Check(), "");
+  trace::Trace back = ImportChakraJson(Texts(ExportChakraJson(t, engine::Engine(kCost, kNet).Replay(t))));
+  const trace::CommGroup& b = back.group(back.task(0).comm.group);
+  EXPECT_EQ(b.siblings, 6);
+  EXPECT_EQ(b.sibling_run, 2);
+  EXPECT_EQ(b.sibling_run_stride, 4);
+  EXPECT_EQ(b.SiblingOffset(5), 9);  // run 2, copy 1
+  EXPECT_EQ(GpusSpanned(back), 12);  // copy 5's second member is rank 11
+}
+
 // Without stacksim's attributes (what another Chakra producer writes): order-
 // matched collectives, recv matched by tag, microsecond durations.
 TEST(Chakra, PlainChakraImports) {

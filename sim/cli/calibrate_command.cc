@@ -30,6 +30,12 @@ int RunCalibrate(std::vector<std::string> args) {
   if (harness.empty()) {
     std::cerr << "stacksim calibrate: this build has no calibration harness (CUDA was not found when it was "
                  "configured); nothing measured\n";
+    // /dev/kfd is the AMD GPU compute driver's device (ROCm).
+    if (std::filesystem::exists("/dev/kfd")) {
+      std::cerr << "stacksim calibrate: this machine has an AMD GPU driver (ROCm); the harness is CUDA-only and "
+                   "cannot measure AMD GPUs: use the datasheet profiles profiles/mi300x.json or mi325x.json "
+                   "(projections, no validated run; docs/calibrate.md)\n";
+    }
     return 2;
   }
   args.insert(args.begin(), harness);

@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "sim/search/mpi_runner.h"
 #include "sim/search/search.h"
 #include "sim/simulate/simulate.h"
+#include "sim/simulate/step_in_child.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -35,6 +37,7 @@ struct CompareArgs {
   std::string precision = "bf16";
   std::string tokens;
   std::vector<std::string> clusters;
+  std::string network = "analytic";
   std::string objective = "time";
   std::string format = "text";
   std::string html;
@@ -63,6 +66,44 @@ void RequireClusterPrecision(const compare::ClusterSpec& spec, config::Precision
   config::RequireGemmPrecision(config::LoadProfileFile(profile_file), profile_file, precision, "--cluster", text);
 }
 
+// --network simgrid: the search ranks plans with the analytic model (a
+// flow-level replay per plan would take minutes); each cluster's best plan
+// is then replayed with the contention model, in its own process.
+struct Contention {
+  std::string cluster;
+  Time analytic, step;
+};
+
+std::vector<Contention> Recheck(const compare::Comparison& c, const std::string& network) {
+  std::vector<Contention> out;
+  for (const compare::ClusterResult& r : c.clusters) {
+    if (!r.ok()) continue;
+    out.push_back({r.spec.text, r.best().step, simulate::RunStepInChild(r.scenario, network).iteration});
+  }
+  return out;
+}
+
+nlohmann::json ContentionJson(const std::vector<Contention>& rows, const std::string& network) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Contention& r : rows) {
+    j.push_back({{"cluster", r.cluster}, {"network", network}, {"step_s", r.step.seconds()},
+                 {"analytic_step_s", r.analytic.seconds()}});
+  }
+  return j;
+}
+
+std::string ContentionText(const std::vector<Contention>& rows, const std::string& network) {
+  if (rows.empty()) return "";
+  std::string out = "\nbest plans replayed with --network " + network + " (contention between concurrent collectives):\n";
+  for (const Contention& r : rows) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-32s %.4g s (analytic %.4g s, %+.1f%%)\n", r.cluster.c_str(), r.step.seconds(),
+                  r.analytic.seconds(), 100.0 * (r.step.seconds() / r.analytic.seconds() - 1));
+    out += line;
+  }
+  return out;
+}
+
 int RunCompare(const CompareArgs& a) {
   mallopt(M_MMAP_MAX, 0);  // as search: replays reuse the heap
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
@@ -84,8 +125,21 @@ int RunCompare(const CompareArgs& a) {
     request.base = compare::BaseScenario(a.model, seq, batch,
                                          a.precision == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16);
   }
-  request.tokens = ParseTokenCount(a.tokens);
-  for (const std::string& c : a.clusters) {
+  // A scenario's "compare" block (checked by the scenario parser) answers
+  // what the command line leaves out.
+  std::string tokens = a.tokens;
+  std::vector<std::string> clusters = a.clusters;
+  if (!a.scenario.empty() && (tokens.empty() || clusters.empty())) {
+    const nlohmann::json doc = ReadJsonFile(request.base.file);
+    if (auto block = doc.find("compare"); block != doc.end()) {
+      if (tokens.empty()) tokens = block->at("tokens").get<std::string>();
+      if (clusters.empty()) clusters = block->at("clusters").get<std::vector<std::string>>();
+    }
+  }
+  if (tokens.empty()) throw InputError("--tokens", "", "give a token budget (or a scenario with compare.tokens)");
+  if (clusters.empty()) throw InputError("--cluster", "", "give at least one cluster (or a scenario with compare.clusters)");
+  request.tokens = ParseTokenCount(tokens);
+  for (const std::string& c : clusters) {
     request.clusters.push_back(compare::ParseClusterSpec(c));
     RequireClusterPrecision(request.clusters.back(), request.base.plan.precision, c);
   }
@@ -99,8 +153,16 @@ int RunCompare(const CompareArgs& a) {
   if (mpi.active()) options.runner = &runner;
   compare::Comparison c = compare::Compare(request, options);
   if (mpi.rank() != 0) return 0;
-  PrintResult(a.format, [&] { return compare::ComparisonJson(c); },
-              [&] { return compare::ComparisonText(c); });
+  std::vector<Contention> contention;
+  if (a.network != "analytic") contention = Recheck(c, a.network);
+  PrintResult(
+      a.format,
+      [&] {
+        nlohmann::json j = compare::ComparisonJson(c);
+        if (!contention.empty()) j["contention"] = ContentionJson(contention, a.network);
+        return j;
+      },
+      [&] { return compare::ComparisonText(c) + ContentionText(contention, a.network); });
   if (!a.html.empty()) {
     // The page shows each best plan's breakdown and memory: simulate them.
     std::vector<simulate::SimulationResult> runs;
@@ -127,9 +189,11 @@ RunFunction AddCompareOptions(CLI::App* cmd) {
   auto a = std::make_shared<CompareArgs>();
   cmd->add_option("--model", a->model, "Model name (models/) or file");
   cmd->add_option("--scenario", a->scenario, "Take model, batch and fixed plan fields from this scenario");
-  cmd->add_option("--tokens", a->tokens, "Token budget to train, e.g. 15T, 300B")->required();
-  cmd->add_option("--cluster", a->clusters, "TOPOLOGY:GPUS[@USD per GPU-hour], GPUS as N or LO..HI (repeatable)")
-      ->required();
+  cmd->add_option("--tokens", a->tokens, "Token budget to train, e.g. 15T, 300B (default: the scenario's compare.tokens)");
+  cmd->add_option("--cluster", a->clusters,
+                  "TOPOLOGY:GPUS[@USD per GPU-hour], GPUS as N or LO..HI (repeatable; default: the scenario's "
+                  "compare.clusters)");
+  AddNetwork(cmd, &a->network);
   cmd->add_option("--seq-len", a->seq_len, "Tokens per sequence (default: the scenario's, else 4096)")
       ->check(WholeIn(1, 1LL << 40));
   cmd->add_option("--global-batch", a->global_batch,

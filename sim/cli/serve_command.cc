@@ -13,6 +13,7 @@
 #include "sim/serve/request_workload.h"
 #include "sim/serve/serve_report.h"
 #include "sim/serve/serve_sim.h"
+#include "sim/serve/serve_uncertainty.h"
 
 namespace stacksim::cli {
 namespace {
@@ -37,8 +38,19 @@ int RunServe(const ServeArgs& a) {
   serve::ServeResult r = serve::SimulateServing(c, requests);
   const search::Economics price = search::LookUpTopologyPrice(c.topology);
   serve::ServeMetrics m = serve::ComputeMetrics(c, r, price.gpu_hour_usd, price.price_basis);
-  PrintResult(a.format, [&] { return serve::ServeJson(c, r, m); },
-              [&] { return serve::ServeText(c, r, m); });
+  // The likely range of the mean TTFT and TPOT (the same errors scale any
+  // statistic) from the serving validation errors.
+  const serve::ServeAssessment u =
+      serve::AssessServePrediction(serve::DefaultServingErrorTablePath(), c, m.ttft.mean, m.tpot.mean);
+  PrintResult(
+      a.format,
+      [&] {
+        nlohmann::json j = serve::ServeJson(c, r, m);
+        j["uncertainty"] = serve::ServeUncertaintyJson(u);
+        j["warnings"] = u.warnings;
+        return j;
+      },
+      [&] { return serve::ServeText(c, r, m) + "uncertainty (mean TTFT and TPOT)\n" + serve::ServeAssessmentText(u); });
   return 0;
 }
 

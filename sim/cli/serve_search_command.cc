@@ -81,6 +81,7 @@ int RunServeSearch(const ServeSearchArgs& a) {
   serve::ServeSearchSpace space = serve::BuildServeSearchSpace(base, a.flags);
   CheckReplicaShapes(space);
   serve::ServeSearchResult r = serve::SearchServing(space, opts);
+  serve::AssessCandidates(r, serve::DefaultServingErrorTablePath());
   PrintResult(a.format, [&] { return serve::ServeSearchJson(r, a.top); },
               [&] { return serve::ServeSearchText(r, a.top); });
   return 0;

@@ -1,13 +1,21 @@
 // stacksim serve-validate FILE: serving predictions against published
 // measurements.
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
+#include "sim/serve/serve_uncertainty.h"
 #include "sim/serve/serve_validate.h"
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace stacksim::cli {
 namespace {
@@ -16,13 +24,55 @@ struct ServeValidateArgs {
   std::string file;
   std::string only;  // --run
   std::string format = "text";
+  std::string write_table;  // --write-error-table
+  std::string fit_path;     // --fit-overhead
 };
 
 int RunServeValidate(const ServeValidateArgs& a) {
+  if (!a.fit_path.empty()) {
+    // Fit first, write, then validate with what was written.
+    const std::vector<serve::OverheadFit> fits = serve::FitIterationOverheads(a.file);
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    char date[16];
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path)
+                                                              : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
+    doc["serving_iteration_overhead"] = serve::OverheadFitJson(
+        fits, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path, date);
+    std::ofstream out(a.fit_path);
+    out << doc.dump(2) << "\n";
+    if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
+    for (const auto& f : fits) {
+      std::cerr << fmt::format("fitted {}: {:.3f} ms per iteration ({} entries, {:.1f}%; leave one source out {:.1f}%)\n",
+                               f.engine, f.value_s * 1e3, f.entries, f.mape_pct, f.loso_mape_pct);
+    }
+  }
   serve::ServingValidationReport rep = serve::RunServingValidation(a.file, a.only);
   if (!a.only.empty() && rep.runs.empty()) throw InputError(a.file, "runs", "no entry with id '" + a.only + "'");
-  PrintResult(a.format, [&] { return serve::ServingValidationJson(rep); },
-              [&] { return serve::ServingValidationText(rep); });
+  // The serving ranges' honesty check: leave-one-out coverage of the p10-p90
+  // range over the TTFT and TPOT metrics (serve_uncertainty.h).
+  const serve::ServingErrorTable table = serve::ServingErrorTableFrom(rep, a.file);
+  const serve::RangeCoverage cov = serve::LeaveOneOutCoverage(table);
+  if (!a.write_table.empty()) {
+    if (!a.only.empty()) throw InputError("--write-error-table", "", "needs every entry (drop --run)");
+    std::ofstream out(a.write_table);
+    out << serve::ServingErrorTableToJson(table).dump(2) << "\n";
+    if (!out) throw InputError(a.write_table, "", "cannot write the serving error table");
+  }
+  PrintResult(
+      a.format,
+      [&] {
+        nlohmann::json j = serve::ServingValidationJson(rep);
+        j["range_coverage"] = {{"rows", cov.rows}, {"inside", cov.inside}, {"fraction", cov.fraction()},
+                               {"claimed", 0.8}};
+        return j;
+      },
+      [&] {
+        return serve::ServingValidationText(rep) +
+               fmt::format("likely-range coverage (leave one entry out, TTFT and TPOT): {} of {} measured values "
+                           "inside ({:.1f}%, claimed 80%)\n",
+                           cov.inside, cov.rows, cov.fraction() * 100);
+      });
   return 0;
 }
 
@@ -32,6 +82,12 @@ RunFunction AddServeValidateOptions(CLI::App* cmd) {
   auto a = std::make_shared<ServeValidateArgs>();
   cmd->add_option("file", a->file, "Validation file (schema stacksim.validation.serving/1)")->required();
   cmd->add_option("--run", a->only, "Validate only the entry with this id");
+  cmd->add_option("--fit-overhead", a->fit_path,
+                  "Fit each engine's per-iteration host overhead on the scored entries and write it into this "
+                  "fitted-constants file (validation/fitted_constants.json), then validate with it");
+  cmd->add_option("--write-error-table", a->write_table,
+                  "Write the serving error table (validation/serving_error_table.json) that serve and serve-search "
+                  "take their likely ranges from");
   AddFormat(cmd, &a->format);
   return [a] { return RunServeValidate(*a); };
 }

@@ -1,8 +1,5 @@
 #include "sim/cluster/step_times.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -10,72 +7,13 @@
 
 #include "sim/config/scenario.h"
 #include "sim/simulate/simulate.h"
+#include "sim/simulate/step_in_child.h"
 
 namespace stacksim::cluster {
-namespace {
 
-struct StepRun {
-  Time iteration;
-  bool out_of_memory = false;
-};
-
-StepRun RunStep(const config::ScenarioConfig& s, const std::string& network) {
-  simulate::Options o;
-  o.network = network;
-  simulate::SimulationResult r = simulate::Simulate(s, o);
-  return {r.iteration, r.out_of_memory};
-}
-
-// One step simulation in a child process (SimGrid runs once per process).
-// The child writes "ok <ns> <oom>", "input <message>" or "error <message>"
-// to a pipe and exits without running destructors or exit handlers.
-StepRun RunStepInChild(const config::ScenarioConfig& s, const std::string& network) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("cluster: cannot create a pipe for a step simulation");
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("cluster: cannot fork a step simulation");
-  if (pid == 0) {
-    close(fds[0]);
-    std::string out;
-    try {
-      StepRun r = RunStep(s, network);
-      out = "ok " + std::to_string(r.iteration.ns()) + " " + (r.out_of_memory ? "1" : "0");
-    } catch (const InputError& e) {
-      out = std::string("input ") + e.what();
-    } catch (const std::exception& e) {
-      out = std::string("error ") + e.what();
-    }
-    size_t done = 0;
-    while (done < out.size()) {
-      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (text.rfind("ok ", 0) == 0) {
-    std::istringstream in(text.substr(3));
-    int64_t ns = 0;
-    int oom = 0;
-    in >> ns >> oom;
-    return {Time::Ns(ns), oom != 0};
-  }
-  if (text.rfind("input ", 0) == 0) throw InputError(s.file, "", text.substr(6));
-  throw std::runtime_error("cluster: step simulation failed: " + (text.empty() ? "no result" : text));
-}
-
-}  // namespace
+using simulate::RunStep;
+using simulate::RunStepInChild;
+using simulate::StepRun;
 
 SimulatedStepTimes::SimulatedStepTimes(PlanLibrary plans, nlohmann::json topology, std::string network)
     : plans_(std::move(plans)), topology_(std::move(topology)), network_(std::move(network)) {}

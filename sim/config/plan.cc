@@ -387,6 +387,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.grad_reduce_precision = s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
   }
   if (auto v = obj.Optional("dp_sync")) p.dp_sync = ReadDpSync(*v);
+  if (auto v = obj.Optional("finetune")) p.finetune = ReadFinetune(*v);
   obj.Finish();
   // Megatron-LM turns sequence parallelism off when tp == 1 (there is nothing
   // to split); we do the same rather than reject the plan.
@@ -444,6 +445,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
     j["recompute_modules"] = modules;
   }
   if (p.dp_sync.method != DpSyncMethod::kEveryStep) j["dp_sync"] = DpSyncToJson(p.dp_sync);
+  if (p.finetune.frozen_base()) j["finetune"] = FinetuneToJson(p.finetune);  // only when set: older readers know none
   if (p.routing == Routing::kZipf) j["moe_zipf_exponent"] = p.zipf_exponent;
   if (p.routing == Routing::kHistogram) j["moe_routing_histogram"] = p.routing_histogram;
   return j;

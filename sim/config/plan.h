@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/finetune.h"
 #include "sim/config/profile.h"
 #include "sim/util/json_reader.h"
 #include "sim/util/units.h"
@@ -285,6 +286,9 @@ struct PlanConfig {
   // every transfer on the critical path after the backward.
   bool overlap_offload = true;
   DpSync dp_sync;                   // "dp_sync" (absent: every step)
+  // Full training, or LoRA / QLoRA adapters on frozen base weights
+  // (finetune.h; plan key "finetune"; docs/workload.md "Fine-tuning").
+  FinetuneConfig finetune;
 
   int gpus() const { return tp * pp * dp * cp; }
   Precision GradReducePrecision() const {

@@ -304,5 +304,49 @@ TEST(Plan, GradientDtypeDefaultsByShardingUnlessGiven) {
   EXPECT_EQ(p.GradReducePrecision(), Precision::kFp32);
 }
 
+TEST(Finetune, ReadsMethodRankAlphaAndTargets) {
+  PlanConfig p = Parse(R"({"finetune": {"method": "qlora", "rank": 64, "alpha": 16, "targets": ["q", "v", "down"]}})");
+  EXPECT_EQ(p.finetune.method, FinetuneMethod::kQlora);
+  EXPECT_EQ(p.finetune.rank, 64);
+  EXPECT_DOUBLE_EQ(p.finetune.alpha, 16);
+  EXPECT_TRUE(p.finetune.Has(LoraTarget::kQ));
+  EXPECT_TRUE(p.finetune.Has(LoraTarget::kV));
+  EXPECT_TRUE(p.finetune.Has(LoraTarget::kDown));
+  EXPECT_FALSE(p.finetune.Has(LoraTarget::kK));
+  EXPECT_NEAR(p.finetune.FrozenLinearBytes(2.0), 4.127 / 8, 1e-4);
+  // Alpha defaults to the rank (scaling 1); absent finetune is full training.
+  EXPECT_DOUBLE_EQ(Parse(R"({"finetune": {"method": "lora", "rank": 8, "targets": ["q"]}})").finetune.alpha, 8);
+  EXPECT_FALSE(Parse(R"({"tp": 1})").finetune.frozen_base());
+  EXPECT_FALSE(Parse(R"({"finetune": {"method": "full"}})").finetune.frozen_base());
+}
+
+TEST(Finetune, WritesWhatItReads) {
+  const PlanConfig p = Parse(R"({"finetune": {"method": "lora", "rank": 16, "alpha": 32, "targets": ["k", "gate"]}})");
+  const nlohmann::json j = PlanToJson(p);
+  EXPECT_EQ(j["finetune"]["method"], "lora");
+  EXPECT_EQ(j["finetune"]["targets"], nlohmann::json::array({"k", "gate"}));
+  const PlanConfig back = ParsePlan(JsonNode(j, "s.json", "plan"), PlanConfig{});
+  EXPECT_EQ(back.finetune.targets, p.finetune.targets);
+  EXPECT_EQ(back.finetune.rank, 16);
+  EXPECT_FALSE(PlanToJson(PlanConfig{}).contains("finetune"));  // full training: as before
+}
+
+TEST(Finetune, BadInputNamesTheKey) {
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "lora", "targets": ["q"]}})").key_path(), "plan.finetune.rank");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "dora", "rank": 8, "targets": ["q"]}})").key_path(),
+            "plan.finetune.method");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "lora", "rank": 0, "targets": ["q"]}})").key_path(),
+            "plan.finetune.rank");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "lora", "rank": 8, "targets": []}})").key_path(),
+            "plan.finetune.targets");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "lora", "rank": 8, "targets": ["q", "q"]}})").key_path(),
+            "plan.finetune.targets[1]");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "lora", "rank": 8, "targets": ["qkv"]}})").key_path(),
+            "plan.finetune.targets[0]");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "full", "rank": 8}})").key_path(), "plan.finetune.rank");
+  EXPECT_EQ(ParseError(R"({"finetune": {"method": "lora", "rank": 8, "targets": ["q"], "dropout": 0.1}})").key_path(),
+            "plan.finetune.dropout");
+}
+
 }  // namespace
 }  // namespace stacksim::config

@@ -10,6 +10,7 @@
 #include "sim/config/framework.h"
 #include "sim/config/hardware_match.h"
 #include "sim/util/token_count.h"
+#include "sim/config/quantity_text.h"
 
 namespace stacksim::config {
 namespace {
@@ -88,6 +89,18 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     s.node_order = order->OneOf({"packed", "scattered"}) == "scattered" ? NodeOrder::kScattered : NodeOrder::kPacked;
   }
 
+  // "compare": {"tokens": "300B", "clusters": ["dgx-h100:1024", ...]}: what
+  // `stacksim compare --scenario` asks when its command line does not say
+  // (sim/cli/compare_command.cc reads it); checked here, unused by simulate.
+  if (auto compare = obj.Optional("compare")) {
+    JsonObject c(*compare);
+    c.Required("tokens").String();
+    JsonNode clusters = c.Required("clusters");
+    if (clusters.Elements().empty()) clusters.Fail("list at least one cluster (TOPOLOGY:GPUS)");
+    for (const JsonNode& cluster : clusters.Elements()) cluster.String();
+    c.Finish();
+  }
+
   JsonObject training(obj.Required("training"));
   JsonNode seq_len = training.Required("seq_len");
   s.seq_len = seq_len.PositiveInt();
@@ -106,6 +119,36 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
   if (auto tokens = training.Optional("tokens")) {
     s.token_budget = tokens->IsString() ? ParseTokenCount(tokens->String(), tokens->file() + ": " + tokens->path())
                                         : tokens->PositiveInt();
+  }
+  if (auto dl = training.Optional("data_loader")) {
+    JsonObject d(*dl);
+    DataLoaderConfig c;
+    JsonNode pre = d.Required("preprocess_per_sample");
+    c.preprocess_per_sample = pre.TimeValue();
+    if (!(c.preprocess_per_sample > Time::Zero())) pre.Fail("must be more than zero (host time per sample)");
+    JsonNode workers = d.Required("workers");
+    const int64_t w = workers.Int();
+    if (w < 0 || w > 1024) workers.Fail("must be 0 (the training process loads) to 1024 worker processes");
+    c.workers = static_cast<int>(w);
+    c.host_cores_per_gpu = d.Required("host_cores_per_gpu").PositiveNumber();
+    auto bytes = d.Optional("sample_bytes");
+    auto storage = d.Optional("storage_read_bandwidth");
+    if (bytes.has_value() != storage.has_value()) {
+      (bytes ? *bytes : *storage).Fail("sample_bytes and storage_read_bandwidth go together (storage is modelled with both)");
+    }
+    if (bytes) {
+      c.sample_bytes = bytes->BytesValue();
+      c.storage_read_bandwidth = storage->BandwidthValue();
+      if (!(c.sample_bytes.value > 0)) bytes->Fail("must be more than zero");
+      if (!(c.storage_read_bandwidth.value > 0)) storage->Fail("must be more than zero");
+    }
+    if (auto pf = d.Optional("prefetch_factor")) {
+      const int64_t f = pf->PositiveInt();
+      if (f > 1024) pf->Fail("at most 1024 batches per worker");
+      c.prefetch_factor = static_cast<int>(f);
+    }
+    d.Finish();
+    s.data_loader = c;
   }
   training.Finish();
 
@@ -247,6 +290,40 @@ void ValidateDpSync(const ScenarioConfig& s, const std::string& file) {
     if (p.cp > 1) fail("plan.cp", "dp_sync diloco is modelled with cp 1 only");
   }
 }
+
+namespace {
+
+// plan.finetune (LoRA / QLoRA) against the model and the rest of the plan:
+// what the workload and memory models cover (docs/workload.md "Fine-tuning").
+void ValidateFinetune(const ScenarioConfig& s, const std::string& file) {
+  const PlanConfig& p = s.plan;
+  const ModelConfig& m = s.model;
+  const std::string method = FinetuneMethodName(p.finetune.method);
+  auto fail = [&](const std::string& key, const std::string& message) { throw InputError(file, key, message); };
+  if (m.is_moe() || m.is_mla()) {
+    fail("plan.finetune", method + " on " + m.name + " is not modelled: adapters are placed on dense layers with "
+                          "standard attention only");
+  }
+  if (!m.gated_mlp() && p.finetune.Has(LoraTarget::kGate)) {
+    fail("plan.finetune.targets", "\"gate\" needs a gated MLP; " + m.name + "'s MLP has up and down only");
+  }
+  if (p.finetune.rank > m.hidden_size) {
+    fail("plan.finetune.rank", "rank " + Str(p.finetune.rank) + " is wider than the model's hidden size " +
+                                   Str(m.hidden_size) + ": a low-rank adapter has r below its projection's widths");
+  }
+  if (p.offload_optimizer != OffloadTarget::kNone) {
+    fail("plan.offload_optimizer", "optimizer offload with " + method + " is not modelled (the adapters' state is small)");
+  }
+  if (p.sharding == Sharding::kZero3 && p.zero3_gather == Zero3Gather::kSyncPerParameter) {
+    fail("plan.zero3_gather", "sync-per-parameter gathers with " + method + " are not modelled");
+  }
+  if (p.precision != Precision::kBf16 && p.precision != Precision::kFp16) {
+    fail("plan.precision", method + " is modelled in a 16-bit compute dtype (QLoRA dequantizes its NF4 weights to "
+                           "it): precision must be bf16 or fp16, not " + std::string(PrecisionName(p.precision)));
+  }
+}
+
+}  // namespace
 
 void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   const PlanConfig& p = s.plan;
@@ -434,6 +511,7 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                                              " entries; the model has " + Str(m.num_experts) + " routed experts");
     }
   }
+  if (p.finetune.frozen_base()) ValidateFinetune(s, file);
   // Pipeline-inner rank order (Megatron-LM's --use-tp-pp-dp-mapping, which
   // initializes with order "tp-pp-dp": its configuration says not to combine
   // it with EP or CP). Every group must stay
@@ -527,6 +605,18 @@ nlohmann::json ResolvedConfigJson(const ScenarioConfig& s) {
   if (!s.framework.empty()) j["framework"] = s.framework;
   j["training"] = {{"seq_len", s.seq_len}, {"global_batch", s.plan.global_batch}};
   if (s.token_budget > 0) j["training"]["tokens"] = s.token_budget;
+  if (s.data_loader) {
+    const DataLoaderConfig& d = *s.data_loader;
+    nlohmann::json dl = {{"preprocess_per_sample", TimeText(d.preprocess_per_sample)},
+                         {"workers", d.workers},
+                         {"host_cores_per_gpu", d.host_cores_per_gpu},
+                         {"prefetch_factor", d.prefetch_factor}};
+    if (d.sample_bytes.value > 0) {
+      dl["sample_bytes"] = BytesText(d.sample_bytes);
+      dl["storage_read_bandwidth"] = BandwidthText(d.storage_read_bandwidth);
+    }
+    j["training"]["data_loader"] = dl;
+  }
   j["plan"] = PlanToJson(s.plan);
   j["files"] = {{"scenario", s.file},
                 {"model", s.model_file},

@@ -10,6 +10,7 @@
 #ifndef STACKSIM_SIM_CONFIG_SCENARIO_H_
 #define STACKSIM_SIM_CONFIG_SCENARIO_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ namespace stacksim::config {
 enum class NodeOrder { kPacked, kScattered };
 const char* NodeOrderName(NodeOrder o);  // "packed", "scattered"
 
+// training.data_loader: the input pipeline of each data-parallel replica
+// (simulate/input_pipeline.h). Absent: input never stalls the step.
+struct DataLoaderConfig {
+  Time preprocess_per_sample;        // host time to read, decode and tokenize or pack one sample
+  int workers = 0;                   // DataLoader worker processes per loader (0: the training process loads)
+  double host_cores_per_gpu = 0;     // host cores the node has per GPU
+  Bytes sample_bytes;                // read from storage per sample (zero: storage not modelled)
+  Bandwidth storage_read_bandwidth;  // per node
+  int prefetch_factor = 2;           // batches in flight per worker (PyTorch DataLoader's default)
+};
+
 struct ScenarioConfig {
   std::string name;
   std::string file;            // where it was read from ("" if built in code)
@@ -42,6 +54,7 @@ struct ScenarioConfig {
   int64_t seq_len = 0;         // tokens per sequence
   PlanConfig plan;
   int64_t token_budget = 0;    // training.tokens: tokens to train (0: not given)
+  std::optional<DataLoaderConfig> data_loader;
   // The framework the scenario names (frameworks/<name>.json), whose facts
   // are the plan's defaults; "" when it names none (PlanConfig's defaults).
   std::string framework;

@@ -61,6 +61,12 @@ std::vector<std::string> HardwareFindings(const simulate::SimulationResult& resu
   if (b.offload_exposed > Time::Zero()) {
     f.push_back(fmt::format("PCIe/host offload exposed {:.3f} s", b.offload_exposed.seconds()));
   }
+  // Nsight's symptom of an offload-heavy step: the host link busy for much
+  // of it (utilization.h).
+  if (result.utilization.pcie > 0.3) {
+    f.push_back(fmt::format("PCIe-heavy: the host link carries offload copies {:.1f}% of the step",
+                            100.0 * result.utilization.pcie));
+  }
   return f;
 }
 
@@ -118,9 +124,10 @@ LayerSplit SplitByLayer(const simulate::SimulationResult& result, const StepAcco
                                          {"bubble_s", b.bubble.seconds()},
                                          {"stage_imbalance_s", stage_imbalance.seconds()},
                                          {"moe_imbalance_s", moe_imbalance.seconds()}};
-  gap[StackLayer::kRuntimeOrchestration] = b.other;
+  gap[StackLayer::kRuntimeOrchestration] = b.other + b.input_stall;
   parts[StackLayer::kRuntimeOrchestration] = {
       {"other_idle_s", b.other.seconds()},
+      {"input_stall_s", b.input_stall.seconds()},
       {"stragglers", "not in one healthy step: stacksim simulate --stragglers"},
       {"failures", "not in one step: stacksim run-campaign"}};
   gap[StackLayer::kCompilation] = a.eager_excess + eager_launch;
@@ -133,6 +140,14 @@ LayerSplit SplitByLayer(const simulate::SimulationResult& result, const StepAcco
   auto pct = [&](Time x) { return 100.0 * x.seconds() / split.step.seconds(); };
   {
     auto& f = split.findings[StackLayer::kModelDefinition];
+    // Nsight's symptom of a memory-bound step: much time in memory-bound
+    // kernels, HBM busy while the tensor cores are not.
+    if (b.memory_bound.seconds() > 0.25 * split.step.seconds()) {
+      f.push_back(fmt::format("memory-bound phases: {:.1f}% of the step in memory-bound ops (HBM bandwidth {:.1f}%, "
+                              "SM active {:.1f}%)",
+                              pct(b.memory_bound), 100.0 * result.utilization.hbm_bandwidth,
+                              100.0 * result.utilization.sm_active));
+    }
     f.push_back(fmt::format("memory-bound ops at fused speed {:.3f} s, matmuls/attention below peak {:.3f} s, "
                             "launch-bound ops' kernels {:.3f} s",
                             a.memory_class.seconds(), a.compute_class.seconds(), a.launch_class.seconds()));
@@ -171,6 +186,15 @@ LayerSplit SplitByLayer(const simulate::SimulationResult& result, const StepAcco
     auto& f = split.findings[StackLayer::kRuntimeOrchestration];
     f.push_back(fmt::format("other idle {:.3f} s (host syncs, waits not explained by communication or the pipeline)",
                             b.other.seconds()));
+    if (result.input && result.input->input_bound()) {
+      const simulate::InputPipeline& in = *result.input;
+      f.push_back(fmt::format(
+          "INPUT-BOUND: the GPUs wait {:.3f} s per step for the data loader (GPU busy {:.1f}% of the step); {}",
+          in.stall.seconds(), 100.0 * result.utilization.gpu_busy,
+          in.workers_needed > 0 ? fmt::format("{} workers per loader remove the stall", in.workers_needed)
+                                : std::string("no worker count removes it: faster preprocessing, more host cores or "
+                                              "storage bandwidth")));
+    }
     f.push_back(
         "the step assumes healthy hardware: for slow nodes run `stacksim simulate SCENARIO --stragglers 0.1%:1.5x`, "
         "for failures, restarts and checkpoints over a whole run `stacksim run-campaign SCENARIO --tokens N`");

@@ -49,7 +49,8 @@ Vertex FabricGraph::AddVertex(VertexKind kind, std::string vertex_name, int leve
 }
 
 void FabricGraph::AddLink(Vertex a, Vertex b, LinkKind kind, Bandwidth bandwidth, Time latency) {
-  boost::add_edge(a, b, FabricLink{kind, bandwidth, latency}, graph);
+  const auto id = static_cast<int32_t>(boost::num_edges(graph));
+  boost::add_edge(a, b, FabricLink{kind, bandwidth, latency, id}, graph);
 }
 
 }  // namespace stacksim::fabric

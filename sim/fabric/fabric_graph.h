@@ -53,6 +53,7 @@ struct FabricLink {
   LinkKind kind = LinkKind::kNvLink;
   Bandwidth bandwidth;  // per direction
   Time latency;
+  int32_t id = -1;      // the link's place in the order links were added (FabricGraph::AddLink)
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, FabricVertex, FabricLink>;
@@ -63,6 +64,10 @@ struct FabricGraph {
   std::string name;          // what built it: "fat-tree dgx-h100", a file name
   Graph graph;
   std::vector<Vertex> gpus;  // in rank order
+  // Set by the torus generator: its dimensions, GPU i at row-major
+  // coordinates (the last fastest). Routing then follows dimension order
+  // (routing.h) instead of spreading over every shortest path.
+  std::vector<int> torus_dims;
 
   Vertex AddVertex(VertexKind kind, std::string name, int level = -1);
   void AddLink(Vertex a, Vertex b, LinkKind kind, Bandwidth bandwidth, Time latency);

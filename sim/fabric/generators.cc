@@ -142,6 +142,7 @@ FabricGraph Torus(const TorusSpec& spec) {
     total *= d;
   }
   fg.name = "torus " + shape;
+  fg.torus_dims = spec.dims;
   for (int64_t i = 0; i < total; ++i) fg.AddVertex(VertexKind::kGpu, "GPU " + Str(i));
   // Stride of each dimension in row-major order (last fastest).
   std::vector<int64_t> stride(spec.dims.size(), 1);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,101 @@ TEST(Routing, UnreachableGpusHaveNoRoute) {
   EXPECT_EQ(r.hops, -1);
   EXPECT_EQ(r.paths, 0);
   EXPECT_TRUE(r.links.empty());
+}
+
+TEST(Routing, TorusRoutesInDimensionOrder) {
+  FabricGraph f = Torus({{4, 4}, LinkKind::kIci, Bandwidth{75e9}, Time::Ns(1000)});
+  // (0,0) to (2,2): the first dimension first, both ways as short, so the
+  // positive way: 0 -> 4 -> 8, then 8 -> 9 -> 10. One path, all of the flow.
+  Route r = DimensionOrderRoute(f, f.gpus[0], f.gpus[10]);
+  EXPECT_EQ(r.hops, 4);
+  EXPECT_EQ(r.paths, 1);
+  EXPECT_EQ(r.latency, Time::Us(4));
+  EXPECT_DOUBLE_EQ(r.bandwidth.value, 75e9);
+  std::vector<Vertex> visited{f.gpus[0]};
+  for (size_t i = 0; i < r.links.size(); ++i) {
+    const Edge e = r.links[i].first;
+    EXPECT_DOUBLE_EQ(r.links[i].second, 1.0);
+    const Vertex from = visited.back();
+    const Vertex to = boost::source(e, f.graph) == from ? boost::target(e, f.graph) : boost::source(e, f.graph);
+    EXPECT_EQ(r.directed[i], DirectedLink(f.graph, e, from));
+    EXPECT_EQ(r.directed[i] % 2, from < to ? 0 : 1);
+    visited.push_back(to);
+  }
+  EXPECT_EQ(visited, (std::vector<Vertex>{f.gpus[0], f.gpus[4], f.gpus[8], f.gpus[9], f.gpus[10]}));
+  // (0,3) to (0,0): one hop back round the wrap-around link.
+  EXPECT_EQ(DimensionOrderRoute(f, f.gpus[3], f.gpus[0]).hops, 1);
+  // The router picks dimension order on a torus.
+  Router router(f);
+  EXPECT_EQ(router.Between(0, 10).paths, 1);
+}
+
+TEST(Routing, RouterRoutesEachPairOnceAsShortestRoute) {
+  config::TopologyConfig t = config::LoadTopologyFile(std::string(STACKSIM_SOURCE_DIR) + "/topologies/dgx-h100-2to1.json");
+  FabricGraph f = FatTree(t, 128);
+  Router router(f);
+  for (int64_t dst : {1, 9, 8 * 40, 8 * 127 + 3}) {
+    SCOPED_TRACE(dst);
+    const Route& a = router.Between(0, dst);
+    Route b = ShortestRoute(f, f.gpus[0], f.gpus[dst]);
+    EXPECT_EQ(a.hops, b.hops);
+    EXPECT_EQ(a.paths, b.paths);
+    EXPECT_EQ(a.latency, b.latency);
+    EXPECT_DOUBLE_EQ(a.bandwidth.value, b.bandwidth.value);
+    EXPECT_EQ(&router.Between(0, dst), &a);  // kept, not routed again
+  }
+  EXPECT_EQ(router.routed_pairs(), 4u);
+  // Another pod: NIC to NIC through the leaves, and a spine hop (half up, half down).
+  EXPECT_EQ(router.Between(0, 8 * 40).latency, t.nics.latency + t.fabric.levels[1].hop_latency);
+}
+
+// The fat trees keep the parametric network models (sim/net/analytic_network,
+// simgrid_fabric); the graph's routes must be the same paths: for every
+// shipped fat-tree topology, between GPUs of one node and of one rail at
+// every level of the tree, the graph route crosses the SimGrid platform's
+// links plus the two GPU-NIC PCIe links, and its bottleneck is theirs (or
+// the PCIe link, which the platform does not hold).
+TEST(Routing, EveryShippedFatTreeRoutesAsTheSimGridPlatform) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(STACKSIM_SOURCE_DIR) + "/topologies")) {
+    if (entry.path().extension() != ".json") continue;
+    config::TopologyConfig t = config::LoadTopologyFile(entry.path().string());
+    if (!t.fabric.graph.is_null() || t.fabric.levels.empty() || t.nics.per_node == 0) continue;
+    // An NVLink domain wider than a node (GB200 NVL72) is one NVSwitch
+    // vertex in the graph, so its routes between nodes of one rack use
+    // NVLink where the platform's go through NICs: not the same paths.
+    if (t.scale_up.domain_gpus > t.gpus_per_node) continue;
+    // A direct-link mesh node (MI300X's Infinity Fabric) is one switch
+    // vertex in the graph generator, while the platform links GPU to GPU:
+    // one hop against two inside the node. Graph meshes are not built yet.
+    if (t.scale_up.kind == config::ScaleUpKind::kNvLinkMesh) continue;
+    SCOPED_TRACE(t.name);
+    const int gpn = t.gpus_per_node;
+    const int64_t nodes = std::min<int64_t>(t.max_nodes > 0 ? t.max_nodes : 512, 512);
+    FabricGraph f = FatTree(t, nodes);
+    net::Fabric platform(t, t.scale_up.per_gpu_bandwidth.value, t.nics.bandwidth.value, static_cast<int>(nodes * gpn));
+    std::vector<int64_t> far_nodes{1, nodes - 1};
+    for (const auto& level : t.fabric.levels) far_nodes.push_back(std::min<int64_t>(level.nodes_below, nodes - 1));
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    if (gpn > 1) pairs.emplace_back(0, 1);
+    for (int64_t n : far_nodes) {
+      if (n > 0) pairs.emplace_back(gpn - 1, n * gpn + gpn - 1);
+    }
+    for (auto [src, dst] : pairs) {
+      SCOPED_TRACE(std::to_string(src) + " -> " + std::to_string(dst));
+      std::vector<int32_t> links;
+      platform.RouteLinks(src, dst, &links);
+      const Route r = ShortestRoute(f, f.gpus[src], f.gpus[dst]);
+      const bool across = src / gpn != dst / gpn;
+      EXPECT_EQ(r.hops, static_cast<int>(links.size()) + (across ? 2 : 0));
+      EXPECT_EQ(r.paths, 1);
+      double bottleneck = across ? t.pcie_bandwidth.value : 1e300;
+      for (int32_t l : links) bottleneck = std::min(bottleneck, platform.links()[l].bandwidth);
+      EXPECT_NEAR(r.bandwidth.value, bottleneck, 1e-9 * bottleneck);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
 }
 
 }  // namespace

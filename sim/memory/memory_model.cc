@@ -1,11 +1,13 @@
 #include "sim/memory/memory_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 
 #include "sim/memory/reserve.h"
 #include "sim/util/error.h"
+#include "sim/workload/lora.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/training_step.h"
@@ -214,7 +216,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const auto schedule = workload::BuildSchedule(layout);
   const double e = shape.element_bytes();
   const double dp = plan.dp * plan.cp;  // optimizer state shards over dp x cp (same weights)
-  const double layer_params = D(s.model.LayerParameterCount()) / plan.tp;
+  const double layer_params = workload::LayerTrainableParameters(s.model, plan);  // LoRA: the adapters
   // MoE: the routed experts' optimizer state and gradients are sharded over
   // the expert-data-parallel group (tp x dp x cp / ep ranks hold the same experts).
   const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards());
@@ -230,7 +232,8 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   for (int st = 0; st < p; ++st) {
     StageFootprint f;
     f.stage = st;
-    const double P = D(workload::StageParameters(s, st));
+    // Trained parameters (LoRA / QLoRA: the adapters; MoE models are refused there).
+    const double P = workload::StageTrainableParameters(s, st);
     const double Pe = D(workload::StageExpertParameters(s, st));
     const double Psharded = (P - Pe) / dp + Pe / edp;  // one rank's optimizer shard
     const double Pzero3 = (P - Pe) / plan.FsdpShardRanks() + Pe / edp;  // one rank's ZeRO-3 parameter shard
@@ -280,6 +283,21 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
         f.optimizer = Bytes{(master + 8.0) * Pzero3};
         break;
     }
+    if (plan.finetune.frozen_base()) {
+      // LoRA / QLoRA: the frozen weights beside the adapters' 16-bit copy
+      // (above); ZeRO-3 shards them and gathers one layer in use and one
+      // prefetched, as for trained weights. QLoRA also holds the 16-bit copy
+      // of one dequantized linear weight at a time (workload/lora.h).
+      const double frozen = workload::StageFrozenBytes(s, st, e);
+      if (plan.sharding == config::Sharding::kZero3 && !(p > 1 && !plan.fsdp_pp_reshard)) {
+        f.weights += Bytes{frozen / plan.FsdpShardRanks() + 2.0 * workload::LayerFrozenBytes(s.model, plan, e)};
+      } else {
+        f.weights += Bytes{frozen};
+      }
+      if (plan.finetune.method == config::FinetuneMethod::kQlora) {
+        f.weights += Bytes{e * workload::LargestLinearElements(s.model, plan)};
+      }
+    }
     // FP8: Transformer Engine keeps an FP8 copy of the weights (one byte per
     // parameter) beside the 16-bit weights and fp32 master state. Counted for
     // every parameter (embedding and head stay 16-bit in TE; a small excess).
@@ -310,6 +328,13 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     double act = peak_chunks / static_cast<double>(v) *
                  (stage_layers[0] * LayerActivations(shape, plan.recompute).value +
                   stage_layers[1] * LayerActivations(moe_shape, plan.recompute).value);
+    // LoRA / QLoRA: each adapter keeps lora_A's output h (tokens x r) for
+    // dB; the inputs it keeps are the projections' own (counted above).
+    if (plan.finetune.frozen_base() && plan.recompute != config::Recompute::kFull) {
+      const double adapters = static_cast<double>(std::popcount(plan.finetune.targets));
+      act += peak_chunks / static_cast<double>(v) * stage_layers[0] * adapters * e * D(shape.tokens()) *
+             D(plan.finetune.rank);
+    }
     // The backward of one layer (after its recomputation) holds gradients of
     // its own beside the saved activations.
     act += BackwardTransient(stage_layers[1] > 0 ? moe_shape : shape);

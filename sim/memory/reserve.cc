@@ -75,7 +75,7 @@ AllocatorReserve LoadAllocatorReserve(const std::string& path) {
   const std::string date = c.Required("date").String();
   c.Ignore({"fitted_on", "what", "leave_one_source_out"});
   c.Finish();
-  top.Ignore({"about"});
+  top.Ignore({"about", "serving_iteration_overhead"});  // serving's constant (sim/serve/engine_profile.h)
   top.Finish();
   r.source = path + " (" + command + ", " + date + ")";
   return r;

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "sim/fabric/graph_spec.h"
+#include "sim/net/collective_flows.h"
 #include "sim/util/error.h"
 
 namespace stacksim::net {
@@ -12,13 +14,6 @@ namespace stacksim::net {
 using config::ScaleUpKind;
 using engine::CommCost;
 using trace::CollectiveKind;
-
-// NCCL's tree all-reduce runs at 90% of the ring's bus bandwidth and moves
-// 2S per rank (algbw = busbw / 2): src/graph/tuning.cc, ncclTopoTuneModel
-// ("if (a == NCCL_ALGO_TREE) busBw = std::min(busBw*.9, maxTreeBw)" and
-// "ratio = (a != NCCL_ALGO_RING) ? .5 : nRanks/nsteps"). The maxTreeBw caps
-// there (80-130 GB/s) date from PCIe-era nodes and are not modelled.
-constexpr double kTreeBandwidthShare = 0.9;
 
 // Below this ratio of peaks an all-reduce curve is treated as a ring
 // all-reduce (no NVLink SHARP): measurement noise between two ring curves is
@@ -70,7 +65,7 @@ double NvlsShare(int gpus, int measured_gpus) {
 }
 
 AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
-                                 const config::ProfileConfig& profile)
+                                 const config::ProfileConfig& profile, int64_t cluster_gpus)
     : scale_up_kind_(topology.scale_up.kind),
       all_reduce_curve_(profile.intra_all_reduce),
       ring_curve_(profile.intra_ring),
@@ -80,10 +75,10 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
       levels_(topology.fabric.levels),
       sites_(topology.sites),
       gpus_per_node_(std::max(1, topology.gpus_per_node)) {
-  if (!topology.fabric.graph.is_null()) {
-    throw InputError(topology.fabric.file, "fabric",
-                     "a fabric given as a graph or generator is read by `stacksim topology`; the network models "
-                     "price parametric fat trees only so far (docs/fabric.md)");
+  if (sites_ && !topology.fabric.graph.is_null()) {
+    throw InputError(topology.fabric.file, "sites",
+                     "topology sites (an inter-site link) are priced on parametric fat trees only, not on a fabric "
+                     "given as a graph or generator");
   }
   // PCIe systems have no NVLink: peers talk over PCIe through the host
   // bridge, and NCCL uses a ring.
@@ -99,6 +94,7 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
     throw InputError("", "node.gpus_per_node",
                      "topology '" + topology.name + "' needs a positive GPU count per node");
   }
+  if (scale_up_kind_ == ScaleUpKind::kNvLinkMesh) mesh_links_ = topology.gpus_per_node - 1;
   reference_link_ = profile.intra_reference_link.value.value;
   if (!(reference_link_ > 0)) reference_link_ = link_;  // curves taken as measured on this system
   // Empty curves stand in for each other.
@@ -129,6 +125,14 @@ AnalyticNetwork::AnalyticNetwork(const config::TopologyConfig& topology,
   // have one NIC per GPU).
   scale_out_ = Bandwidth{topology.nics.per_node * topology.nics.bandwidth.value /
                          topology.gpus_per_node * nic_efficiency};
+
+  if (!topology.fabric.graph.is_null()) {
+    const int64_t nodes = cluster_gpus > 0 ? (cluster_gpus + topology.gpus_per_node - 1) / topology.gpus_per_node : 0;
+    auto fabric = std::make_shared<const GraphFabric>(fabric::BuildFabric(topology, nodes), topology,
+                                                      IntraRingPeak() / link_, nic_efficiency > 0 ? nic_efficiency : 1.0);
+    graph_ = std::make_shared<const GraphPricing>(std::move(fabric), Time::FromSeconds(intra_latency_),
+                                                  Time::FromSeconds(inter_latency_));
+  }
 }
 
 double AnalyticNetwork::Oversubscription(int nodes) const {
@@ -171,6 +175,11 @@ double AnalyticNetwork::IntraRingPeak() const {
   return peak * (link_ / reference_link_);
 }
 
+double AnalyticNetwork::MeshShare(int p) const {
+  if (mesh_links_ <= 0) return 1.0;
+  return std::clamp(static_cast<double>(p - 1) / mesh_links_, 0.0, 1.0);
+}
+
 const MeasuredBusBandwidth& AnalyticNetwork::IntraCurve(CollectiveKind kind, int p) const {
   if (kind != CollectiveKind::kAllReduce) return ring_;
   if (nvls_.empty()) return all_reduce_;
@@ -206,11 +215,11 @@ AnalyticNetwork::Phase AnalyticNetwork::IntraNode(CollectiveKind kind, double by
   }
   const MeasuredBusBandwidth& curve = IntraCurve(kind, p);
   if (curve.empty()) {  // no measurements at all: the raw link, latency only as the floor
-    out.transfer = factor * bytes / link_;
+    out.transfer = factor * bytes / (link_ * MeshShare(p));
     out.latency = intra_latency_;
     return out;
   }
-  out.transfer = factor * bytes / (curve.peak().value * (link_ / reference_link_));
+  out.transfer = factor * bytes / (curve.peak().value * (link_ * MeshShare(p) / reference_link_));
   out.latency = std::max(factor * curve.OverheadPerFactor(Bytes{bytes}), intra_latency_);
   return out;
 }
@@ -312,6 +321,10 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
   if (p <= 1 || op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
   int n = std::max(1, group.nodes);
   int g = std::max(1, group.ranks_per_node);
+  if (graph_) {
+    if (!graph_->fabric().Shape(group).one_switch) return graph_->Collective(op, group);
+    n = 1;  // one NVSwitch: the measured curves
+  }
   Phase phase;
   if (n == 1) {
     phase = IntraNode(op.kind, op.bytes.value, p);
@@ -332,9 +345,12 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
 
 CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const {
   if (op.bytes.value <= 0) return {Time::Zero(), Time::Zero(), engine::kNoLinks, "none"};
-  if (pair.nodes <= 1) {
-    // Same node: one NVLink (or PCIe) peer copy at the ring's best efficiency.
-    return ToCost(intra_latency_, op.bytes.value / IntraRingPeak(), engine::kScaleUpLink, "p2p");
+  const bool one_switch = graph_ && graph_->fabric().Shape(pair).one_switch;
+  if (graph_ && !one_switch) return graph_->Transfer(op, pair);
+  if (pair.nodes <= 1 || one_switch) {
+    // Same node: one NVLink (or PCIe) peer copy at the ring's best efficiency
+    // (on a direct-link mesh, over the pair's one link).
+    return ToCost(intra_latency_, op.bytes.value / (IntraRingPeak() * MeshShare(2)), engine::kScaleUpLink, "p2p");
   }
   if (!(scale_out_.value > 0)) {
     throw InputError("", "node.nics",

@@ -15,6 +15,11 @@
 // when the op gives scale_out_bytes, a hierarchical exchange (one copy per
 // destination node over IB, forwarded over NVLink inside the node).
 //
+// A fabric given as a graph (a generator or a GraphML/DOT file) is priced
+// on the graph instead (graph_pricing.h): a group whose members share one
+// NVSwitch still gets the measured curves above; any other group or pair
+// costs what its NCCL flows put on the busiest link of their routes.
+//
 // The model copies what it needs from the topology and profile; it holds no
 // references to them. It is immutable after construction and safe to share.
 // Impossible inputs (no scale-up bandwidth, a multi-node group on a topology
@@ -28,6 +33,7 @@
 #define STACKSIM_SIM_NET_ANALYTIC_NETWORK_H_
 
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +41,7 @@
 #include "sim/config/topology.h"
 #include "sim/engine/network_model.h"
 #include "sim/net/bus_bandwidth.h"
+#include "sim/net/graph_pricing.h"
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
 
@@ -49,7 +56,11 @@ double NvlsShare(int gpus, int measured_gpus);
 
 class AnalyticNetwork : public engine::NetworkModel {
  public:
-  AnalyticNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile);
+  // cluster_gpus: how many GPUs a graph fabric that grows with the job
+  // (rail-only, multi-plane) is built for (0: the topology's max_nodes);
+  // the parametric fat tree does not use it.
+  AnalyticNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile,
+                  int64_t cluster_gpus = 0);
 
   // REQUIRES: group.size == group.ranks_per_node * group.nodes.
   engine::CommCost Collective(const trace::CommOp& op, const trace::CommGroup& group) const override;
@@ -67,6 +78,8 @@ class AnalyticNetwork : public engine::NetworkModel {
   Time InterNodeStepLatency(int nodes) const;
   // Factor by which a group spanning `nodes` nodes divides B (>= 1).
   double Oversubscription(int nodes) const;
+  // The graph fabric's prices, or null for a parametric fat tree.
+  const GraphPricing* graph() const { return graph_.get(); }
 
  private:
   struct Phase;  // one costed piece, in seconds (defined in the .cc)
@@ -83,8 +96,14 @@ class AnalyticNetwork : public engine::NetworkModel {
   // Peak ring busbw inside the node on this topology, bytes/s: the link
   // bandwidth times the ring curve's own peak efficiency.
   double IntraRingPeak() const;
+  // The share of a GPU's scale-up bandwidth that p GPUs of one node use: 1
+  // behind a switch; on a direct-link mesh (scale_up type nvlink-mesh, e.g.
+  // AMD's xGMI) each GPU has one link per peer, and a group of p uses p - 1
+  // of its gpus_per_node - 1 links (a pair: one link).
+  double MeshShare(int p) const;
 
   config::ScaleUpKind scale_up_kind_;
+  int mesh_links_ = 0;     // links per GPU on a direct-link mesh (gpus_per_node - 1); 0 otherwise
   double link_;            // per-GPU scale-up bandwidth, bytes/s (NVLink, or PCIe for kPcie)
   double reference_link_;  // per-GPU link bandwidth the curves were measured on, bytes/s
   config::BusBandwidthCurve all_reduce_curve_;  // as given (for naming the algorithm)
@@ -99,6 +118,7 @@ class AnalyticNetwork : public engine::NetworkModel {
   std::vector<config::FatTreeLevel> levels_;  // leaf first
   std::optional<config::Sites> sites_;         // data centres and the link between them
   int gpus_per_node_ = 1;
+  std::shared_ptr<const GraphPricing> graph_;  // shared by copies
 };
 
 }  // namespace stacksim::net

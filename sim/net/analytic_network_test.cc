@@ -121,6 +121,28 @@ TEST(AnalyticNetwork, IntraNodeAllReduceMovesTwiceTheRingFactor) {
   EXPECT_EQ(c.algorithm, "pairwise");
 }
 
+// A direct-link mesh (AMD's 8-GPU xGMI platform: 7 links of 64 GB/s per GPU,
+// scale_up type nvlink-mesh): a group of p GPUs uses p - 1 of each GPU's 7
+// links, a pipeline pair one; the whole node prices as the switch does.
+TEST(AnalyticNetwork, MeshGroupsUseOnlyTheirOwnLinks) {
+  TopologyConfig mesh = DgxH100();
+  mesh.scale_up = {ScaleUpKind::kNvLinkMesh, 8, Bandwidth{448 * kGB}, Time::Us(1)};
+  ProfileConfig p = FlatProfile();
+  p.intra_reference_link.value = Bandwidth{448 * kGB};
+  AnalyticNetwork net(mesh, p), sw(DgxH100(), FlatProfile());
+  const double s = 1e9;
+  ExpectNear(net.Collective(Op(CollectiveKind::kAllGather, s), Group(8, 1)).transfer.seconds(),
+             sw.Collective(Op(CollectiveKind::kAllGather, s), Group(8, 1)).transfer.seconds());
+  ExpectNear(net.Collective(Op(CollectiveKind::kAllGather, s), Group(4, 1)).transfer.seconds(),
+             3.0 / 4 * s / (360 * kGB * 3.0 / 7));
+  ExpectNear(net.Collective(Op(CollectiveKind::kAllReduce, s), Group(2, 1)).transfer.seconds(),
+             2.0 * 1 / 2 * s / (360 * kGB / 7));
+  TransferOp x;
+  x.bytes = Bytes{s};
+  ExpectNear(net.Transfer(x, Group(2, 1)).transfer.seconds(), s / (360 * kGB / 7));
+  ExpectNear(sw.Transfer(x, Group(2, 1)).transfer.seconds(), s / (360 * kGB));
+}
+
 // Ring curve 100 GB/s at 1 MB rising to 400 GB/s at 1 GB on a 450 GB/s
 // reference link.
 ProfileConfig RisingProfile() {

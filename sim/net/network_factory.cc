@@ -17,7 +17,7 @@ std::unique_ptr<engine::NetworkModel> MakeNetwork(const std::string& name, const
     }
     return MakeSimGridNetwork(topology, profile, cluster_gpus, order);
   }
-  if (name == "analytic") return std::make_unique<AnalyticNetwork>(topology, profile);
+  if (name == "analytic") return std::make_unique<AnalyticNetwork>(topology, profile, cluster_gpus);
   throw InputError("", "--network", "unknown network model '" + name + "' (analytic, simgrid)");
 }
 

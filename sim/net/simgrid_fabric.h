@@ -27,17 +27,30 @@ struct FabricLink {
   double bandwidth;  // bytes/s, per direction
 };
 
-class Fabric {
+// What the SimGrid platform needs of a fabric: its directed links, in
+// (up, down) pairs, and one path of them between two GPUs. Fabric (below)
+// is the parametric fat tree; GraphPlatform (graph_platform.h) a graph.
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual int64_t gpus() const = 0;
+  // GPUs under one leaf switch group (a pod): siblings closer than this
+  // share switches (all of them, where the fabric has no such span).
+  virtual int64_t leaf_span_gpus() const = 0;
+  virtual const std::vector<FabricLink>& links() const = 0;
+  // Appends the directed links from GPU src to GPU dst (REQUIRES: src != dst).
+  virtual void RouteLinks(int64_t src, int64_t dst, std::vector<int32_t>* out) const = 0;
+};
+
+class Fabric : public Platform {
  public:
   // port_bw: per-GPU scale-up port; nic_bw: one NIC.
   Fabric(const config::TopologyConfig& topology, double port_bw, double nic_bw, int cluster_gpus);
 
-  int64_t gpus() const { return gpus_; }
-  // GPUs under one leaf switch group (a pod): siblings closer than this share switches.
-  int64_t leaf_span_gpus() const { return leaf_span_; }
-  const std::vector<FabricLink>& links() const { return links_; }
-  // Appends the directed links from GPU src to GPU dst (REQUIRES: src != dst).
-  void RouteLinks(int64_t src, int64_t dst, std::vector<int32_t>* out) const;
+  int64_t gpus() const override { return gpus_; }
+  int64_t leaf_span_gpus() const override { return leaf_span_; }
+  const std::vector<FabricLink>& links() const override { return links_; }
+  void RouteLinks(int64_t src, int64_t dst, std::vector<int32_t>* out) const override;
 
  private:
   int32_t AddLink(std::string name, double bw);

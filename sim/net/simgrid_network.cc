@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "sim/net/bus_bandwidth.h"
+#include "sim/net/collective_flows.h"
+#include "sim/net/graph_platform.h"
 #include "sim/net/simgrid_fabric.h"
 #include "sim/util/error.h"
 
@@ -41,7 +43,7 @@ std::atomic<bool> session_started{false};
 // are the GPUs in order, so a host's netpoint id is its GPU index.
 class FabricZone : public simgrid::kernel::routing::NetZoneImpl {
  public:
-  FabricZone(const Fabric& fabric, std::vector<simgrid::kernel::resource::StandardLinkImpl*>* links)
+  FabricZone(const Platform& fabric, std::vector<simgrid::kernel::resource::StandardLinkImpl*>* links)
       : NetZoneImpl("stacksim-fabric"), fabric_(fabric), links_(*links) {}
   void get_local_route(const NetPoint* src, const NetPoint* dst, Route* into, double* latency) override {
     scratch_.clear();
@@ -53,7 +55,7 @@ class FabricZone : public simgrid::kernel::routing::NetZoneImpl {
   void set_first_id(int64_t id) { first_id_ = id; }
 
  private:
-  const Fabric& fabric_;
+  const Platform& fabric_;
   std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links_;
   std::vector<int32_t> scratch_;
   int64_t first_id_ = 0;
@@ -77,8 +79,7 @@ class SimGridSession : public engine::FlowSession {
   SimGridSession(const SimGridNetwork& net, const trace::Trace& trace)
       : net_(net),
         trace_(trace),
-        fabric_(net.topology(), net.port_bandwidth(), net.nic_bandwidth(),
-                static_cast<int>(net.physical_nodes() * std::max(1, net.topology().gpus_per_node))) {
+        fabric_(MakePlatform(net)) {
     gpn_ = std::max(1, net.topology().gpus_per_node);
     const int64_t nodes = (std::max(1, net.cluster_gpus()) + gpn_ - 1) / gpn_;
     logical_gpus_ = nodes * gpn_;
@@ -169,10 +170,14 @@ class SimGridSession : public engine::FlowSession {
   std::vector<std::string> ContentionReport() const override;
 
  private:
-  struct FlowSpec {
-    int64_t src, dst;
-    double bytes;
-  };
+  using FlowSpec = GpuFlow;
+  static std::unique_ptr<Platform> MakePlatform(const SimGridNetwork& net) {
+    if (const GraphPricing* graph = net.analytic().graph()) {
+      return std::make_unique<GraphPlatform>(graph->shared_fabric());
+    }
+    return std::make_unique<Fabric>(net.topology(), net.port_bandwidth(), net.nic_bandwidth(),
+                                    static_cast<int>(net.physical_nodes() * std::max(1, net.topology().gpus_per_node)));
+  }
 
   size_t active_flows() const { return flows_.size() - finished_flows_; }
   // Frees the comms of finished flows (not inside SimGrid's completion
@@ -200,7 +205,7 @@ class SimGridSession : public engine::FlowSession {
 
   const SimGridNetwork& net_;
   const trace::Trace& trace_;
-  Fabric fabric_;
+  std::unique_ptr<Platform> fabric_;
   int gpn_ = 1;
   int64_t logical_gpus_ = 0;        // the job's ranks, whole nodes
   std::vector<int64_t> node_map_;   // logical node -> physical node
@@ -223,19 +228,19 @@ class SimGridSession : public engine::FlowSession {
 };
 
 void SimGridSession::BuildPlatform() {
-  auto* zone = new FabricZone(fabric_, &link_impls_);
+  auto* zone = new FabricZone(*fabric_, &link_impls_);
   sg4::NetZone* iface = zone->get_iface();
-  const int64_t gpus = fabric_.gpus();
+  const int64_t gpus = fabric_->gpus();
   hosts_.reserve(gpus);
   for (int64_t g = 0; g < gpus; ++g) {
     hosts_.push_back(iface->create_host("gpu " + std::to_string(g), 1e9));
     hosts_.back()->seal();
     if (g == 0) zone->set_first_id(static_cast<int64_t>(hosts_.back()->get_netpoint()->id()));
   }
-  link_impls_.resize(fabric_.links().size());
-  for (size_t l = 0; l < fabric_.links().size(); l += 2) {
+  link_impls_.resize(fabric_->links().size());
+  for (size_t l = 0; l < fabric_->links().size(); l += 2) {
     // Fabric links come in (up, down) pairs of one full-duplex link.
-    sg4::SplitDuplexLink* link = iface->create_split_duplex_link(fabric_.links()[l].name, fabric_.links()[l].bandwidth);
+    sg4::SplitDuplexLink* link = iface->create_split_duplex_link(fabric_->links()[l].name, fabric_->links()[l].bandwidth);
     link->set_latency(0);
     link->seal();
     link_impls_[l] = link->get_link_up()->get_impl();
@@ -267,9 +272,9 @@ std::vector<int64_t> SimGridSession::Siblings(const trace::CommGroup& g, int64_t
   std::vector<int64_t> offsets{0};
   // Scattered nodes: the ranks that share the representative's pods are
   // spread over the whole job, so every copy is expanded.
-  int64_t span = net_.node_order() == config::NodeOrder::kScattered ? logical_gpus_ : fabric_.leaf_span_gpus();
+  int64_t span = net_.node_order() == config::NodeOrder::kScattered ? logical_gpus_ : fabric_->leaf_span_gpus();
   for (int j = 1; j < g.siblings && g.sibling_stride > 0; ++j) {
-    int64_t off = static_cast<int64_t>(j) * g.sibling_stride;
+    int64_t off = g.SiblingOffset(j);  // grows with j
     if (off >= span) break;
     if (g.first_rank + off + last_member_offset >= logical_gpus_ || g.first_rank + off < 0) break;
     offsets.push_back(off);
@@ -299,12 +304,12 @@ const std::vector<int64_t>& SimGridSession::Expanded(
     copy(cands[i], &specs);
     for (const FlowSpec& f : specs) {
       if (f.src == f.dst) continue;
-      fabric_.RouteLinks(Physical(f.src), Physical(f.dst), &links[i]);
+      fabric_->RouteLinks(Physical(f.src), Physical(f.dst), &links[i]);
     }
     std::sort(links[i].begin(), links[i].end());
     links[i].erase(std::unique(links[i].begin(), links[i].end()), links[i].end());
   }
-  std::vector<char> mark(fabric_.links().size(), 0), kept(cands.size(), 0);
+  std::vector<char> mark(fabric_->links().size(), 0), kept(cands.size(), 0);
   auto keep = [&](size_t i) {
     kept[i] = 1;
     for (int32_t l : links[i]) mark[l] = 1;
@@ -365,92 +370,69 @@ void SimGridSession::CollectiveCopy(const trace::Task& t, const engine::CommCost
                                     std::vector<FlowSpec>* out) const {
   const trace::CommGroup& g = trace_.group(t.comm.group);
   const int p = g.size;
-  const int gl = std::max(1, g.ranks_per_node);
-  const int n = std::max(1, g.nodes);
+  int gl = std::max(1, g.ranks_per_node);
+  int n = std::max(1, g.nodes);
+  if (const GraphPricing* graph = net_.analytic().graph()) {
+    // A graph fabric: the members' scale-up domains as the graph has them.
+    const GroupShape shape = graph->fabric().Shape(g, off);
+    n = shape.one_switch ? 1 : shape.domains;
+    gl = shape.one_switch ? p : shape.per_domain;
+  }
   const double s = t.comm.bytes.value;
   auto member = [&](int64_t o, int i) { return g.first_rank + o + static_cast<int64_t>(i) * g.stride; };
-  {
-    if (n == 1) {
-      // Inside the node the measured curve defines the time: each port
-      // carries what the analytic transfer time moves at the port's rate
-      // (factor x S for a ring; less for NVLS).
-      double port_bytes = cost.transfer.seconds() * net_.port_bandwidth();
-      if (t.comm.kind == CollectiveKind::kAllToAll) {
-        for (int i = 0; i < p; ++i)
-          for (int j = 0; j < p; ++j)
-            if (i != j) out->push_back({member(off, i), member(off, j), port_bytes / (p - 1)});
-      } else {
-        for (int i = 0; i < p; ++i) out->push_back({member(off, i), member(off, (i + 1) % p), port_bytes});
-      }
-      return;
-    }
-    // Across nodes: members node-major, gl per node.
-    auto at = [&](int node, int c) { return member(off, node * gl + c); };
-    if (t.comm.kind == CollectiveKind::kAllToAll && t.comm.scale_out_bytes.value >= 0) {
-      // Hierarchical: GPU c of node k sends its scale-out bytes, split evenly
-      // over the other nodes, to GPU c there (its rail); inside each node
-      // every GPU forwards (gl-1)/gl of its deliveries over NVLink, evenly to
-      // its gl-1 peers.
-      const double per_node = t.comm.scale_out_bytes.value / (n - 1);
-      for (int k = 0; k < n; ++k)
-        for (int l = 0; l < n; ++l)
-          if (k != l)
-            for (int c = 0; c < gl; ++c) out->push_back({at(k, c), at(l, c), per_node});
-      for (int k = 0; k < n; ++k)
-        for (int c = 0; c < gl; ++c)
-          for (int d = 0; d < gl; ++d)
-            if (c != d) out->push_back({at(k, c), at(k, d), s / gl});
-      return;
-    }
+  if (n == 1) {
+    // Inside the node the measured curve defines the time: each port
+    // carries what the analytic transfer time moves at the port's rate
+    // (factor x S for a ring; less for NVLS).
+    double port_bytes = cost.transfer.seconds() * net_.port_bandwidth();
     if (t.comm.kind == CollectiveKind::kAllToAll) {
-      // Pairwise exchange aggregated per node pair and rail: GPU c of node k
-      // sends what it owes node l's gl GPUs through its own NIC.
-      for (int k = 0; k < n; ++k)
-        for (int l = 0; l < n; ++l)
-          if (k != l)
-            for (int c = 0; c < gl; ++c) out->push_back({at(k, c), at(l, c), gl * s / p});
-      for (int k = 0; k < n; ++k)
-        for (int c = 0; c < gl; ++c)
-          for (int d = 0; d < gl; ++d)
-            if (c != d) out->push_back({at(k, c), at(k, d), s / p});
-      return;
+      for (int i = 0; i < p; ++i)
+        for (int j = 0; j < p; ++j)
+          if (i != j) out->push_back({member(off, i), member(off, j), port_bytes / (p - 1)});
+    } else {
+      for (int i = 0; i < p; ++i) out->push_back({member(off, i), member(off, (i + 1) % p), port_bytes});
     }
-    // Ring (or tree, priced on the same edges): gl rings, one per rail; each
-    // inter-node edge carries E, each GPU forwards gl-1 rings over NVLink.
-    double factor = 1.0;
-    switch (t.comm.kind) {
-      case CollectiveKind::kAllReduce:
-        factor = cost.algorithm == "tree" ? 2.0 / 0.9 : 2.0 * (p - 1.0) / p;
-        break;
-      case CollectiveKind::kAllGather:
-      case CollectiveKind::kReduceScatter:
-        factor = (p - 1.0) / p;
-        break;
-      default:
-        factor = 1.0;
-    }
-    double edge = factor * s / gl;
-    for (int k = 0; k < n; ++k) {
-      for (int c = 0; c < gl; ++c) {
-        out->push_back({at(k, c), at((k + 1) % n, c), edge});
-        if (gl > 1) out->push_back({at(k, c), at(k, (c + 1) % gl), (gl - 1) * edge});
-      }
-    }
+    return;
   }
+  // Across nodes: members node-major, gl per node.
+  auto at = [&](int node, int c) { return member(off, node * gl + c); };
+  if (t.comm.kind == CollectiveKind::kAllToAll && t.comm.scale_out_bytes.value >= 0) {
+    HierarchicalFlows(at, n, gl, s, t.comm.scale_out_bytes.value, out);
+    return;
+  }
+  if (t.comm.kind == CollectiveKind::kAllToAll) {
+    PairwiseFlows(at, n, gl, s, out);
+    return;
+  }
+  // Ring (or tree, priced on the same edges): gl rings, one per rail; each
+  // inter-node edge carries E, each GPU forwards gl-1 rings over NVLink.
+  double factor = 1.0;
+  switch (t.comm.kind) {
+    case CollectiveKind::kAllReduce:
+      factor = cost.algorithm == "tree" ? 2.0 / kTreeBandwidthShare : 2.0 * (p - 1.0) / p;
+      break;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      factor = (p - 1.0) / p;
+      break;
+    default:
+      factor = 1.0;
+  }
+  RingFlows(at, n, gl, factor * s / gl, out);
 }
 
 std::vector<std::string> SimGridSession::ContentionReport() const {
   // Per directed link: bytes carried, busy time (union of its flows' active
   // intervals) and the time its flows lost against their unshared time,
   // charged to each flow's most loaded link.
-  const auto& links = fabric_.links();
+  const auto& links = fabric_->links();
   std::vector<double> bytes(links.size(), 0), lost(links.size(), 0);
   std::vector<std::vector<std::pair<double, double>>> spans(links.size());
   std::vector<int32_t> route;
   std::vector<std::vector<int32_t>> routes(flows_.size());
   for (size_t i = 0; i < flows_.size(); ++i) {
     const Flow& f = flows_[i];
-    fabric_.RouteLinks(f.src, f.dst, &routes[i]);
+    fabric_->RouteLinks(f.src, f.dst, &routes[i]);
     for (int32_t l : routes[i]) {
       bytes[l] += f.bytes;
       if (f.end >= 0) spans[l].push_back({f.start, f.end});
@@ -506,7 +488,7 @@ std::vector<std::string> SimGridSession::ContentionReport() const {
 
 SimGridNetwork::SimGridNetwork(const config::TopologyConfig& topology, const config::ProfileConfig& profile,
                                int cluster_gpus, config::NodeOrder order)
-    : topology_(topology), analytic_(topology, profile), cluster_gpus_(cluster_gpus), order_(order) {
+    : topology_(topology), analytic_(topology, profile, cluster_gpus), cluster_gpus_(cluster_gpus), order_(order) {
   // Mirror AnalyticNetwork::IntraRingPeak: the ring curve's peak scaled to
   // this system's link, or the raw link without a curve.
   double link = topology.scale_up.per_gpu_bandwidth.value;
@@ -562,11 +544,6 @@ std::unique_ptr<engine::NetworkModel> MakeSimGridNetwork(const config::TopologyC
   // One host and a few links per GPU: 131,072 GPUs take 0.9 GB and ~25 CPU-s
   // (docs/scale.md); beyond 2^18 GPUs memory, not the model, binds.
   constexpr int kMaxSimGridGpus = 1 << 18;
-  if (!topology.fabric.graph.is_null()) {
-    throw InputError(topology.fabric.file, "fabric",
-                     "a fabric given as a graph or generator is read by `stacksim topology`; the network models "
-                     "price parametric fat trees only so far (docs/fabric.md)");
-  }
   if (cluster_gpus > kMaxSimGridGpus) {
     throw InputError("", "--network", "the SimGrid model builds one host per GPU: " + std::to_string(cluster_gpus) +
                                           " GPUs is more than it simulates (at most " +

@@ -24,7 +24,7 @@ json MemoryJson(const simulate::StageMemory& m) {
 }
 
 json PlanJson(const config::PlanConfig& p) {
-  return {
+  json j = {
       {"tp", p.tp},
       {"pp", p.pp},
       {"dp", p.dp},
@@ -52,6 +52,8 @@ json PlanJson(const config::PlanConfig& p) {
       {"offload_params", config::OffloadName(p.offload_params)},
       {"overlap_offload", p.overlap_offload},
   };
+  if (p.finetune.frozen_base()) j["finetune"] = config::FinetuneToJson(p.finetune);  // LoRA / QLoRA only
+  return j;
 }
 
 json ModelJson(const config::ModelConfig& m) {
@@ -85,6 +87,7 @@ json BreakdownJson(const simulate::Breakdown& b) {
       {"offload_exposed_s", Seconds(b.offload_exposed)},
       {"bubble_s", Seconds(b.bubble)},
       {"other_s", Seconds(b.other)},
+      {"input_stall_s", Seconds(b.input_stall)},
       // Subtotals, not parts: compute = gemm + attention + memory-bound +
       // optimizer; exposed communication = tp + dp + pp + ep (offload, a
       // chain of PCIe copies, host work and NVMe I/O, is its own part).
@@ -110,6 +113,19 @@ json JsonReport(const simulate::SimulationResult& r) {
     json b = BreakdownJson(r.per_stage[i]);
     b["stage"] = static_cast<int>(i);
     per_stage.push_back(std::move(b));
+  }
+  json input = nullptr;
+  if (r.input) {
+    const simulate::InputPipeline& in = *r.input;
+    input = {{"samples_per_loader", in.samples_per_loader},
+             {"parallel_samples", in.parallel},
+             {"preprocess_s", Seconds(in.preprocess)},
+             {"storage_s", Seconds(in.storage)},
+             {"input_s", Seconds(in.input)},
+             {"stall_s", Seconds(in.stall)},
+             {"input_bound", in.input_bound()},
+             {"workers_needed", in.workers_needed > 0 ? json(in.workers_needed) : json()},
+             {"workers_possible", in.workers_possible}};
   }
   json per_stage_utilization = json::array();
   for (size_t i = 0; i < r.per_stage_utilization.size(); ++i) {
@@ -203,6 +219,7 @@ json JsonReport(const simulate::SimulationResult& r) {
       {"breakdown_stage", r.breakdown_stage},
       {"per_stage_breakdown", std::move(per_stage)},
       {"utilization", UtilizationJson(r.utilization)},
+      {"input_pipeline", std::move(input)},
       {"per_stage_utilization", std::move(per_stage_utilization)},
       {"network_model", r.network_model},
       {"profile",

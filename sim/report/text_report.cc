@@ -1,6 +1,7 @@
 #include "sim/report/text_report.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -162,6 +163,8 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
   };
   // MoE models: the expert-parallel all-to-all (dispatch and combine) gets its own row.
   if (r.scenario.model.is_moe()) parts.insert(parts.begin() + 7, Part{"EP all-to-all", b.ep_exposed});
+  // Input pipeline: the step waiting for its samples.
+  if (r.input) parts.insert(parts.end() - 1, Part{"input stall", b.input_stall});
   // Offloaded optimizer: the wait for its copies, host step and NVMe I/O.
   if (r.scenario.plan.offload_optimizer != config::OffloadTarget::kNone) {
     parts.insert(parts.end() - 2, Part{"offload (exposed)", b.offload_exposed});
@@ -206,6 +209,23 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
                          d.time_to_budget.seconds() / 86400.0, d.steps_to_budget);
     }
   }
+  if (r.input) {
+    const simulate::InputPipeline& in = *r.input;
+    out += fmt::format("\ninput pipeline: {:.0f} samples per loader per step, {:.0f} at once: preprocessing {} s, "
+                       "storage {} s\n",
+                       in.samples_per_loader, in.parallel, Seconds(in.preprocess, decimals), Seconds(in.storage, decimals));
+    if (!in.input_bound()) {
+      out += "  keeps up: the step never waits for its input\n";
+    } else if (in.workers_needed > 0) {
+      out += fmt::format("  INPUT-BOUND: the step waits {} s; {} workers per loader would remove the stall\n",
+                         Seconds(in.stall, decimals), in.workers_needed);
+    } else {
+      out += fmt::format("  INPUT-BOUND: the step waits {} s; no worker count removes it ({}: faster preprocessing, "
+                         "more host cores or storage bandwidth)\n",
+                         Seconds(in.stall, decimals),
+                         in.storage > in.preprocess ? "storage-bound" : "more workers than the host cores");
+    }
+  }
   if (r.scenario.model.is_moe()) {
     const config::PlanConfig& plan = r.scenario.plan;
     double share = step > Time::Zero() ? r.moe_imbalance_cost.seconds() / step.seconds() : 0.0;
@@ -234,7 +254,7 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
 std::string PlanLine(const config::PlanConfig& p) {
   return fmt::format(
       "TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
-      "SP {}, recompute {}, sharding {}, {}, {}{}",
+      "SP {}, recompute {}, sharding {}, {}, {}{}{}",
       p.tp, p.pp, p.dp,
       p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
                : std::string(),
@@ -247,7 +267,12 @@ std::string PlanLine(const config::PlanConfig& p) {
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
       : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
       : p.attention == config::AttentionImpl::kFlash1 ? ", FlashAttention-1 class"
-                                                       : "");
+                                                       : "",
+      p.finetune.frozen_base()
+          ? fmt::format(", {} rank {} on {} projections (frozen base)",
+                        p.finetune.method == config::FinetuneMethod::kQlora ? "QLoRA" : "LoRA", p.finetune.rank,
+                        std::popcount(p.finetune.targets))
+          : std::string());
 }
 
 namespace {

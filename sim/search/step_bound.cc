@@ -98,7 +98,7 @@ StepTimeBound::StepTimeBound(const config::ScenarioConfig& scenario)
     : scenario_(scenario),
       scratch_(scenario),
       cost_(scenario.profile, scenario.plan.cuda_graphs),
-      network_(scenario.topology, scenario.profile) {}
+      network_(scenario.topology, scenario.profile, scenario.gpus) {}
 
 const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& plan, int gpus) {
   const bool dual = plan.schedule == PipelineScheduleKind::kDualPipe;
@@ -410,7 +410,11 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   Time end = Time::Zero();
   for (Time t : stream) end = std::max(end, t);
   for (Time t : ep_stream) end = std::max(end, t);
-  end = std::max(end, GradientTail(plan, layout, grads_done));
+  // Under LoRA / QLoRA the gradients are the adapters' and the gathered
+  // weights frozen (workload/lora.h): the tail and the ZeRO-3 sum below count
+  // full layers, so they are left out there (the bound stays below).
+  const bool full_training = !plan.finetune.frozen_base();
+  if (full_training) end = std::max(end, GradientTail(plan, layout, grads_done));
 
   // ZeRO-3 (FSDP): per micro-batch every layer's parameters are all-gathered
   // for its forward and again for its backward, and its gradients
@@ -421,7 +425,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   // The dense parameters' gather and reduce-scatter run over the shard group
   // (dp x cp, or shard_group x cp with hybrid sharding); a MoE layer's routed
   // experts go over another group and are left out (the bound stays below).
-  if (plan.sharding == config::Sharding::kZero3 && plan.FsdpShardRanks() > 1) {
+  if (full_training && plan.sharding == config::Sharding::kZero3 && plan.FsdpShardRanks() > 1) {
     const workload::PlanGroups groups = workload::PlacePlan(plan, topo);
     double dense_params = static_cast<double>(model.LayerParameterCount());
     for (int64_t l = 0; l < model.num_layers && model.is_moe(); ++l) {

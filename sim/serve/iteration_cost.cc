@@ -9,10 +9,6 @@
 namespace stacksim::serve {
 namespace {
 
-// vLLM captures CUDA graphs for decode batches of up to 256 sequences (V0's
-// _BATCH_SIZES_TO_CAPTURE); larger decode batches and every iteration with
-// prefill tokens run eagerly.
-constexpr int64_t kGraphMaxBatch = 256;
 // Assumption: CUDA context, NCCL buffers and captured graphs take about
 // 1 GiB per GPU outside the model's tensors (vLLM reports 0.5-1.5 GiB of
 // "non-torch memory" in its startup profile on H100).
@@ -87,6 +83,12 @@ IterationCost::IterationCost(const ServeConfig& c)
   p.activations = Bytes{T * (3.0 * D(m.hidden_size) + qkv + 3.0 * ffn) * 2.0 +
                         D(c.max_sequences) * D(m.vocab_size) / c.tp * 4.0};
   p.runtime = Bytes{kRuntimeBytes};
+  if (c.kv_memory == KvMemoryRule::kFree) {
+    // The KV cache takes its fraction of what is free once weights,
+    // activations and runtime are in place; the rest stays free.
+    const Bytes free = p.hbm - p.weights - p.activations - p.runtime;
+    p.reserve = free * (1.0 - c.gpu_memory_utilization);
+  }
   p.kv_capacity = p.hbm - p.reserve - p.weights - p.activations - p.runtime;
   p.kv_bytes_per_token = Bytes{kv_layer_token_gpu_ * D(stage_layers)};
   p.block_tokens = c.block_tokens;
@@ -101,8 +103,19 @@ IterationCost::IterationCost(const ServeConfig& c)
   }
 }
 
-void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, const cost::ProfileCostModel& model,
-                           IterationBreakdown& out) const {
+double IterationCost::ExpertsTouched(int64_t local, int64_t tokens) const {
+  // Each token picks top_k of the E experts: a given expert is missed by
+  // one token with probability 1 - top_k / E, by all of them with that to
+  // the power `tokens` (routing taken uniform and independent). A decode
+  // step of a few sequences reads only the experts it routes to (vLLM's
+  // fused_moe and TensorRT-LLM's MoE kernels skip experts with no tokens).
+  const config::ModelConfig& m = c_.model;
+  const double miss = 1.0 - D(m.experts_per_token) / D(m.num_experts);
+  return D(local) * (1.0 - std::pow(std::max(0.0, miss), D(tokens)));
+}
+
+void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, int64_t tokens,
+                           const cost::ProfileCostModel& model, IterationBreakdown& out) const {
   const double in_bytes = c_.compute == config::Precision::kFp8 ? 1.0 : 2.0;
   for (const workload::Op& op : ops) {
     // Compare the text: two uses of one string literal need not share an
@@ -133,8 +146,11 @@ void IterationCost::AddOps(const std::vector<workload::Op>& ops, double times, c
     if (k.op_class == trace::OpClass::kGemm) {
       // Serving reads the stored weights (k x n per GEMM of the batch) at
       // their format's size; inputs at the compute precision, outputs 16-bit.
-      k.bytes = Bytes{D(k.batch) * (D(k.k) * D(k.n) * WeightBytes(c_.weights) + D(k.m) * D(k.k) * in_bytes +
-                                    D(k.m) * D(k.n) * 2.0)};
+      // Routed-expert GEMMs (batch = the rank's experts) read the weights
+      // of the experts the iteration's tokens route to.
+      const double weight_sets = op.expert ? ExpertsTouched(k.batch, tokens) : D(k.batch);
+      k.bytes = Bytes{weight_sets * D(k.k) * D(k.n) * WeightBytes(c_.weights) +
+                      D(k.batch) * (D(k.m) * D(k.k) * in_bytes + D(k.m) * D(k.n) * 2.0)};
       out.gemm += model.ComputeTime(k) * times;
     } else {
       out.memory_ops += model.ComputeTime(k) * times;
@@ -151,11 +167,11 @@ const IterationBreakdown& IterationCost::LinearPart(int64_t tokens, bool graphs)
   IterationBreakdown b;
   workload::LayerShape shape = workload::LayerShape::From(m, plan_, tokens, c_.profile);
   const int64_t moe_layers = m.is_moe() ? m.MoeLayerCount() : 0;
-  AddOps(workload::LayerForward(shape), D(m.num_layers - moe_layers), model, b);
+  AddOps(workload::LayerForward(shape), D(m.num_layers - moe_layers), tokens, model, b);
   if (moe_layers > 0) {
-    AddOps(workload::LayerForward(shape.Moe(m, plan_, c_.topology.gpus_per_node)), D(moe_layers), model, b);
+    AddOps(workload::LayerForward(shape.Moe(m, plan_, c_.topology.gpus_per_node)), D(moe_layers), tokens, model, b);
   }
-  AddOps(workload::EmbeddingForward(shape), 1.0, model, b);
+  AddOps(workload::EmbeddingForward(shape), 1.0, tokens, model, b);
   // Activations pass between pipeline stages.
   if (c_.pp > 1) {
     const bool one_node = c_.gpus_per_replica() <= c_.topology.gpus_per_node;
@@ -172,7 +188,7 @@ const IterationBreakdown& IterationCost::LinearPart(int64_t tokens, bool graphs)
 }
 
 IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
-  const bool graphs = c_.cuda_graphs && batch.prefill_tokens == 0 && batch.decode_seqs <= kGraphMaxBatch;
+  const bool graphs = c_.cuda_graphs && batch.prefill_tokens == 0 && batch.decode_seqs <= c_.cuda_graph_max_batch;
   const cost::ProfileCostModel& model = graphs ? graphs_ : eager_;
   const config::ModelConfig& m = c_.model;
   IterationBreakdown b;

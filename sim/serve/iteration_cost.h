@@ -59,7 +59,7 @@ struct IterationBreakdown {
 // HBM of one GPU of the replica, as the KV cache budget sees it.
 struct KvCachePlan {
   Bytes hbm;                 // profile hbm_capacity
-  Bytes reserve;             // (1 - gpu_memory_utilization) of HBM
+  Bytes reserve;             // (1 - gpu_memory_utilization) of HBM (KvMemoryRule::kTotal), or of what weights, activations and runtime leave (kFree)
   Bytes weights;             // the largest pipeline stage's weights on one GPU
   Bytes activations;         // peak forward activations/workspace at max_batched_tokens
   Bytes runtime;             // CUDA context, NCCL buffers, CUDA graphs (assumption)
@@ -87,12 +87,17 @@ class IterationCost {
   // Time to copy `tokens` of KV cache between a GPU and host memory (PCIe).
   Time KvSwapTime(int64_t tokens) const;
 
+  // Of the rank's `local` experts, how many `tokens` tokens route to
+  // (expected; uniform top-k routing): what an expert GEMM reads weights of.
+  double ExpertsTouched(int64_t local, int64_t tokens) const;
+
  private:
   // Everything but attention and the output head for `tokens` tokens, all
   // layers of the replica (cached).
   const IterationBreakdown& LinearPart(int64_t tokens, bool graphs);
-  // Adds `times` x the cost of `ops` (layer_ops lists) to `out`.
-  void AddOps(const std::vector<workload::Op>& ops, double times, const cost::ProfileCostModel& model,
+  // Adds `times` x the cost of `ops` (layer_ops lists) for an iteration of
+  // `tokens` tokens to `out`.
+  void AddOps(const std::vector<workload::Op>& ops, double times, int64_t tokens, const cost::ProfileCostModel& model,
               IterationBreakdown& out) const;
 
   ServeConfig c_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/serve/serve_test_util.h"
 
 namespace stacksim::serve {
@@ -107,6 +109,28 @@ TEST(IterationCost, AttentionGrowsWithContextAndGraphsCutLaunches) {
   doc["cuda_graphs"] = false;
   IterationCost eager(ParseServeScenario(doc, "t.json"));
   EXPECT_GT(eager.Cost(short_ctx), cost.Cost(short_ctx));
+}
+
+// Mixtral 8x7B routes each token to 2 of 8 experts: a one-sequence decode
+// step reads about a quarter of the expert weights, a 64-sequence step all
+// of them (1 - 0.75^64 ~ 1). Counting every local expert's weights at batch
+// 1 would make the two steps' GEMM time nearly equal (both memory-bound).
+TEST(IterationCost, MoeDecodeReadsOnlyTheRoutedExpertsWeights) {
+  nlohmann::json doc = TestServeDoc();
+  doc["model"] = "mixtral-8x7b";
+  doc["replica"] = {{"tp", 2}};
+  ServeConfig c = ParseServeScenario(doc, "test.json");
+  IterationCost cost(c);
+  BatchShape one, many;
+  one.AddDecode(100);
+  for (int i = 0; i < 64; ++i) many.AddDecode(100);
+  const double g1 = cost.Breakdown(one).gemm.seconds(), g64 = cost.Breakdown(many).gemm.seconds();
+  // Experts hold ~45 of Mixtral's ~46.7 B parameters: one token reads
+  // ~1.7 + 45 / 4 = ~13 B of them, 64 tokens all ~46.7 B.
+  EXPECT_LT(g1, 0.4 * g64);
+  EXPECT_GT(g1, 0.2 * g64);
+  EXPECT_NEAR(cost.ExpertsTouched(8, 1), 2.0, 1e-12);
+  EXPECT_NEAR(cost.ExpertsTouched(8, 64), 8.0 * (1.0 - std::pow(0.75, 64)), 1e-12);
 }
 
 }  // namespace

@@ -190,6 +190,19 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.replicas = static_cast<int>(replicas);
   }
 
+  // The engine's defaults first; the scenario's own fields override them.
+  std::optional<EngineProfile> engine;
+  if (auto e = root.Optional("engine")) {
+    engine = LoadEngineProfile(Resolve(*e, "engines"));
+    c.engine = engine->name;
+    c.max_sequences = engine->max_sequences;
+    c.max_batched_tokens = engine->max_batched_tokens;
+    c.kv_memory = engine->kv_memory;
+    c.gpu_memory_utilization = engine->kv_memory_fraction;
+    c.cuda_graph_max_batch = engine->cuda_graph_max_batch;
+    c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
+  }
+  bool kv_given = false;
   if (auto prec = root.Optional("precision")) {
     JsonObject p(*prec);
     if (auto w = p.Optional("weights")) {
@@ -198,6 +211,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
                   : s == "int8" ? WeightFormat::kInt8 : WeightFormat::kInt4;
     }
     if (auto k = p.Optional("kv_cache")) {
+      kv_given = true;
       std::string s = k->OneOf({"bf16", "fp8", "int8"});
       c.kv = s == "bf16" ? KvFormat::kBf16 : s == "fp8" ? KvFormat::kFp8 : KvFormat::kInt8;
     }
@@ -212,11 +226,15 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     }
     p.Finish();
   }
+  // An fp8 checkpoint's KV format, when the scenario does not say, is the
+  // engine's (TensorRT-LLM follows the checkpoint's kv_cache_quant_algo).
+  if (!kv_given && engine && c.weights == WeightFormat::kFp8 && engine->fp8_checkpoint_kv == "fp8") c.kv = KvFormat::kFp8;
   if (auto g = root.Optional("cuda_graphs")) c.cuda_graphs = g->Bool();
 
   if (auto mem = root.Optional("memory")) {
     JsonObject m(*mem);
     if (auto u = m.Optional("gpu_memory_utilization")) c.gpu_memory_utilization = u->Fraction();
+    if (auto r = m.Optional("kv_rule")) c.kv_memory = r->OneOf({"total", "free"}) == "free" ? KvMemoryRule::kFree : KvMemoryRule::kTotal;
     m.Finish();
   }
   if (auto kv = root.Optional("kv_cache")) {

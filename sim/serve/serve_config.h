@@ -17,6 +17,7 @@
 #include "sim/config/model.h"
 #include "sim/config/profile.h"
 #include "sim/config/topology.h"
+#include "sim/serve/engine_profile.h"
 #include "sim/util/units.h"
 
 namespace stacksim::serve {
@@ -72,7 +73,13 @@ struct ServeConfig {
   KvFormat kv = KvFormat::kBf16;
   config::Precision compute = config::Precision::kBf16;  // GEMM precision
   bool cuda_graphs = true;
-  // Memory plan (vLLM's gpu_memory_utilization: the rest of HBM is reserve).
+  std::string engine;              // engine profile name ("" = none: the defaults below)
+  // Largest decode batch replayed from a CUDA graph (the engine's; vLLM V0's 256 without one).
+  int64_t cuda_graph_max_batch = 256;
+  // Memory plan: kTotal, vLLM's gpu_memory_utilization (the rest of HBM is
+  // reserve); kFree, the KV cache takes this fraction of what weights,
+  // activations and runtime leave (TensorRT-LLM, LMDeploy).
+  KvMemoryRule kv_memory = KvMemoryRule::kTotal;
   double gpu_memory_utilization = 0.9;
   int64_t block_tokens = 16;
   Preemption preemption = Preemption::kRecompute;

@@ -64,6 +64,10 @@ ServeMetrics ComputeMetrics(const ServeConfig& c, const ServeResult& r, double g
   m.ttft = Stats(ttft);
   m.tpot = Stats(tpot);
   m.e2e = Stats(e2e);
+  std::vector<double> gaps;
+  gaps.reserve(r.token_gaps.size());
+  for (const TokenGap& g : r.token_gaps) gaps.push_back(g.gap_s);
+  m.token_gap = Stats(gaps);
   m.duration_s = r.makespan.seconds();
   if (m.duration_s > 0) {
     m.requests_per_s = static_cast<double>(m.requests) / m.duration_s;

@@ -22,6 +22,9 @@ struct LatencyStats {
 struct ServeMetrics {
   int64_t requests = 0;
   LatencyStats ttft, tpot, e2e;
+  // Per output token (after each request's first): the gap to the request's
+  // previous token, over all tokens (ServeResult::token_gaps).
+  LatencyStats token_gap;
   double duration_s = 0;            // first arrival (time 0) to last finish
   double requests_per_s = 0;
   double tokens_per_s = 0;          // prompt + output

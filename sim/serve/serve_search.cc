@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -442,6 +443,16 @@ ServeSearchResult SearchServing(const ServeSearchSpace& space, const ServeSearch
   });
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;
+}
+
+void AssessCandidates(ServeSearchResult& result, const std::string& table_path) {
+  std::optional<ServingErrorTable> table;
+  if (std::filesystem::exists(table_path)) table = LoadServingErrorTable(table_path);
+  for (auto* list : {&result.ranked, &result.unpriced, &result.unmet}) {
+    for (ServeCandidate& c : *list) {
+      c.assessment = AssessServe(table ? &*table : nullptr, c.config, c.metrics.ttft.p99, c.metrics.tpot.p99);
+    }
+  }
 }
 
 }  // namespace stacksim::serve

@@ -34,6 +34,7 @@
 #include "sim/search/economics.h"
 #include "sim/serve/serve_config.h"
 #include "sim/serve/serve_report.h"
+#include "sim/serve/serve_uncertainty.h"
 #include "sim/util/units.h"
 
 namespace stacksim::serve {
@@ -124,6 +125,9 @@ struct ServeCandidate {
   double usd_per_hour = 0;      // GPUs x price (0: no price)
   double usd_per_million_tokens = 0;
   double slo_load = 0;          // max over targets of measured / limit (<= 1: met)
+  // Likely ranges of the p99 TTFT and TPOT and coverage warnings, from the
+  // serving validation errors (AssessCandidates; serve_uncertainty.h).
+  ServeAssessment assessment;
   std::string Label() const;    // "dgx-h100 tp8 pp1 w=fp8 kv=fp8 chunked-prefill/2048 seqs=256"
 };
 
@@ -160,6 +164,10 @@ struct ServeSearchResult {
 // REQUIRES: options.slo not empty, options.rate_per_s > 0. Throws InputError
 // when the space is empty.
 ServeSearchResult SearchServing(const ServeSearchSpace& space, const ServeSearchOptions& options);
+
+// Gives every listed configuration its p99 TTFT/TPOT range and warnings
+// against the serving error table at `table_path` (missing: a warning each).
+void AssessCandidates(ServeSearchResult& result, const std::string& table_path);
 
 }  // namespace stacksim::serve
 

@@ -32,20 +32,24 @@ std::string Row(int rank, const ServeCandidate& c) {
   const ServeConfig& k = c.config;
   std::string sched = k.scheduler == SchedulerKind::kChunked ? "chunked/" + std::to_string(k.max_batched_tokens)
                                                                : std::string(SchedulerName(k.scheduler));
-  std::snprintf(buf, sizeof(buf), "%4s  %-14s %3d %3d  %-5s %-5s %-16s %5lld %8d %5d %9.2f %9.1f %9.0f %9s %8s\n",
+  const ServeAssessment& a = c.assessment;
+  const std::string ttft_range = a.ttft ? Fmt("%.2f", a.ttft->low_s) + "-" + Fmt("%.2f", a.ttft->high_s) : "-";
+  const std::string tpot_range = a.tpot ? Fmt("%.0f", a.tpot->low_s * 1e3) + "-" + Fmt("%.0f", a.tpot->high_s * 1e3) : "-";
+  std::snprintf(buf, sizeof(buf),
+                "%4s  %-14s %3d %3d  %-5s %-5s %-16s %5lld %8d %5d %9.2f %-11s %9.1f %-9s %9.0f %9s %8s\n",
                 rank > 0 ? std::to_string(rank).c_str() : "-", c.hardware.c_str(), k.tp, k.pp,
                 WeightFormatName(k.weights), KvFormatName(k.kv), sched.c_str(),
                 static_cast<long long>(k.max_sequences), k.replicas, k.total_gpus(), c.metrics.ttft.p99,
-                c.metrics.tpot.p99 * 1e3, c.metrics.tokens_per_s,
+                ttft_range.c_str(), c.metrics.tpot.p99 * 1e3, tpot_range.c_str(), c.metrics.tokens_per_s,
                 c.usd_per_hour > 0 ? Fmt("%.2f", c.usd_per_hour).c_str() : "-",
                 c.usd_per_million_tokens > 0 ? Fmt("%.3f", c.usd_per_million_tokens).c_str() : "-");
   return buf;
 }
 
 const char* kHeader =
-    "rank  topology        tp  pp  wts   kv    scheduler         seqs replicas  GPUs  TTFT p99  TPOT p99     "
-    "tok/s       $/h   $/Mtok\n"
-    "                                                                                    (s)      (ms)\n";
+    "rank  topology        tp  pp  wts   kv    scheduler         seqs replicas  GPUs  TTFT p99 likely       TPOT p99 "
+    "likely        tok/s       $/h   $/Mtok\n"
+    "                                                                                    (s)                  (ms)\n";
 
 nlohmann::json CandidateJson(const ServeCandidate& c) {
   const ServeConfig& k = c.config;
@@ -79,6 +83,8 @@ nlohmann::json CandidateJson(const ServeCandidate& c) {
       {"usd_per_hour", c.usd_per_hour},
       {"usd_per_million_tokens", c.usd_per_million_tokens},
       {"tried", tried},
+      {"uncertainty", ServeUncertaintyJson(c.assessment)},
+      {"warnings", c.assessment.warnings},
   };
 }
 
@@ -106,6 +112,9 @@ std::string ServeSearchText(const ServeSearchResult& r, int top) {
     out += "\nbest: " + best.Label() + ", " + std::to_string(best.config.replicas) + " replica(s); replicas tried " +
            Tried(best) + " (+ met, - missed); price $" + Fmt("%.2f", best.economics.gpu_hour_usd) +
            "/GPU-hour (" + best.economics.price_source + ")\n";
+    out += "likely: p99 " + std::string(best.assessment.ttft ? "TTFT " + best.assessment.ttft->basis : "TTFT -") +
+           "; " + (best.assessment.tpot ? "TPOT " + best.assessment.tpot->basis : "TPOT -") + "\n";
+    for (const std::string& w : best.assessment.warnings) out += "  warning: " + w + "\n";
   } else {
     out += "no priced configuration meets the SLOs\n";
   }

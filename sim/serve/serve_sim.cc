@@ -23,6 +23,7 @@ struct Seq {
   int64_t cached = 0;       // tokens in the KV cache
   int64_t generated = 0;
   int64_t blocks = 0;       // blocks held on its replica
+  Time last_token;          // when its latest output token came out
   bool done = false;
   bool swapped = false;     // its KV cache waits in host memory
   int replica = -1;
@@ -112,7 +113,14 @@ class Simulation {
         int r = Route(c_.scheduler == SchedulerKind::kDisaggregated ? Role::kPrefill : Role::kColocated);
         seqs_[e.seq].replica = r;
         replicas_[r].waiting.push_back(e.seq);
-        Schedule(r);
+        // Requests arriving at the same instant (a burst, a static batch)
+        // are all queued before any replica schedules: the scheduler sees
+        // the whole burst, as an engine polling its queue does, instead of
+        // starting an iteration for the first arrival alone.
+        arrived_.push_back(r);
+        if (!events_.empty() && events_.top().t == now_ && events_.top().kind == 1) continue;
+        for (int ri : arrived_) Schedule(ri);
+        arrived_.clear();
       } else {
         int r = Route(Role::kDecode);
         seqs_[e.seq].replica = r;
@@ -333,6 +341,10 @@ class Simulation {
       } else {
         s.cached += 1;
       }
+      if (s.generated > 0) {
+        result_.token_gaps.push_back({static_cast<float>(now_.seconds()), static_cast<float>((now_ - s.last_token).seconds())});
+      }
+      s.last_token = now_;
       ++s.generated;
       if (s.generated >= s.output) {
         Finish(r, w.seq);
@@ -361,6 +373,7 @@ class Simulation {
   const int64_t total_blocks_;
   std::vector<Replica> replicas_;
   std::vector<Seq> seqs_;
+  std::vector<int> arrived_;  // replicas that received requests at now_, not yet scheduled
   std::vector<int> next_of_;  // closed loop: the request that arrives when this one finishes (-1: none)
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   int64_t order_ = 0;

@@ -37,8 +37,17 @@ struct KvUsageSample {
   double used = 0;  // fraction of the replica's KV blocks held
 };
 
+// One output token after a request's first: when it came out and how long
+// after the request's previous token (what per-token latency percentiles,
+// such as LMDeploy's profile_generation, are taken over). Seconds.
+struct TokenGap {
+  float end_s = 0;
+  float gap_s = 0;
+};
+
 struct ServeResult {
   std::vector<RequestOutcome> requests;  // in the order given
+  std::vector<TokenGap> token_gaps;      // every output token after the first, in time order
   std::vector<KvUsageSample> kv_usage;   // one per iteration start
   int64_t iterations = 0;
   int64_t preemptions = 0;

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
+#include "sim/config/scenario.h"
+#include "sim/serve/engine_profile.h"
 #include "sim/serve/serve_report.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
@@ -31,17 +34,18 @@ std::string FormatName(JsonNode node) {
   return v == "fp16" ? "bf16" : v;
 }
 
-// Engine defaults used where an entry leaves a limit open (each is reported
-// as a choice): TensorRT-LLM's BuildConfig (max_batch_size 2048,
-// max_num_tokens 8192); LMDeploy TurboMind's max_prefill_token_num (8192);
-// vLLM's max_num_seqs (256) and max_num_batched_tokens (8192 for online use).
-struct EngineLimits {
-  int64_t max_sequences;
-  int64_t max_batched_tokens;
-};
-EngineLimits DefaultLimits(const std::string& engine) {
-  if (Contains(engine, "TensorRT-LLM") || Contains(engine, "NIM")) return {2048, 8192};
-  return {256, 8192};
+// The engine profile (engines/*.json) of an entry's engine: its defaults
+// fill what the entry leaves open (each reported as a choice). NIM's page
+// does not name its backend; its optimized fp8 profiles are TensorRT-LLM
+// engines. Sarathi-Serve is built on vLLM.
+std::string EngineProfileFor(const std::string& engine, std::vector<std::string>& choices) {
+  if (Contains(engine, "NIM")) {
+    choices.push_back("engine tensorrt-llm (NIM's backend is not stated; its fp8 profiles are TensorRT-LLM engines)");
+    return "tensorrt-llm";
+  }
+  if (Contains(engine, "TensorRT-LLM")) return "tensorrt-llm";
+  if (Contains(engine, "LMDeploy")) return "lmdeploy-turbomind";
+  return "vllm";
 }
 
 std::string Lower(std::string s) {
@@ -100,9 +104,12 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   std::string engine = engine_obj.Required("name").String();
   engine_obj.Ignore({"version"});
   engine_obj.Finish();
+  const std::string engine_file = config::ResolveDataFile("engines", EngineProfileFor(engine, plan.choices), "");
+  const EngineProfile profile = LoadEngineProfile(engine_file);
 
   nlohmann::json doc;
   doc["name"] = id;
+  doc["engine"] = engine_file;
 
   JsonObject m(obj.Required("model"));
   m.Ignore({"hf_name", "notes"});
@@ -139,11 +146,13 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   std::string kv;
   if (auto k = prec.Optional("kv_cache")) {
     kv = FormatName(*k);
+  } else if (weights == "fp8" && profile.fp8_checkpoint_kv == "fp8") {
+    kv = "fp8";
+    plan.choices.push_back("kv_cache=fp8 (not stated; " + profile.name + " keeps an fp8 checkpoint's KV cache in fp8)");
   } else {
-    // Engines keep the KV cache in the activation dtype unless told otherwise
-    // (TensorRT-LLM and vLLM need an explicit fp8 KV option).
+    // Engines keep the KV cache in the activation dtype unless told otherwise.
     kv = "bf16";
-    plan.choices.push_back("kv_cache=bf16 (not stated; the engines' default)");
+    plan.choices.push_back("kv_cache=bf16 (not stated; the engine's default)");
   }
   std::string compute = "bf16";
   if (auto c = prec.Optional("compute")) compute = FormatName(*c);
@@ -174,7 +183,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   sch.Finish();
   obj.Finish();
 
-  EngineLimits limits = DefaultLimits(engine);
+  const EngineProfile& limits = profile;
   nlohmann::json scheduler;
   int64_t requests = 0;
   const bool static_kind = kind == MeasurementKind::kStaticBatchThroughput ||
@@ -188,8 +197,11 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
       // TurboMind batches persistently: the batch's prompts are prefilled
       // max_prefill_token_num tokens at a time while earlier ones decode.
       scheduler = {{"kind", "continuous"}, {"max_sequences", batch},
-                   {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : 8192}};
-      if (!max_tokens) plan.choices.push_back("continuous batching, max_batched_tokens=8192 (TurboMind default)");
+                   {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : limits.max_batched_tokens}};
+      if (!max_tokens) {
+        plan.choices.push_back(fmt::format("continuous batching, max_batched_tokens={} (engine default)",
+                                           limits.max_batched_tokens));
+      }
     } else {
       // gptSessionBenchmark and vLLM's latency benchmark run the batch as one
       // unit: one prefill of every prompt, then decode steps of the batch.
@@ -210,9 +222,8 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     }
     // TensorRT-LLM's in-flight batching runs context and generation requests
     // in one iteration under a token budget: the chunked-prefill scheduler.
-    std::string kind_name = Contains(engine, "TensorRT-LLM") || Contains(engine, "NIM") || Contains(engine, "Sarathi")
-                                ? "chunked-prefill"
-                                : "continuous";
+    // Sarathi-Serve's point is chunked prefill on top of vLLM.
+    std::string kind_name = Contains(engine, "Sarathi") ? "chunked-prefill" : limits.scheduler;
     scheduler = {{"kind", kind_name}, {"max_sequences", seqs}, {"max_batched_tokens", tokens}};
   }
   doc["scheduler"] = scheduler;
@@ -227,8 +238,14 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     if (!concurrency) throw InputError(file, path + ".workload.concurrency", "a closed loop needs its concurrency");
     plan.clients = static_cast<int>(concurrency->PositiveInt());
     // AIPerf's request count is not published: ten rounds per client.
+    // Neither AIPerf's request count nor its warm-up is published: ten
+    // rounds per client, the first two as warm-up (SteadyStateWindow).
     plan.rounds = num_requests ? std::max<int64_t>(1, num_requests->PositiveInt() / plan.clients) : 10;
-    if (!num_requests) plan.choices.push_back("closed loop of 10 rounds per client (request count not published)");
+    plan.warmup_rounds = plan.rounds > 2 ? 2 : 0;
+    if (!num_requests) {
+      plan.choices.push_back("closed loop of 10 rounds per client, measured after 2 rounds of warm-up until the first "
+                             "client stops (request count and warm-up not published)");
+    }
     requests = plan.clients * plan.rounds;
   } else if (rate) {
     qps = rate->PositiveNumber();
@@ -266,6 +283,33 @@ ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int
     reqs[i].after = i < static_cast<size_t>(clients) ? -1 : static_cast<int64_t>(i) - clients;
   }
   return SimulateServing(c, reqs);
+}
+
+ServeResult SteadyStateWindow(const ServeResult& r, int clients, int64_t rounds, int64_t warmup_rounds) {
+  const size_t n = static_cast<size_t>(clients);
+  if (clients <= 0 || warmup_rounds <= 0 || r.requests.size() != n * static_cast<size_t>(rounds)) return r;
+  // Request i is client i % clients, round i / clients (SimulateClosedLoop).
+  Time open, close = Time::Max();
+  for (size_t c = 0; c < n; ++c) {
+    open = std::max(open, r.requests[n * static_cast<size_t>(warmup_rounds - 1) + c].finish);
+    close = std::min(close, r.requests[n * static_cast<size_t>(rounds - 1) + c].finish);
+  }
+  ServeResult w;
+  w.iterations = r.iterations;
+  w.preemptions = r.preemptions;
+  w.kv_plan = r.kv_plan;
+  for (const RequestOutcome& o : r.requests) {
+    if (o.finish > open && o.finish <= close) w.requests.push_back(o);
+  }
+  for (const KvUsageSample& s : r.kv_usage) {
+    if (s.time >= open && s.time <= close) w.kv_usage.push_back(s);
+  }
+  for (const TokenGap& g : r.token_gaps) {
+    if (g.end_s > open.seconds() && g.end_s <= close.seconds()) w.token_gaps.push_back(g);
+  }
+  if (w.requests.empty() || close <= open) return r;
+  w.makespan = close - open;
+  return w;
 }
 
 namespace {
@@ -313,14 +357,15 @@ void Compare(const JsonNode& measured, const ServeConfig& c, const ServeMetrics&
   if (auto v = ms.Optional("ttft_p50_s")) add(MetricKind::kTtft, "ttft_p50_s", "p50 TTFT", v->PositiveNumber(), m.ttft.p50);
   if (auto v = ms.Optional("itl_ms")) add(MetricKind::kTpot, "itl_ms", "mean TPOT", v->PositiveNumber() / 1e3, m.tpot.mean);
   if (auto v = ms.Optional("token_latency_s")) {
-    // Per-token latency percentiles; the simulator keeps each request's mean
-    // time per output token, so only the median is compared (with the
-    // median request's TPOT).
+    // LMDeploy's profile_generation takes its percentiles over every
+    // token's latency (all requests' inter-token gaps together), not over
+    // requests: the median token, not the median request's mean.
     JsonObject t(*v);
     t.Ignore({"p75", "p95", "p99"});
-    add(MetricKind::kTpot, "token_latency_s.p50", "p50 TPOT", t.Required("p50").PositiveNumber(), m.tpot.p50);
+    add(MetricKind::kTpot, "token_latency_s.p50", "p50 per-token latency", t.Required("p50").PositiveNumber(),
+        m.token_gap.p50);
     t.Finish();
-    o.notes.push_back("token_latency_s p75/p95/p99 not compared: per-token times are not recorded");
+    o.notes.push_back("token_latency_s p75/p95/p99 not scored (the tails depend on host jitter the simulator has not)");
   }
   if (auto v = ms.Optional("e2e_latency_ms")) {
     JsonObject t(*v);
@@ -328,8 +373,20 @@ void Compare(const JsonNode& measured, const ServeConfig& c, const ServeMetrics&
     add(MetricKind::kE2e, "e2e_latency_ms.mean", "mean e2e latency", t.Required("mean").PositiveNumber() / 1e3, m.e2e.mean);
     t.Finish();
   }
-  if (ms.Optional("tbt_p99_s")) o.notes.push_back("tbt_p99_s not compared: per-token times are not recorded");
+  if (auto v = ms.Optional("tbt_p99_s")) {
+    add(MetricKind::kTpot, "tbt_p99_s", "p99 per-token latency", v->PositiveNumber(), m.token_gap.p99);
+  }
   ms.Finish();
+}
+
+// Simulates the entry as planned and compares its published metrics.
+void SimulateAndCompare(const ServingRunPlan& plan, const JsonNode& measured, ServingRunOutcome& o) {
+  ServeResult result =
+      plan.clients > 0 ? SteadyStateWindow(SimulateClosedLoop(plan.config, plan.request, plan.clients, plan.rounds),
+                                           plan.clients, plan.rounds, plan.warmup_rounds)
+                       : SimulateServing(plan.config, plan.requests);
+  ServeMetrics m = ComputeMetrics(plan.config, result, 0, "");
+  Compare(measured, plan.config, m, o);
 }
 
 std::string ScenarioLine(const ServingRunPlan& p) {
@@ -380,10 +437,12 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
       ServingRunPlan plan = PlanServingRun(run.json(), path, run.path());
       o.choices = plan.choices;
       o.scenario = ScenarioLine(plan);
-      ServeResult result = plan.clients > 0 ? SimulateClosedLoop(plan.config, plan.request, plan.clients, plan.rounds)
-                                            : SimulateServing(plan.config, plan.requests);
-      ServeMetrics m = ComputeMetrics(plan.config, result, 0, "");
-      Compare(r.Required("measured"), plan.config, m, o);
+      o.gpu = plan.config.profile.name;
+      o.engine = plan.config.engine;
+      o.scheduler = SchedulerName(plan.config.scheduler);
+      o.weights = WeightFormatName(plan.config.weights);
+      o.moe = plan.config.model.is_moe();
+      SimulateAndCompare(plan, r.Required("measured"), o);
       if (o.metrics.empty()) throw InputError(path, run.path() + ".measured", "no metric the simulator predicts");
     } catch (const InputError& e) {
       o.error = e.what();
@@ -461,6 +520,143 @@ std::string ServingValidationText(const ServingValidationReport& report) {
   out += "  by source:\n";
   for (const auto& [k, s] : report.by_source) out += fmt::format("  {:<22} {:>6.1f}% over {}\n", k, s.mape_pct, s.metrics);
   return out;
+}
+
+namespace {
+
+// One scored, modelled entry of an engine, ready to re-simulate.
+struct FitEntry {
+  std::string id, source;
+  ServingRunPlan plan;
+  nlohmann::json run;  // the entry (its "measured" block is compared)
+};
+
+// Mean absolute % error of `entries` with the host overhead `o` per iteration.
+double MapeWithOverhead(const std::vector<const FitEntry*>& entries, double o, const std::string& file) {
+  double sum = 0;
+  int n = 0;
+  for (const FitEntry* e : entries) {
+    ServingRunPlan plan = e->plan;
+    plan.config.iteration_overhead = Time::FromSeconds(o);
+    ServingRunOutcome out;
+    JsonNode run(e->run, file, e->id);
+    SimulateAndCompare(plan, run.Child("measured"), out);
+    for (const MetricComparison& mc : out.metrics) {
+      sum += std::fabs(mc.error_pct);
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+// Golden-section search for the overhead in [0, kMaxOverhead] minimizing the
+// MAPE (taken unimodal: more host time slows every iteration alike).
+constexpr double kMaxOverhead = 0.010;  // s
+double FitOverhead(const std::vector<const FitEntry*>& entries, const std::string& file) {
+  if (entries.empty()) return 0;
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double a = 0, b = kMaxOverhead;
+  double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+  double f1 = MapeWithOverhead(entries, x1, file), f2 = MapeWithOverhead(entries, x2, file);
+  for (int i = 0; i < 18; ++i) {
+    if (f1 <= f2) {
+      b = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = b - phi * (b - a);
+      f1 = MapeWithOverhead(entries, x1, file);
+    } else {
+      a = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = a + phi * (b - a);
+      f2 = MapeWithOverhead(entries, x2, file);
+    }
+  }
+  const double best = (a + b) / 2;
+  // The end of the interval (no overhead) when it does better.
+  return MapeWithOverhead(entries, 0, file) <= MapeWithOverhead(entries, best, file) ? 0 : best;
+}
+
+}  // namespace
+
+std::vector<OverheadFit> FitIterationOverheads(const std::string& path) {
+  nlohmann::json doc = ReadJsonFile(path);
+  std::vector<FitEntry> all;
+  for (const nlohmann::json& run : doc.at("runs")) {
+    if (!run.value("scored", false)) continue;
+    try {
+      FitEntry e;
+      e.id = run.at("id").get<std::string>();
+      e.source = e.id.substr(0, e.id.find('-'));
+      e.plan = PlanServingRun(run, path, e.id);
+      e.run = run;
+      all.push_back(std::move(e));
+    } catch (const InputError&) {
+      // not modelled (the validation report says why)
+    }
+  }
+  std::map<std::string, std::vector<const FitEntry*>> by_engine;
+  for (const FitEntry& e : all) by_engine[e.plan.config.engine].push_back(&e);
+  std::vector<OverheadFit> fits;
+  for (const auto& [engine, entries] : by_engine) {
+    OverheadFit f;
+    f.engine = engine;
+    f.entries = static_cast<int>(entries.size());
+    f.value_s = FitOverhead(entries, path);
+    f.mape_pct = MapeWithOverhead(entries, f.value_s, path);
+    std::map<std::string, std::vector<const FitEntry*>> by_source;
+    for (const FitEntry* e : entries) by_source[e->source].push_back(e);
+    double sum = 0;
+    int metrics = 0;
+    for (const auto& [source, held] : by_source) {
+      std::vector<const FitEntry*> rest;
+      for (const FitEntry* e : entries) {
+        if (e->source != source) rest.push_back(e);
+      }
+      OverheadFit::Group g;
+      g.held_out = source;
+      g.entries = static_cast<int>(held.size());
+      g.value_s = FitOverhead(rest, path);  // no other source: 0 (nothing to fit on)
+      g.mape_pct = MapeWithOverhead(held, g.value_s, path);
+      int n = 0;
+      for (const FitEntry* e : held) {
+        ServingRunOutcome out;
+        JsonNode run(e->run, path, e->id);
+        SimulateAndCompare(e->plan, run.Child("measured"), out);
+        n += static_cast<int>(out.metrics.size());
+      }
+      sum += g.mape_pct * n;
+      metrics += n;
+      f.loso.push_back(g);
+    }
+    f.loso_mape_pct = metrics > 0 ? sum / metrics : 0;
+    fits.push_back(f);
+  }
+  return fits;
+}
+
+nlohmann::json OverheadFitJson(const std::vector<OverheadFit>& fits, const std::string& file, const std::string& command,
+                               const std::string& date) {
+  nlohmann::json value = nlohmann::json::object(), loso = nlohmann::json::object();
+  for (const OverheadFit& f : fits) {
+    value[f.engine] = f.value_s;
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : f.loso) {
+      groups.push_back({{"held_out", g.held_out}, {"entries", g.entries}, {"value_s", g.value_s}, {"mape_pct", g.mape_pct}});
+    }
+    loso[f.engine] = {{"entries", f.entries}, {"fitted_mape_pct", f.mape_pct}, {"groups", groups},
+                      {"mape_pct", f.loso_mape_pct}};
+  }
+  return {{"value_s", value},
+          {"what", "host time per serving iteration of each engine (scheduling, input preparation, sampling, "
+                   "detokenization), added to every iteration of a scenario naming the engine unless "
+                   "scheduler.iteration_overhead is set (sim/serve/engine_profile.h FittedIterationOverhead); golden-"
+                   "section fit in 0-10 ms minimizing the engine's serve-validate MAPE"},
+          {"fitted_by", command},
+          {"date", date},
+          {"fitted_on", file + " (each engine's scored entries)"},
+          {"leave_one_source_out", loso}};
 }
 
 }  // namespace stacksim::serve

@@ -48,6 +48,7 @@ struct ServingRunPlan {
   // `request`'s lengths, the next when the previous finishes.
   int clients = 0;
   int64_t rounds = 0;
+  int64_t warmup_rounds = 0;  // rounds each client runs before the measurement window opens
   Request request;
   std::vector<std::string> choices;  // what the entry leaves open and how it was filled
 };
@@ -62,6 +63,20 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
 // previous one finishes (Request::after), in one simulation.
 ServeResult SimulateClosedLoop(const ServeConfig& c, const Request& request, int clients, int64_t rounds);
 
+// What a closed-loop benchmark client measures: the steady state, not the
+// ramp. perf_analyzer (genai-perf) measures concurrency mode in windows once
+// the load is stable and AIPerf runs a warm-up phase before profiling; the
+// NIM tables bear it out (beyond saturation TTFT grows by clients / request
+// rate, Little's law of a full queue, docs/serve.md). The window opens when
+// every client has finished `warmup_rounds` requests and closes when the
+// first client has sent its last one and finished it (from then on fewer
+// than `clients` requests are in flight). Returns the requests that finish
+// inside the window, with makespan = the window's length (so throughput is
+// what completed in the window per second of it). With no request inside,
+// returns `r` unchanged. REQUIRES: r from SimulateClosedLoop(clients,
+// rounds), 0 <= warmup_rounds < rounds.
+ServeResult SteadyStateWindow(const ServeResult& r, int clients, int64_t rounds, int64_t warmup_rounds);
+
 struct ServingRunOutcome {
   std::string id;
   std::string source;  // the id's first word: trtllm10, lmdeploy, nim, vllm, ...
@@ -69,6 +84,9 @@ struct ServingRunOutcome {
   std::string kind;
   bool scored = false;
   std::string scenario;                 // one line: what was simulated
+  // What the entry is "like", for the serving ranges (serve_uncertainty.h).
+  std::string gpu, engine, scheduler, weights;
+  bool moe = false;
   std::vector<std::string> choices;
   std::vector<std::string> notes;       // published metrics that were not compared, and why
   std::vector<MetricComparison> metrics;
@@ -94,6 +112,29 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
 
 nlohmann::json ServingValidationJson(const ServingValidationReport& report);
 std::string ServingValidationText(const ServingValidationReport& report);
+
+// The per-iteration host overhead of each engine, the one serving constant
+// only end-to-end data gives: for each engine with scored entries, the
+// overhead in 0-10 ms that minimizes its entries' MAPE, and the
+// leave-one-source-out check (each source predicted with the overhead
+// fitted on the engine's other sources; 0 when it has none).
+struct OverheadFit {
+  std::string engine;
+  double value_s = 0;
+  int entries = 0;
+  double mape_pct = 0;  // the engine's entries with value_s
+  struct Group {
+    std::string held_out;
+    int entries = 0;
+    double value_s = 0, mape_pct = 0;
+  };
+  std::vector<Group> loso;
+  double loso_mape_pct = 0;  // over every held-out metric
+};
+std::vector<OverheadFit> FitIterationOverheads(const std::string& path);
+// The "serving_iteration_overhead" entry of validation/fitted_constants.json.
+nlohmann::json OverheadFitJson(const std::vector<OverheadFit>& fits, const std::string& file, const std::string& command,
+                               const std::string& date);
 
 }  // namespace stacksim::serve
 

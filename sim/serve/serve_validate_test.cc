@@ -69,7 +69,10 @@ TEST(ServeValidate, OfflineEntryIsABurstAtTimeZeroWithEngineDefaults) {
   EXPECT_EQ(p.config.max_batched_tokens, 8192);
   EXPECT_EQ(p.config.weights, WeightFormat::kFp8);
   EXPECT_EQ(p.config.compute, config::Precision::kFp8);
-  EXPECT_EQ(p.config.kv, KvFormat::kBf16);
+  // TensorRT-LLM keeps an fp8 checkpoint's KV cache in fp8 (engines/tensorrt-llm.json).
+  EXPECT_EQ(p.config.kv, KvFormat::kFp8);
+  EXPECT_EQ(p.config.engine, "tensorrt-llm");
+  EXPECT_EQ(p.config.kv_memory, KvMemoryRule::kFree);
   EXPECT_EQ(p.config.profile.name, "h100-sxm-80gb");
   EXPECT_EQ(p.choices.size(), 3u);  // kv format and both limits were not published
 }
@@ -195,6 +198,26 @@ TEST(ServeValidate, WrongSchemaNamesTheFile) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
   std::remove(path.c_str());
+}
+
+// A closed loop's ramp (every client's first request at t = 0) is not what
+// the benchmark measures: the window opens after the warm-up rounds and
+// closes when the first client stops, and throughput is what completed in it.
+TEST(ServeValidate, SteadyStateWindowDropsTheRampAndTheDrain) {
+  ServingRunPlan p = PlanServingRun(OfflineEntry(), "runs.json", "runs[0]");
+  const int clients = 4;
+  const int64_t rounds = 6;
+  ServeResult all = SimulateClosedLoop(p.config, p.request, clients, rounds);
+  ServeResult w = SteadyStateWindow(all, clients, rounds, 2);
+  ASSERT_FALSE(w.requests.empty());
+  EXPECT_LT(w.requests.size(), all.requests.size());
+  Time open;
+  for (int c = 0; c < clients; ++c) open = std::max(open, all.requests[clients + c].finish);
+  for (const RequestOutcome& o : w.requests) EXPECT_GT(o.finish, open);
+  for (const RequestOutcome& o : w.requests) EXPECT_GT(o.arrival, Time::Zero());  // no first-round request
+  EXPECT_LT(w.makespan, all.makespan);
+  // No warm-up: the simulation as it is.
+  EXPECT_EQ(SteadyStateWindow(all, clients, rounds, 0).requests.size(), all.requests.size());
 }
 
 }  // namespace

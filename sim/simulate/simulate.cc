@@ -11,6 +11,7 @@
 #include "sim/simulate/attribution.h"
 #include "sim/simulate/step_replay.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/lora.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/training_step.h"
 
@@ -32,7 +33,7 @@ double NonEmbeddingFlopParams(const config::ModelConfig& m) {
 
 Time Breakdown::total() const {
   return gemm + attention + memory_bound + optimizer + tp_exposed + dp_exposed + pp_exposed + ep_exposed +
-         offload_exposed + bubble + other;
+         offload_exposed + bubble + other + input_stall;
 }
 
 SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options& options) {
@@ -89,9 +90,19 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   // is head_dim (nope + rope) wide, its PV v_head_dim: their mean stands for d.
   const double v_dim = static_cast<double>(scenario.model.is_mla() ? scenario.model.v_head_dim : scenario.model.head_dim);
   const double attn_dim = (static_cast<double>(scenario.model.head_dim) + v_dim) / 2.0;
-  res.model_flops = Flops{tokens * (6.0 * NonEmbeddingFlopParams(scenario.model) +
-                                    6.0 * scenario.model.num_layers * scenario.model.num_attention_heads *
-                                        attn_dim * scenario.seq_len)};
+  // LoRA / QLoRA: frozen weights run forward and data gradient only (4N),
+  // the adapters all three products (6 x their parameters, whole model).
+  double matrix_flops = 6.0 * NonEmbeddingFlopParams(scenario.model);
+  if (plan.finetune.frozen_base()) {
+    config::PlanConfig whole = plan;
+    whole.tp = 1;
+    matrix_flops = 4.0 * NonEmbeddingFlopParams(scenario.model) +
+                   6.0 * static_cast<double>(scenario.model.num_layers) *
+                       workload::LayerAdapterParameters(scenario.model, whole);
+  }
+  res.model_flops = Flops{tokens * (matrix_flops + 6.0 * scenario.model.num_layers *
+                                                       scenario.model.num_attention_heads * attn_dim *
+                                                       scenario.seq_len)};
   if (res.out_of_memory && !options.simulate_if_out_of_memory) {
     res.notes.push_back("the plan does not fit in GPU memory; not simulated");
     res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -104,6 +115,10 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   auto replay = std::make_shared<engine::ReplayResult>(ReplayStep(step));
 
   res.iteration = replay->makespan;
+  if (scenario.data_loader) {
+    res.input = EstimateInputPipeline(scenario, replay->makespan);
+    res.iteration += res.input->stall;
+  }
   res.tasks = trace->size();
   res.simulated_ranks = trace->rank_count();
   res.bottlenecks = replay->bottlenecks;
@@ -134,13 +149,14 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   const StepEnd step_end = FindStepEnd(*trace, *replay);
   for (int r = 0; r < trace->rank_count(); ++r) {
     Breakdown b = Attribute(*trace, *replay, rank_tasks[r], compute, replay->makespan, step_end);
+    if (res.input) b.input_stall = res.input->stall;
     if (b.compute() > busiest) {
       busiest = b.compute();
       res.breakdown = b;
       res.breakdown_stage = r;
     }
     res.per_stage.push_back(b);
-    res.per_stage_utilization.push_back(RankUtilization(*trace, *replay, rank_tasks[r], profile, replay->makespan));
+    res.per_stage_utilization.push_back(RankUtilization(*trace, *replay, rank_tasks[r], profile, res.iteration));
   }
   res.utilization = res.per_stage_utilization[res.breakdown_stage];
   if (scenario.model.is_moe()) {

@@ -13,6 +13,7 @@
 #include "sim/config/scenario.h"
 #include "sim/engine/engine.h"
 #include "sim/simulate/dp_sync_step.h"
+#include "sim/simulate/input_pipeline.h"
 #include "sim/simulate/utilization.h"
 #include "sim/trace/trace.h"
 #include "sim/util/units.h"
@@ -43,6 +44,7 @@ struct Breakdown {
   Time offload_exposed;  // offload (gradient D2H, host optimizer step, NVMe, parameter H2D) not hidden
   Time bubble;           // idle, waiting on other pipeline stages
   Time other;
+  Time input_stall;      // waiting for the input pipeline (training.data_loader; input_pipeline.h)
   Time compute() const { return gemm + attention + memory_bound + optimizer; }
   Time total() const;
 };
@@ -81,6 +83,9 @@ struct SimulationResult {
   Breakdown breakdown;          // of the slowest simulated rank
   int breakdown_stage = 0;
   std::vector<Breakdown> per_stage;
+  // training.data_loader: the input pipeline, and the stall it adds to the
+  // replayed step (iteration includes it).
+  std::optional<InputPipeline> input;
   // Nsight-style figures (utilization.h): of the breakdown rank, and per stage.
   Utilization utilization;
   std::vector<Utilization> per_stage_utilization;

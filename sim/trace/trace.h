@@ -154,16 +154,29 @@ struct CommGroup {
   int nodes = 1;             // nodes the group spans
   std::vector<RankId> simulated;  // simulated ranks that are members
   // Physical placement, in global GPU ranks: members are first_rank +
-  // i * stride (i < size). `siblings` copies of this group run the same
-  // collective at the same time (the symmetric peers the trace does not
-  // simulate: e.g. the data-parallel groups of the other tensor-parallel
-  // ranks), copy j offset by j * sibling_stride. Flow-level network models use
-  // this to load shared links; analytic models ignore it.
+  // i * stride (i < size). `siblings` copies of this group (counting this
+  // one) run the same collective at the same time (the symmetric peers the
+  // trace does not simulate: e.g. the data-parallel groups of the other
+  // tensor-parallel ranks). The copies come in runs of `sibling_run`
+  // (0: one run of all of them), sibling_stride apart within a run and
+  // sibling_run_stride apart from run to run: SiblingOffset(j). Two levels,
+  // because the context-parallel groups of a stage are tp consecutive copies
+  // per data-parallel replica, replicas tp x cp apart. Flow-level network
+  // models use this to load shared links; analytic models ignore it.
   int64_t first_rank = 0;
   int64_t stride = 1;
   int siblings = 1;
   int64_t sibling_stride = 0;
+  int sibling_run = 0;
+  int64_t sibling_run_stride = 0;
   GroupRole role = GroupRole::kOther;  // last, so that aggregate initialisers may leave it out
+
+  // Offset in global ranks of copy j (0 <= j < siblings) from this one;
+  // offsets grow with j when sibling_run_stride >= sibling_run x sibling_stride.
+  int64_t SiblingOffset(int j) const {
+    if (sibling_run <= 0 || sibling_run >= siblings) return j * sibling_stride;
+    return (j % sibling_run) * sibling_stride + (j / sibling_run) * sibling_run_stride;
+  }
 };
 
 struct Task {

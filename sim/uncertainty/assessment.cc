@@ -248,7 +248,12 @@ Assessment Assess(const ErrorTable& table, const RunFeatures& f, double predicte
 }
 
 Assessment AssessScenario(const ErrorTable& table, const config::ScenarioConfig& scenario, double predicted_s) {
-  return Assess(table, FeaturesOf(scenario), predicted_s);
+  Assessment a = Assess(table, FeaturesOf(scenario), predicted_s);
+  if (scenario.plan.finetune.frozen_base()) {
+    a.warnings.push_back(std::string(config::FinetuneMethodName(scenario.plan.finetune.method)) +
+                         " fine-tuning was never validated: the range comes from full-training runs");
+  }
+  return a;
 }
 
 nlohmann::json PlanFamilyJson(const Assessment& a) {

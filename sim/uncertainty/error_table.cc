@@ -17,6 +17,8 @@ std::string GpuClass(const std::string& name) {
   }
   if (StartsWith(name, "b200") || StartsWith(name, "gb200") || StartsWith(name, "b100")) return "blackwell";
   if (StartsWith(name, "l40") || StartsWith(name, "l4")) return "ada";
+  // AMD Instinct MI300X and MI325X: the CDNA 3 architecture (AMD's datasheets).
+  if (StartsWith(name, "mi300") || StartsWith(name, "mi325")) return "cdna3";
   return name;
 }
 

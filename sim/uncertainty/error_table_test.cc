@@ -72,7 +72,9 @@ TEST(ErrorTable, BandsAndClasses) {
   EXPECT_EQ(GpuClass("h200-sxm-141gb"), "hopper");
   EXPECT_EQ(GpuClass("a100-sxm-40gb"), "ampere");
   EXPECT_EQ(GpuClass("gb200"), "blackwell");
-  EXPECT_EQ(GpuClass("mi300x"), "mi300x");
+  EXPECT_EQ(GpuClass("mi300x"), "cdna3");
+  EXPECT_EQ(GpuClass("mi325x"), "cdna3");
+  EXPECT_EQ(GpuClass("tpu-v5p"), "tpu-v5p");  // unknown names are their own class
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/workload/context_parallel.h"
+#include "sim/workload/lora.h"
 #include "sim/workload/op_builders.h"
 
 namespace stacksim::workload {
@@ -70,15 +71,18 @@ void QkvForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t T = s.tokens();
   AddGather(ops, "ag-attn", s);
   AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
-  ops.push_back(Gemm("qkv", T, QkvWidth(s), s.hidden, 1, s));
+  LinearForward(ops, "qkv", Projection::kQkv, T, QkvWidth(s), s.hidden, s);
   if (s.attention.rope) ops.push_back(Memory("rope", RopeBytes(s), s));
 }
 
 void QkvBackward(std::vector<Op>& ops, const LayerShape& s) {
   if (s.attention.rope) ops.push_back(Memory("rope-bwd", RopeBytes(s), s));
-  AddGather(ops, "ag-attn-input", s, /*async=*/true);
-  const int regather = s.sequence_parallel && s.tp > 1 ? static_cast<int>(ops.size()) - 1 : -1;
-  GemmBackward(ops, "qkv", s.tokens(), QkvWidth(s), s.hidden, s, regather);
+  int regather = -1;
+  if (LinearBackwardNeedsInput(Projection::kQkv, s)) {
+    AddGather(ops, "ag-attn-input", s, /*async=*/true);
+    if (s.sequence_parallel && s.tp > 1) regather = static_cast<int>(ops.size()) - 1;
+  }
+  LinearBackward(ops, "qkv", Projection::kQkv, s.tokens(), QkvWidth(s), s.hidden, s, regather);
 }
 
 void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {

@@ -1,5 +1,7 @@
 #include "sim/workload/gradient_buckets.h"
 
+#include "sim/workload/lora.h"
+
 namespace stacksim::workload {
 
 GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s) {
@@ -8,6 +10,12 @@ GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s) {
   const config::Precision precision = plan.GradReducePrecision();
   const double layer_params = static_cast<double>(s.model.LayerParameterCount()) / plan.tp;
   out.fsdp_layer = Bytes{layer_params * config::PrecisionBytes(precision)};
+  if (plan.finetune.frozen_base()) {
+    // LoRA / QLoRA: only the adapters have gradients (MoE models are refused).
+    const Bytes adapters{LayerAdapterParameters(s.model, plan) * config::PrecisionBytes(precision)};
+    out.fsdp_layer = out.dense[0] = out.dense[1] = adapters;
+    return out;
+  }
   for (int kind = 0; kind < 2; ++kind) {
     double expert = kind == 1 && s.model.is_moe() ? static_cast<double>(s.model.ExpertParameterCount()) : 0.0;
     int64_t first_moe = 0;

@@ -6,6 +6,7 @@
 #include "sim/workload/attention.h"
 #include "sim/workload/context_parallel.h"
 #include "sim/workload/dense_mlp.h"
+#include "sim/workload/lora.h"
 #include "sim/workload/mla.h"
 #include "sim/workload/moe.h"
 #include "sim/workload/op_builders.h"
@@ -32,7 +33,7 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   AttentionCoreForward(ops, s);
   const int exchange = CpExchangeIndex(ops);
   AddForwardCasts(ops, "attn-proj", T, s.hidden, QHeads(s) * VDim(s), 1, false, s);
-  ops.push_back(Gemm("attn-proj", T, s.hidden, QHeads(s) * VDim(s), 1, s));
+  LinearForward(ops, "attn-proj", Projection::kAttnOut, T, s.hidden, QHeads(s) * VDim(s), s);
   WaitFor(ops, exchange);
   AddReduce(ops, "tp-attn", s);
   ops.push_back(ResidualForward("attn-residual", s));
@@ -58,7 +59,7 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   ops.push_back(NormBackward("mlp-norm-bwd", s));
   ops.push_back(ResidualBackward("attn-residual-bwd", s));
   AddGather(ops, "ag-attn-grad", s);
-  GemmBackward(ops, "attn-proj", T, s.hidden, QHeads(s) * VDim(s), s);
+  LinearBackward(ops, "attn-proj", Projection::kAttnOut, T, s.hidden, QHeads(s) * VDim(s), s);
   AttentionCoreBackward(ops, s);
   AddCpGradReduceScatter(ops, s);
   const int exchange = CpExchangeIndex(ops);
@@ -86,6 +87,7 @@ std::vector<Op> EmbeddingForward(const LayerShape& s) {
 
 std::vector<Op> EmbeddingBackward(const LayerShape& s) {
   std::vector<Op> ops;
+  if (s.finetune.frozen_base()) return ops;  // a frozen table: no gradient to scatter
   AddGather(ops, "ag-embedding-grad", s);
   const double n = D(s.tokens()) * D(s.hidden);
   // Scatter-add of token gradients into the (fp32) embedding gradient rows.
@@ -113,7 +115,11 @@ std::vector<Op> HeadBackward(const LayerShape& s) {
   const int64_t T = s.tokens();
   const int64_t v_rank = s.vocab / s.tp;
   ops.push_back(Memory("cross-entropy-bwd", D(T) * D(v_rank) * (4.0 + s.element_bytes()), s, 2, EagerKernel::kSoftmax));
-  GemmBackward(ops, "logits", T, v_rank, s.hidden, AsBf16(s));
+  if (s.finetune.frozen_base()) {
+    ops.push_back(Gemm16("logits-dgrad", T, s.hidden, v_rank, 1, s));  // a frozen output layer
+  } else {
+    GemmBackward(ops, "logits", T, v_rank, s.hidden, AsBf16(s));
+  }
   AddReduce(ops, "tp-head-grad", s);
   ops.push_back(NormBackward("final-norm-bwd", s));
   return ops;

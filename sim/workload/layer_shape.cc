@@ -69,6 +69,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.recompute_modules = plan.recompute_modules;
   s.selective_policy = plan.selective_policy;
   s.sp_keeps_gathered_inputs = plan.sp_keeps_gathered_inputs;
+  s.finetune = plan.finetune;
 
   s.attention.heads = model.num_attention_heads;
   s.attention.kv_heads = model.num_kv_heads;

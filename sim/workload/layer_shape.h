@@ -127,6 +127,8 @@ struct LayerShape {
   // Under SP the column-parallel linears keep the all-gathered input
   // (DTensor, plan.sp_keeps_gathered_inputs), not the sequence shard.
   bool sp_keeps_gathered_inputs = false;
+  // LoRA / QLoRA (plan.finetune): frozen base weights and their adapters (lora.h).
+  config::FinetuneConfig finetune;
   AttentionShape attention;
   MlaShape mla;
   CpShape cp;

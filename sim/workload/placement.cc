@@ -58,10 +58,14 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
   out.dp.siblings = plan.tp;
   out.dp.sibling_stride = 1;
   // Ring attention's K/V exchange: cp ranks, tp apart (tp fastest, then cp).
+  // Every TP rank of every replica runs its own: tp consecutive copies per
+  // replica, replicas a tp x cp block apart (cp > 1 keeps the default order).
   out.cp = PlaceGroup(trace::GroupRole::kCp, 0, plan.tp, plan.cp, domain);
   out.cp.stride = plan.tp;
   out.cp.siblings = plan.tp * plan.dp;
   out.cp.sibling_stride = 1;
+  out.cp.sibling_run = plan.tp;
+  out.cp.sibling_run_stride = static_cast<int64_t>(plan.tp) * plan.cp;
   const int folded = plan.tp * plan.cp * plan.dp;
   const int ep = std::max(1, plan.ep);
   // Megatron-Core orders expert ranks expert-TP fastest, then EP, then

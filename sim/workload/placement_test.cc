@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <tuple>
+
 #include "sim/workload/training_step.h"
 #include "tests/fixtures.h"
 
@@ -92,6 +96,58 @@ TEST(Placement, PipelineInnerOrderCrossesNodesOnlyAtDomainBoundaries) {
 
 // The trace carries the placement: each stage's groups start at the stage's
 // first rank under the plan's order.
+// The rank sets a group and its sibling copies describe.
+std::set<std::set<int64_t>> Copies(const trace::CommGroup& g) {
+  std::set<std::set<int64_t>> out;
+  for (int j = 0; j < g.siblings; ++j) {
+    std::set<int64_t> members;
+    for (int i = 0; i < g.size; ++i) members.insert(g.first_rank + g.SiblingOffset(j) + i * g.stride);
+    out.insert(members);
+  }
+  return out;
+}
+
+// The groups of pipeline stage 0 in the job, from the rank formula
+// (default order: rank = t + tp (c + cp (d + dp p))): ranks that agree on
+// everything but the group's own coordinates share a group.
+enum class Dim { kTp, kCp, kDpCp };
+std::set<std::set<int64_t>> RealGroups(const config::PlanConfig& plan, Dim dim) {
+  std::map<std::tuple<int, int, int>, std::set<int64_t>> groups;
+  for (int t = 0; t < plan.tp; ++t) {
+    for (int c = 0; c < plan.cp; ++c) {
+      for (int d = 0; d < plan.dp; ++d) {
+        const int64_t rank = t + plan.tp * (c + plan.cp * d);
+        auto key = dim == Dim::kTp ? std::make_tuple(-1, c, d)
+                   : dim == Dim::kCp ? std::make_tuple(t, -1, d)
+                                     : std::make_tuple(t, -1, -1);
+        groups[key].insert(rank);
+      }
+    }
+  }
+  std::set<std::set<int64_t>> out;
+  for (auto& [key, ranks] : groups) out.insert(ranks);
+  return out;
+}
+
+// A context-parallel group's copies are the job's other CP groups: tp
+// consecutive ones per data-parallel replica, replicas tp x cp apart, not
+// tp x dp copies one rank apart (which would pair GPUs of different CP
+// groups, e.g. ranks 1 and 3 for tp 2 cp 2).
+TEST(Placement, SiblingCopiesAreTheJobsRealGroups) {
+  for (auto [tp, cp, dp] : {std::make_tuple(2, 2, 3), std::make_tuple(4, 2, 2), std::make_tuple(1, 4, 2),
+                            std::make_tuple(2, 2, 64), std::make_tuple(8, 1, 4), std::make_tuple(2, 4, 1)}) {
+    config::PlanConfig plan = Plan(tp, 2, dp, kDefault);
+    plan.cp = cp;
+    const auto g = PlacePlan(plan, testing::DgxTopology());
+    const std::string name = "tp " + std::to_string(tp) + " cp " + std::to_string(cp) + " dp " + std::to_string(dp);
+    EXPECT_EQ(Copies(g.cp), RealGroups(plan, Dim::kCp)) << name;
+    EXPECT_EQ(Copies(g.tp), RealGroups(plan, Dim::kTp)) << name;
+    EXPECT_EQ(Copies(g.dp), RealGroups(plan, Dim::kDpCp)) << name;
+    // The network models stop at the first copy beyond a leaf's span.
+    for (int j = 1; j < g.cp.siblings; ++j) EXPECT_LT(g.cp.SiblingOffset(j - 1), g.cp.SiblingOffset(j)) << name;
+  }
+}
+
 TEST(Placement, TrainingStepPlacesStageGroupsByTheRankOrder) {
   auto model = testing::GptModel(4, 1024, 16, 51200);
   config::PlanConfig plan = Plan(4, 2, 2, kPpInner);

@@ -66,19 +66,7 @@ double MemoryBoundBytes(const std::vector<Op>& ops) {
 // no biases or dropout; tp 2 with SP, micro-batch 1, seq 2048, bf16, flash
 // attention. T = 2048 tokens, Tn = 1024 per rank in the norm region; per rank
 // 8 query heads (512 wide), 2 KV heads (128), FFN 1408 per gated half.
-config::ModelConfig SmallDense() {
-  config::ModelConfig m = testing::GptModel(2, 1024, 16, 32000);
-  m.num_kv_heads = 4;
-  m.intermediate_size = 2816;
-  m.activation = config::Activation::kSwiglu;
-  m.norm = config::NormKind::kRmsNorm;
-  m.attention_bias = m.mlp_bias = false;
-  m.position_embedding = config::PositionEmbedding::kRope;
-  m.learned_position_embeddings = false;
-  m.tie_word_embeddings = false;
-  m.dropout = false;
-  return m;
-}
+config::ModelConfig SmallDense() { return testing::SmallLlamaModel(2); }
 
 config::PlanConfig DensePlan(config::AttentionImpl attention = config::AttentionImpl::kFlash) {
   config::PlanConfig p;

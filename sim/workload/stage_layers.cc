@@ -1,5 +1,6 @@
 #include "sim/workload/stage_layers.h"
 
+#include "sim/workload/lora.h"
 #include "sim/workload/pipeline_schedule.h"
 
 namespace stacksim::workload {
@@ -62,6 +63,32 @@ int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage) {
     }
   }
   return params;
+}
+
+namespace {
+
+// Transformer layers held by one GPU of `stage` (all its virtual stages).
+int StageLayerCount(const config::ScenarioConfig& s, int stage) {
+  const PipelineLayout layout = PipelineLayout::Of(s.plan);
+  const auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), s.plan.pp, layout.v);
+  int n = 0;
+  for (int vs : layout.StagesOfRank(stage)) n += layers[vs];
+  return n;
+}
+
+}  // namespace
+
+double StageTrainableParameters(const config::ScenarioConfig& s, int stage) {
+  if (!s.plan.finetune.frozen_base()) return static_cast<double>(StageParameters(s, stage));
+  return StageLayerCount(s, stage) * LayerAdapterParameters(s.model, s.plan);
+}
+
+double StageFrozenBytes(const config::ScenarioConfig& s, int stage, double element_bytes) {
+  if (!s.plan.finetune.frozen_base()) return 0;
+  const int n = StageLayerCount(s, stage);
+  // StageParameters counts dense layers as LayerParameterCount / tp each.
+  const double rest = static_cast<double>(StageParameters(s, stage) - n * (s.model.LayerParameterCount() / s.plan.tp));
+  return n * LayerFrozenBytes(s.model, s.plan, element_bytes) + rest * element_bytes;
 }
 
 }  // namespace stacksim::workload

@@ -22,6 +22,15 @@ int64_t StageParameters(const config::ScenarioConfig& s, int stage);
 // The routed-expert part of StageParameters (0 for dense models).
 int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage);
 
+// Parameters one GPU of `stage` trains (before any ZeRO sharding): all of
+// StageParameters, or under LoRA / QLoRA (plan.finetune) the adapters only.
+double StageTrainableParameters(const config::ScenarioConfig& s, int stage);
+// Under LoRA / QLoRA: the frozen weights one GPU of `stage` holds, in bytes
+// (before ZeRO-3 sharding): the layers' (lora.h LayerFrozenBytes) and the
+// embedding, output head and final norm, which stay 16-bit (bitsandbytes
+// quantizes the layers' linear modules only). 0 without LoRA.
+double StageFrozenBytes(const config::ScenarioConfig& s, int stage, double element_bytes);
+
 }  // namespace stacksim::workload
 
 #endif  // STACKSIM_SIM_WORKLOAD_STAGE_LAYERS_H_

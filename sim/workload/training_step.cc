@@ -11,6 +11,7 @@
 #include "sim/workload/dp_sync.h"
 #include "sim/workload/gradient_buckets.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/lora.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/pass_emission.h"
 #include "sim/workload/pipeline_schedule.h"
@@ -204,6 +205,11 @@ StepBuilder::FsdpShard StepBuilder::FsdpShardOf(int l) const {
       (static_cast<double>(moe ? s_.model.LayerParameterCount(l) : s_.model.LayerParameterCount()) - expert) / plan_.tp;
   FsdpShard out;
   out.dense = Bytes{dense / plan_.FsdpShardRanks() * shape_.element_bytes()};
+  if (plan_.finetune.frozen_base()) {  // the frozen weights (NF4 under QLoRA) and the adapters
+    out.dense = Bytes{(LayerFrozenBytes(s_.model, plan_, shape_.element_bytes()) +
+                       LayerAdapterParameters(s_.model, plan_) * shape_.element_bytes()) /
+                      plan_.FsdpShardRanks()};
+  }
   out.expert = Bytes{expert / plan_.ExpertShards() / edp_ * shape_.element_bytes()};
   return out;
 }
@@ -528,7 +534,7 @@ void StepBuilder::LayerGradientsDone(int rank, int layer, TaskId last) {
 void StepBuilder::StageGradientsDone(int rank, int stage, TaskId last) {
   if (stage == 0 || stage == last_stage()) embedding_grad_ready_[rank] = last;
   if (plan_.sharding == Sharding::kZero3 || plan_.dp * plan_.cp == 1) return;
-  if (stage == 0 || stage == last_stage()) {
+  if ((stage == 0 || stage == last_stage()) && !plan_.finetune.frozen_base()) {  // frozen embeddings: no gradient
     double emb = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
     bool has_copy = stage == 0 || !s_.model.tie_word_embeddings || last_stage() > 0;
     if (has_copy) AddGradients(rank, Bytes{emb * config::PrecisionBytes(plan_.GradReducePrecision())}, Bytes{0}, last);
@@ -610,7 +616,7 @@ void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
 void StepBuilder::EmitStepEnd() {
   // Tied input and output embeddings on different stages keep two copies whose
   // gradients are summed across the first and last stage.
-  if (s_.model.tie_word_embeddings && p_ > 1) {
+  if (s_.model.tie_word_embeddings && p_ > 1 && !plan_.finetune.frozen_base()) {
     double bytes = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp *
                    config::PrecisionBytes(plan_.GradReducePrecision());
     int instance = next_instance_++;
@@ -626,7 +632,7 @@ void StepBuilder::EmitStepEnd() {
     if (layout_.dual()) {
       // Sum with the mirror rank's gradients of the same stages (this rank's
       // reduced shard; DualPipe keeps two copies of every stage).
-      const double all = static_cast<double>(StageParameters(s_, r));
+      const double all = StageTrainableParameters(s_, r);
       const double expert = static_cast<double>(StageExpertParameters(s_, r));
       const double shard = plan_.sharding == Sharding::kNone ? all : (all - expert) / (plan_.dp * plan_.cp) + expert / edp_;
       std::vector<TaskId> deps = dp_tasks_[r];
@@ -640,8 +646,8 @@ void StepBuilder::EmitStepEnd() {
     // ZeRO-3/FSDP steps its shard of the dense parameters (over the shard group x cp).
     const int dense_shards = plan_.sharding == Sharding::kZero3 ? plan_.FsdpShardRanks() : plan_.dp;
     double params = sharded_optimizer
-                        ? (static_cast<double>(StageParameters(s_, r)) - expert) / dense_shards + expert / edp_
-                        : static_cast<double>(StageParameters(s_, r));
+                        ? (StageTrainableParameters(s_, r) - expert) / dense_shards + expert / edp_
+                        : StageTrainableParameters(s_, r);
     trace::Task opt;
     opt.kind = TaskKind::kCompute;
     opt.rank = r;
@@ -672,7 +678,7 @@ void StepBuilder::EmitStepEnd() {
     // The distributed optimizer all-gathers the updated 16-bit parameters.
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
         !plan_.overlap_param_gather) {
-      double bytes = static_cast<double>(StageParameters(s_, r)) * shape_.element_bytes();
+      double bytes = StageTrainableParameters(s_, r) * shape_.element_bytes();
       Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, groups_.dp[r],
                  {step});
     }
@@ -774,10 +780,11 @@ trace::Trace StepBuilder::Build() {
         double params = 0, expert = 0;
         for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
           double e = s_.model.IsMoeLayer(l) ? static_cast<double>(s_.model.ExpertParameterCount()) : 0.0;
-          params += (static_cast<double>(s_.model.LayerParameterCount(l)) - e) / plan_.tp;
+          params += plan_.finetune.frozen_base() ? LayerAdapterParameters(s_.model, plan_)
+                                                 : (static_cast<double>(s_.model.LayerParameterCount(l)) - e) / plan_.tp;
           expert += e / plan_.ExpertShards();
         }
-        if (vs == 0 || vs == vstages - 1) {
+        if ((vs == 0 || vs == vstages - 1) && !plan_.finetune.frozen_base()) {
           params += static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
         }
         std::vector<TaskId> gathers;

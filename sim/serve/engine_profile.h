@@ -1,0 +1,61 @@
+// A serving engine's defaults, as data (engines/*.json, schema
+// stacksim.engine/1): how vLLM, TensorRT-LLM or LMDeploy batch requests,
+// how much memory they give the KV cache, which KV format they keep for an
+// fp8 checkpoint, and which decode batches they replay from CUDA graphs.
+// Every value states its source (the engine's own docs, configs or code),
+// like the training frameworks' profiles (frameworks/*.json). A scenario
+// names its engine ("engine": "vllm"); its own fields override the profile.
+#ifndef STACKSIM_SIM_SERVE_ENGINE_PROFILE_H_
+#define STACKSIM_SIM_SERVE_ENGINE_PROFILE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/util/units.h"
+
+namespace stacksim::serve {
+
+// How an engine sizes its KV cache. kTotal: the engine may use `fraction` of
+// the GPU's whole memory and the KV cache gets what weights, activations and
+// the runtime leave of it (vLLM's gpu_memory_utilization). kFree: the KV
+// cache takes `fraction` of the memory left free after the weights,
+// activations and runtime are in place (TensorRT-LLM's
+// free_gpu_memory_fraction, LMDeploy's cache_max_entry_count since v0.2).
+enum class KvMemoryRule { kTotal, kFree };
+const char* KvMemoryRuleName(KvMemoryRule r);
+
+struct EngineProfile {
+  std::string name;    // file stem, "vllm"
+  std::string title;
+  std::string file;
+  std::string scheduler;          // "continuous" or "chunked-prefill"
+  int64_t max_sequences = 256;
+  int64_t max_batched_tokens = 8192;
+  KvMemoryRule kv_memory = KvMemoryRule::kTotal;
+  double kv_memory_fraction = 0.9;
+  // The KV format the engine keeps when it serves an fp8 checkpoint without
+  // being told a KV format ("" = the activation dtype).
+  std::string fp8_checkpoint_kv;
+  // Largest decode batch replayed from a captured CUDA graph (0: none).
+  int64_t cuda_graph_max_batch = 0;
+};
+
+// The engine's per-iteration host overhead fitted on the serving
+// validation (the "serving_iteration_overhead" entry of
+// validation/fitted_constants.json, written by `serve-validate FILE
+// --fit-overhead validation/fitted_constants.json`); 0 s when the file or
+// the engine's value is missing. Throws InputError for a malformed entry.
+Time FittedIterationOverhead(const std::string& engine, const std::string& fitted_constants_path);
+std::string DefaultFittedConstantsPath();
+
+// Strict: unknown keys, a fact without a source, impossible values are
+// InputErrors naming the file and key.
+EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& file);
+EngineProfile LoadEngineProfile(const std::string& path);
+
+}  // namespace stacksim::serve
+
+#endif  // STACKSIM_SIM_SERVE_ENGINE_PROFILE_H_

@@ -1,0 +1,102 @@
+#include "sim/serve/engine_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "sim/config/scenario.h"
+#include "sim/serve/iteration_cost.h"
+#include "sim/serve/serve_config.h"
+#include "sim/serve/serve_test_util.h"
+#include "sim/util/error.h"
+
+namespace stacksim::serve {
+namespace {
+
+EngineProfile Shipped(const std::string& name) {
+  return LoadEngineProfile(config::ResolveDataFile("engines", name, ""));
+}
+
+TEST(EngineProfile, ShippedProfilesParseWithTheirDocumentedDefaults) {
+  EngineProfile vllm = Shipped("vllm");
+  EXPECT_EQ(vllm.scheduler, "continuous");
+  EXPECT_EQ(vllm.max_sequences, 256);
+  EXPECT_EQ(vllm.kv_memory, KvMemoryRule::kTotal);
+  EXPECT_DOUBLE_EQ(vllm.kv_memory_fraction, 0.9);
+  EXPECT_EQ(vllm.cuda_graph_max_batch, 256);
+  EngineProfile trt = Shipped("tensorrt-llm");
+  EXPECT_EQ(trt.scheduler, "chunked-prefill");
+  EXPECT_EQ(trt.max_sequences, 2048);
+  EXPECT_EQ(trt.kv_memory, KvMemoryRule::kFree);
+  EXPECT_EQ(trt.fp8_checkpoint_kv, "fp8");
+  EXPECT_EQ(Shipped("lmdeploy-turbomind").cuda_graph_max_batch, 0);
+}
+
+TEST(EngineProfile, AFactWithoutASourceIsAnError) {
+  nlohmann::json doc = {{"schema", "stacksim.engine/1"},
+                        {"title", "t"},
+                        {"facts", {{"scheduler", {{"value", "continuous"}}}}}};
+  try {
+    ParseEngineProfile(doc, "e.json");
+    FAIL() << "accepted a fact without a source";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("facts.scheduler.source"), std::string::npos) << e.what();
+  }
+  doc["facts"]["scheduler"]["source"] = "docs";
+  doc["facts"]["kv_memory_fraction"] = {{"value", 1.5}, {"source", "docs"}};
+  EXPECT_THROW(ParseEngineProfile(doc, "e.json"), InputError);
+}
+
+// TensorRT-LLM gives the KV cache 90% of what is free after the weights;
+// vLLM 90% of all HBM less the weights: on 80 GB with 33 GB of weights per
+// GPU the free rule leaves (80 - 33 - ...) x 0.1 unused instead of 8 GB.
+TEST(EngineProfile, TheFreeMemoryRuleSizesTheKvCacheFromWhatIsLeft) {
+  nlohmann::json doc = TestServeDoc();
+  doc["replica"]["tp"] = 4;
+  doc["engine"] = "vllm";
+  ServeConfig vllm = ParseServeScenario(doc, "t.json");
+  doc["engine"] = "tensorrt-llm";
+  ServeConfig trt = ParseServeScenario(doc, "t.json");
+  const KvCachePlan a = IterationCost(vllm).kv_plan();
+  const KvCachePlan b = IterationCost(trt).kv_plan();
+  const double left = (b.hbm - b.weights - b.activations - b.runtime).value;
+  EXPECT_NEAR(b.kv_capacity.value, 0.9 * left, 1.0);
+  EXPECT_NEAR(a.kv_capacity.value, (a.hbm * 0.9 - a.weights - a.activations - a.runtime).value, 1.0);
+  EXPECT_GT(b.kv_capacity.value, a.kv_capacity.value);
+}
+
+TEST(EngineProfile, AnFp8CheckpointKeepsAnFp8KvCacheUnderTensorRtLlmOnly) {
+  nlohmann::json doc = TestServeDoc();
+  doc["precision"] = {{"weights", "fp8"}, {"compute", "fp8"}};
+  doc["engine"] = "tensorrt-llm";
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").kv, KvFormat::kFp8);
+  doc["engine"] = "vllm";
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").kv, KvFormat::kBf16);
+  doc["engine"] = "tensorrt-llm";
+  doc["precision"]["kv_cache"] = "bf16";  // the scenario's word wins
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").kv, KvFormat::kBf16);
+}
+
+// The fitted per-iteration overhead comes from the fitted-constants file by
+// engine name; a missing file or engine means none.
+TEST(EngineProfile, FittedIterationOverheadIsReadByEngine) {
+  const std::string path = ::testing::TempDir() + "/fitted_overhead.json";
+  std::ofstream(path) << R"({"schema": "stacksim.fitted_constants/1",
+    "serving_iteration_overhead": {"value_s": {"vllm": 0.0025}}})";
+  EXPECT_EQ(FittedIterationOverhead("vllm", path), Time::FromSeconds(0.0025));
+  EXPECT_EQ(FittedIterationOverhead("tensorrt-llm", path), Time::Zero());
+  EXPECT_EQ(FittedIterationOverhead("vllm", path + ".missing"), Time::Zero());
+  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": {"vllm": -1}}})";
+  EXPECT_THROW(FittedIterationOverhead("vllm", path), InputError);
+  // A scenario naming an engine gets the committed value; its own
+  // scheduler.iteration_overhead wins.
+  nlohmann::json doc = TestServeDoc();
+  doc["engine"] = "vllm";
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").iteration_overhead,
+            FittedIterationOverhead("vllm", DefaultFittedConstantsPath()));
+  doc["scheduler"]["iteration_overhead"] = "1 ms";
+  EXPECT_EQ(ParseServeScenario(doc, "t.json").iteration_overhead, Time::Ms(1));
+}
+
+}  // namespace
+}  // namespace stacksim::serve
