@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "sim/workload/dp_sync.h"
 #include "sim/workload/stage_layers.h"
 
@@ -37,7 +39,7 @@ void FinishDpSync(const config::ScenarioConfig& s, DpSyncResult& r) {
       break;
     case config::DpSyncMethod::kCompression:
       r.average_step = r.step;
-      r.basis = "every step, compressed to " + std::to_string(d.compression_ratio) + " of the bytes";
+      r.basis = fmt::format("every step, compressed to {:g} of the bytes", d.compression_ratio);
       break;
     case config::DpSyncMethod::kDiLoCo: {
       const double h = d.sync_every;
