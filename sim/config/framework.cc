@@ -104,6 +104,20 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                             : k == "op-policy" ? SelectiveRecomputeKind::kOpPolicy
                                                : SelectiveRecomputeKind::kModules;
   }
+  if (facts.Has("recompute_escalation")) {
+    const JsonNode v = Fact(facts, "recompute_escalation");
+    if (f.selective_recompute != SelectiveRecomputeKind::kModules) {
+      v.Fail("needs selective_recompute \"modules\": the sets are Megatron-Core recompute modules");
+    }
+    if (!v.IsArray() || v.Elements().empty()) v.Fail("expected a non-empty array of module lists, narrowest first");
+    for (const JsonNode& set : v.Elements()) {
+      const RecomputeModules m = ReadRecomputeModules(set);
+      if (!f.recompute_escalation.empty() && (m.bits & f.recompute_escalation.back().bits) != f.recompute_escalation.back().bits) {
+        set.Fail("each set must hold the one before it (the guide widens the boundary step by step)");
+      }
+      f.recompute_escalation.push_back(m);
+    }
+  }
   f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
   f.whole_local_batch = Fact(facts, "micro_batching").OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
   {

@@ -66,6 +66,11 @@ struct FrameworkProfile {
   Precision grad_precision_bf16 = Precision::kFp32;  // gradient buffers and their reduction, bf16/fp8 training
   Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
   SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;
+  // The wider selective module sets the framework's own tuning guide turns
+  // to, narrowest first, before full recomputation (fact
+  // "recompute_escalation"; kModules only). Empty: the default modules
+  // (core_attn) are the only selective setting a run is taken to have used.
+  std::vector<RecomputeModules> recompute_escalation;
   ModelFamily non_gated_family = ModelFamily::kGpt;
   // The micro-batch a run that does not state it used: chosen by the job's
   // tuning (any size dividing the local batch), or the whole local batch

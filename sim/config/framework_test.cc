@@ -202,6 +202,37 @@ TEST_F(FrameworkFile, TpCommOverlapIsOneValueOrOnePerModelKind) {
   EXPECT_NE(e.key_path().find("facts.tp_comm_overlap.value"), std::string::npos) << e.key_path();
 }
 
+// Megatron-Bridge's guide widens selective recomputation step by step
+// before full: narrow MLA / MoE boundaries, then the dense MLP, then the
+// whole MoE block. Frameworks without such a guide keep the default modules.
+TEST_F(FrameworkFile, RecomputeEscalationWidensStepByStep) {
+  const std::string shipped = (std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / "megatron-bridge.json").string();
+  const FrameworkProfile mb = LoadFrameworkFile(shipped);
+  ASSERT_EQ(mb.recompute_escalation.size(), 3u);
+  EXPECT_TRUE(mb.recompute_escalation[0].Has(RecomputeModule::kMlaUpProj));
+  EXPECT_TRUE(mb.recompute_escalation[0].Has(RecomputeModule::kMoeAct));
+  EXPECT_FALSE(mb.recompute_escalation[0].Has(RecomputeModule::kMlp));
+  EXPECT_TRUE(mb.recompute_escalation[1].Has(RecomputeModule::kMlp));
+  EXPECT_TRUE(mb.recompute_escalation[2].Has(RecomputeModule::kMoe));
+  EXPECT_EQ(RecomputeModulesText(mb.recompute_escalation[0]), "core_attn, layernorm, mla_up_proj, moe_act");
+  EXPECT_TRUE(Match("NeMo 24.07 (Megatron-Core)").recompute_escalation.empty());
+
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(shipped));
+  doc["facts"]["recompute_escalation"]["value"][1] = {"core_attn", "mlp"};  // drops the narrow modules
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.recompute_escalation.value[1]");
+  doc["facts"]["recompute_escalation"]["value"][1] = {"core_attn", "attention"};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.recompute_escalation.value[1][1]");
+  doc["facts"]["recompute_escalation"]["value"] = "mlp";
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.recompute_escalation.value");
+  doc = nlohmann::json::parse(std::ifstream(shipped));
+  doc["facts"]["selective_recompute"]["value"] = "op-policy";
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.recompute_escalation.value");
+}
+
 // Megatron-LM's 2021 launch scripts fix fp16 and whole-layer recomputation
 // for a run that does not state them; other frameworks leave both open.
 TEST(Framework, LaunchScriptPrecisionAndRecomputeForUnstatedRuns) {

@@ -208,6 +208,30 @@ nlohmann::json DpSyncToJson(const DpSync& d) {
 
 }  // namespace
 
+RecomputeModules ReadRecomputeModules(const JsonNode& v) {
+  if (!v.IsArray()) v.Fail("expected an array of module names, e.g. [\"core_attn\", \"layernorm\"]");
+  RecomputeModules modules;
+  for (const JsonNode& e : v.Elements()) {
+    const std::string name = e.OneOf({"core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe", "shared_experts"});
+    for (int i = 0; i < kRecomputeModuleCount; ++i) {
+      const auto m = static_cast<RecomputeModule>(i);
+      if (name != RecomputeModuleName(m)) continue;
+      if (modules.Has(m)) e.Fail("module \"" + name + "\" is listed twice");
+      modules.Add(m);
+    }
+  }
+  return modules;
+}
+
+std::string RecomputeModulesText(RecomputeModules m) {
+  std::string out;
+  for (int i = 0; i < kRecomputeModuleCount; ++i) {
+    const auto module = static_cast<RecomputeModule>(i);
+    if (m.Has(module)) out += (out.empty() ? "" : ", ") + std::string(RecomputeModuleName(module));
+  }
+  return out;
+}
+
 PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   JsonObject obj(node);
   PlanConfig p = defaults;
@@ -274,17 +298,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.recompute = s == "full" ? Recompute::kFull : s == "selective" ? Recompute::kSelective : Recompute::kNone;
   }
   if (auto v = obj.Optional("recompute_modules")) {
-    if (!v->IsArray()) v->Fail("expected an array of module names, e.g. [\"core_attn\", \"layernorm\"]");
-    RecomputeModules modules;
-    for (const JsonNode& e : v->Elements()) {
-      const std::string name = e.OneOf({"core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe", "shared_experts"});
-      for (int i = 0; i < kRecomputeModuleCount; ++i) {
-        const auto m = static_cast<RecomputeModule>(i);
-        if (name != RecomputeModuleName(m)) continue;
-        if (modules.Has(m)) e.Fail("module \"" + name + "\" is listed twice");
-        modules.Add(m);
-      }
-    }
+    RecomputeModules modules = ReadRecomputeModules(*v);
     if (p.recompute != Recompute::kSelective) {
       v->Fail(std::string("recompute_modules needs recompute \"selective\" (recompute is \"") +
               RecomputeName(p.recompute) + "\")");

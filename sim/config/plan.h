@@ -113,6 +113,11 @@ struct RecomputeModules {
   // Megatron-Core's default, ["core_attn"]: Korthikanti et al.'s selective recomputation.
   static RecomputeModules Default() { return RecomputeModules{}.Add(RecomputeModule::kCoreAttn); }
 };
+// A JSON array of module names (["core_attn", "layernorm"]); throws
+// InputError naming the node for a non-array, an unknown or a repeated name.
+RecomputeModules ReadRecomputeModules(const JsonNode& v);
+// "core_attn, layernorm" in RecomputeModule order.
+std::string RecomputeModulesText(RecomputeModules m);
 
 // What "selective" recomputation re-runs: Megatron-Core's recompute modules
 // (recompute_modules), or torchtitan's op-level policy (torchtitan

@@ -68,12 +68,23 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
       }
     }
   }
-  std::vector<config::Recompute> modes = {base.plan.recompute};
+  // Recomputation settings, cheapest first: none, selective with the default
+  // modules and then each wider set the framework's guide turns to, full.
+  struct RecomputeSetting {
+    config::Recompute mode;
+    config::RecomputeModules modules;
+  };
+  std::vector<RecomputeSetting> modes = {{base.plan.recompute, base.plan.recompute_modules}};
   if (open("recompute")) {
-    modes = {config::Recompute::kNone, config::Recompute::kSelective, config::Recompute::kFull};
+    modes = {{config::Recompute::kNone, base.plan.recompute_modules},
+             {config::Recompute::kSelective, base.plan.recompute_modules}};
+    for (const config::RecomputeModules& m : rs.recompute_escalation) {
+      if (!(m == base.plan.recompute_modules)) modes.push_back({config::Recompute::kSelective, m});
+    }
+    modes.push_back({config::Recompute::kFull, base.plan.recompute_modules});
     // Selective recomputation arrived with Korthikanti et al. (2022); before
     // it Megatron-LM could only checkpoint whole layers.
-    if (rs.predates_selective_recompute) modes = {config::Recompute::kNone, config::Recompute::kFull};
+    if (rs.predates_selective_recompute) modes = {modes.front(), modes.back()};
   }
 
   // Every valid candidate with the cheapest recomputation that fits, in
@@ -97,8 +108,9 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
         continue;
       }
       bool fits = false;
-      for (auto mode : modes) {
-        c.plan.recompute = mode;
+      for (const RecomputeSetting& mode : modes) {
+        c.plan.recompute = mode.mode;
+        c.plan.recompute_modules = mode.modules;
         if (FitsWithHeadroom(c)) {
           fits = true;
           break;
@@ -150,7 +162,15 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
   }
   if (open("micro_batch")) choices->push_back("micro_batch=" + std::to_string(chosen.plan.micro_batch));
   if (open("vp")) choices->push_back("vp=" + std::to_string(chosen.plan.vp));
-  if (open("recompute")) choices->push_back(std::string("recompute=") + config::RecomputeName(chosen.plan.recompute));
+  if (open("recompute")) {
+    std::string text = std::string("recompute=") + config::RecomputeName(chosen.plan.recompute);
+    if (chosen.plan.recompute == config::Recompute::kSelective &&
+        !(chosen.plan.recompute_modules == base.plan.recompute_modules)) {
+      text += " [" + config::RecomputeModulesText(chosen.plan.recompute_modules) +
+              "] (the framework's next wider modules: the default ones do not fit)";
+    }
+    choices->push_back(text);
+  }
   rs.scenario = chosen;
 }
 

@@ -284,6 +284,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
   // class, kernel fusion, gradient-reduction overlap and dtype
   // (frameworks/*.json).
   out.predates_selective_recompute = fw.selective_recompute == config::SelectiveRecomputeKind::kUnavailable;
+  out.recompute_escalation = fw.recompute_escalation;
   plan.attention = fw.attention;
   plan.overlap_grad_reduce = fw.overlap_grad_reduce;
   plan.kernels = fw.kernels;

@@ -29,6 +29,9 @@ struct RunScenario {
   std::vector<std::string> open_fields;  // null plan fields to choose by search: "micro_batch", "vp", "recompute"
   std::vector<std::string> choices;      // what stacksim filled in, and how, in words
   bool predates_selective_recompute = false;  // the framework could only recompute whole layers
+  // Wider selective module sets to try before full recomputation
+  // (FrameworkProfile::recompute_escalation).
+  std::vector<config::RecomputeModules> recompute_escalation;
 };
 
 // Builds the scenario for one run: `run` is the run's JSON object, `file` the

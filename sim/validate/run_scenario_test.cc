@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/validate/plan_choice.h"
 #include "tests/input_error.h"
 #include "tests/run_stacksim.h"
 
@@ -97,6 +98,46 @@ TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
   InputError e = testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); });
   EXPECT_EQ(e.key_path(), "runs[1].model.name");
   EXPECT_EQ(e.file(), kCoverageRuns);
+}
+
+// A run that does not state its recomputation gets the cheapest setting that
+// fits. Megatron-Bridge's guide widens the selective modules before full
+// recomputation (frameworks/megatron-bridge.json recompute_escalation):
+// DeepSeek-V3 on 1,024 H100s (the recipe's tp2 pp8 vp4 ep64) does not fit
+// with core_attn alone but does with MLA's up-projections, the experts'
+// activation and the norms recomputed. NeMo 24.07 has no such guide: full.
+TEST(RunScenario, MegatronBridgeWidensSelectiveRecomputeBeforeFull) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "DeepSeek-V3 671B (37B active)"}, {"layers", 61}, {"hidden", 7168}, {"heads", 128},
+                  {"kv_heads", nullptr}, {"ffn_hidden", 18432}, {"vocab", 129280}, {"seq_len", 4096},
+                  {"activation", "swiglu"},
+                  {"moe", {{"experts", 256}, {"top_k", 8}, {"expert_ffn_hidden", 2048}, {"shared_experts", 1},
+                           {"dense_layers", 3}}},
+                  {"attention", "mla"}};
+  run["hardware"] = {{"gpu", "h100-sxm-80gb"}, {"gpus", 1024}, {"gpus_per_node", 8}, {"nic_gbps_per_gpu", 400}};
+  run["plan"] = {{"tp", 2}, {"pp", 8}, {"dp", 64}, {"cp", 1}, {"ep", 64}, {"vp", 4}, {"sequence_parallel", nullptr},
+                 {"micro_batch", 1}, {"global_batch", 8192}, {"recompute", nullptr}, {"precision", "fp8"},
+                 {"sharding", "zero1"}, {"shard_group", nullptr}};
+  run["framework"] = "NeMo 25.09 container / Megatron-Bridge (Megatron-Core)";
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  ASSERT_EQ(r.recompute_escalation.size(), 3u);
+  simulate::SimulationResult result;
+  std::vector<std::string> choices;
+  FillOpenFields(r, &result, &choices);
+  const config::PlanConfig& p = r.scenario.plan;
+  EXPECT_EQ(p.recompute, config::Recompute::kSelective);
+  EXPECT_TRUE(p.recompute_modules.Has(config::RecomputeModule::kMoeAct));
+  EXPECT_FALSE(p.recompute_modules.Has(config::RecomputeModule::kMoe));
+  EXPECT_TRUE(FitsWithHeadroom(r.scenario));
+  bool said = false;
+  for (const std::string& c : choices) said = said || c.find("recompute=selective [core_attn, layernorm") == 0;
+  EXPECT_TRUE(said);
+
+  run["framework"] = "NeMo 24.07 (Megatron-Core)";
+  RunScenario older = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_TRUE(older.recompute_escalation.empty());
+  FillOpenFields(older, &result, &choices);
+  EXPECT_EQ(older.scenario.plan.recompute, config::Recompute::kFull);
 }
 
 // Every run of the synthetic file gets a prediction from the command.
