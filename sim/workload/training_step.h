@@ -22,6 +22,11 @@
 
 namespace stacksim::workload {
 
+// The GPU's optimizer step over the share `gpu_share` (1 without offload) of
+// this rank's `params` parameters: mixed-precision Adam as fused
+// multi-tensor kernels, memory-bound (bytes per parameter: training_step.cc).
+trace::ComputeOp OptimizerStepOp(double params, double gpu_share);
+
 // REQUIRES: config::ValidatePlan(s) passed.
 trace::Trace BuildTrainingStep(const config::ScenarioConfig& s);
 
