@@ -51,9 +51,10 @@ const std::vector<StepSpec>& Steps() {
       {"kernels", 100, 40, RunKernelsStep},
       {"copy", 40, 15, RunCopyStep},
       {"launch", 15, 10, RunLaunchStep},
-      {"gemm", 240, 80, RunGemmStep},
+      {"gemm", 180, 45, RunGemmStep},
       {"attention", 105, 35, RunAttentionStep},
       {"nccl", 60, 15, RunNcclStep},
+      {"step", 60, 35, RunStepCheckStep},
   };
   return kSteps;
 }
