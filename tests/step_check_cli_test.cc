@@ -70,6 +70,8 @@ TEST(StepCheckCli, BadInputNamesFileAndFieldAndExitsTwo) {
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("step_measured.csv"), std::string::npos) << missing.err;
   EXPECT_EQ(Stacksim("calibrate --check-only").status, 2);
+  CmdResult help = Stacksim("calibrate --help");
+  EXPECT_NE(help.out.find("stacksim calibrate --check-only PROFILE [--raw DIR]"), std::string::npos) << help.out;
   EXPECT_EQ(Stacksim("calibrate --check-only " + kProfile + " --quick").status, 2);
 }
 
