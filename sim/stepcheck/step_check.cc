@@ -6,6 +6,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "sim/config/plan.h"
 #include "sim/cost/profile_cost_model.h"
