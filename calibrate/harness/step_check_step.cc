@@ -25,8 +25,8 @@
 // A MoE layer (Mixtral) replaces the MLP with a router GEMM and softmax, the
 // tokens permuted into per-expert rows under exactly balanced routing, each
 // expert's FC1 and FC2 as its own cuBLASLt GEMM (a loop over the experts,
-// not one grouped kernel: cuBLASLt has no grouped GEMM call in the versions
-// this harness builds with), and the weighted combine; their backwards.
+// not one grouped kernel; the cost model prices them as one batched GEMM of
+// the same work), and the weighted combine; their backwards.
 //
 // Timing, not numerics: every op runs on buffers of its real shape, but data
 // does not flow through all of them (Q, K and V are separate buffers beside
