@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <sys/wait.h>
+
 #include <gtest/gtest.h>
 
 #include "calibrate/fit/step_shapes.h"
@@ -73,6 +75,41 @@ TEST(StepCheckCli, BadInputNamesFileAndFieldAndExitsTwo) {
   CmdResult help = Stacksim("calibrate --help");
   EXPECT_NE(help.out.find("stacksim calibrate --check-only PROFILE [--raw DIR]"), std::string::npos) << help.out;
   EXPECT_EQ(Stacksim("calibrate --check-only " + kProfile + " --quick").status, 2);
+}
+
+// `stacksim calibrate --out P` runs the harness, then the step check on what
+// it wrote. A stand-in harness (a script that writes the fixture's
+// measurements and a profile, as the real one would) beside a copy of
+// stacksim exercises that path without a GPU.
+TEST(StepCheckCli, CalibrateRunsTheStepCheckAfterTheHarness) {
+  fs::path dir = FreshDir("fake_harness");
+  fs::copy_file(STACKSIM_BINARY, dir / "stacksim");
+  fs::permissions(dir / "stacksim", fs::perms::owner_all);
+  std::ofstream(dir / "stacksim-calibrate") << "#!/bin/sh\n"
+                                               "# stand-in: --out P writes P and P.raw/step_measured.csv\n"
+                                               "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
+                                               "mkdir -p \"$out.raw\" && cp "
+                                            << kFixture << " \"$out.raw/\" && cp " << kProfile
+                                            << " \"$out\" && echo '# Fit report' > \"$out.raw/fit_report.md\"\n"
+                                               "exit 1\n";
+  fs::permissions(dir / "stacksim-calibrate", fs::perms::owner_all);
+  std::string out = (dir / "p.json").string();
+  std::string cmd = (dir / "stacksim").string() + " calibrate --quick --out " + out + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;  // the harness's own status passes through
+  EXPECT_NE(text.find("step check: 4 shapes"), std::string::npos) << text;
+  EXPECT_EQ(CsvTable::Read(out + ".raw/step_check.csv").rows(), 4u);
+  std::ifstream in(out + ".raw/fit_report.md");
+  std::stringstream report;
+  report << in.rdbuf();
+  EXPECT_EQ(report.str().rfind("# Fit report\n\n## Step check\n", 0), 0u) << report.str();
 }
 
 // Every shape the harness times, predicted through the same path as a real
