@@ -128,14 +128,16 @@ void CheckOptimizer(uint64_t seed, cudaStream_t st, std::vector<kernels::CheckRe
   CUDA_OK(cudaStreamSynchronize(st));
   const std::string name = "fp32 n=1004 2 steps";
   // The update is about lr x 2 steps against weights of order 1: compare the
-  // change of the weights, which a wrong update would get wrong by far more.
+  // change of the weights (fp32 rounding of weights near 1 leaves it about
+  // 4e-4 off; a wrong update, say without bias correction, is off by 2x and
+  // more).
   std::vector<float> got = d_master.Download();
   std::vector<double> delta_got(n), delta_ref(n);
   for (size_t i = 0; i < n; ++i) {
     delta_got[i] = double(got[i]) - master[i];
     delta_ref[i] = w[i] - master[i];
   }
-  out->push_back(Result("step_adam", name + " master update", RelativeError(delta_got, delta_ref), 1e-3));
+  out->push_back(Result("step_adam", name + " master update", RelativeError(delta_got, delta_ref), 5e-3));
   out->push_back(Result("step_adam", name + " moments",
                         RelativeError(d_v.Download(), v) + RelativeError(d_m.Download(), m), 1e-3));
   out->push_back(Result("step_adam", name + " bf16 weights", RelativeError(kernels::FromBf16(param.Download()), w),
