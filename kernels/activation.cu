@@ -20,6 +20,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/bf16_vec.cuh"
 #include "kernels/kernels.h"
+#include "kernels/layer_kernels.h"
 #include "kernels/timing.h"
 
 namespace stacksim::kernels {
@@ -135,12 +136,16 @@ uint32_t VectorCount(const char* what, int rows, int cols) {
 
 unsigned Blocks(uint32_t total_vecs) { return (total_vecs + kThreads * kUnroll - 1) / (kThreads * kUnroll); }
 
+}  // namespace
+
 // in: [rows, 2f], out: [rows, f]. REQUIRES: f % 8 == 0.
 void LaunchSwiglu(const bf16* in, bf16* out, int rows, int f, cudaStream_t stream) {
   const uint32_t total = VectorCount("swiglu", rows, f);
   SwigluKernel<<<Blocks(total), kThreads, 0, stream>>>(in, out, static_cast<uint32_t>(f / kPack), total);
   CUDA_LAUNCH_OK();
 }
+
+namespace {
 
 // x, out: [rows, cols], bias: [cols]. REQUIRES: cols % 8 == 0.
 void LaunchGeluBias(const bf16* x, const bf16* bias, bf16* out, int rows, int cols, cudaStream_t stream) {

@@ -23,6 +23,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/bf16_vec.cuh"
 #include "kernels/kernels.h"
+#include "kernels/layer_kernels.h"
 #include "kernels/timing.h"
 
 namespace stacksim::kernels {
@@ -134,19 +135,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   }
 }
 
-struct NormArgs {
-  const bf16* x;
-  const bf16* residual;
-  const bf16* gamma;
-  const bf16* beta;  // LayerNorm only
-  bf16* out;
-  bf16* residual_out;
-  float* mean_out;  // LayerNorm only; may be null
-  float* rstd_out;  // may be null
-  int rows;
-  int cols;
-  float eps;
-};
 
 template <bool kLayerNorm>
 void LaunchWithVecs(int vecs, int threads, const NormArgs& a, cudaStream_t stream) {
@@ -173,6 +161,8 @@ void NormLaunchShape(int cols, int* vecs, int* threads) {
   *threads = ((nvec + *vecs - 1) / *vecs + 31) / 32 * 32;
 }
 
+}  // namespace
+
 void LaunchResidualNorm(bool layer_norm, const NormArgs& a, cudaStream_t stream) {
   if (a.cols <= 0 || a.cols % kPack != 0 || a.cols > kMaxCols) {
     throw std::invalid_argument("residual norm: cols must be a positive multiple of 8 and at most " +
@@ -187,6 +177,8 @@ void LaunchResidualNorm(bool layer_norm, const NormArgs& a, cudaStream_t stream)
     LaunchWithVecs<false>(vecs, threads, a, stream);
   }
 }
+
+namespace {
 
 // ---- random inputs on the device, for timing (checks draw theirs on the host) ----
 

@@ -23,6 +23,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/bf16_vec.cuh"
 #include "kernels/kernels.h"
+#include "kernels/layer_kernels.h"
 #include "kernels/timing.h"
 
 namespace stacksim::kernels {
@@ -88,10 +89,8 @@ __global__ void __launch_bounds__(kThreads)
   *x2p = Pack(rb);
 }
 
-struct RopeShape {
-  int batch, seq, heads_q, heads_k, head_dim;
-  int tokens() const { return batch * seq; }
-};
+
+}  // namespace
 
 void LaunchRope(bf16* q, bf16* k, const float* cos_table, const float* sin_table, const RopeShape& s,
                 cudaStream_t stream) {
@@ -123,6 +122,8 @@ void RopeTables(const RopeShape& s, std::vector<float>* cos_t, std::vector<float
     }
   }
 }
+
+namespace {
 
 // ---- random inputs on the device, for timing ----
 

@@ -9,7 +9,9 @@
 // else uses the GPU (preflight.h). Exit status: 0 all measured (and fitted;
 // collectives may be out of reach of one GPU); 1 a correctness check, a step,
 // a measurement or the fit failed, timings stayed unstable, or fewer GPUs
-// than --gpus were visible; 2 bad arguments or no CUDA GPU visible.
+// than --gpus were visible; 2 bad arguments, no CUDA GPU visible, a driver
+// older than the toolkit, or a GPU this build has no kernel image for (each
+// one line: calibrate/fit/gpu_support.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/fit/gpu_support.h"
 #include "calibrate/harness/base_profile.h"
+#include "calibrate/harness/device_kernels.h"
 #include "calibrate/harness/log.h"
 #include "calibrate/harness/options.h"
 #include "calibrate/harness/preflight.h"
@@ -51,9 +55,10 @@ const std::vector<StepSpec>& Steps() {
       {"kernels", 100, 40, RunKernelsStep},
       {"copy", 40, 15, RunCopyStep},
       {"launch", 15, 10, RunLaunchStep},
-      {"gemm", 240, 80, RunGemmStep},
+      {"gemm", 180, 45, RunGemmStep},
       {"attention", 105, 35, RunAttentionStep},
       {"nccl", 60, 15, RunNcclStep},
+      {"step", 60, 35, RunStepCheckStep},
   };
   return kSteps;
 }
@@ -101,9 +106,40 @@ void WriteOutcome(const RunOutcome& outcome, const Options& opt, Log& log) {
   }
 }
 
+// The CUDA architectures this harness was built for (CMake passes them).
+#ifndef STACKSIM_CUDA_ARCHITECTURES
+#define STACKSIM_CUDA_ARCHITECTURES ""
+#endif
+
+// A driver older than the toolkit: one line saying so (true), else false.
+// Without any driver (version 0) the usual "no CUDA GPU visible" line stands.
+bool DriverTooOld(cudaError_t err) {
+  if (err != cudaErrorInsufficientDriver) return false;
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (driver <= 0) return false;
+  std::fprintf(stderr, "%s\n", DriverTooOldMessage(driver, runtime).c_str());
+  return true;
+}
+
+// Whether this build holds code the GPU can run: asking for a kernel's
+// attributes loads its module, which fails without an image for the GPU's
+// architecture (and no PTX the driver could compile).
+bool KernelImageAvailable(const cudaDeviceProp& props) {
+  cudaFuncAttributes attr{};
+  cudaError_t err = cudaFuncGetAttributes(&attr, EmptyKernel());
+  if (err != cudaErrorNoKernelImageForDevice && err != cudaErrorInvalidDeviceFunction) return true;
+  cudaGetLastError();
+  std::fprintf(stderr, "%s\n",
+               NoKernelImageMessage(props.name, props.major, props.minor, STACKSIM_CUDA_ARCHITECTURES).c_str());
+  return false;
+}
+
 int Run(Options opt, const std::set<std::string>& faults) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
+  if (DriverTooOld(err)) return 2;
   if (err != cudaSuccess || count == 0) {
     NoGpu(err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found 0 devices");
     return 2;
@@ -114,6 +150,7 @@ int Run(Options opt, const std::set<std::string>& faults) {
     NoGpu(std::string("device 0: ") + cudaGetErrorString(err));
     return 2;
   }
+  if (!KernelImageAvailable(dev.props)) return 2;
   dev.gpus = opt.gpus > 0 ? std::min(opt.gpus, count) : count;
   dev.l2_bytes = static_cast<size_t>(dev.props.l2CacheSize);
   dev.cc_major = dev.props.major;

@@ -10,7 +10,7 @@ namespace stacksim::calibrate {
 
 const std::vector<std::string>& StepNames() {
   static const std::vector<std::string> kSteps = {"env",  "kernels",   "copy", "launch",
-                                                  "gemm", "attention", "nccl", "fit"};
+                                                  "gemm", "attention", "nccl", "step", "fit"};
   return kSteps;
 }
 
@@ -24,7 +24,7 @@ std::string UsageText() {
          "                 unless --data-dir lets the harness pick it by GPU name)\n"
          "  --data-dir DIR folder holding profiles/ (what 'stacksim calibrate' passes)\n"
          "  --seed N       seed of all random inputs (default 1)\n"
-         "  --skip LIST    steps to leave out: env,kernels,copy,launch,gemm,attention,nccl,fit\n"
+         "  --skip LIST    steps to leave out: env,kernels,copy,launch,gemm,attention,nccl,step,fit\n"
          "  --gpus N       GPUs the collectives use (default: every visible one); with fewer visible\n"
          "                 the run uses those, says so, and the profile records both numbers\n"
          "environment: STACKSIM_CALIBRATE_FAULT=busy,oom,cuda-error,nccl-init,nccl-missing injects\n"
@@ -65,7 +65,7 @@ std::set<std::string> ParseSkip(const std::string& text) {
     const auto& steps = StepNames();
     if (std::find(steps.begin(), steps.end(), name) == steps.end()) {
       throw UsageError("--skip: unknown step '" + name +
-                       "' (steps: env,kernels,copy,launch,gemm,attention,nccl,fit)");
+                       "' (steps: env,kernels,copy,launch,gemm,attention,nccl,step,fit)");
     }
     out.insert(name);
   }

@@ -70,6 +70,8 @@ void RunLaunchStep(StepContext& ctx);
 void RunGemmStep(StepContext& ctx);
 void RunAttentionStep(StepContext& ctx);  // the attention kernel family; also attention.csv
 void RunNcclStep(StepContext& ctx);
+// The step check's layers (calibrate/fit/step_shapes.h): step_measured.csv.
+void RunStepCheckStep(StepContext& ctx);
 
 // Appends CUPTI's kernel durations and gaps to launch.csv as the metrics
 // cupti_<prefix>kernel_us and cupti_<prefix>gap_us.

@@ -23,6 +23,11 @@ std::vector<int> LayersPerVirtualStage(int layers, int pp, int vp) {
   return out;
 }
 
+int64_t LayerParametersPerGpu(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t layer) {
+  int64_t expert = model.IsMoeLayer(layer) ? model.ExpertParameterCount() : 0;
+  return (model.LayerParameterCount(layer) - expert) / plan.tp + expert / plan.ExpertShards();
+}
+
 int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
   const auto& plan = s.plan;
   const PipelineLayout layout = PipelineLayout::Of(plan);
@@ -34,8 +39,7 @@ int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
   int64_t params = 0;
   for (int vs : layout.StagesOfRank(stage)) {
     for (int l = first[vs]; l < first[vs] + layers[vs]; ++l) {
-      int64_t expert = s.model.IsMoeLayer(l) ? s.model.ExpertParameterCount() : 0;
-      params += (s.model.LayerParameterCount(l) - expert) / plan.tp + expert / plan.ExpertShards();
+      params += LayerParametersPerGpu(s.model, plan, l);
     }
     if (vs == 0) {
       params += embedding + (s.model.learned_position_embeddings ? s.model.max_position_embeddings * s.model.hidden_size : 0);

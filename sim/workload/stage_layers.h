@@ -16,6 +16,9 @@ namespace stacksim::workload {
 // embedding and the output head (as Llama 3 did; Dubey et al. 2024, §3.3.2).
 std::vector<int> LayersPerVirtualStage(int layers, int pp, int vp);
 
+// Parameters of transformer layer `layer` (0-based) one GPU holds: routed
+// experts split over ep x etp, everything else over tp.
+int64_t LayerParametersPerGpu(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t layer);
 // Parameters one GPU of `stage` holds (before any ZeRO sharding).
 // Routed experts are split over ep, everything else over tp.
 int64_t StageParameters(const config::ScenarioConfig& s, int stage);

@@ -655,11 +655,7 @@ void StepBuilder::EmitStepEnd() {
     opt.role = trace::TaskRole::kOptimizer;
     opt.label = t_.RoleLabel(opt.role);
     opt.name = t_.InternName("optimizer-step");
-    opt.compute.op_class = trace::OpClass::kMemoryBound;
-    opt.compute.precision = config::Precision::kFp32;
-    opt.compute.bytes = Bytes{params * kOptimizerBytesPerParam * GpuOptimizerShare(plan_)};  // the rest: offload.h
-    opt.compute.flops = Flops{0};
-    opt.compute.kernels = 4;  // grad-norm, clip, multi-tensor Adam, zero-grad (fused multi-tensor kernels)
+    opt.compute = OptimizerStepOp(params, GpuOptimizerShare(plan_));  // the rest: offload.h
     std::vector<TaskId> deps = dp_tasks_[r];
     deps.push_back(last_compute_[r]);
     TaskId step = t_.Add(opt, deps);
@@ -848,6 +844,16 @@ trace::Trace StepBuilder::Build() {
 }
 
 }  // namespace
+
+trace::ComputeOp OptimizerStepOp(double params, double gpu_share) {
+  trace::ComputeOp op;
+  op.op_class = trace::OpClass::kMemoryBound;
+  op.precision = config::Precision::kFp32;
+  op.bytes = Bytes{params * kOptimizerBytesPerParam * gpu_share};
+  op.flops = Flops{0};
+  op.kernels = 4;  // grad-norm, clip, multi-tensor Adam, zero-grad (fused multi-tensor kernels)
+  return op;
+}
 
 trace::Trace BuildTrainingStep(const config::ScenarioConfig& s, DpSyncPhase phase) {
   if (phase == DpSyncPhase::kOuterSyncStep && s.plan.dp_sync.method != config::DpSyncMethod::kDiLoCo) {

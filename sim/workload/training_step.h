@@ -23,6 +23,11 @@
 
 namespace stacksim::workload {
 
+// The GPU's optimizer step over the share `gpu_share` (1 without offload) of
+// this rank's `params` parameters: mixed-precision Adam as fused
+// multi-tensor kernels, memory-bound (bytes per parameter: training_step.cc).
+trace::ComputeOp OptimizerStepOp(double params, double gpu_share);
+
 // REQUIRES: config::ValidatePlan(s) passed.
 // `phase`: which step of plan.dp_sync to build (dp_sync.h); kStep for every
 // plan that does not ask otherwise. REQUIRES: kOuterSyncStep only with diloco.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one device script for calibrate: builds stacksim-calibrate there
-# (harness only, sm_90a), runs it, and leaves in $OUT (the device tool returns
-# at most 8 files):
+# (harness only, sm_90a unless CUDA_ARCHS says otherwise), runs it, and
+# leaves in $OUT (the device tool returns at most 8 files):
 #   calibrate_raw.tar.gz  the raw folder (env.json, CSVs, log.txt, fit_report.md, profile.json)
 #   profile.json          the fitted profile (if the fit ran)
 #   log.txt               the harness's log
@@ -25,6 +25,9 @@
 # The CSVs are written row by row, so a stopped run keeps what it measured
 # (but is not fitted).
 # STACKSIM_GIT_COMMIT: taken from the environment, else `git rev-parse HEAD`.
+# CUDA_ARCHS: the CUDA architectures to build for (default 90a, Hopper; 100a
+# for B200, 120 for consumer Blackwell); the harness names them when the GPU
+# needs another.
 set -u
 out=${OUT:?set OUT to the output folder}
 mode=${1:---quick}
@@ -58,7 +61,7 @@ fi
 
 echo "== build (log: build.log)"
 t0=$(date +%s)
-if ! { cmake -S . -B "$build" -DSTACKSIM_HARNESS_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+if ! { cmake -S . -B "$build" -DSTACKSIM_HARNESS_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90a}" \
          ${nccl_args[@]+"${nccl_args[@]}"} && cmake --build "$build" --target stacksim-calibrate -j16; } >"$out/build.log" 2>&1; then
   tail -n 60 "$out/build.log"
   echo "== build FAILED after $(($(date +%s) - t0)) s"

@@ -1,0 +1,278 @@
+#include "sim/stepcheck/step_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "sim/config/plan.h"
+#include "sim/cost/profile_cost_model.h"
+#include "sim/util/csv.h"
+#include "sim/util/error.h"
+#include "sim/workload/layer_ops.h"
+#include "sim/workload/layer_shape.h"
+#include "sim/workload/stage_layers.h"
+#include "sim/workload/training_step.h"
+
+namespace stacksim::stepcheck {
+namespace {
+
+// The plan the harness's step runs: see the header.
+config::PlanConfig StepPlan(int tp, int64_t micro_batch) {
+  config::PlanConfig plan;
+  plan.tp = tp;
+  plan.micro_batch = micro_batch;
+  plan.global_batch = micro_batch;
+  plan.sequence_parallel = false;
+  plan.recompute = config::Recompute::kNone;
+  plan.precision = config::Precision::kBf16;
+  plan.kernels = config::KernelFusion::kFused;
+  plan.attention = config::AttentionImpl::kFlash2;
+  plan.cuda_graphs = false;
+  return plan;
+}
+
+// The first MoE layer of a MoE model, else layer 0.
+int64_t CheckedLayer(const config::ModelConfig& model) {
+  for (int64_t l = 0; model.is_moe() && l < model.num_layers; ++l) {
+    if (model.IsMoeLayer(l)) return l;
+  }
+  return 0;
+}
+
+Time PriceOps(const std::vector<workload::Op>& ops, const cost::ProfileCostModel& cost, LayerStepPrediction* p) {
+  Time total;
+  for (const workload::Op& op : ops) {
+    if (op.is_collective || op.host_wait > Time::Zero()) {
+      ++p->left_out_ops;
+      continue;
+    }
+    total += cost.ComputeTime(op.compute);
+    ++p->priced_ops;
+  }
+  return total;
+}
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw InputError(path, "", "cannot write the file");
+}
+
+}  // namespace
+
+LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, int64_t seq, int64_t micro_batch,
+                                     const config::ProfileConfig& profile) {
+  const config::PlanConfig plan = StepPlan(tp, micro_batch);
+  const int64_t layer = CheckedLayer(model);
+  workload::LayerShape shape = workload::LayerShape::From(model, plan, seq, profile);
+  if (model.IsMoeLayer(layer)) shape = shape.Moe(model, plan);
+  const cost::ProfileCostModel cost(profile, plan.cuda_graphs);
+  LayerStepPrediction p;
+  p.forward = PriceOps(workload::LayerForward(shape), cost, &p);
+  p.backward = PriceOps(workload::LayerBackward(shape), cost, &p);
+  p.parameters = static_cast<double>(workload::LayerParametersPerGpu(model, plan, layer));
+  p.optimizer = cost.ComputeTime(workload::OptimizerStepOp(p.parameters, 1.0));
+  return p;
+}
+
+std::vector<StepMeasurement> ReadStepMeasurements(const std::string& path) {
+  CsvOptions options;
+  options.comments = true;  // the harness's header lines (GPU, date) and fixtures' labels
+  CsvTable t = CsvTable::Read(path, options);
+  t.RequireColumns({"shape", "model", "tp", "seq", "micro_batch", "hidden", "ffn", "heads", "kv_heads", "head_dim",
+                    "experts", "top_k", "expert_ffn", "measured_s", "min_s", "spread", "stable"});
+  if (t.rows() == 0) throw InputError(path, "", "no measured shapes (only a header)");
+  std::vector<StepMeasurement> rows;
+  std::map<std::string, int> seen;
+  auto count = [&](size_t r, const char* column) {
+    double v = t.NonNegativeNumber(r, column);
+    if (v != std::floor(v)) t.Fail(r, column, "not a whole number: " + t.Text(r, column));
+    return static_cast<int64_t>(v);
+  };
+  for (size_t r = 0; r < t.rows(); ++r) {
+    StepMeasurement m;
+    m.line = t.line(r);
+    m.shape = t.Text(r, "shape");
+    if (m.shape.empty()) t.Fail(r, "shape", "empty");
+    if (auto it = seen.find(m.shape); it != seen.end()) {
+      t.Fail(r, "shape", "'" + m.shape + "' given twice (first on line " + std::to_string(it->second) + ")");
+    }
+    seen[m.shape] = m.line;
+    m.model = t.Text(r, "model");
+    if (m.model.empty() || m.model.find('/') != std::string::npos) t.Fail(r, "model", "not a model name: '" + m.model + "'");
+    m.tp = static_cast<int>(t.PositiveInt(r, "tp"));
+    m.seq = t.PositiveInt(r, "seq");
+    m.micro_batch = t.PositiveInt(r, "micro_batch");
+    m.hidden = t.PositiveInt(r, "hidden");
+    m.ffn = count(r, "ffn");
+    m.heads = t.PositiveInt(r, "heads");
+    m.kv_heads = t.PositiveInt(r, "kv_heads");
+    m.head_dim = t.PositiveInt(r, "head_dim");
+    m.experts = count(r, "experts");
+    m.top_k = count(r, "top_k");
+    m.expert_ffn = count(r, "expert_ffn");
+    m.measured_s = t.PositiveNumber(r, "measured_s");
+    m.min_s = t.PositiveNumber(r, "min_s");
+    if (m.min_s > m.measured_s) t.Fail(r, "min_s", "above measured_s (the median)");
+    m.spread = t.NonNegativeNumber(r, "spread");
+    const std::string& stable = t.Text(r, "stable");
+    if (stable != "0" && stable != "1") t.Fail(r, "stable", "must be 0 or 1, not '" + stable + "'");
+    m.stable = stable == "1";
+    for (auto [field, column] : {std::pair{&m.forward_s, "forward_s"}, {&m.backward_s, "backward_s"},
+                                 {&m.optimizer_s, "optimizer_s"}}) {
+      if (t.HasColumn(column)) *field = t.PositiveNumber(r, column);
+    }
+    for (auto [value, column] : {std::pair{m.heads, "heads"}, {m.kv_heads, "kv_heads"}}) {
+      if (value % m.tp != 0) t.Fail(r, column, std::to_string(value) + " does not divide by tp " + std::to_string(m.tp));
+    }
+    rows.push_back(m);
+  }
+  return rows;
+}
+
+std::vector<StepCheckRow> RunStepCheck(const std::vector<StepMeasurement>& measured, const std::string& measured_path,
+                                       const config::ProfileConfig& profile, const std::string& models_dir) {
+  std::vector<StepCheckRow> rows;
+  for (const StepMeasurement& m : measured) {
+    const std::string at = "line " + std::to_string(m.line) + ": ";
+    std::string model_path = (std::filesystem::path(models_dir) / (m.model + ".json")).string();
+    if (!std::filesystem::is_regular_file(model_path)) {
+      throw InputError(measured_path, "model", at + "no model file " + model_path);
+    }
+    config::ModelConfig model = config::LoadModelFile(model_path);
+    // The widths the harness built must be the model file's.
+    const bool moe = model.is_moe();
+    const std::vector<std::tuple<const char*, int64_t, int64_t>> widths = {
+        {"hidden", m.hidden, model.hidden_size},
+        {"ffn", m.ffn, moe ? 0 : model.intermediate_size},
+        {"heads", m.heads, model.num_attention_heads},
+        {"kv_heads", m.kv_heads, model.num_kv_heads},
+        {"head_dim", m.head_dim, model.head_dim},
+        {"experts", m.experts, model.num_experts},
+        {"top_k", m.top_k, moe ? model.experts_per_token : 0},
+        {"expert_ffn", m.expert_ffn, moe ? model.moe_intermediate_size : 0},
+    };
+    for (const auto& [column, built, expected] : widths) {
+      if (built != expected) {
+        throw InputError(measured_path, column,
+                         at + "the harness built " + std::to_string(built) + " but " + model_path + " gives " +
+                             std::to_string(expected) + " (the shape lists have drifted apart)");
+      }
+    }
+    StepCheckRow row;
+    row.shape = m.shape;
+    row.measured_s = m.measured_s;
+    row.stable = m.stable;
+    row.measured_forward_s = m.forward_s;
+    row.measured_backward_s = m.backward_s;
+    row.measured_optimizer_s = m.optimizer_s;
+    row.prediction = PredictLayerStep(model, m.tp, m.seq, m.micro_batch, profile);
+    row.predicted_s = row.prediction.total().seconds();
+    row.error_pct = 100.0 * (row.predicted_s - row.measured_s) / row.measured_s;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string StepCheckCsv(const std::vector<StepCheckRow>& rows) {
+  std::string out = CsvLine({"shape", "measured_s", "predicted_s", "error_pct"});
+  for (const StepCheckRow& r : rows) {
+    out += CsvLine({r.shape, Fmt("%.6e", r.measured_s), Fmt("%.6e", r.predicted_s), Fmt("%.2f", r.error_pct)});
+  }
+  return out;
+}
+
+std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::string& profile_label) {
+  std::ostringstream s;
+  s << "## Step check\n\n";
+  s << "One layer's forward + backward for one micro-batch on one GPU of its tensor-parallel group, plus the "
+       "optimizer update of its parameters, timed on the GPU (step_measured.csv) and predicted by the cost model "
+       "with "
+    << profile_label
+    << " (sim/stepcheck/step_check.h; collectives and host waits are not part of one GPU's slice and are left out "
+       "of both). Error = (predicted - measured) / measured.\n\n";
+  s << "| shape | measured ms | predicted ms | error | fwd / bwd / optimizer ms, measured | predicted |\n"
+       "|---|---|---|---|---|---|\n";
+  double sum_abs = 0;
+  std::vector<std::string> above, unstable;
+  auto parts = [](double f, double b, double o) {
+    if (f < 0 || b < 0 || o < 0) return std::string("-");
+    return Fmt("%.3f", f * 1e3) + " / " + Fmt("%.3f", b * 1e3) + " / " + Fmt("%.3f", o * 1e3);
+  };
+  for (const StepCheckRow& r : rows) {
+    const LayerStepPrediction& p = r.prediction;
+    s << "| " << r.shape << (r.stable ? "" : " (unstable)") << " | " << Fmt("%.3f", r.measured_s * 1e3) << " | "
+      << Fmt("%.3f", r.predicted_s * 1e3) << " | " << Fmt("%+.1f%%", r.error_pct) << " | "
+      << parts(r.measured_forward_s, r.measured_backward_s, r.measured_optimizer_s) << " | "
+      << parts(p.forward.seconds(), p.backward.seconds(), p.optimizer.seconds()) << " |\n";
+    sum_abs += std::fabs(r.error_pct);
+    if (std::fabs(r.error_pct) > kTargetErrorPct) above.push_back(r.shape + " (" + Fmt("%+.1f%%", r.error_pct) + ")");
+    if (!r.stable) unstable.push_back(r.shape);
+  }
+  s << "\n";
+  if (!rows.empty()) {
+    s << "Mean |error| over " << rows.size() << " shapes: " << Fmt("%.1f%%", sum_abs / rows.size()) << ".\n";
+  }
+  if (above.empty()) {
+    s << "Every shape is within " << Fmt("%.0f%%", kTargetErrorPct) << " of its prediction.\n";
+  } else {
+    s << "Above " << Fmt("%.0f%%", kTargetErrorPct) << ": ";
+    for (size_t i = 0; i < above.size(); ++i) s << (i ? "; " : "") << above[i];
+    s << ".\n";
+  }
+  if (!unstable.empty()) {
+    s << "Unstable timings (spread above the threshold after retries): ";
+    for (size_t i = 0; i < unstable.size(); ++i) s << (i ? ", " : "") << unstable[i];
+    s << ".\n";
+  }
+  s << "\n";
+  return s.str();
+}
+
+std::string WithStepCheckSection(const std::string& report, const std::string& section) {
+  const std::string heading = "## Step check\n";
+  size_t at = report.rfind(heading, 0) == 0 ? 0 : report.find("\n" + heading);
+  if (at == std::string::npos) {
+    std::string out = report;
+    if (!out.empty() && out.back() != '\n') out += "\n";
+    if (!out.empty() && out.size() >= 2 && out.substr(out.size() - 2) != "\n\n") out += "\n";
+    return out + section;
+  }
+  if (at > 0) ++at;  // past the newline before the heading
+  size_t end = report.find("\n## ", at + heading.size() - 1);
+  std::string rest = end == std::string::npos ? "" : report.substr(end + 1);
+  return report.substr(0, at) + section + rest;
+}
+
+std::vector<StepCheckRow> CheckRawFolder(const std::string& raw_dir, const std::string& profile_path,
+                                         const std::string& models_dir) {
+  namespace fs = std::filesystem;
+  const std::string measured_path = (fs::path(raw_dir) / "step_measured.csv").string();
+  if (!fs::is_regular_file(measured_path)) {
+    throw InputError(measured_path, "", "no step measurements here (the harness's step check writes them)");
+  }
+  std::vector<StepMeasurement> measured = ReadStepMeasurements(measured_path);
+  config::ProfileConfig profile = config::LoadProfileFile(profile_path);
+  std::vector<StepCheckRow> rows = RunStepCheck(measured, measured_path, profile, models_dir);
+  const std::string csv_path = (fs::path(raw_dir) / "step_check.csv").string();
+  WriteText(csv_path, StepCheckCsv(rows));
+  const std::string report_path = (fs::path(raw_dir) / "fit_report.md").string();
+  std::string report;
+  if (fs::is_regular_file(report_path)) report = ReadCsvFile(report_path);
+  std::string label = "the profile " + profile_path + " (" + profile.name + ")";
+  WriteText(report_path, WithStepCheckSection(report, StepCheckSection(rows, label)));
+  return rows;
+}
+
+}  // namespace stacksim::stepcheck

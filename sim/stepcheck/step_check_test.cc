@@ -1,0 +1,221 @@
+#include "sim/stepcheck/step_check.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/plan.h"
+#include "sim/cost/profile_cost_model.h"
+#include "sim/util/csv.h"
+#include "sim/workload/layer_ops.h"
+#include "sim/workload/layer_shape.h"
+#include "tests/input_error.h"
+
+namespace stacksim::stepcheck {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ErrorFrom;
+
+const std::string kRoot = STACKSIM_SOURCE_DIR;
+const std::string kFixture = kRoot + "/tests/data/stepcheck/fixture-raw/step_measured.csv";
+
+config::ProfileConfig H200() { return config::LoadProfileFile(kRoot + "/profiles/h200-sxm-141gb.json"); }
+config::ModelConfig Model(const std::string& name) { return config::LoadModelFile(kRoot + "/models/" + name + ".json"); }
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "step_check_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string FixtureText() {
+  std::ifstream in(kFixture);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(StepCheck, ForwardIsNoFasterThanItsFlopsAtPeakAndBackwardCostsMore) {
+  const config::ProfileConfig profile = H200();
+  const config::ModelConfig model = Model("llama3-8b");
+  LayerStepPrediction p = PredictLayerStep(model, 1, 2048, 1, profile);
+  // 2 x tokens x the layer's matmul parameters (norms aside), at bf16 peak.
+  const double matmul_params = static_cast<double>(model.LayerParameterCount() - 2 * model.hidden_size);
+  const double peak = profile.peak_flops[static_cast<int>(config::Precision::kBf16)]->value.value;
+  EXPECT_GT(p.forward.seconds(), 2.0 * 2048 * matmul_params / peak);
+  EXPECT_GT(p.backward.seconds(), 1.8 * p.forward.seconds());
+  EXPECT_LT(p.backward.seconds(), 3.0 * p.forward.seconds());
+  EXPECT_EQ(p.parameters, static_cast<double>(model.LayerParameterCount()));
+  EXPECT_EQ(p.left_out_ops, 0);  // tp 1: no collectives
+  EXPECT_GT(p.priced_ops, 10);
+}
+
+TEST(StepCheck, OptimizerStreamsThirtyEightBytesPerParameterAtCopyBandwidth) {
+  const config::ProfileConfig profile = H200();
+  LayerStepPrediction p = PredictLayerStep(Model("llama3-70b"), 2, 2048, 1, profile);
+  cost::ProfileCostModel cost(profile, false);
+  const double expected = p.parameters * 38.0 / cost.memory_bandwidth().value;
+  EXPECT_NEAR(p.optimizer.seconds(), expected, 0.01 * expected);
+  EXPECT_EQ(p.parameters, static_cast<double>(Model("llama3-70b").LayerParameterCount() / 2));
+}
+
+TEST(StepCheck, TensorParallelSliceIsCheaperAndLeavesItsCollectivesOut) {
+  const config::ProfileConfig profile = H200();
+  const config::ModelConfig model = Model("llama3-70b");
+  LayerStepPrediction tp1 = PredictLayerStep(model, 1, 8192, 1, profile);
+  LayerStepPrediction tp8 = PredictLayerStep(model, 8, 8192, 1, profile);
+  EXPECT_LT(tp8.total().seconds(), tp1.total().seconds() / 6);
+  EXPECT_GT(tp8.total().seconds(), tp1.total().seconds() / 10);
+  EXPECT_GT(tp8.left_out_ops, 0);
+}
+
+TEST(StepCheck, MoeLayerPricesEveryExpertOnOneGpu) {
+  const config::ModelConfig model = Model("mixtral-8x7b");
+  LayerStepPrediction p = PredictLayerStep(model, 1, 4096, 1, H200());
+  EXPECT_EQ(p.parameters, static_cast<double>(model.LayerParameterCount(0)));
+  EXPECT_GT(p.parameters, 8.0 * 3 * 4096 * 14336);
+  // Each token runs top_k = 2 experts: at least twice a dense 14336-wide MLP's FLOPs.
+  LayerStepPrediction dense = PredictLayerStep(Model("llama3-8b"), 1, 4096, 1, H200());
+  EXPECT_GT(p.forward.seconds(), 1.5 * dense.forward.seconds());
+}
+
+TEST(StepCheck, FixtureJoinsWithThePredictionAndErrorIsRelativeToMeasured) {
+  std::vector<StepMeasurement> m = ReadStepMeasurements(kFixture);
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[1].shape, "llama3-8b tp=8 seq=8192 mb=1");
+  EXPECT_EQ(m[1].tp, 8);
+  EXPECT_EQ(m[1].seq, 8192);
+  EXPECT_DOUBLE_EQ(m[1].measured_s, 0.009);
+  EXPECT_EQ(m[3].experts, 8);
+  EXPECT_FALSE(m[3].stable);
+  EXPECT_EQ(m[0].line, 3);  // after the comment and the header
+  EXPECT_DOUBLE_EQ(m[0].backward_s, 0.0066);
+  const config::ProfileConfig profile = H200();
+  std::vector<StepCheckRow> rows = RunStepCheck(m, kFixture, profile, kRoot + "/models");
+  ASSERT_EQ(rows.size(), 4u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const StepMeasurement& in = m[i];
+    double predicted = PredictLayerStep(Model(in.model), in.tp, in.seq, in.micro_batch, profile).total().seconds();
+    EXPECT_DOUBLE_EQ(rows[i].predicted_s, predicted) << in.shape;
+    EXPECT_NEAR(rows[i].error_pct, 100.0 * (predicted - in.measured_s) / in.measured_s, 1e-9) << in.shape;
+  }
+  CsvTable csv = CsvTable::Parse(StepCheckCsv(rows), "step_check.csv");
+  EXPECT_EQ(csv.header(), (std::vector<std::string>{"shape", "measured_s", "predicted_s", "error_pct"}));
+  ASSERT_EQ(csv.rows(), 4u);
+  EXPECT_EQ(csv.Text(2, "shape"), "llama3-70b tp=4 seq=2048 mb=1");
+  EXPECT_NEAR(csv.Number(2, "measured_s"), 0.02, 1e-9);
+  EXPECT_NEAR(csv.Number(2, "predicted_s"), rows[2].predicted_s, 1e-6 * rows[2].predicted_s);
+  EXPECT_NEAR(csv.Number(2, "error_pct"), rows[2].error_pct, 0.006);
+  std::string section = StepCheckSection(rows, "the H200 profile");
+  EXPECT_NE(section.find("| llama3-8b tp=1 seq=2048 mb=1 | 12.000 | "), std::string::npos) << section;
+  EXPECT_NE(section.find(" | 3.500 / 6.600 / 1.900 | "), std::string::npos) << section;
+  EXPECT_NE(section.find("mixtral-8x7b tp=1 seq=4096 mb=1 (unstable)"), std::string::npos) << section;
+}
+
+StepCheckRow Row(const std::string& shape, double measured, double error_pct, bool stable = true) {
+  StepCheckRow r;
+  r.shape = shape;
+  r.measured_s = measured;
+  r.error_pct = error_pct;
+  r.predicted_s = measured * (1 + error_pct / 100);
+  r.stable = stable;
+  return r;
+}
+
+TEST(StepCheck, SectionGivesMeanAbsoluteErrorAndNamesShapesAboveTarget) {
+  std::string s = StepCheckSection({Row("a", 0.01, 2.0), Row("b", 0.02, -7.0), Row("c", 0.03, 12.0, false)}, "P");
+  EXPECT_EQ(s.rfind("## Step check\n", 0), 0u);
+  EXPECT_NE(s.find("Mean |error| over 3 shapes: 7.0%."), std::string::npos) << s;
+  EXPECT_NE(s.find("Above 5%: b (-7.0%); c (+12.0%)."), std::string::npos) << s;
+  EXPECT_NE(s.find("| b | 20.000 | 18.600 |"), std::string::npos) << s;
+  EXPECT_NE(s.find("Unstable timings (spread above the threshold after retries): c."), std::string::npos) << s;
+  std::string ok = StepCheckSection({Row("a", 0.01, 4.9)}, "P");
+  EXPECT_NE(ok.find("Every shape is within 5% of its prediction."), std::string::npos) << ok;
+}
+
+TEST(StepCheck, SectionReplacesItselfAndKeepsTheRest) {
+  const std::string report = "# Fit\n\n## GEMM\n\ntext\n\n## Step check\n\nold\n\n## Partial profile\n\nend\n";
+  std::string once = WithStepCheckSection(report, "## Step check\n\nnew\n\n");
+  EXPECT_EQ(once, "# Fit\n\n## GEMM\n\ntext\n\n## Step check\n\nnew\n\n## Partial profile\n\nend\n");
+  EXPECT_EQ(WithStepCheckSection(once, "## Step check\n\nnew\n\n"), once);
+  EXPECT_EQ(WithStepCheckSection("# Fit\n\n## GEMM\nx\n", "## Step check\n\nnew\n\n"),
+            "# Fit\n\n## GEMM\nx\n\n## Step check\n\nnew\n\n");
+  EXPECT_EQ(WithStepCheckSection("", "## Step check\n"), "## Step check\n");
+}
+
+// The fixture with one cell of one row changed (row 1: the first data row).
+std::string FixtureWith(const std::string& column, const std::string& value) {
+  CsvTable t = CsvTable::Parse(FixtureText(), "fixture", CsvOptions{true});
+  std::string out = CsvLine(t.header());
+  for (size_t r = 0; r < t.rows(); ++r) {
+    std::vector<std::string> cells;
+    for (const std::string& c : t.header()) cells.push_back(r == 0 && c == column ? value : t.Text(r, c));
+    out += CsvLine(cells);
+  }
+  return out;
+}
+
+TEST(StepCheck, BadMeasurementsNameFileColumnAndLine) {
+  struct Case {
+    std::string column, value, key, text;
+  } cases[] = {
+      {"measured_s", "-1", "measured_s", "line 2"},
+      {"stable", "2", "stable", "must be 0 or 1"},
+      {"tp", "3", "heads", "does not divide by tp 3"},
+      {"min_s", "1", "min_s", "above measured_s"},
+      {"shape", "llama3-8b tp=8 seq=8192 mb=1", "shape", "given twice"},
+      {"ffn", "1.5", "ffn", "not a whole number"},
+      {"model", "../x", "model", "not a model name"},
+  };
+  for (const Case& c : cases) {
+    std::string path = WriteTemp(c.column + ".csv", FixtureWith(c.column, c.value));
+    InputError e = ErrorFrom([&] { ReadStepMeasurements(path); });
+    EXPECT_EQ(e.file(), path) << c.column;
+    EXPECT_EQ(e.key_path(), c.key) << c.column;
+    EXPECT_NE(std::string(e.what()).find(c.text), std::string::npos) << e.what();
+  }
+  std::string no_column = WriteTemp("no_column.csv", "shape,model\nx,llama3-8b\n");
+  EXPECT_EQ(ErrorFrom([&] { ReadStepMeasurements(no_column); }).file(), no_column);
+  std::string header_only = WriteTemp("header_only.csv", FixtureText().substr(0, FixtureText().find("llama3-8b tp=1")));
+  EXPECT_NE(std::string(ErrorFrom([&] { ReadStepMeasurements(header_only); }).what()).find("no measured shapes"),
+            std::string::npos);
+}
+
+TEST(StepCheck, ShapesThatDisagreeWithTheModelFileAreRejected) {
+  const config::ProfileConfig profile = H200();
+  std::string drift = WriteTemp("drift.csv", FixtureWith("hidden", "4097"));
+  auto m = ReadStepMeasurements(drift);
+  InputError e = ErrorFrom([&] { RunStepCheck(m, drift, profile, kRoot + "/models"); });
+  EXPECT_EQ(e.file(), drift);
+  EXPECT_EQ(e.key_path(), "hidden");
+  EXPECT_NE(std::string(e.what()).find("built 4097 but"), std::string::npos) << e.what();
+  std::string unknown = WriteTemp("unknown.csv", FixtureWith("model", "no-such-model"));
+  auto u = ReadStepMeasurements(unknown);
+  EXPECT_EQ(ErrorFrom([&] { RunStepCheck(u, unknown, profile, kRoot + "/models"); }).key_path(), "model");
+}
+
+TEST(StepCheck, RawFolderGetsCsvAndReportSection) {
+  fs::path dir = fs::path(::testing::TempDir()) / "step_check_raw";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kFixture, dir / "step_measured.csv");
+  std::ofstream(dir / "fit_report.md") << "# Fit report\n\n## GEMM\n\nrows\n";
+  auto rows = CheckRawFolder(dir.string(), kRoot + "/profiles/h200-sxm-141gb.json", kRoot + "/models");
+  EXPECT_EQ(rows.size(), 4u);
+  EXPECT_EQ(CsvTable::Read((dir / "step_check.csv").string()).rows(), 4u);
+  std::ifstream in(dir / "fit_report.md");
+  std::stringstream report;
+  report << in.rdbuf();
+  EXPECT_EQ(report.str().rfind("# Fit report\n\n## GEMM\n\nrows\n\n## Step check\n", 0), 0u) << report.str();
+  fs::remove(dir / "step_measured.csv");
+  EXPECT_NE(std::string(ErrorFrom([&] {
+              CheckRawFolder(dir.string(), kRoot + "/profiles/h200-sxm-141gb.json", kRoot + "/models");
+            }).what()).find("no step measurements"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stacksim::stepcheck
