@@ -32,7 +32,10 @@ const char* KvFormatName(KvFormat f);
 double WeightBytes(WeightFormat f);
 double KvBytes(KvFormat f);
 
-enum class SchedulerKind { kStatic, kContinuous, kChunked, kDisaggregated };
+// kInflight: TensorRT-LLM's in-flight batching without chunked context:
+// every running decode, then whole prompts while they fit the remaining
+// token budget, in one iteration.
+enum class SchedulerKind { kStatic, kContinuous, kChunked, kInflight, kDisaggregated };
 const char* SchedulerName(SchedulerKind k);
 enum class RouterKind { kRoundRobin, kLeastLoaded };
 enum class Preemption { kRecompute, kSwap };
@@ -76,6 +79,8 @@ struct ServeConfig {
   std::string engine;              // engine profile name ("" = none: the defaults below)
   // Largest decode batch replayed from a CUDA graph (the engine's; vLLM V0's 256 without one).
   int64_t cuda_graph_max_batch = 256;
+  DecodeAttention decode_attention = DecodeAttention::kPerKvHead;  // the engine's; "decode_attention"
+  Admission admission = Admission::kWatermark;                     // the engine's; "scheduler.admission"
   // Memory plan: kTotal, vLLM's gpu_memory_utilization (the rest of HBM is
   // reserve); kFree, the KV cache takes this fraction of what weights,
   // activations and runtime leave (TensorRT-LLM, LMDeploy).

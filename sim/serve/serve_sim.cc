@@ -259,6 +259,10 @@ class Simulation {
       r.resumable.pop_front();
     }
     const bool chunked = c_.scheduler == SchedulerKind::kChunked;
+    // Decodes share every iteration with prefills (chunked prefill, and
+    // in-flight batching, which prefills whole prompts).
+    const bool mixed = chunked || c_.scheduler == SchedulerKind::kInflight;
+    const bool no_evict = c_.admission == Admission::kGuaranteedNoEvict;
     int64_t budget = c_.max_batched_tokens;
     // Decode steps (chunked: always; continuous: only when no prompt is admitted).
     auto decode_all = [&]() {
@@ -277,7 +281,7 @@ class Simulation {
         --budget;
       }
     };
-    if (chunked && r.role == Role::kColocated) decode_all();
+    if (mixed && r.role == Role::kColocated) decode_all();
     // Prefill: continue partial prefills, then admit waiting prompts.
     if (r.role != Role::kDecode || !r.waiting.empty()) {
       for (int id : r.running) {
@@ -299,7 +303,15 @@ class Simulation {
         int64_t chunk = chunked ? std::min(budget, remaining) : remaining;
         if (!chunked && chunk > budget && !r.work.empty()) break;
         int64_t need = Grow(s, s.cached + chunk);
-        if (need + watermark > r.free_blocks && !(r.running.empty() && need <= r.free_blocks)) break;
+        if (no_evict) {
+          // Blocks for the prompt and every output token still to come
+          // (the last token's KV is never written), taken now: the
+          // sequence never grows into blocks it might not get.
+          need = Grow(s, s.to_prefill + (s.output - s.generated) - 1);
+          if (need > r.free_blocks) break;
+        } else if (need + watermark > r.free_blocks && !(r.running.empty() && need <= r.free_blocks)) {
+          break;
+        }
         Take(r, s, need);
         shape.AddPrefill(chunk, s.cached, chunk == remaining);
         r.work.push_back({r.waiting.front(), chunk});
@@ -308,7 +320,7 @@ class Simulation {
         budget -= chunk;
       }
     }
-    if (!chunked && r.work.empty() && r.role != Role::kPrefill) decode_all();
+    if (!mixed && r.work.empty() && r.role != Role::kPrefill) decode_all();
     return extra;
   }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -38,12 +39,18 @@ std::string FormatName(JsonNode node) {
 // fill what the entry leaves open (each reported as a choice). NIM's page
 // does not name its backend; its optimized fp8 profiles are TensorRT-LLM
 // engines. Sarathi-Serve is built on vLLM.
-std::string EngineProfileFor(const std::string& engine, std::vector<std::string>& choices) {
+// TensorRT-LLM releases before 0.8 (no XQA generation kernel) have their
+// own profile.
+std::string EngineProfileFor(const std::string& engine, const std::string& version, std::vector<std::string>& choices) {
   if (Contains(engine, "NIM")) {
     choices.push_back("engine tensorrt-llm (NIM's backend is not stated; its fp8 profiles are TensorRT-LLM engines)");
     return "tensorrt-llm";
   }
-  if (Contains(engine, "TensorRT-LLM")) return "tensorrt-llm";
+  if (Contains(engine, "TensorRT-LLM")) {
+    int major = 0, minor = 0;
+    const bool parsed = std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2;
+    return parsed && major == 0 && minor < 8 ? "tensorrt-llm-0.6" : "tensorrt-llm";
+  }
   if (Contains(engine, "LMDeploy")) return "lmdeploy-turbomind";
   return "vllm";
 }
@@ -102,9 +109,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
 
   JsonObject engine_obj(obj.Required("engine"));
   std::string engine = engine_obj.Required("name").String();
-  engine_obj.Ignore({"version"});
+  std::string version;
+  if (auto v = engine_obj.Optional("version")) version = v->String();
   engine_obj.Finish();
-  const std::string engine_file = config::ResolveDataFile("engines", EngineProfileFor(engine, plan.choices), "");
+  const std::string engine_file = config::ResolveDataFile("engines", EngineProfileFor(engine, version, plan.choices), "");
   const EngineProfile profile = LoadEngineProfile(engine_file);
 
   nlohmann::json doc;
