@@ -31,21 +31,20 @@ struct ServeValidateArgs {
 int RunServeValidate(const ServeValidateArgs& a) {
   if (!a.fit_path.empty()) {
     // Fit first, write, then validate with what was written.
-    const std::vector<serve::OverheadFit> fits = serve::FitIterationOverheads(a.file);
+    const serve::OverheadFit fit = serve::FitIterationOverhead(a.file);
     const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     char date[16];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path)
                                                               : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
     doc["serving_iteration_overhead"] = serve::OverheadFitJson(
-        fits, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path, date);
+        fit, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path, date);
     std::ofstream out(a.fit_path);
     out << doc.dump(2) << "\n";
     if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
-    for (const auto& f : fits) {
-      std::cerr << fmt::format("fitted {}: {:.3f} ms per iteration ({} entries, {:.1f}%; leave one source out {:.1f}%)\n",
-                               f.engine, f.value_s * 1e3, f.entries, f.mape_pct, f.loso_mape_pct);
-    }
+    std::cerr << fmt::format("fitted host time per iteration: {:.3f} ms ({} entries, {:.1f}%, {:.1f}% without; leave one "
+                             "source out {:.1f}%)\n",
+                             fit.value_s * 1e3, fit.entries, fit.mape_pct, fit.unfitted_mape_pct, fit.loso_mape_pct);
   }
   serve::ServingValidationReport rep = serve::RunServingValidation(a.file, a.only);
   if (!a.only.empty() && rep.runs.empty()) throw InputError(a.file, "runs", "no entry with id '" + a.only + "'");
@@ -83,7 +82,7 @@ RunFunction AddServeValidateOptions(CLI::App* cmd) {
   cmd->add_option("file", a->file, "Validation file (schema stacksim.validation.serving/1)")->required();
   cmd->add_option("--run", a->only, "Validate only the entry with this id");
   cmd->add_option("--fit-overhead", a->fit_path,
-                  "Fit each engine's per-iteration host overhead on the scored entries and write it into this "
+                  "Fit the per-iteration host time (one value for every engine) on the scored entries and write it into this "
                   "fitted-constants file (validation/fitted_constants.json), then validate with it");
   cmd->add_option("--write-error-table", a->write_table,
                   "Write the serving error table (validation/serving_error_table.json) that serve and serve-search "

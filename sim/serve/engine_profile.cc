@@ -69,11 +69,7 @@ Time FittedIterationOverhead(const std::string& engine, const std::string& path)
   nlohmann::json doc = ReadJsonFile(path);
   JsonNode root(doc, path, "");
   if (!root.IsObject() || !doc.contains("serving_iteration_overhead")) return Time::Zero();
-  JsonNode entry = root.Child("serving_iteration_overhead");
-  JsonNode values = entry.Child("value_s");
-  if (!values.IsObject()) values.Fail("an object of engine: seconds");
-  if (!doc["serving_iteration_overhead"]["value_s"].contains(engine)) return Time::Zero();
-  return Time::FromSeconds(values.Child(engine).NonNegativeNumber());
+  return Time::FromSeconds(root.Child("serving_iteration_overhead").Child("value_s").NonNegativeNumber());
 }
 
 }  // namespace stacksim::serve

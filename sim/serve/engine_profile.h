@@ -64,11 +64,12 @@ struct EngineProfile {
   Admission admission = Admission::kWatermark;
 };
 
-// The engine's per-iteration host overhead fitted on the serving
-// validation (the "serving_iteration_overhead" entry of
-// validation/fitted_constants.json, written by `serve-validate FILE
-// --fit-overhead validation/fitted_constants.json`); 0 s when the file or
-// the engine's value is missing. Throws InputError for a malformed entry.
+// The per-iteration host time fitted on the serving validation (the
+// "serving_iteration_overhead" entry of validation/fitted_constants.json,
+// written by `serve-validate FILE --fit-overhead
+// validation/fitted_constants.json`; one value for every engine), for a
+// scenario naming `engine`; 0 s without an engine, file or entry. Throws
+// InputError for a malformed entry.
 Time FittedIterationOverhead(const std::string& engine, const std::string& fitted_constants_path);
 std::string DefaultFittedConstantsPath();
 

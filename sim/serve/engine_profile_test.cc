@@ -104,16 +104,19 @@ TEST(EngineProfile, AnFp8CheckpointKeepsAnFp8KvCacheUnderTensorRtLlmOnly) {
   EXPECT_EQ(ParseServeScenario(doc, "t.json").kv, KvFormat::kBf16);
 }
 
-// The fitted per-iteration overhead comes from the fitted-constants file by
-// engine name; a missing file or engine means none.
-TEST(EngineProfile, FittedIterationOverheadIsReadByEngine) {
+// The fitted per-iteration host time comes from the fitted-constants file,
+// one value for every engine; no engine, file or entry means none.
+TEST(EngineProfile, FittedIterationOverheadIsReadForAnyEngine) {
   const std::string path = ::testing::TempDir() + "/fitted_overhead.json";
   std::ofstream(path) << R"({"schema": "stacksim.fitted_constants/1",
-    "serving_iteration_overhead": {"value_s": {"vllm": 0.0025}}})";
+    "serving_iteration_overhead": {"value_s": 0.0025}})";
   EXPECT_EQ(FittedIterationOverhead("vllm", path), Time::FromSeconds(0.0025));
-  EXPECT_EQ(FittedIterationOverhead("tensorrt-llm", path), Time::Zero());
+  EXPECT_EQ(FittedIterationOverhead("tensorrt-llm", path), Time::FromSeconds(0.0025));
+  EXPECT_EQ(FittedIterationOverhead("", path), Time::Zero());
   EXPECT_EQ(FittedIterationOverhead("vllm", path + ".missing"), Time::Zero());
-  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": {"vllm": -1}}})";
+  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": -1}})";
+  EXPECT_THROW(FittedIterationOverhead("vllm", path), InputError);
+  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": {"vllm": 0.0025}}})";
   EXPECT_THROW(FittedIterationOverhead("vllm", path), InputError);
   // A scenario naming an engine gets the committed value; its own
   // scheduler.iteration_overhead wins.
