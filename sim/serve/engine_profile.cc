@@ -35,7 +35,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
     o.Finish();
     return v;
   };
-  if (auto v = fact("scheduler")) e.scheduler = v->OneOf({"continuous", "chunked-prefill", "inflight"});
+  if (auto v = fact("scheduler")) e.scheduler = v->OneOf({"continuous", "chunked-prefill", "inflight", "persistent"});
   if (auto v = fact("max_sequences")) e.max_sequences = v->PositiveInt();
   if (auto v = fact("max_batched_tokens")) e.max_batched_tokens = v->PositiveInt();
   if (auto v = fact("kv_memory")) e.kv_memory = v->OneOf({"total", "free"}) == "free" ? KvMemoryRule::kFree : KvMemoryRule::kTotal;

@@ -149,6 +149,7 @@ const char* SchedulerName(SchedulerKind k) {
     case SchedulerKind::kContinuous: return "continuous";
     case SchedulerKind::kChunked: return "chunked-prefill";
     case SchedulerKind::kInflight: return "inflight";
+    case SchedulerKind::kPersistent: return "persistent";
     case SchedulerKind::kDisaggregated: return "disaggregated";
   }
   return "?";
@@ -255,10 +256,12 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
 
   JsonObject sch(root.Required("scheduler"));
   JsonNode kind_node = sch.Required("kind");
-  std::string kind = kind_node.OneOf({"static", "continuous", "chunked-prefill", "inflight", "disaggregated"});
+  std::string kind =
+      kind_node.OneOf({"static", "continuous", "chunked-prefill", "inflight", "persistent", "disaggregated"});
   c.scheduler = kind == "static" ? SchedulerKind::kStatic : kind == "continuous" ? SchedulerKind::kContinuous
                 : kind == "chunked-prefill" ? SchedulerKind::kChunked
-                : kind == "inflight" ? SchedulerKind::kInflight : SchedulerKind::kDisaggregated;
+                : kind == "inflight" ? SchedulerKind::kInflight
+                : kind == "persistent" ? SchedulerKind::kPersistent : SchedulerKind::kDisaggregated;
   std::optional<JsonNode> budget_node = sch.Optional("max_batched_tokens");
   if (budget_node) c.max_batched_tokens = budget_node->PositiveInt();
   if (auto n = sch.Optional("max_sequences")) c.max_sequences = n->PositiveInt();

@@ -35,7 +35,12 @@ double KvBytes(KvFormat f);
 // kInflight: TensorRT-LLM's in-flight batching without chunked context:
 // every running decode, then whole prompts while they fit the remaining
 // token budget, in one iteration.
-enum class SchedulerKind { kStatic, kContinuous, kChunked, kInflight, kDisaggregated };
+// kPersistent: TurboMind v0.1's persistent batch: each iteration runs the
+// contexts of every newly admitted request (less its last token), then one
+// decode step of every sequence, which emits the new ones' first tokens;
+// max_batched_tokens sizes a context sub-batch (activations), not the
+// iteration.
+enum class SchedulerKind { kStatic, kContinuous, kChunked, kInflight, kPersistent, kDisaggregated };
 const char* SchedulerName(SchedulerKind k);
 enum class RouterKind { kRoundRobin, kLeastLoaded };
 enum class Preemption { kRecompute, kSwap };

@@ -6,6 +6,7 @@
 
 #include "sim/config/scenario.h"
 
+#include "sim/serve/iteration_cost.h"
 #include "sim/serve/serve_report.h"
 #include "sim/serve/serve_test_util.h"
 #include "sim/util/error.h"
@@ -88,6 +89,33 @@ TEST(ServeSim, InflightBatchingPrefillsWholePromptsBesideDecodes) {
   EXPECT_GT(chunked.requests[0].first_token, a[0].first_token);
   // 2 x 20 tokens, the second prefill beside a decode: 21 iterations.
   EXPECT_EQ(inflight.iterations, 21);
+}
+
+// TurboMind's persistent batch: an iteration is the new contexts (less
+// their last token), then one decode step of everyone, which emits the new
+// requests' first tokens. One 128-token request: its first token takes a
+// 127-token prefill plus a one-sequence decode step, each a forward pass
+// reading every weight; then a token per decode step.
+TEST(ServeSim, PersistentBatchEmitsTheFirstTokenFromTheDecodeStep) {
+  nlohmann::json doc = TestServeDoc();
+  doc["scheduler"]["kind"] = "persistent";
+  Request r;
+  r.prompt_tokens = 128;
+  r.output_tokens = 4;
+  const ServeConfig c = ParseServeScenario(doc, "t.json");
+  const ServeResult res = SimulateServing(c, {r});
+  IterationCost cost(c);
+  BatchShape prefill, decode, next;
+  prefill.AddPrefill(127, 0, false);
+  decode.AddDecode(128);
+  next.AddDecode(129);
+  EXPECT_EQ(res.requests[0].first_token, cost.Cost(prefill) + cost.Cost(decode));
+  EXPECT_EQ(res.iterations, 4);  // contexts + decode, then three decode steps
+  EXPECT_GT(res.requests[0].finish - res.requests[0].first_token, cost.Cost(next) + cost.Cost(next));
+  // Four requests arriving together: every context in the first iteration,
+  // so all first tokens come out at once.
+  const ServeResult four = SimulateServing(c, std::vector<Request>(4, r));
+  for (const RequestOutcome& o : four.requests) EXPECT_EQ(o.first_token, four.requests[0].first_token);
 }
 
 // Guaranteed-no-evict admission reserves a request's prompt and every

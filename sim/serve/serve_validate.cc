@@ -52,7 +52,12 @@ std::string EngineProfileFor(const std::string& engine, const std::string& versi
     const bool parsed = std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2;
     return parsed && major == 0 && minor < 8 ? "tensorrt-llm-0.6" : "tensorrt-llm";
   }
-  if (Contains(engine, "LMDeploy")) return "lmdeploy-turbomind";
+  if (Contains(engine, "LMDeploy")) {
+    // TurboMind's persistent batch before max_prefill_token_num (0.2).
+    int major = 0, minor = 0;
+    const bool parsed = std::sscanf(version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0), "%d.%d", &major, &minor) == 2;
+    return parsed && major == 0 && minor < 2 ? "lmdeploy-turbomind-0.1" : "lmdeploy-turbomind";
+  }
   return "vllm";
 }
 
@@ -203,9 +208,9 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     int64_t batch = max_batch->PositiveInt();
     requests = num_requests ? num_requests->PositiveInt() : batch;
     if (Contains(engine, "LMDeploy")) {
-      // TurboMind batches persistently: the batch's prompts are prefilled
-      // max_prefill_token_num tokens at a time while earlier ones decode.
-      scheduler = {{"kind", "continuous"}, {"max_sequences", batch},
+      // TurboMind batches persistently: the batch's requests join as they
+      // arrive (the engine's scheduler, its context budget).
+      scheduler = {{"kind", limits.scheduler}, {"max_sequences", batch},
                    {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : limits.max_batched_tokens}};
       if (!max_tokens) {
         plan.choices.push_back(fmt::format("continuous batching, max_batched_tokens={} (engine default)",

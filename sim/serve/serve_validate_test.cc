@@ -111,10 +111,20 @@ TEST(ServeValidate, TensorRtLlmBeforeXqaTakesTheMaskedMhaProfile) {
 }
 
 TEST(ServeValidate, LmdeployBatchesPersistentlyWithItsPrefillBudget) {
-  ServingRunPlan p = PlanServingRun(StaticEntry("LMDeploy (TurboMind)", 64, 2048), "runs.json", "runs[0]");
+  nlohmann::json e = StaticEntry("LMDeploy (TurboMind)", 64, 2048);
+  e["engine"]["version"] = "0.4.2";
+  ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.engine, "lmdeploy-turbomind");
   EXPECT_EQ(p.config.scheduler, SchedulerKind::kContinuous);
   EXPECT_EQ(p.config.max_sequences, 64);
   EXPECT_EQ(p.config.max_batched_tokens, 8192);
+  // LMDeploy 0.1: TurboMind 2.0's persistent batch, every admitted context
+  // in one iteration.
+  e["engine"]["version"] = "v0.1.0a1";
+  p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.engine, "lmdeploy-turbomind-0.1");
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kPersistent);
+  EXPECT_EQ(p.config.max_batched_tokens, 8192);  // a context sub-batch, not the iteration
 }
 
 TEST(ServeValidate, ConcurrencyEntryIsAClosedLoop) {
