@@ -12,6 +12,7 @@
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
+#include "sim/serve/engine_profile.h"
 #include "sim/serve/serve_uncertainty.h"
 #include "sim/serve/serve_validate.h"
 #include "sim/util/error.h"
@@ -58,19 +59,39 @@ int RunServeValidate(const ServeValidateArgs& a) {
     out << serve::ServingErrorTableToJson(table).dump(2) << "\n";
     if (!out) throw InputError(a.write_table, "", "cannot write the serving error table");
   }
+  // The fitted constant the predictions used, with its held-out record.
+  nlohmann::json fitted = nlohmann::json::object();
+  std::string fitted_line = "fitted constants: none (no serving_iteration_overhead in " +
+                            serve::DefaultFittedConstantsPath() + ")\n";
+  if (std::filesystem::exists(serve::DefaultFittedConstantsPath())) {
+    const nlohmann::json doc = ReadJsonFile(serve::DefaultFittedConstantsPath());
+    if (doc.contains("serving_iteration_overhead")) {
+      const nlohmann::json& f = doc["serving_iteration_overhead"];
+      const double value = f.value("value_s", 0.0);
+      const double loso = f.contains("leave_one_source_out") ? f["leave_one_source_out"].value("mape_pct", 0.0) : 0.0;
+      fitted = {{"serving_iteration_overhead_s", value}, {"leave_one_source_out_mape_pct", loso},
+                {"unfitted_mape_pct", f.value("unfitted_mape_pct", 0.0)}};
+      fitted_line = fmt::format(
+          "fitted constants: host time per iteration {:.2f} ms for every engine (validation/fitted_constants.json "
+          "serving_iteration_overhead; leave one source out {:.1f}%, {:.1f}% without it)\n",
+          value * 1e3, loso, f.value("unfitted_mape_pct", 0.0));
+    }
+  }
   PrintResult(
       a.format,
       [&] {
         nlohmann::json j = serve::ServingValidationJson(rep);
         j["range_coverage"] = {{"rows", cov.rows}, {"inside", cov.inside}, {"fraction", cov.fraction()},
                                {"claimed", 0.8}};
+        j["fitted_constants"] = fitted;
         return j;
       },
       [&] {
         return serve::ServingValidationText(rep) +
                fmt::format("likely-range coverage (leave one entry out, TTFT and TPOT): {} of {} measured values "
                            "inside ({:.1f}%, claimed 80%)\n",
-                           cov.inside, cov.rows, cov.fraction() * 100);
+                           cov.inside, cov.rows, cov.fraction() * 100) +
+               fitted_line;
       });
   return 0;
 }

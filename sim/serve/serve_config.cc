@@ -205,6 +205,9 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.decode_attention = engine->decode_attention;
     c.admission = engine->admission;
     c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
+    if (c.iteration_overhead > Time::Zero()) {
+      c.iteration_overhead_source = "fitted: validation/fitted_constants.json serving_iteration_overhead";
+    }
   }
   bool kv_given = false;
   if (auto prec = root.Optional("precision")) {
@@ -269,7 +272,10 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.router = r->OneOf({"round-robin", "least-loaded"}) == "least-loaded" ? RouterKind::kLeastLoaded
                                                                             : RouterKind::kRoundRobin;
   }
-  if (auto t = sch.Optional("iteration_overhead")) c.iteration_overhead = t->TimeValue();
+  if (auto t = sch.Optional("iteration_overhead")) {
+    c.iteration_overhead = t->TimeValue();
+    c.iteration_overhead_source = "scenario";
+  }
   if (auto a = sch.Optional("admission")) {
     c.admission = a->OneOf({"watermark", "guaranteed-no-evict"}) == "guaranteed-no-evict" ? Admission::kGuaranteedNoEvict
                                                                                           : Admission::kWatermark;

@@ -98,6 +98,10 @@ struct ServeConfig {
   int64_t max_sequences = 256;
   RouterKind router = RouterKind::kRoundRobin;
   Time iteration_overhead;         // host-side scheduling per iteration
+  // Where iteration_overhead came from: "scenario", the fitted constant
+  // (validation/fitted_constants.json) for a scenario naming an engine, or
+  // "" (none).
+  std::string iteration_overhead_source;
   WorkloadConfig workload;
   Time slo_ttft = Time::FromSeconds(2);
   Time slo_tpot = Time::Ms(100);
