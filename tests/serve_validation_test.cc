@@ -26,23 +26,30 @@ TEST(ServeValidation, PublishedMeasurementsArePredictedWithinCeiling) {
   for (const auto& r : j.at("runs")) {
     EXPECT_TRUE(r.contains("metrics") || !r.at("error").get<std::string>().empty()) << r.dump();
   }
-  // Measured: 15.3% over 52 metrics of 32 of the 34 scored entries
-  // (throughput 13.2%, TTFT 25.9%, TPOT 8.2%, e2e 2.6%; by source trtllm10
-  // 6.6%, nim 16.4%, lmdeploy 15.3%, trtllm05 11.6%, trtllm061 33.6%, vllm
-  // 2.6%), 32.2% before engine profiles, steady-state closed loops, burst
-  // admission, per-token percentiles and the fitted per-iteration host time
-  // (18.1% without it; docs/serve.md). The ceilings sit a little above;
-  // they guard against regressions, they are not the target (issue 23: 12%
-  // overall, TTFT 15%, no source above 20%).
-  EXPECT_GE(j.at("scored_predicted").get<int>(), 32);
-  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 16.0);
-  EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 14.0);
-  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 27.0);
+  // Measured: 8.9% over 53 metrics of all 33 scored entries (throughput
+  // 6.2%, TTFT 15.1%, TPOT 8.5%, e2e 2.9%; by source trtllm10 7.2%, nim
+  // 10.9%, lmdeploy 11.2%, trtllm05 11.0%, trtllm061 2.4%, vllm 2.9%),
+  // 15.3% after the first round and 32.2% before it (docs/serve.md). The
+  // ceilings sit a little above; they guard against regressions. Issue 23's
+  // targets: 12% overall, TTFT 15%, no source above 20%, every scored entry
+  // modelled.
+  EXPECT_EQ(j.at("scored_predicted").get<int>(), j.at("scored_total").get<int>());
+  EXPECT_GE(j.at("scored_predicted").get<int>(), 33);
+  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 9.5);
+  EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 7.0);
+  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 16.0);
   EXPECT_LE(j.at("by_metric").at("tpot").at("mape_pct").get<double>(), 9.0);
-  EXPECT_LE(j.at("by_source").at("trtllm10").at("mape_pct").get<double>(), 7.5);
-  EXPECT_LE(j.at("by_source").at("nim").at("mape_pct").get<double>(), 17.5);
-  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 16.5);
-  EXPECT_LE(j.at("by_source").at("vllm").at("mape_pct").get<double>(), 5.0);
+  EXPECT_LE(j.at("by_source").at("trtllm10").at("mape_pct").get<double>(), 8.0);
+  EXPECT_LE(j.at("by_source").at("trtllm061").at("mape_pct").get<double>(), 3.5);
+  EXPECT_LE(j.at("by_source").at("trtllm05").at("mape_pct").get<double>(), 12.0);
+  EXPECT_LE(j.at("by_source").at("nim").at("mape_pct").get<double>(), 12.0);
+  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 12.0);
+  EXPECT_LE(j.at("by_source").at("vllm").at("mape_pct").get<double>(), 4.0);
+  // The one fitted constant is named with its held-out record, and held
+  // out it does better than no host time at all (9.0% against 11.2%).
+  const auto& fitted = j.at("fitted_constants");
+  EXPECT_GT(fitted.at("serving_iteration_overhead_s").get<double>(), 0);
+  EXPECT_LT(fitted.at("leave_one_source_out_mape_pct").get<double>(), fitted.at("unfitted_mape_pct").get<double>());
   // The likely ranges serve and serve-search print: leave one entry out,
   // about 80% of the measured TTFT/TPOT values fall inside (measured 79.2%).
   EXPECT_GE(j.at("range_coverage").at("fraction").get<double>(), 0.70);

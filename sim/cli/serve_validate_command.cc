@@ -12,6 +12,7 @@
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
+#include "sim/serve/engine_profile.h"
 #include "sim/serve/serve_uncertainty.h"
 #include "sim/serve/serve_validate.h"
 #include "sim/util/error.h"
@@ -31,21 +32,20 @@ struct ServeValidateArgs {
 int RunServeValidate(const ServeValidateArgs& a) {
   if (!a.fit_path.empty()) {
     // Fit first, write, then validate with what was written.
-    const std::vector<serve::OverheadFit> fits = serve::FitIterationOverheads(a.file);
+    const serve::OverheadFit fit = serve::FitIterationOverhead(a.file);
     const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     char date[16];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path)
                                                               : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
     doc["serving_iteration_overhead"] = serve::OverheadFitJson(
-        fits, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path, date);
+        fit, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path, date);
     std::ofstream out(a.fit_path);
     out << doc.dump(2) << "\n";
     if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
-    for (const auto& f : fits) {
-      std::cerr << fmt::format("fitted {}: {:.3f} ms per iteration ({} entries, {:.1f}%; leave one source out {:.1f}%)\n",
-                               f.engine, f.value_s * 1e3, f.entries, f.mape_pct, f.loso_mape_pct);
-    }
+    std::cerr << fmt::format("fitted host time per iteration: {:.3f} ms ({} entries, {:.1f}%, {:.1f}% without; leave one "
+                             "source out {:.1f}%)\n",
+                             fit.value_s * 1e3, fit.entries, fit.mape_pct, fit.unfitted_mape_pct, fit.loso_mape_pct);
   }
   serve::ServingValidationReport rep = serve::RunServingValidation(a.file, a.only);
   if (!a.only.empty() && rep.runs.empty()) throw InputError(a.file, "runs", "no entry with id '" + a.only + "'");
@@ -59,19 +59,39 @@ int RunServeValidate(const ServeValidateArgs& a) {
     out << serve::ServingErrorTableToJson(table).dump(2) << "\n";
     if (!out) throw InputError(a.write_table, "", "cannot write the serving error table");
   }
+  // The fitted constant the predictions used, with its held-out record.
+  nlohmann::json fitted = nlohmann::json::object();
+  std::string fitted_line = "fitted constants: none (no serving_iteration_overhead in " +
+                            serve::DefaultFittedConstantsPath() + ")\n";
+  if (std::filesystem::exists(serve::DefaultFittedConstantsPath())) {
+    const nlohmann::json doc = ReadJsonFile(serve::DefaultFittedConstantsPath());
+    if (doc.contains("serving_iteration_overhead")) {
+      const nlohmann::json& f = doc["serving_iteration_overhead"];
+      const double value = f.value("value_s", 0.0);
+      const double loso = f.contains("leave_one_source_out") ? f["leave_one_source_out"].value("mape_pct", 0.0) : 0.0;
+      fitted = {{"serving_iteration_overhead_s", value}, {"leave_one_source_out_mape_pct", loso},
+                {"unfitted_mape_pct", f.value("unfitted_mape_pct", 0.0)}};
+      fitted_line = fmt::format(
+          "fitted constants: host time per iteration {:.2f} ms for every engine (validation/fitted_constants.json "
+          "serving_iteration_overhead; leave one source out {:.1f}%, {:.1f}% without it)\n",
+          value * 1e3, loso, f.value("unfitted_mape_pct", 0.0));
+    }
+  }
   PrintResult(
       a.format,
       [&] {
         nlohmann::json j = serve::ServingValidationJson(rep);
         j["range_coverage"] = {{"rows", cov.rows}, {"inside", cov.inside}, {"fraction", cov.fraction()},
                                {"claimed", 0.8}};
+        j["fitted_constants"] = fitted;
         return j;
       },
       [&] {
         return serve::ServingValidationText(rep) +
                fmt::format("likely-range coverage (leave one entry out, TTFT and TPOT): {} of {} measured values "
                            "inside ({:.1f}%, claimed 80%)\n",
-                           cov.inside, cov.rows, cov.fraction() * 100);
+                           cov.inside, cov.rows, cov.fraction() * 100) +
+               fitted_line;
       });
   return 0;
 }
@@ -83,7 +103,7 @@ RunFunction AddServeValidateOptions(CLI::App* cmd) {
   cmd->add_option("file", a->file, "Validation file (schema stacksim.validation.serving/1)")->required();
   cmd->add_option("--run", a->only, "Validate only the entry with this id");
   cmd->add_option("--fit-overhead", a->fit_path,
-                  "Fit each engine's per-iteration host overhead on the scored entries and write it into this "
+                  "Fit the per-iteration host time (one value for every engine) on the scored entries and write it into this "
                   "fitted-constants file (validation/fitted_constants.json), then validate with it");
   cmd->add_option("--write-error-table", a->write_table,
                   "Write the serving error table (validation/serving_error_table.json) that serve and serve-search "

@@ -9,6 +9,10 @@
 namespace stacksim::serve {
 
 const char* KvMemoryRuleName(KvMemoryRule r) { return r == KvMemoryRule::kFree ? "free" : "total"; }
+const char* DecodeAttentionName(DecodeAttention d) {
+  return d == DecodeAttention::kPerQueryHead ? "per-query-head" : "per-kv-head";
+}
+const char* AdmissionName(Admission a) { return a == Admission::kGuaranteedNoEvict ? "guaranteed-no-evict" : "watermark"; }
 
 EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& file) {
   EngineProfile e;
@@ -31,7 +35,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
     o.Finish();
     return v;
   };
-  if (auto v = fact("scheduler")) e.scheduler = v->OneOf({"continuous", "chunked-prefill"});
+  if (auto v = fact("scheduler")) e.scheduler = v->OneOf({"continuous", "chunked-prefill", "inflight", "persistent"});
   if (auto v = fact("max_sequences")) e.max_sequences = v->PositiveInt();
   if (auto v = fact("max_batched_tokens")) e.max_batched_tokens = v->PositiveInt();
   if (auto v = fact("kv_memory")) e.kv_memory = v->OneOf({"total", "free"}) == "free" ? KvMemoryRule::kFree : KvMemoryRule::kTotal;
@@ -41,6 +45,14 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
     const int64_t n = v->Int();
     if (n < 0) v->Fail("must be 0 (no CUDA graphs) or a batch size");
     e.cuda_graph_max_batch = n;
+  }
+  if (auto v = fact("decode_attention")) {
+    e.decode_attention = v->OneOf({"per-kv-head", "per-query-head"}) == "per-query-head" ? DecodeAttention::kPerQueryHead
+                                                                                          : DecodeAttention::kPerKvHead;
+  }
+  if (auto v = fact("admission")) {
+    e.admission = v->OneOf({"watermark", "guaranteed-no-evict"}) == "guaranteed-no-evict" ? Admission::kGuaranteedNoEvict
+                                                                                          : Admission::kWatermark;
   }
   facts.Finish();
   root.Finish();
@@ -57,11 +69,7 @@ Time FittedIterationOverhead(const std::string& engine, const std::string& path)
   nlohmann::json doc = ReadJsonFile(path);
   JsonNode root(doc, path, "");
   if (!root.IsObject() || !doc.contains("serving_iteration_overhead")) return Time::Zero();
-  JsonNode entry = root.Child("serving_iteration_overhead");
-  JsonNode values = entry.Child("value_s");
-  if (!values.IsObject()) values.Fail("an object of engine: seconds");
-  if (!doc["serving_iteration_overhead"]["value_s"].contains(engine)) return Time::Zero();
-  return Time::FromSeconds(values.Child(engine).NonNegativeNumber());
+  return Time::FromSeconds(root.Child("serving_iteration_overhead").Child("value_s").NonNegativeNumber());
 }
 
 }  // namespace stacksim::serve

@@ -27,11 +27,30 @@ namespace stacksim::serve {
 enum class KvMemoryRule { kTotal, kFree };
 const char* KvMemoryRuleName(KvMemoryRule r);
 
+// How decode attention reads a grouped-query KV cache. kPerKvHead: the
+// query heads sharing a KV head are served together, the cache read once
+// (tensor-core decode kernels: TensorRT-LLM's XQA from v0.8,
+// FlashAttention, FlashInfer). kPerQueryHead: one thread block per query
+// head and sequence, each reading (and converting) its KV head's cache, so
+// the cache is read heads / kv_heads times (TensorRT-LLM's masked MHA
+// kernel before XQA).
+enum class DecodeAttention { kPerKvHead, kPerQueryHead };
+const char* DecodeAttentionName(DecodeAttention d);
+
+// Which requests a continuous-batching engine admits. kWatermark: a prompt
+// is admitted when its blocks (and a 1% watermark) are free; running
+// sequences grow block by block and are preempted when none is left (vLLM).
+// kGuaranteedNoEvict: a request is admitted only when the blocks for its
+// prompt and all its output tokens are free, so a started request is never
+// paused (TensorRT-LLM's default capacity scheduler policy).
+enum class Admission { kWatermark, kGuaranteedNoEvict };
+const char* AdmissionName(Admission a);
+
 struct EngineProfile {
   std::string name;    // file stem, "vllm"
   std::string title;
   std::string file;
-  std::string scheduler;          // "continuous" or "chunked-prefill"
+  std::string scheduler;          // "continuous", "chunked-prefill" or "inflight"
   int64_t max_sequences = 256;
   int64_t max_batched_tokens = 8192;
   KvMemoryRule kv_memory = KvMemoryRule::kTotal;
@@ -41,13 +60,16 @@ struct EngineProfile {
   std::string fp8_checkpoint_kv;
   // Largest decode batch replayed from a captured CUDA graph (0: none).
   int64_t cuda_graph_max_batch = 0;
+  DecodeAttention decode_attention = DecodeAttention::kPerKvHead;
+  Admission admission = Admission::kWatermark;
 };
 
-// The engine's per-iteration host overhead fitted on the serving
-// validation (the "serving_iteration_overhead" entry of
-// validation/fitted_constants.json, written by `serve-validate FILE
-// --fit-overhead validation/fitted_constants.json`); 0 s when the file or
-// the engine's value is missing. Throws InputError for a malformed entry.
+// The per-iteration host time fitted on the serving validation (the
+// "serving_iteration_overhead" entry of validation/fitted_constants.json,
+// written by `serve-validate FILE --fit-overhead
+// validation/fitted_constants.json`; one value for every engine), for a
+// scenario naming `engine`; 0 s without an engine, file or entry. Throws
+// InputError for a malformed entry.
 Time FittedIterationOverhead(const std::string& engine, const std::string& fitted_constants_path);
 std::string DefaultFittedConstantsPath();
 

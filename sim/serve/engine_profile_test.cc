@@ -24,12 +24,39 @@ TEST(EngineProfile, ShippedProfilesParseWithTheirDocumentedDefaults) {
   EXPECT_EQ(vllm.kv_memory, KvMemoryRule::kTotal);
   EXPECT_DOUBLE_EQ(vllm.kv_memory_fraction, 0.9);
   EXPECT_EQ(vllm.cuda_graph_max_batch, 256);
+  EXPECT_EQ(vllm.admission, Admission::kWatermark);
+  EXPECT_EQ(vllm.decode_attention, DecodeAttention::kPerKvHead);
   EngineProfile trt = Shipped("tensorrt-llm");
-  EXPECT_EQ(trt.scheduler, "chunked-prefill");
+  EXPECT_EQ(trt.scheduler, "inflight");
   EXPECT_EQ(trt.max_sequences, 2048);
   EXPECT_EQ(trt.kv_memory, KvMemoryRule::kFree);
   EXPECT_EQ(trt.fp8_checkpoint_kv, "fp8");
+  EXPECT_EQ(trt.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(trt.decode_attention, DecodeAttention::kPerKvHead);
+  EngineProfile old_trt = Shipped("tensorrt-llm-0.6");
+  EXPECT_EQ(old_trt.decode_attention, DecodeAttention::kPerQueryHead);
+  EXPECT_EQ(old_trt.cuda_graph_max_batch, 0);
   EXPECT_EQ(Shipped("lmdeploy-turbomind").cuda_graph_max_batch, 0);
+}
+
+TEST(EngineProfile, UnknownDecodeAttentionOrAdmissionIsAnError) {
+  nlohmann::json doc = {{"schema", "stacksim.engine/1"},
+                        {"title", "t"},
+                        {"facts", {{"scheduler", {{"value", "inflight"}, {"source", "docs"}}},
+                                   {"decode_attention", {{"value", "per-head"}, {"source", "docs"}}}}}};
+  try {
+    ParseEngineProfile(doc, "e.json");
+    FAIL() << "accepted decode_attention per-head";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("facts.decode_attention.value"), std::string::npos) << e.what();
+  }
+  doc["facts"]["decode_attention"]["value"] = "per-query-head";
+  doc["facts"]["admission"] = {{"value", "no-evict"}, {"source", "docs"}};
+  EXPECT_THROW(ParseEngineProfile(doc, "e.json"), InputError);
+  doc["facts"]["admission"]["value"] = "guaranteed-no-evict";
+  EngineProfile e = ParseEngineProfile(doc, "e.json");
+  EXPECT_EQ(e.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(e.decode_attention, DecodeAttention::kPerQueryHead);
 }
 
 TEST(EngineProfile, AFactWithoutASourceIsAnError) {
@@ -77,16 +104,19 @@ TEST(EngineProfile, AnFp8CheckpointKeepsAnFp8KvCacheUnderTensorRtLlmOnly) {
   EXPECT_EQ(ParseServeScenario(doc, "t.json").kv, KvFormat::kBf16);
 }
 
-// The fitted per-iteration overhead comes from the fitted-constants file by
-// engine name; a missing file or engine means none.
-TEST(EngineProfile, FittedIterationOverheadIsReadByEngine) {
+// The fitted per-iteration host time comes from the fitted-constants file,
+// one value for every engine; no engine, file or entry means none.
+TEST(EngineProfile, FittedIterationOverheadIsReadForAnyEngine) {
   const std::string path = ::testing::TempDir() + "/fitted_overhead.json";
   std::ofstream(path) << R"({"schema": "stacksim.fitted_constants/1",
-    "serving_iteration_overhead": {"value_s": {"vllm": 0.0025}}})";
+    "serving_iteration_overhead": {"value_s": 0.0025}})";
   EXPECT_EQ(FittedIterationOverhead("vllm", path), Time::FromSeconds(0.0025));
-  EXPECT_EQ(FittedIterationOverhead("tensorrt-llm", path), Time::Zero());
+  EXPECT_EQ(FittedIterationOverhead("tensorrt-llm", path), Time::FromSeconds(0.0025));
+  EXPECT_EQ(FittedIterationOverhead("", path), Time::Zero());
   EXPECT_EQ(FittedIterationOverhead("vllm", path + ".missing"), Time::Zero());
-  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": {"vllm": -1}}})";
+  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": -1}})";
+  EXPECT_THROW(FittedIterationOverhead("vllm", path), InputError);
+  std::ofstream(path) << R"({"serving_iteration_overhead": {"value_s": {"vllm": 0.0025}}})";
   EXPECT_THROW(FittedIterationOverhead("vllm", path), InputError);
   // A scenario naming an engine gets the committed value; its own
   // scheduler.iteration_overhead wins.

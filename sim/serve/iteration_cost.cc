@@ -20,6 +20,21 @@ constexpr double kSamplingPasses = 3.0;
 
 double D(int64_t v) { return static_cast<double>(v); }
 
+// Type conversions the CUDA cores of one GPU complete per second: 16 per
+// clock per SM for the conversions outside the fast integer-widening ones
+// (CUDA C++ Programming Guide, "Arithmetic Instructions", throughput of
+// native arithmetic instructions, compute capability 8.x and 9.0), at the
+// clock the fp32 peak implies with 128 FP32 lanes per SM (two FLOPs per
+// lane and clock; Ada, Hopper and Blackwell, the GPUs with fp8: H100 SXM
+// 67 TFLOP/s = 132 SMs x 128 x 2 x 1.98 GHz, 4.2e12 conversions/s).
+double ConversionsPerSecond(const config::ProfileConfig& p) {
+  constexpr double kConversionsPerClock = 16, kFp32LanesPerSm = 128;
+  const auto fp32 = p.Peak(config::Precision::kFp32);
+  const double clock_sm_s = fp32 ? fp32->value / (2.0 * kFp32LanesPerSm) : 0;  // SM clocks per second, all SMs
+  if (clock_sm_s <= 0) throw InputError(p.name, "peak_flops.fp32", "needed for the decode attention's conversions");
+  return clock_sm_s * kConversionsPerClock;
+}
+
 }  // namespace
 
 void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
@@ -55,6 +70,7 @@ IterationCost::IterationCost(const ServeConfig& c)
     const int64_t kv_heads_rank = (m.num_kv_heads + c.tp - 1) / c.tp;
     kv_layer_token_gpu_ = D(kv_heads_rank) * D(m.head_dim) * 2.0 * kv_bytes;
   }
+  decode_converts_ = c.decode_attention == DecodeAttention::kPerQueryHead && kv_bytes < 2.0;
   const int64_t stage_layers = m.num_layers / c.pp;
   kv_replica_token_ = Bytes{kv_layer_token_gpu_ * D(m.num_layers) * c.tp};
 
@@ -202,19 +218,32 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
   const double qk = D(m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim);
   const double v = D(m.is_mla() ? m.kv_lora_rank : (m.v_head_dim > 0 ? m.v_head_dim : m.head_dim));
   const double heads = D(q_heads_rank_);
-  auto attention = [&](double pairs, double kv_tokens, double query_tokens) {
+  auto attention = [&](double pairs, double kv_reads, double query_tokens) {
     trace::ComputeOp op;
     op.op_class = trace::OpClass::kAttention;
     op.precision = config::Precision::kBf16;
     op.flops = Flops{2.0 * pairs * heads * (qk + v)};
-    op.bytes = Bytes{kv_tokens * kv_layer_token_gpu_ + query_tokens * heads * (qk + v) * 2.0};
+    op.bytes = Bytes{kv_reads * kv_layer_token_gpu_ + query_tokens * heads * (qk + v) * 2.0};
     return model.ComputeTime(op) * D(m.num_layers);
   };
   if (batch.prefill_tokens > 0) {
     b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens), D(batch.prefill_tokens));
   }
   if (batch.decode_seqs > 0) {
-    b.attention += attention(D(batch.decode_context), D(batch.decode_context), D(batch.decode_seqs));
+    Time decode = attention(D(batch.decode_context), D(batch.decode_context), D(batch.decode_seqs));
+    if (decode_converts_) {
+      // A decode kernel with one thread block per query head (masked MHA's
+      // grid is heads x sequences: TensorRT-LLM
+      // decoderMaskedMultiheadAttentionLaunch.h, mmha_launch_kernel_ex)
+      // converts every cached K and V element of an 8-bit cache to float
+      // once per query head, on the CUDA cores; the re-reads of a KV head
+      // by its query heads come from L2 (a 16-bit cache decodes at its
+      // read time: TensorRT-LLM 0.6.1's A100 fp16 rows). The kernel takes
+      // the longer of its reads and its conversions.
+      const double conversions = D(batch.decode_context) * heads * (qk + v) * D(m.num_layers);
+      decode = std::max(decode, Time::FromSeconds(conversions / ConversionsPerSecond(c_.profile)));
+    }
+    b.attention += decode;
   }
 
   // Output head for the sequences that sample: final norm, logits (bf16

@@ -46,6 +46,41 @@ TEST(IterationCost, DecodeStepReadsWeightsAndKvAtHbmBandwidth) {
   EXPECT_GT(t.total(), t.gemm + t.attention);
 }
 
+// Masked MHA (one thread block per query head) converts each cached K and V
+// element of an 8-bit cache once per query head on the CUDA cores: Llama 3
+// 70B at TP2 has 32 query heads per GPU, so a decode over 64 x 2048 cached
+// tokens converts 64 x 2048 x 32 x 256 x 80 = 85.9e9 elements, at 16 per
+// clock per SM (h100-sxm-80gb: 67 TFLOP/s fp32 = 132 SMs x 128 lanes x 2 x
+// 1.98 GHz, 4.19e12 conversions/s): 20.5 ms, where reading the fp8 cache
+// once takes about 4 ms. A 16-bit cache is read at its read time.
+TEST(IterationCost, PerQueryHeadDecodeAttentionConvertsAnFp8CacheOncePerQueryHead) {
+  nlohmann::json doc = TestServeDoc();
+  doc["replica"]["tp"] = 2;
+  doc["precision"] = {{"weights", "fp8"}, {"kv_cache", "fp8"}, {"compute", "fp8"}};
+  ServeConfig shared = ParseServeScenario(doc, "t.json");
+  doc["decode_attention"] = "per-query-head";
+  ServeConfig per_head = ParseServeScenario(doc, "t.json");
+  BatchShape b;
+  for (int i = 0; i < 64; ++i) b.AddDecode(2048);
+  const double a = IterationCost(shared).Breakdown(b).attention.seconds();
+  const double q = IterationCost(per_head).Breakdown(b).attention.seconds();
+  const double conversions = 64.0 * 2048 * 32 * 256 * 80;
+  const double rate = 67e12 / (2 * 128) * 16;
+  EXPECT_NEAR(q, conversions / rate, 1e-6);
+  EXPECT_NEAR(q, 20.5e-3, 0.1e-3);
+  EXPECT_LT(a, 0.3 * q);
+  // A prefill is untouched (a fused context kernel reads K and V once).
+  BatchShape p;
+  p.AddPrefill(2048, 0, true);
+  EXPECT_EQ(IterationCost(shared).Breakdown(p).attention, IterationCost(per_head).Breakdown(p).attention);
+  // A bf16 cache: the per-query-head kernel decodes at its read time.
+  doc["precision"]["kv_cache"] = "bf16";
+  ServeConfig bf16_per_head = ParseServeScenario(doc, "t.json");
+  doc.erase("decode_attention");
+  ServeConfig bf16_shared = ParseServeScenario(doc, "t.json");
+  EXPECT_EQ(IterationCost(bf16_per_head).Breakdown(b).attention, IterationCost(bf16_shared).Breakdown(b).attention);
+}
+
 TEST(IterationCost, KvCapacityOfLlama3_70bTp8OnH100MatchesHandCount) {
   IterationCost cost(Llama70bTp8());
   const KvCachePlan& p = cost.kv_plan();

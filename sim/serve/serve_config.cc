@@ -148,6 +148,8 @@ const char* SchedulerName(SchedulerKind k) {
     case SchedulerKind::kStatic: return "static";
     case SchedulerKind::kContinuous: return "continuous";
     case SchedulerKind::kChunked: return "chunked-prefill";
+    case SchedulerKind::kInflight: return "inflight";
+    case SchedulerKind::kPersistent: return "persistent";
     case SchedulerKind::kDisaggregated: return "disaggregated";
   }
   return "?";
@@ -200,7 +202,12 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.kv_memory = engine->kv_memory;
     c.gpu_memory_utilization = engine->kv_memory_fraction;
     c.cuda_graph_max_batch = engine->cuda_graph_max_batch;
+    c.decode_attention = engine->decode_attention;
+    c.admission = engine->admission;
     c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
+    if (c.iteration_overhead > Time::Zero()) {
+      c.iteration_overhead_source = "fitted: validation/fitted_constants.json serving_iteration_overhead";
+    }
   }
   bool kv_given = false;
   if (auto prec = root.Optional("precision")) {
@@ -230,6 +237,10 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   // engine's (TensorRT-LLM follows the checkpoint's kv_cache_quant_algo).
   if (!kv_given && engine && c.weights == WeightFormat::kFp8 && engine->fp8_checkpoint_kv == "fp8") c.kv = KvFormat::kFp8;
   if (auto g = root.Optional("cuda_graphs")) c.cuda_graphs = g->Bool();
+  if (auto d = root.Optional("decode_attention")) {
+    c.decode_attention = d->OneOf({"per-kv-head", "per-query-head"}) == "per-query-head" ? DecodeAttention::kPerQueryHead
+                                                                                          : DecodeAttention::kPerKvHead;
+  }
 
   if (auto mem = root.Optional("memory")) {
     JsonObject m(*mem);
@@ -248,9 +259,12 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
 
   JsonObject sch(root.Required("scheduler"));
   JsonNode kind_node = sch.Required("kind");
-  std::string kind = kind_node.OneOf({"static", "continuous", "chunked-prefill", "disaggregated"});
+  std::string kind =
+      kind_node.OneOf({"static", "continuous", "chunked-prefill", "inflight", "persistent", "disaggregated"});
   c.scheduler = kind == "static" ? SchedulerKind::kStatic : kind == "continuous" ? SchedulerKind::kContinuous
-                : kind == "chunked-prefill" ? SchedulerKind::kChunked : SchedulerKind::kDisaggregated;
+                : kind == "chunked-prefill" ? SchedulerKind::kChunked
+                : kind == "inflight" ? SchedulerKind::kInflight
+                : kind == "persistent" ? SchedulerKind::kPersistent : SchedulerKind::kDisaggregated;
   std::optional<JsonNode> budget_node = sch.Optional("max_batched_tokens");
   if (budget_node) c.max_batched_tokens = budget_node->PositiveInt();
   if (auto n = sch.Optional("max_sequences")) c.max_sequences = n->PositiveInt();
@@ -258,7 +272,14 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.router = r->OneOf({"round-robin", "least-loaded"}) == "least-loaded" ? RouterKind::kLeastLoaded
                                                                             : RouterKind::kRoundRobin;
   }
-  if (auto t = sch.Optional("iteration_overhead")) c.iteration_overhead = t->TimeValue();
+  if (auto t = sch.Optional("iteration_overhead")) {
+    c.iteration_overhead = t->TimeValue();
+    c.iteration_overhead_source = "scenario";
+  }
+  if (auto a = sch.Optional("admission")) {
+    c.admission = a->OneOf({"watermark", "guaranteed-no-evict"}) == "guaranteed-no-evict" ? Admission::kGuaranteedNoEvict
+                                                                                          : Admission::kWatermark;
+  }
   std::optional<JsonNode> prefill_node = sch.Optional("prefill_replicas");
   std::optional<JsonNode> decode_node = sch.Optional("decode_replicas");
   if (prefill_node) c.prefill_replicas = static_cast<int>(prefill_node->PositiveInt());

@@ -32,7 +32,15 @@ const char* KvFormatName(KvFormat f);
 double WeightBytes(WeightFormat f);
 double KvBytes(KvFormat f);
 
-enum class SchedulerKind { kStatic, kContinuous, kChunked, kDisaggregated };
+// kInflight: TensorRT-LLM's in-flight batching without chunked context:
+// every running decode, then whole prompts while they fit the remaining
+// token budget, in one iteration.
+// kPersistent: TurboMind v0.1's persistent batch: each iteration runs the
+// contexts of every newly admitted request (less its last token), then one
+// decode step of every sequence, which emits the new ones' first tokens;
+// max_batched_tokens sizes a context sub-batch (activations), not the
+// iteration.
+enum class SchedulerKind { kStatic, kContinuous, kChunked, kInflight, kPersistent, kDisaggregated };
 const char* SchedulerName(SchedulerKind k);
 enum class RouterKind { kRoundRobin, kLeastLoaded };
 enum class Preemption { kRecompute, kSwap };
@@ -76,6 +84,8 @@ struct ServeConfig {
   std::string engine;              // engine profile name ("" = none: the defaults below)
   // Largest decode batch replayed from a CUDA graph (the engine's; vLLM V0's 256 without one).
   int64_t cuda_graph_max_batch = 256;
+  DecodeAttention decode_attention = DecodeAttention::kPerKvHead;  // the engine's; "decode_attention"
+  Admission admission = Admission::kWatermark;                     // the engine's; "scheduler.admission"
   // Memory plan: kTotal, vLLM's gpu_memory_utilization (the rest of HBM is
   // reserve); kFree, the KV cache takes this fraction of what weights,
   // activations and runtime leave (TensorRT-LLM, LMDeploy).
@@ -88,6 +98,10 @@ struct ServeConfig {
   int64_t max_sequences = 256;
   RouterKind router = RouterKind::kRoundRobin;
   Time iteration_overhead;         // host-side scheduling per iteration
+  // Where iteration_overhead came from: "scenario", the fitted constant
+  // (validation/fitted_constants.json) for a scenario naming an engine, or
+  // "" (none).
+  std::string iteration_overhead_source;
   WorkloadConfig workload;
   Time slo_ttft = Time::FromSeconds(2);
   Time slo_tpot = Time::Ms(100);

@@ -117,6 +117,9 @@ std::string ServeText(const ServeConfig& c, const ServeResult& r, const ServeMet
   out += " (" + std::to_string(c.total_gpus()) + " GPUs), scheduler " + SchedulerName(c.scheduler) + "\n";
   out += std::string("  weights ") + WeightFormatName(c.weights) + ", kv " + KvFormatName(c.kv) + ", compute " +
          config::PrecisionName(c.compute) + ", cuda graphs " + (c.cuda_graphs ? "on" : "off") + "\n";
+  out += "  engine " + (c.engine.empty() ? std::string("none") : c.engine) + ", host time per iteration " +
+         Fmt("%.2f", c.iteration_overhead.ms()) + " ms" +
+         (c.iteration_overhead_source.empty() ? "" : " (" + c.iteration_overhead_source + ")") + "\n";
   const KvCachePlan& p = r.kv_plan;
   out += "kv cache per GPU: HBM " + Fmt("%.1f", p.hbm.value / kGiB) + " GiB - reserve " +
          Fmt("%.1f", p.reserve.value / kGiB) + " - weights " + Fmt("%.1f", p.weights.value / kGiB) +
@@ -164,6 +167,8 @@ nlohmann::json ServeJson(const ServeConfig& c, const ServeResult& r, const Serve
       {"precision", {{"weights", WeightFormatName(c.weights)}, {"kv_cache", KvFormatName(c.kv)},
                      {"compute", config::PrecisionName(c.compute)}}},
       {"cuda_graphs", c.cuda_graphs},
+      {"engine", c.engine},
+      {"iteration_overhead", {{"s", c.iteration_overhead.seconds()}, {"source", c.iteration_overhead_source}}},
       {"kv_cache", {{"hbm_bytes", p.hbm.value}, {"reserve_bytes", p.reserve.value}, {"weights_bytes", p.weights.value},
                     {"activations_bytes", p.activations.value}, {"runtime_bytes", p.runtime.value},
                     {"capacity_bytes", p.kv_capacity.value}, {"bytes_per_token", p.kv_bytes_per_token.value},

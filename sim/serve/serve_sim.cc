@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <queue>
 #include <tuple>
 
@@ -60,7 +61,8 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 class Simulation {
  public:
   Simulation(const ServeConfig& c, const std::vector<Request>& requests)
-      : c_(c), cost_(c), block_(c.block_tokens), total_blocks_(cost_.kv_plan().blocks) {
+      : c_(c), cost_(c), block_(c.block_tokens), total_blocks_(cost_.kv_plan().blocks),
+        persistent_(c.scheduler == SchedulerKind::kPersistent) {
     const bool disagg = c.scheduler == SchedulerKind::kDisaggregated;
     const int n = c.total_replicas();
     replicas_.resize(n);
@@ -76,6 +78,9 @@ class Simulation {
       const Request& r = requests[i];
       Seq& s = seqs_[i];
       s.prompt = s.to_prefill = r.prompt_tokens;
+      // TurboMind's persistent batch leaves the prompt's last token to the
+      // iteration's decode step, which emits the first output token.
+      if (persistent_ && s.prompt > 1) s.to_prefill = s.prompt - 1;
       s.output = r.output_tokens;
       RequestOutcome& o = result_.requests[i];
       o.arrival = r.arrival;
@@ -178,7 +183,7 @@ class Simulation {
       Release(r, s);
       s.cached = 0;
       s.prefilled = 0;
-      s.to_prefill = s.prompt + s.generated;
+      s.to_prefill = s.prompt + s.generated - (persistent_ && s.generated == 0 && s.prompt > 1 ? 1 : 0);
       r.waiting.push_front(victim);
     }
     return extra;
@@ -187,26 +192,31 @@ class Simulation {
   void Schedule(int ri) {
     Replica& r = replicas_[ri];
     if (r.busy) return;
-    BatchShape shape;
+    BatchShape shape, decode_step;  // decode_step: the persistent batch's second forward
     Time extra;
     r.work.clear();
     if (c_.scheduler == SchedulerKind::kStatic) {
       ScheduleStatic(r, shape);
     } else {
-      extra = ScheduleIteration(r, shape);
+      extra = ScheduleIteration(r, shape, decode_step);
       // Sequences mid-prefill that cannot grow and nothing else to run:
       // free blocks by preempting until something runs.
       while (r.work.empty() && !r.running.empty()) {
         extra += Preempt(r);
-        shape = BatchShape();
-        extra += ScheduleIteration(r, shape);
+        shape = decode_step = BatchShape();
+        extra += ScheduleIteration(r, shape, decode_step);
       }
     }
     if (r.work.empty()) return;
     r.busy = true;
     ++result_.iterations;
     result_.kv_usage.push_back({now_, ri, 1.0 - static_cast<double>(r.free_blocks) / total_blocks_});
-    Push(now_ + cost_.Cost(shape) + extra, 0, ri, -1);
+    // A persistent-batch iteration is two forwards: the new contexts, then
+    // the decode step (one host overhead: Cost adds it to a non-empty batch,
+    // and the decode step's is taken off when both run).
+    Time t = cost_.Cost(shape) + cost_.Cost(decode_step);
+    if (shape.tokens() > 0 && decode_step.tokens() > 0) t -= c_.iteration_overhead;
+    Push(now_ + t + extra, 0, ri, -1);
   }
 
   // Static batching: a batch is admitted whole (blocks for prompt and all
@@ -244,7 +254,12 @@ class Simulation {
   // prefill (Sarathi-Serve / vLLM chunked prefill: decodes first, then
   // prefill chunks in the remaining token budget), and the pools of a
   // disaggregated deployment (prefill-only; decode-only with transferred KV).
-  Time ScheduleIteration(Replica& r, BatchShape& shape) {
+  //
+  // Persistent batch (TurboMind v0.1): every iteration runs the contexts of
+  // all newly admitted requests (less their last token) in `shape`, then
+  // one decode step of every running sequence, the new ones included, in
+  // `decode_step`.
+  Time ScheduleIteration(Replica& r, BatchShape& shape, BatchShape& decode_step) {
     Time extra;
     const int64_t watermark = static_cast<int64_t>(kWatermark * static_cast<double>(total_blocks_));
     // Resume swapped-out (or transferred-in) sequences first, oldest first.
@@ -259,7 +274,13 @@ class Simulation {
       r.resumable.pop_front();
     }
     const bool chunked = c_.scheduler == SchedulerKind::kChunked;
-    int64_t budget = c_.max_batched_tokens;
+    // Decodes share every iteration with prefills (chunked prefill, and
+    // in-flight batching, which prefills whole prompts).
+    const bool mixed = chunked || c_.scheduler == SchedulerKind::kInflight;
+    const bool no_evict = c_.admission == Admission::kGuaranteedNoEvict;
+    // The persistent batch runs every admitted context in one iteration
+    // (max_batched_tokens sizes its context sub-batches, not the iteration).
+    int64_t budget = persistent_ ? std::numeric_limits<int64_t>::max() / 2 : c_.max_batched_tokens;
     // Decode steps (chunked: always; continuous: only when no prompt is admitted).
     auto decode_all = [&]() {
       for (size_t i = 0; i < r.running.size(); ++i) {
@@ -277,7 +298,7 @@ class Simulation {
         --budget;
       }
     };
-    if (chunked && r.role == Role::kColocated) decode_all();
+    if (mixed && r.role == Role::kColocated) decode_all();
     // Prefill: continue partial prefills, then admit waiting prompts.
     if (r.role != Role::kDecode || !r.waiting.empty()) {
       for (int id : r.running) {
@@ -299,16 +320,43 @@ class Simulation {
         int64_t chunk = chunked ? std::min(budget, remaining) : remaining;
         if (!chunked && chunk > budget && !r.work.empty()) break;
         int64_t need = Grow(s, s.cached + chunk);
-        if (need + watermark > r.free_blocks && !(r.running.empty() && need <= r.free_blocks)) break;
+        if (no_evict) {
+          // Blocks for the prompt and every output token still to come
+          // (the last token's KV is never written), taken now: the
+          // sequence never grows into blocks it might not get.
+          need = Grow(s, s.to_prefill + (s.output - s.generated) - 1);
+          if (need > r.free_blocks) break;
+        } else if (need + watermark > r.free_blocks && !(r.running.empty() && need <= r.free_blocks)) {
+          break;
+        }
         Take(r, s, need);
-        shape.AddPrefill(chunk, s.cached, chunk == remaining);
+        shape.AddPrefill(chunk, s.cached, chunk == remaining && !(persistent_ && s.generated == 0));
         r.work.push_back({r.waiting.front(), chunk});
         r.running.push_back(r.waiting.front());
         r.waiting.pop_front();
         budget -= chunk;
       }
     }
-    if (!chunked && r.work.empty() && r.role != Role::kPrefill) decode_all();
+    if (persistent_) {
+      const size_t prefills = r.work.size();
+      for (size_t i = 0; i < r.running.size(); ++i) {
+        const int id = r.running[i];
+        Seq& s = seqs_[id];
+        int64_t pending = 0;  // context tokens this iteration computes first
+        for (size_t w = 0; w < prefills; ++w) {
+          if (r.work[w].seq == id) pending = r.work[w].chunk;
+        }
+        if (s.prefilled + pending < s.to_prefill) continue;
+        const int64_t context = s.cached + pending + 1;
+        const int64_t need = Grow(s, context);
+        if (need > r.free_blocks) continue;  // waits a step (no preemption in the persistent batch)
+        Take(r, s, need);
+        decode_step.AddDecode(context);
+        r.work.push_back({id, 0});
+      }
+    } else if (!mixed && r.work.empty() && r.role != Role::kPrefill) {
+      decode_all();
+    }
     return extra;
   }
 
@@ -337,9 +385,11 @@ class Simulation {
         s.prefilled += w.chunk;
         s.cached += w.chunk;
         if (s.prefilled < s.to_prefill) continue;
+        if (persistent_ && s.generated == 0) continue;  // the decode step emits the first token
         if (s.generated == 0) result_.requests[w.seq].first_token = now_;
       } else {
         s.cached += 1;
+        if (s.generated == 0) result_.requests[w.seq].first_token = now_;
       }
       if (s.generated > 0) {
         result_.token_gaps.push_back({static_cast<float>(now_.seconds()), static_cast<float>((now_ - s.last_token).seconds())});
@@ -371,6 +421,7 @@ class Simulation {
   IterationCost cost_;
   const int64_t block_;
   const int64_t total_blocks_;
+  const bool persistent_;
   std::vector<Replica> replicas_;
   std::vector<Seq> seqs_;
   std::vector<int> arrived_;  // replicas that received requests at now_, not yet scheduled

@@ -6,6 +6,7 @@
 
 #include "sim/config/scenario.h"
 
+#include "sim/serve/iteration_cost.h"
 #include "sim/serve/serve_report.h"
 #include "sim/serve/serve_test_util.h"
 #include "sim/util/error.h"
@@ -61,6 +62,93 @@ TEST(ServeSim, ChunkedPrefillLowersTpotTailUnderLongPrompts) {
   doc["scheduler"]["max_batched_tokens"] = 512;
   Outcome chunked = Simulate(doc);
   EXPECT_LT(chunked.metrics.tpot.p99, 0.8 * continuous.metrics.tpot.p99);
+}
+
+// In-flight batching (TensorRT-LLM without chunked context) runs every
+// decode and whole prompts in one iteration: with a 4,096-token budget and
+// 3,000-token prompts arriving together, the second prompt waits a whole
+// iteration for the first (no chunk of it rides along), while decodes never
+// wait for a prefill-only iteration.
+TEST(ServeSim, InflightBatchingPrefillsWholePromptsBesideDecodes) {
+  nlohmann::json doc = TestServeDoc();
+  doc["workload"]["prompt_tokens"] = {{"kind", "fixed"}, {"tokens", 3000}};
+  doc["scheduler"]["max_batched_tokens"] = 4096;
+  Request r;
+  r.prompt_tokens = 3000;
+  r.output_tokens = 20;
+  const std::vector<Request> both(2, r);  // arriving together at t = 0
+  doc["scheduler"]["kind"] = "inflight";
+  const ServeResult inflight = SimulateServing(ParseServeScenario(doc, "t.json"), both);
+  doc["scheduler"]["kind"] = "chunked-prefill";
+  const ServeResult chunked = SimulateServing(ParseServeScenario(doc, "t.json"), both);
+  const auto& a = inflight.requests;
+  // The first prompt alone, then the second beside the first's decode.
+  EXPECT_LT(a[0].first_token.seconds(), 0.6 * a[1].first_token.seconds());
+  // Chunked: 4,096 tokens of both in the first iteration, so the first
+  // prompt's first token comes out of a larger iteration.
+  EXPECT_GT(chunked.requests[0].first_token, a[0].first_token);
+  // 2 x 20 tokens, the second prefill beside a decode: 21 iterations.
+  EXPECT_EQ(inflight.iterations, 21);
+}
+
+// TurboMind's persistent batch: an iteration is the new contexts (less
+// their last token), then one decode step of everyone, which emits the new
+// requests' first tokens. One 128-token request: its first token takes a
+// 127-token prefill plus a one-sequence decode step, each a forward pass
+// reading every weight; then a token per decode step.
+TEST(ServeSim, PersistentBatchEmitsTheFirstTokenFromTheDecodeStep) {
+  nlohmann::json doc = TestServeDoc();
+  doc["scheduler"]["kind"] = "persistent";
+  Request r;
+  r.prompt_tokens = 128;
+  r.output_tokens = 4;
+  const ServeConfig c = ParseServeScenario(doc, "t.json");
+  const ServeResult res = SimulateServing(c, {r});
+  IterationCost cost(c);
+  BatchShape prefill, decode, next;
+  prefill.AddPrefill(127, 0, false);
+  decode.AddDecode(128);
+  next.AddDecode(129);
+  EXPECT_EQ(res.requests[0].first_token, cost.Cost(prefill) + cost.Cost(decode));
+  EXPECT_EQ(res.iterations, 4);  // contexts + decode, then three decode steps
+  EXPECT_GT(res.requests[0].finish - res.requests[0].first_token, cost.Cost(next) + cost.Cost(next));
+  // Four requests arriving together: every context in the first iteration,
+  // so all first tokens come out at once.
+  const ServeResult four = SimulateServing(c, std::vector<Request>(4, r));
+  for (const RequestOutcome& o : four.requests) EXPECT_EQ(o.first_token, four.requests[0].first_token);
+}
+
+// Guaranteed-no-evict admission reserves a request's prompt and every
+// output token up front: with room for fewer whole requests than the
+// watermark rule admits, nothing is ever preempted and fewer run at once.
+TEST(ServeSim, GuaranteedNoEvictNeverPreempts) {
+  nlohmann::json doc = TestServeDoc();
+  doc["replica"]["tp"] = 4;
+  doc["workload"]["requests"] = 200;
+  doc["workload"]["rate_per_s"] = 1e9;
+  doc["workload"]["prompt_tokens"] = {{"kind", "fixed"}, {"tokens", 2000}};
+  doc["workload"]["output_tokens"] = {{"kind", "fixed"}, {"tokens", 4000}};
+  doc["scheduler"]["kind"] = "inflight";
+  Outcome greedy = Simulate(doc);
+  doc["scheduler"]["admission"] = "guaranteed-no-evict";
+  Outcome no_evict = Simulate(doc);
+  EXPECT_GT(greedy.result.preemptions, 0);
+  EXPECT_EQ(no_evict.result.preemptions, 0);
+  // At most blocks / (5,999 tokens in blocks of 16) requests between first
+  // token and finish at once; the watermark rule starts more than that.
+  const int64_t whole = no_evict.result.kv_plan.blocks / ((2000 + 4000 - 1 + 15) / 16);
+  auto most_at_once = [](const ServeResult& r) {
+    int most = 0;
+    for (const RequestOutcome& a : r.requests) {
+      int n = 0;
+      for (const RequestOutcome& b : r.requests) n += b.first_token <= a.first_token && a.first_token < b.finish;
+      most = std::max(most, n);
+    }
+    return most;
+  };
+  EXPECT_GT(whole, 0);
+  EXPECT_LE(most_at_once(no_evict.result), whole);
+  EXPECT_GT(most_at_once(greedy.result), whole);
 }
 
 // One request alone: the disaggregated pair runs the same prefill and decode

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -12,6 +13,7 @@
 #include "sim/serve/serve_report.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/parallel.h"
 
 namespace stacksim::serve {
 namespace {
@@ -38,13 +40,24 @@ std::string FormatName(JsonNode node) {
 // fill what the entry leaves open (each reported as a choice). NIM's page
 // does not name its backend; its optimized fp8 profiles are TensorRT-LLM
 // engines. Sarathi-Serve is built on vLLM.
-std::string EngineProfileFor(const std::string& engine, std::vector<std::string>& choices) {
+// TensorRT-LLM releases before 0.8 (no XQA generation kernel) have their
+// own profile.
+std::string EngineProfileFor(const std::string& engine, const std::string& version, std::vector<std::string>& choices) {
   if (Contains(engine, "NIM")) {
     choices.push_back("engine tensorrt-llm (NIM's backend is not stated; its fp8 profiles are TensorRT-LLM engines)");
     return "tensorrt-llm";
   }
-  if (Contains(engine, "TensorRT-LLM")) return "tensorrt-llm";
-  if (Contains(engine, "LMDeploy")) return "lmdeploy-turbomind";
+  if (Contains(engine, "TensorRT-LLM")) {
+    int major = 0, minor = 0;
+    const bool parsed = std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2;
+    return parsed && major == 0 && minor < 8 ? "tensorrt-llm-0.6" : "tensorrt-llm";
+  }
+  if (Contains(engine, "LMDeploy")) {
+    // TurboMind's persistent batch before max_prefill_token_num (0.2).
+    int major = 0, minor = 0;
+    const bool parsed = std::sscanf(version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0), "%d.%d", &major, &minor) == 2;
+    return parsed && major == 0 && minor < 2 ? "lmdeploy-turbomind-0.1" : "lmdeploy-turbomind";
+  }
   return "vllm";
 }
 
@@ -102,9 +115,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
 
   JsonObject engine_obj(obj.Required("engine"));
   std::string engine = engine_obj.Required("name").String();
-  engine_obj.Ignore({"version"});
+  std::string version;
+  if (auto v = engine_obj.Optional("version")) version = v->String();
   engine_obj.Finish();
-  const std::string engine_file = config::ResolveDataFile("engines", EngineProfileFor(engine, plan.choices), "");
+  const std::string engine_file = config::ResolveDataFile("engines", EngineProfileFor(engine, version, plan.choices), "");
   const EngineProfile profile = LoadEngineProfile(engine_file);
 
   nlohmann::json doc;
@@ -194,9 +208,9 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     int64_t batch = max_batch->PositiveInt();
     requests = num_requests ? num_requests->PositiveInt() : batch;
     if (Contains(engine, "LMDeploy")) {
-      // TurboMind batches persistently: the batch's prompts are prefilled
-      // max_prefill_token_num tokens at a time while earlier ones decode.
-      scheduler = {{"kind", "continuous"}, {"max_sequences", batch},
+      // TurboMind batches persistently: the batch's requests join as they
+      // arrive (the engine's scheduler, its context budget).
+      scheduler = {{"kind", limits.scheduler}, {"max_sequences", batch},
                    {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : limits.max_batched_tokens}};
       if (!max_tokens) {
         plan.choices.push_back(fmt::format("continuous batching, max_batched_tokens={} (engine default)",
@@ -531,8 +545,10 @@ struct FitEntry {
   nlohmann::json run;  // the entry (its "measured" block is compared)
 };
 
-// Mean absolute % error of `entries` with the host overhead `o` per iteration.
-double MapeWithOverhead(const std::vector<const FitEntry*>& entries, double o, const std::string& file) {
+// Mean absolute % error of `entries` with the host overhead `o` per
+// iteration; `metrics` counts the compared metrics.
+double MapeWithOverhead(const std::vector<const FitEntry*>& entries, double o, const std::string& file,
+                        int* metrics = nullptr) {
   double sum = 0;
   int n = 0;
   for (const FitEntry* e : entries) {
@@ -546,11 +562,13 @@ double MapeWithOverhead(const std::vector<const FitEntry*>& entries, double o, c
       ++n;
     }
   }
+  if (metrics) *metrics = n;
   return n > 0 ? sum / n : 0;
 }
 
 // Golden-section search for the overhead in [0, kMaxOverhead] minimizing the
-// MAPE (taken unimodal: more host time slows every iteration alike).
+// MAPE (taken unimodal: more host time slows every iteration alike), to
+// 10 ms x 0.618^14, about 12 us.
 constexpr double kMaxOverhead = 0.010;  // s
 double FitOverhead(const std::vector<const FitEntry*>& entries, const std::string& file) {
   if (entries.empty()) return 0;
@@ -558,7 +576,7 @@ double FitOverhead(const std::vector<const FitEntry*>& entries, const std::strin
   double a = 0, b = kMaxOverhead;
   double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
   double f1 = MapeWithOverhead(entries, x1, file), f2 = MapeWithOverhead(entries, x2, file);
-  for (int i = 0; i < 18; ++i) {
+  for (int i = 0; i < 14; ++i) {
     if (f1 <= f2) {
       b = x2;
       x2 = x1;
@@ -580,7 +598,7 @@ double FitOverhead(const std::vector<const FitEntry*>& entries, const std::strin
 
 }  // namespace
 
-std::vector<OverheadFit> FitIterationOverheads(const std::string& path) {
+OverheadFit FitIterationOverhead(const std::string& path, int threads) {
   nlohmann::json doc = ReadJsonFile(path);
   std::vector<FitEntry> all;
   for (const nlohmann::json& run : doc.at("runs")) {
@@ -596,67 +614,66 @@ std::vector<OverheadFit> FitIterationOverheads(const std::string& path) {
       // not modelled (the validation report says why)
     }
   }
-  std::map<std::string, std::vector<const FitEntry*>> by_engine;
-  for (const FitEntry& e : all) by_engine[e.plan.config.engine].push_back(&e);
-  std::vector<OverheadFit> fits;
-  for (const auto& [engine, entries] : by_engine) {
-    OverheadFit f;
-    f.engine = engine;
-    f.entries = static_cast<int>(entries.size());
-    f.value_s = FitOverhead(entries, path);
-    f.mape_pct = MapeWithOverhead(entries, f.value_s, path);
-    std::map<std::string, std::vector<const FitEntry*>> by_source;
-    for (const FitEntry* e : entries) by_source[e->source].push_back(e);
-    double sum = 0;
-    int metrics = 0;
-    for (const auto& [source, held] : by_source) {
-      std::vector<const FitEntry*> rest;
-      for (const FitEntry* e : entries) {
-        if (e->source != source) rest.push_back(e);
-      }
-      OverheadFit::Group g;
-      g.held_out = source;
-      g.entries = static_cast<int>(held.size());
-      g.value_s = FitOverhead(rest, path);  // no other source: 0 (nothing to fit on)
-      g.mape_pct = MapeWithOverhead(held, g.value_s, path);
-      int n = 0;
-      for (const FitEntry* e : held) {
-        ServingRunOutcome out;
-        JsonNode run(e->run, path, e->id);
-        SimulateAndCompare(e->plan, run.Child("measured"), out);
-        n += static_cast<int>(out.metrics.size());
-      }
-      sum += g.mape_pct * n;
-      metrics += n;
-      f.loso.push_back(g);
-    }
-    f.loso_mape_pct = metrics > 0 ? sum / metrics : 0;
-    fits.push_back(f);
+  std::vector<const FitEntry*> entries;
+  std::map<std::string, std::vector<const FitEntry*>> by_source;
+  for (const FitEntry& e : all) {
+    entries.push_back(&e);
+    by_source[e.source].push_back(&e);
   }
-  return fits;
+  OverheadFit f;
+  f.entries = static_cast<int>(entries.size());
+  f.value_s = FitOverhead(entries, path);
+  f.mape_pct = MapeWithOverhead(entries, f.value_s, path, &f.metrics);
+  f.unfitted_mape_pct = MapeWithOverhead(entries, 0, path);
+  // Each source held out: the value fitted on the others predicts it.
+  f.loso.resize(by_source.size());
+  std::vector<int> held_metrics(by_source.size());
+  std::vector<std::string> sources;
+  for (const auto& [source, held] : by_source) sources.push_back(source);
+  ParallelFor(static_cast<int64_t>(sources.size()), threads, [&](int64_t i, int) {
+    const std::vector<const FitEntry*>& held = by_source.at(sources[i]);
+    std::vector<const FitEntry*> rest;
+    for (const FitEntry* e : entries) {
+      if (e->source != sources[i]) rest.push_back(e);
+    }
+    OverheadFit::Group& g = f.loso[i];
+    g.held_out = sources[i];
+    g.entries = static_cast<int>(held.size());
+    g.value_s = FitOverhead(rest, path);
+    g.mape_pct = MapeWithOverhead(held, g.value_s, path, &held_metrics[i]);
+    g.unfitted_mape_pct = MapeWithOverhead(held, 0, path);
+  });
+  double sum = 0;
+  int metrics = 0;
+  for (size_t i = 0; i < f.loso.size(); ++i) {
+    sum += f.loso[i].mape_pct * held_metrics[i];
+    metrics += held_metrics[i];
+  }
+  f.loso_mape_pct = metrics > 0 ? sum / metrics : 0;
+  return f;
 }
 
-nlohmann::json OverheadFitJson(const std::vector<OverheadFit>& fits, const std::string& file, const std::string& command,
+nlohmann::json OverheadFitJson(const OverheadFit& f, const std::string& file, const std::string& command,
                                const std::string& date) {
-  nlohmann::json value = nlohmann::json::object(), loso = nlohmann::json::object();
-  for (const OverheadFit& f : fits) {
-    value[f.engine] = f.value_s;
-    nlohmann::json groups = nlohmann::json::array();
-    for (const auto& g : f.loso) {
-      groups.push_back({{"held_out", g.held_out}, {"entries", g.entries}, {"value_s", g.value_s}, {"mape_pct", g.mape_pct}});
-    }
-    loso[f.engine] = {{"entries", f.entries}, {"fitted_mape_pct", f.mape_pct}, {"groups", groups},
-                      {"mape_pct", f.loso_mape_pct}};
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : f.loso) {
+    groups.push_back({{"held_out", g.held_out}, {"entries", g.entries}, {"value_s", g.value_s},
+                      {"mape_pct", g.mape_pct}, {"unfitted_mape_pct", g.unfitted_mape_pct}});
   }
-  return {{"value_s", value},
-          {"what", "host time per serving iteration of each engine (scheduling, input preparation, sampling, "
-                   "detokenization), added to every iteration of a scenario naming the engine unless "
-                   "scheduler.iteration_overhead is set (sim/serve/engine_profile.h FittedIterationOverhead); golden-"
-                   "section fit in 0-10 ms minimizing the engine's serve-validate MAPE"},
+  return {{"value_s", f.value_s},
+          {"what", "host time per serving iteration (scheduling, sampling and stop checks, output handling: the "
+                   "part of an iteration the GPU waits for), one value for every engine, added to every iteration "
+                   "of a scenario naming an engine unless scheduler.iteration_overhead is set "
+                   "(sim/serve/engine_profile.h FittedIterationOverhead); golden-section fit in 0-10 ms minimizing "
+                   "the serve-validate MAPE of the scored entries"},
           {"fitted_by", command},
           {"date", date},
-          {"fitted_on", file + " (each engine's scored entries)"},
-          {"leave_one_source_out", loso}};
+          {"fitted_on", file + " (the scored entries the simulator models)"},
+          {"entries", f.entries},
+          {"metrics", f.metrics},
+          {"fitted_mape_pct", f.mape_pct},
+          {"unfitted_mape_pct", f.unfitted_mape_pct},
+          {"leave_one_source_out", {{"groups", groups}, {"mape_pct", f.loso_mape_pct}}}};
 }
 
 }  // namespace stacksim::serve

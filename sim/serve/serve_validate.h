@@ -113,27 +113,31 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
 nlohmann::json ServingValidationJson(const ServingValidationReport& report);
 std::string ServingValidationText(const ServingValidationReport& report);
 
-// The per-iteration host overhead of each engine, the one serving constant
-// only end-to-end data gives: for each engine with scored entries, the
-// overhead in 0-10 ms that minimizes its entries' MAPE, and the
-// leave-one-source-out check (each source predicted with the overhead
-// fitted on the engine's other sources; 0 when it has none).
+// The per-iteration host time of a serving engine, the one serving constant
+// only end-to-end data gives: one value for every engine (scheduling,
+// sampling and stop checks, output handling each iteration, not overlapped
+// with the GPU), the one in 0-10 ms that minimizes the scored entries' MAPE,
+// with the leave-one-source-out check (each source predicted with the value
+// fitted on every other source). One value, not one per engine: an engine
+// with a single source could not be checked held out.
 struct OverheadFit {
-  std::string engine;
   double value_s = 0;
   int entries = 0;
-  double mape_pct = 0;  // the engine's entries with value_s
+  int metrics = 0;
+  double mape_pct = 0;            // every scored entry with value_s
+  double unfitted_mape_pct = 0;   // every scored entry without host time
   struct Group {
     std::string held_out;
     int entries = 0;
-    double value_s = 0, mape_pct = 0;
+    double value_s = 0, mape_pct = 0, unfitted_mape_pct = 0;
   };
   std::vector<Group> loso;
   double loso_mape_pct = 0;  // over every held-out metric
 };
-std::vector<OverheadFit> FitIterationOverheads(const std::string& path);
+// threads: sources held out in parallel (0: the machine's cores).
+OverheadFit FitIterationOverhead(const std::string& path, int threads = 0);
 // The "serving_iteration_overhead" entry of validation/fitted_constants.json.
-nlohmann::json OverheadFitJson(const std::vector<OverheadFit>& fits, const std::string& file, const std::string& command,
+nlohmann::json OverheadFitJson(const OverheadFit& fit, const std::string& file, const std::string& command,
                                const std::string& date);
 
 }  // namespace stacksim::serve

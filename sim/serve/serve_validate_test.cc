@@ -63,8 +63,11 @@ TEST(ServeValidate, OfflineEntryIsABurstAtTimeZeroWithEngineDefaults) {
     EXPECT_EQ(r.output_tokens, 128);
   }
   EXPECT_EQ(p.clients, 0);
-  // In-flight batching mixes prefill and decode under a token budget.
-  EXPECT_EQ(p.config.scheduler, SchedulerKind::kChunked);
+  // In-flight batching: decodes and whole prompts under a token budget,
+  // requests admitted with blocks for their whole output.
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kInflight);
+  EXPECT_EQ(p.config.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(p.config.decode_attention, DecodeAttention::kPerKvHead);
   EXPECT_EQ(p.config.max_sequences, 2048);
   EXPECT_EQ(p.config.max_batched_tokens, 8192);
   EXPECT_EQ(p.config.weights, WeightFormat::kFp8);
@@ -87,11 +90,41 @@ TEST(ServeValidate, StaticBatchIsPrefilledInOnePass) {
   EXPECT_EQ(p.requests.size(), 64u);
 }
 
+// TensorRT-LLM releases before 0.8 have no XQA kernel: their entries take
+// the masked-MHA profile (engines/tensorrt-llm-0.6.json); 0.8 and later,
+// and an entry without a version, the current one.
+TEST(ServeValidate, TensorRtLlmBeforeXqaTakesTheMaskedMhaProfile) {
+  nlohmann::json e = StaticEntry("TensorRT-LLM", 64, 2048);
+  for (const char* v : {"0.5", "0.6.1 (gptSessionBenchmark, static batching)", "0.7.1"}) {
+    e["engine"]["version"] = v;
+    ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+    EXPECT_EQ(p.config.engine, "tensorrt-llm-0.6") << v;
+    EXPECT_EQ(p.config.decode_attention, DecodeAttention::kPerQueryHead) << v;
+    EXPECT_EQ(p.config.cuda_graph_max_batch, 0) << v;
+  }
+  for (const char* v : {"0.8.0", "0.10", "1.0 (trtllm-bench, PyTorch backend)", "unknown"}) {
+    e["engine"]["version"] = v;
+    EXPECT_EQ(PlanServingRun(e, "runs.json", "runs[0]").config.engine, "tensorrt-llm") << v;
+  }
+  e["engine"].erase("version");
+  EXPECT_EQ(PlanServingRun(e, "runs.json", "runs[0]").config.engine, "tensorrt-llm");
+}
+
 TEST(ServeValidate, LmdeployBatchesPersistentlyWithItsPrefillBudget) {
-  ServingRunPlan p = PlanServingRun(StaticEntry("LMDeploy (TurboMind)", 64, 2048), "runs.json", "runs[0]");
+  nlohmann::json e = StaticEntry("LMDeploy (TurboMind)", 64, 2048);
+  e["engine"]["version"] = "0.4.2";
+  ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.engine, "lmdeploy-turbomind");
   EXPECT_EQ(p.config.scheduler, SchedulerKind::kContinuous);
   EXPECT_EQ(p.config.max_sequences, 64);
   EXPECT_EQ(p.config.max_batched_tokens, 8192);
+  // LMDeploy 0.1: TurboMind 2.0's persistent batch, every admitted context
+  // in one iteration.
+  e["engine"]["version"] = "v0.1.0a1";
+  p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.engine, "lmdeploy-turbomind-0.1");
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kPersistent);
+  EXPECT_EQ(p.config.max_batched_tokens, 8192);  // a context sub-batch, not the iteration
 }
 
 TEST(ServeValidate, ConcurrencyEntryIsAClosedLoop) {
