@@ -24,6 +24,16 @@ nlohmann::json CoverageRun(const std::string& id) {
   return {};
 }
 
+// DeepSeek-V3's architecture as the development files give it.
+nlohmann::json DeepSeekV3Model() {
+  return {{"name", "DeepSeek-V3 671B (37B active)"}, {"layers", 61}, {"hidden", 7168}, {"heads", 128},
+          {"kv_heads", nullptr}, {"ffn_hidden", 18432}, {"vocab", 129280}, {"seq_len", 4096},
+          {"activation", "swiglu"},
+          {"moe", {{"experts", 256}, {"top_k", 8}, {"expert_ffn_hidden", 2048}, {"shared_experts", 1},
+                   {"dense_layers", 3}}},
+          {"attention", "mla"}};
+}
+
 bool Chose(const RunScenario& r, const std::string& text) {
   for (const std::string& c : r.choices) {
     if (c.find(text) != std::string::npos) return true;
@@ -77,12 +87,7 @@ TEST(RunScenario, TorchtitanInterleavedRunsTwoStagesPerRank) {
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
   nlohmann::json run = CoverageRun("synthetic-b200-tp2");
-  run["model"] = {{"name", "DeepSeek-V3 671B (37B active)"}, {"layers", 61}, {"hidden", 7168}, {"heads", 128},
-                  {"kv_heads", nullptr}, {"ffn_hidden", 18432}, {"vocab", 129280}, {"seq_len", 4096},
-                  {"activation", "swiglu"},
-                  {"moe", {{"experts", 256}, {"top_k", 8}, {"expert_ffn_hidden", 2048}, {"shared_experts", 1},
-                           {"dense_layers", 3}}},
-                  {"attention", "mla"}};
+  run["model"] = DeepSeekV3Model();
   RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
   const config::ModelConfig& m = r.scenario.model;
   EXPECT_EQ(m.q_lora_rank, 1536);
@@ -108,12 +113,7 @@ TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
 // activation and the norms recomputed. NeMo 24.07 has no such guide: full.
 TEST(RunScenario, MegatronBridgeWidensSelectiveRecomputeBeforeFull) {
   nlohmann::json run = CoverageRun("synthetic-b200-tp2");
-  run["model"] = {{"name", "DeepSeek-V3 671B (37B active)"}, {"layers", 61}, {"hidden", 7168}, {"heads", 128},
-                  {"kv_heads", nullptr}, {"ffn_hidden", 18432}, {"vocab", 129280}, {"seq_len", 4096},
-                  {"activation", "swiglu"},
-                  {"moe", {{"experts", 256}, {"top_k", 8}, {"expert_ffn_hidden", 2048}, {"shared_experts", 1},
-                           {"dense_layers", 3}}},
-                  {"attention", "mla"}};
+  run["model"] = DeepSeekV3Model();
   run["hardware"] = {{"gpu", "h100-sxm-80gb"}, {"gpus", 1024}, {"gpus_per_node", 8}, {"nic_gbps_per_gpu", 400}};
   run["plan"] = {{"tp", 2}, {"pp", 8}, {"dp", 64}, {"cp", 1}, {"ep", 64}, {"vp", 4}, {"sequence_parallel", nullptr},
                  {"micro_batch", 1}, {"global_batch", 8192}, {"recompute", nullptr}, {"precision", "fp8"},
