@@ -143,6 +143,29 @@ TEST(Cli, ProjectedProfileRunsAndSaysItIsProjected) {
   EXPECT_NE(datasheet.out.find("datasheet-derived"), std::string::npos);
 }
 
+// project-profile states the error to expect: the measured profile's step
+// check on its own GPU (here the recorded fixture, made-up times), or that
+// none was measured; a --step-check folder without measurements is an input
+// error naming the file.
+TEST(Cli, ProjectedProfileStatesTheStepChecksError) {
+  const std::string measured = kRoot + "/profiles/h200-sxm-141gb.json";
+  const std::string out = ::testing::TempDir() + "h100-from-h200-checked.json";
+  CmdResult none = Stacksim("project-profile " + measured + " --to h100-sxm-80gb --out " + out);
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_NE(none.err.find("Expected error: unknown"), std::string::npos) << none.err;
+  CmdResult checked = Stacksim("project-profile " + measured + " --to h100-sxm-80gb --out " + out +
+                               " --step-check " + kRoot + "/tests/data/stepcheck/fixture-raw");
+  ASSERT_EQ(checked.status, 0) << checked.err;
+  const std::string provenance = nlohmann::json::parse(std::ifstream(out)).at("provenance").get<std::string>();
+  EXPECT_NE(provenance.find("the step check on"), std::string::npos) << provenance;
+  EXPECT_NE(provenance.find("layer steps with mean |error|"), std::string::npos) << provenance;
+  EXPECT_NE(provenance.find("lower bound"), std::string::npos) << provenance;
+  CmdResult empty = Stacksim("project-profile " + measured + " --to h100-sxm-80gb --out " + out + " --step-check " +
+                             ::testing::TempDir());
+  EXPECT_EQ(empty.status, 2);
+  EXPECT_NE(empty.err.find("step_measured.csv"), std::string::npos) << empty.err;
+}
+
 TEST(Cli, ProjectingADatasheetProfileIsAnInputError) {
   CmdResult p = Stacksim("project-profile " + kRoot + "/profiles/h100-sxm-80gb.json --to a100-sxm-80gb --out " +
                          ::testing::TempDir() + "x.json");

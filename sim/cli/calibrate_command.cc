@@ -40,16 +40,11 @@ std::string HarnessPath() {
 int StepCheck(const std::string& raw_dir, const std::string& profile) {
   std::vector<stepcheck::StepCheckRow> rows =
       stepcheck::CheckRawFolder(raw_dir, profile, config::DataRoot() + "/models");
-  double sum = 0;
-  int above = 0;
-  for (const auto& r : rows) {
-    sum += std::abs(r.error_pct);
-    above += std::abs(r.error_pct) > stepcheck::kTargetErrorPct ? 1 : 0;
-  }
+  const stepcheck::StepCheckSummary sum = stepcheck::Summarize(rows);
   char mean[32];
-  std::snprintf(mean, sizeof(mean), "%.1f%%", rows.empty() ? 0.0 : sum / rows.size());
+  std::snprintf(mean, sizeof(mean), "%.1f%%", sum.mean_abs_pct);
   std::cerr << "stacksim calibrate: step check: " << rows.size() << " shapes, mean |error| " << mean << ", "
-            << above << " above " << stepcheck::kTargetErrorPct << "%: " << raw_dir << "/step_check.csv and the "
+            << sum.above_target << " above " << stepcheck::kTargetErrorPct << "%: " << raw_dir << "/step_check.csv and the "
             << "Step check section of " << raw_dir << "/fit_report.md\n";
   return 0;
 }
@@ -72,11 +67,7 @@ int RunCheckOnly(const std::vector<std::string>& args) {
     std::cerr << "stacksim calibrate: --check-only needs a PROFILE\n";
     return 2;
   }
-  if (raw.empty()) {
-    auto own = std::filesystem::path(profile).parent_path();
-    if (own.empty()) own = ".";
-    raw = std::filesystem::exists(own / "step_measured.csv") ? own.string() : profile + ".raw";
-  }
+  if (raw.empty()) raw = stepcheck::DefaultRawDir(profile);
   return StepCheck(raw, profile);
 }
 

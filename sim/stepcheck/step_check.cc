@@ -1,5 +1,6 @@
 #include "sim/stepcheck/step_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -185,6 +186,25 @@ std::vector<StepCheckRow> RunStepCheck(const std::vector<StepMeasurement>& measu
   return rows;
 }
 
+StepCheckSummary Summarize(const std::vector<StepCheckRow>& rows) {
+  StepCheckSummary out;
+  out.shapes = static_cast<int>(rows.size());
+  for (const StepCheckRow& r : rows) {
+    const double e = std::fabs(r.error_pct);
+    out.mean_abs_pct += e;
+    out.max_abs_pct = std::max(out.max_abs_pct, e);
+    out.above_target += e > kTargetErrorPct ? 1 : 0;
+  }
+  if (!rows.empty()) out.mean_abs_pct /= static_cast<double>(rows.size());
+  return out;
+}
+
+std::string DefaultRawDir(const std::string& profile_path) {
+  std::filesystem::path own = std::filesystem::path(profile_path).parent_path();
+  if (own.empty()) own = ".";
+  return std::filesystem::exists(own / "step_measured.csv") ? own.string() : profile_path + ".raw";
+}
+
 std::string StepCheckCsv(const std::vector<StepCheckRow>& rows) {
   std::string out = CsvLine({"shape", "measured_s", "predicted_s", "error_pct"});
   for (const StepCheckRow& r : rows) {
@@ -204,7 +224,6 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
        "of both). Error = (predicted - measured) / measured.\n\n";
   s << "| shape | measured ms | predicted ms | error | fwd / bwd / optimizer ms, measured | predicted |\n"
        "|---|---|---|---|---|---|\n";
-  double sum_abs = 0;
   std::vector<std::string> above, unstable;
   auto parts = [](double f, double b, double o) {
     if (f < 0 || b < 0 || o < 0) return std::string("-");
@@ -216,13 +235,12 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
       << Fmt("%.3f", r.predicted_s * 1e3) << " | " << Fmt("%+.1f%%", r.error_pct) << " | "
       << parts(r.measured_forward_s, r.measured_backward_s, r.measured_optimizer_s) << " | "
       << parts(p.forward.seconds(), p.backward.seconds(), p.optimizer.seconds()) << " |\n";
-    sum_abs += std::fabs(r.error_pct);
     if (std::fabs(r.error_pct) > kTargetErrorPct) above.push_back(r.shape + " (" + Fmt("%+.1f%%", r.error_pct) + ")");
     if (!r.stable) unstable.push_back(r.shape);
   }
   s << "\n";
   if (!rows.empty()) {
-    s << "Mean |error| over " << rows.size() << " shapes: " << Fmt("%.1f%%", sum_abs / rows.size()) << ".\n";
+    s << "Mean |error| over " << rows.size() << " shapes: " << Fmt("%.1f%%", Summarize(rows).mean_abs_pct) << ".\n";
   }
   if (above.empty()) {
     s << "Every shape is within " << Fmt("%.0f%%", kTargetErrorPct) << " of its prediction.\n";

@@ -95,6 +95,22 @@ struct StepCheckRow {
 std::vector<StepCheckRow> RunStepCheck(const std::vector<StepMeasurement>& measured, const std::string& measured_path,
                                        const config::ProfileConfig& profile, const std::string& models_dir);
 
+// What a step check says of a profile: over its shapes, the mean and the
+// largest |error| and how many are above kTargetErrorPct.
+struct StepCheckSummary {
+  int shapes = 0;
+  double mean_abs_pct = 0;
+  double max_abs_pct = 0;
+  int above_target = 0;
+};
+StepCheckSummary Summarize(const std::vector<StepCheckRow>& rows);
+
+// The raw folder a profile's step check reads when none is given: the
+// profile's own folder when it holds step_measured.csv (as
+// tools/gpu/run_calibrate.sh leaves it), else <profile>.raw (calibrate's
+// default --raw).
+std::string DefaultRawDir(const std::string& profile_path);
+
 // step_check.csv: shape, measured_s, predicted_s, error_pct.
 std::string StepCheckCsv(const std::vector<StepCheckRow>& rows);
 // The report's "## Step check" section (markdown, ends in a blank line):
