@@ -20,20 +20,27 @@ struct CmdResult {
   std::string err;
 };
 
+// Runs `cmd` through the shell: its exit status (-1 when it did not exit)
+// and standard output; standard error as the command redirects it.
+inline CmdResult Shell(const std::string& cmd) {
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
 // Runs STACKSIM_BINARY with `args` (a shell fragment).
 inline CmdResult Stacksim(const std::string& args) {
   static int counter = 0;
   // Unique per process: ctest runs tests in parallel processes.
   std::string err_file =
       ::testing::TempDir() + "stacksim_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = std::string(STACKSIM_BINARY) + " " + args + " 2>" + err_file;
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  CmdResult r = Shell(std::string(STACKSIM_BINARY) + " " + args + " 2>" + err_file);
   std::ifstream e(err_file);
   std::stringstream ss;
   ss << e.rdbuf();

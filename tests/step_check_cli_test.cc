@@ -8,8 +8,6 @@
 #include <sstream>
 #include <string>
 
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 
 #include "calibrate/fit/step_shapes.h"
@@ -95,15 +93,10 @@ TEST(StepCheckCli, CalibrateRunsTheStepCheckAfterTheHarness) {
   fs::permissions(dir / "stacksim-calibrate", fs::perms::owner_all);
   std::string out = (dir / "p.json").string();
   std::string cmd = (dir / "stacksim").string() + " calibrate --quick --out " + out + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  int status = pclose(p);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << text;  // the harness's own status passes through
+  const CmdResult run = testing::Shell(cmd);
+  const std::string& text = run.out;
+  ASSERT_NE(run.status, -1) << text;
+  EXPECT_EQ(run.status, 1) << text;  // the harness's own status passes through
   EXPECT_NE(text.find("step check: 4 shapes"), std::string::npos) << text;
   EXPECT_EQ(CsvTable::Read(out + ".raw/step_check.csv").rows(), 4u);
   std::ifstream in(out + ".raw/fit_report.md");
@@ -157,15 +150,10 @@ TEST(StepCheckCli, EveryHarnessShapeIsPredictedFromItsModelFile) {
 // must be the harness's.
 TEST(StepCheckCli, TorchCrossCheckListsTheHarnessShapes) {
   std::string cmd = "python3 " + kRoot + "/tools/gpu/step_check_torch.py --list-shapes 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) GTEST_SKIP() << "no python3 on this machine";
-  ASSERT_EQ(status, 0) << out;
+  const CmdResult run = testing::Shell(cmd);
+  const std::string& out = run.out;
+  if (run.status == 127) GTEST_SKIP() << "no python3 on this machine";
+  ASSERT_EQ(run.status, 0) << out;
   std::string expected;
   for (const auto& s : calibrate::StepShapes()) expected += s.Name() + "\n";
   EXPECT_EQ(out, expected);

@@ -9,6 +9,7 @@
 #include "sim/serve/serve_config.h"
 #include "sim/serve/serve_test_util.h"
 #include "sim/util/error.h"
+#include "tests/input_error.h"
 
 namespace stacksim::serve {
 namespace {
@@ -44,10 +45,8 @@ TEST(EngineProfile, UnknownDecodeAttentionOrAdmissionIsAnError) {
                         {"title", "t"},
                         {"facts", {{"scheduler", {{"value", "inflight"}, {"source", "docs"}}},
                                    {"decode_attention", {{"value", "per-head"}, {"source", "docs"}}}}}};
-  try {
-    ParseEngineProfile(doc, "e.json");
-    FAIL() << "accepted decode_attention per-head";
-  } catch (const InputError& e) {
+  {
+    const InputError e = testing::ErrorFrom([&] { ParseEngineProfile(doc, "e.json"); });
     EXPECT_NE(std::string(e.what()).find("facts.decode_attention.value"), std::string::npos) << e.what();
   }
   doc["facts"]["decode_attention"]["value"] = "per-query-head";
@@ -63,10 +62,8 @@ TEST(EngineProfile, AFactWithoutASourceIsAnError) {
   nlohmann::json doc = {{"schema", "stacksim.engine/1"},
                         {"title", "t"},
                         {"facts", {{"scheduler", {{"value", "continuous"}}}}}};
-  try {
-    ParseEngineProfile(doc, "e.json");
-    FAIL() << "accepted a fact without a source";
-  } catch (const InputError& e) {
+  {
+    const InputError e = testing::ErrorFrom([&] { ParseEngineProfile(doc, "e.json"); });
     EXPECT_NE(std::string(e.what()).find("facts.scheduler.source"), std::string::npos) << e.what();
   }
   doc["facts"]["scheduler"]["source"] = "docs";

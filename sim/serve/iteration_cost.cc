@@ -70,7 +70,9 @@ IterationCost::IterationCost(const ServeConfig& c)
     const int64_t kv_heads_rank = (m.num_kv_heads + c.tp - 1) / c.tp;
     kv_layer_token_gpu_ = D(kv_heads_rank) * D(m.head_dim) * 2.0 * kv_bytes;
   }
-  decode_converts_ = c.decode_attention == DecodeAttention::kPerQueryHead && kv_bytes < 2.0;
+  if (c.decode_attention == DecodeAttention::kPerQueryHead && kv_bytes < 2.0) {
+    decode_conversions_per_s_ = ConversionsPerSecond(c.profile);
+  }
   const int64_t stage_layers = m.num_layers / c.pp;
   kv_replica_token_ = Bytes{kv_layer_token_gpu_ * D(m.num_layers) * c.tp};
 
@@ -231,7 +233,7 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
   }
   if (batch.decode_seqs > 0) {
     Time decode = attention(D(batch.decode_context), D(batch.decode_context), D(batch.decode_seqs));
-    if (decode_converts_) {
+    if (decode_conversions_per_s_ > 0) {
       // A decode kernel with one thread block per query head (masked MHA's
       // grid is heads x sequences: TensorRT-LLM
       // decoderMaskedMultiheadAttentionLaunch.h, mmha_launch_kernel_ex)
@@ -241,7 +243,7 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
       // read time: TensorRT-LLM 0.6.1's A100 fp16 rows). The kernel takes
       // the longer of its reads and its conversions.
       const double conversions = D(batch.decode_context) * heads * (qk + v) * D(m.num_layers);
-      decode = std::max(decode, Time::FromSeconds(conversions / ConversionsPerSecond(c_.profile)));
+      decode = std::max(decode, Time::FromSeconds(conversions / decode_conversions_per_s_));
     }
     b.attention += decode;
   }

@@ -108,9 +108,9 @@ class IterationCost {
   Bytes kv_replica_token_;
   double kv_layer_token_gpu_ = 0;  // KV bytes per token per layer on one GPU
   int64_t q_heads_rank_ = 0;
-  // Decode attention converts an 8-bit KV cache once per query head
-  // (DecodeAttention::kPerQueryHead).
-  bool decode_converts_ = false;
+  // Masked MHA over an 8-bit KV cache: the CUDA cores' conversions per
+  // second, 0 when the decode kernel converts nothing.
+  double decode_conversions_per_s_ = 0;
   config::PlanConfig plan_;
   std::unordered_map<int64_t, IterationBreakdown> linear_eager_, linear_graphs_;
 };
