@@ -12,6 +12,7 @@ Run from the repository root: python3 tools/gpu/build_amd_profiles.py
 """
 import json
 import os
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 H100 = json.load(open(os.path.join(ROOT, "profiles", "h100-sxm-80gb.json")))
@@ -28,8 +29,12 @@ RCCL_BLOG = ("AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance o
              "48 GB/s usable per link after CRC and protocol overhead")
 
 # The H200-measured ratio of sustained transformer-shape GEMM efficiency to the
-# best shape, as build_profiles.py applies it to every datasheet profile.
-SUSTAINED = 0.8896
+# best shape, exactly as build_profiles.py derives it for every datasheet
+# profile (stacksim calibrate's fit over torch.mm's best shape).
+sys.path.insert(0, os.path.join(ROOT, "tools", "gpu"))
+import build_profiles  # noqa: E402
+import fit_profile_h200  # noqa: E402
+SUSTAINED = round(build_profiles.Derived(fit_profile_h200.fit()).r_sus, 4)
 MI300X_BEST_BF16 = 781.9 / 1307.4  # MAMF over the dense bf16 peak AMD states (the table rounds it to 1300)
 
 
@@ -51,7 +56,8 @@ def gemm_block(best_bf16):
     bf16 = round(best_bf16 * SUSTAINED, 3)
     fp8 = round(best_bf16 * fp8_ratio * SUSTAINED, 3)
     sustained = (f"sustained: best-shape figure {best_bf16:.3f} x H200 measured sustained-to-best ratio r = "
-                 f"{SUSTAINED} (tools/gpu/fit_profile_h200.py, as in every datasheet profile) [U] for ROCm")
+                 f"{SUSTAINED} (calibrate's fitted bf16 over torch.mm's best shape, tools/gpu/build_profiles.py, as in "
+                 f"every datasheet profile) [U] for ROCm")
     return {
         "max_efficiency": {
             "bf16": v(bf16, f"{sustained}; best-shape figure: {MAMF}, over the 1,307.4 TFLOPS dense peak"),

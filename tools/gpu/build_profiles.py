@@ -32,6 +32,10 @@ GEN = "tools/gpu/build_profiles.py"
 HW = "shared/reference/hardware.md"
 HWJ = "shared/reference/hardware.json"
 FIT = "tools/gpu/fit_profile_h200.py on profiles/measured/h200-sxm-141gb-2026-11-29/"
+# stacksim calibrate's full sweep on the same H200 (cuBLASLt GEMMs, CUDA-event
+# timing): the GEMM ratios and the launch cost of every datasheet profile.
+CAL_DIR = "profiles/measured/h200-sxm-141gb-2026-11-30-calibrate/full"
+CAL = f"stacksim calibrate on H200 ({CAL_DIR}/"
 
 # ---------------------------------------------------------------------------
 # Cited figures
@@ -209,21 +213,30 @@ def fit_line(points):
 class Derived:
     def __init__(self, fit):
         self.fit = fit
+        # PyTorch bootstrap (fit): its best-shape GEMM efficiencies are measured
+        # the way the published best-shape (MAMF) figures are, with torch.mm, and
+        # its attention is the frameworks' fused kernel (SDPA flash).
         ge = {d: b["efficiency"] for d, b in fit["gemm"].items()}
         self.h200_gemm = ge
-        self.r_fp16 = ge["fp16"] / ge["bf16"]
-        self.r_tf32 = ge["tf32"] / ge["bf16"]
-        self.r_fp8 = ge["fp8_e4m3"] / ge["bf16"]
         ae = {p: a["efficiency"] for p, a in fit["attention"].items()}
         self.h200_attn = ae
         self.r_attn_fwd = ae["fwd"] / ge["bf16"]
         self.r_attn_bwd = ae["bwd"] / ge["bf16"]
         self.r_bwd_fwd = ae["bwd"] / ae["fwd"]
-        # GEMM cost model fit on H200 (fit_profile_h200.fit_gemm_model): tile,
-        # k_overhead, sustained max_efficiency per precision, and r_sustained =
-        # fitted bf16 max_efficiency / best measured bf16 efficiency.
-        self.model = fit["model"]
-        self.r_sus = fit["model"]["r_sustained"]
+        # stacksim calibrate (cal): the GEMM cost model fit (tile, k_overhead,
+        # sustained max_efficiency), the best-shape ratios between precisions
+        # and the launch cost. r_sustained = calibrate's fitted bf16
+        # max_efficiency / PyTorch's best measured bf16 shape on the same GPU:
+        # it turns a published torch.mm best-shape figure into the efficiency
+        # calibrate's fit would give on that GPU.
+        self.cal = calibrate_fit(os.path.join(REPO, CAL_DIR))
+        cb = {d: b["efficiency"] for d, b in self.cal["gemm"].items()}
+        self.cal_gemm = cb
+        self.r_fp16 = cb["fp16"] / cb["bf16"]
+        self.r_tf32 = cb["tf32"] / cb["bf16"]
+        self.r_fp8 = cb["fp8_e4m3"] / cb["bf16"]
+        self.model = self.cal["model"]
+        self.r_sus = self.model["per_dtype"]["bf16"]["eff"] / ge["bf16"]
 
         self.mamf = {k: t / p for k, (t, p) in MAMF.items()}
         self.pcie_power = self.mamf["a100_pcie_bf16"] / self.mamf["a100_sxm_bf16"]
@@ -256,8 +269,8 @@ class Derived:
               f"bwd/fwd {self.r_bwd_fwd:.4f}")
         m = self.model
         print(f"  GEMM cost model fit: tile {m['tile'][0]}x{m['tile'][1]}, k_overhead {m['k_overhead']}, "
-              f"r_sustained {self.r_sus:.4f} (fitted bf16 {m['per_dtype']['bf16']['eff']:.3f} / best "
-              f"{self.h200_gemm['bf16']:.4f})")
+              f"r_sustained {self.r_sus:.4f} (calibrate's fitted bf16 {m['per_dtype']['bf16']['eff']:.3f} / "
+              f"PyTorch best {self.h200_gemm['bf16']:.4f})")
         print("MAMF efficiencies: " + ", ".join(f"{k} {x:.4f}" for k, x in self.mamf.items()))
         print(f"A100 PCIe / SXM MAMF ratio {self.pcie_power:.4f}")
         for k, (c, f, b) in self.fa2.items():
@@ -341,19 +354,22 @@ def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
         "fp16": (bf16, "= bf16 figure (same tensor-core rate; " + bf16_src + ")"),
         "tf32": (bf16 * d.r_tf32,
                  f"derived: bf16 {bf16:.3f} x H200 measured tf32/bf16 best-shape efficiency ratio {d.r_tf32:.4f} "
-                 f"(0.808/0.809, {FIT}gemm.csv); no published TF32 matmul figure"),
+                 f"({d.cal_gemm['tf32']:.3f}/{d.cal_gemm['bf16']:.3f}, {CAL}gemm.csv)); no published TF32 matmul "
+                 f"figure"),
     }
     if has_fp8:
         if fp8 is None:
             best["fp8"] = (bf16 * d.r_fp8,
                            f"derived: bf16 {bf16:.3f} x H200 measured fp8/bf16 best-shape efficiency ratio "
-                           f"{d.r_fp8:.4f} (0.739/0.809, {FIT}gemm.csv); no published FP8 matmul figure")
+                           f"{d.r_fp8:.4f} ({d.cal_gemm['fp8_e4m3']:.3f}/{d.cal_gemm['bf16']:.3f}, {CAL}gemm.csv)); "
+                           f"no published FP8 matmul figure")
         else:
             best["fp8"] = (fp8, fp8_src)
     m = d.model
-    rs = (f"x H200 measured sustained-to-best ratio r = {d.r_sus:.4f} (transformer-shape fit / best shape, "
-          f"tools/gpu/fit_profile_h200.py: fitted bf16 max_efficiency {m['per_dtype']['bf16']['eff']:.3f} over "
-          f"{m['per_dtype']['bf16']['n']} measured GEMMs / best measured {d.h200_gemm['bf16']:.4f})")
+    rs = (f"x H200 measured sustained-to-best ratio r = {d.r_sus:.4f} (transformer-shape fit / best shape: "
+          f"{CAL}fit_report.md) fitted bf16 max_efficiency {m['per_dtype']['bf16']['eff']:.3f} over "
+          f"{m['per_dtype']['bf16']['n']} cuBLASLt GEMMs / best bf16 shape of torch.mm, the published figures' "
+          f"method, {d.h200_gemm['bf16']:.4f} ({FIT}gemm.csv))")
     return {p: v(r3(x * d.r_sus), f"sustained: best-shape figure {x:.3f} {rs}; best-shape figure: {src}")
             for p, (x, src) in best.items()}
 
@@ -363,7 +379,8 @@ def gemm_block(d, max_efficiency, what):
     m = d.model
     why = (f"H200 fit (cuBLAS heuristics pick among many tiles; applied to {what} as the closest measured GPU): "
            f"fit of the GEMM cost model (sim/cost/profile_cost_model.cc) to {m['per_dtype']['bf16']['n']} bf16 "
-           f"GEMMs of {h200fit.REL_DIR}/gemm.csv by tools/gpu/fit_profile_h200.py, mean |log error| "
+           f"cuBLASLt GEMMs of {CAL_DIR}/gemm.csv (stacksim calibrate, "
+           f"{d.cal['env']['date_utc'][:10]}) by {GEN} calibrate_fit, mean |log error| "
            f"{100 * m['per_dtype']['bf16']['mean_abs_log']:.1f}% (fit_report.md there)")
     return {"max_efficiency": max_efficiency,
             "tile": v(list(m["tile"]), why),
@@ -408,11 +425,12 @@ def flash2(d, key, applied=None, factor=1.0, factor_why=None):
 
 
 def launch(d, what):
-    return v(f"{d.fit['launch_us']:.2f} us",
-             f"measured on H200 (driver {d.fit['driver']}, CUDA {d.fit['env']['cuda_runtime']}, "
-             f"{d.fit['env']['date_utc'][:10]}; empty kernel, plain CUDA, host issue time per launch, median; {FIT}"
-             f"launch_cuda.csv), applied to {what}: host-side cost of the CUDA driver, same driver stack "
-             f"assumed [U]; {HW} §4d has only weak figures (4-6 us on an RTX 5070 Ti, CUDA 13)")
+    e = d.cal["env"]
+    return v(f"{d.cal['launch_us']:.2f} us",
+             f"measured on H200 (driver {e['driver']}, CUDA {e['cuda_runtime']}, {e['date_utc'][:10]}; empty "
+             f"kernel, host issue time per launch, median; {CAL}launch.csv)), applied to {what}: host-side cost of "
+             f"the CUDA driver, same driver stack assumed [U]; {HW} §4d has only weak figures (4-6 us on an RTX "
+             f"5070 Ti, CUDA 13)")
 
 
 def intra_latency(d, what):
@@ -935,9 +953,34 @@ def h100_pcie(d):
 # The shipped H200 profile is what `stacksim calibrate` (full sweep) wrote on
 # our H200, with h200(d) above (the PyTorch-based bootstrap measurement) as
 # its base for what calibrate cannot measure on one GPU. The other profiles
-# still derive their ratios from the bootstrap fit (h200fit).
+# take their GEMM ratios, tile and launch cost from calibrate's raw data
+# (calibrate_fit) and their attention and eager-kernel ratios from the
+# bootstrap (h200fit): calibrate times our own FlashAttention-2-class and fused
+# kernels, not the kernels frameworks run.
 CALIBRATED_H200 = os.path.join(REPO, "profiles", "measured", "h200-sxm-141gb-2026-11-30-calibrate", "full",
                                "profile.json")
+
+
+def calibrate_fit(directory):
+    """The GEMM cost model fit of stacksim calibrate's raw data (gemm.csv, launch.csv, env.json), with the copy
+    bandwidth and launch cost its profile.json states, by the same grid search as tools/gpu/fit_profile_h200.py."""
+    with open(os.path.join(directory, "env.json")) as fh:
+        env = json.load(fh)
+    with open(os.path.join(directory, "profile.json")) as fh:
+        prof = json.load(fh)
+    gemm = h200fit.read_csv(os.path.join(directory, "gemm.csv"))
+    best = {}
+    for dtype, peak in h200fit.PEAK_TFLOPS.items():
+        large = [r for r in gemm if r["dtype"] == dtype and h200fit.gemm_flops(r) >= h200fit.LARGE_FLOPS]
+        top = max(large, key=lambda r: float(r["tflops_median"]))
+        best[dtype] = {"row": top, "tflops": float(top["tflops_median"]),
+                       "efficiency": float(top["tflops_median"]) / peak}
+    launch = {r["metric"]: r for r in h200fit.read_csv(os.path.join(directory, "launch.csv"))}
+    launch_us = float(prof["kernel_launch"]["value"].split()[0])
+    copy_eff = float(prof["copy_efficiency"]["value"])
+    model = h200fit.fit_gemm_model(gemm, int(env["sm_count"]), h200fit.HBM_PEAK_GBPS * 1e9 * copy_eff,
+                                   launch_us * 1e-6)
+    return {"env": env, "gemm": best, "model": model, "launch": launch, "launch_us": launch_us}
 
 
 def calibrated(path):
