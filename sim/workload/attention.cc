@@ -42,7 +42,15 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   // with two chunks per rank (Megatron's causal load balancing) every rank
   // does 1/cp of the causal work.
   op.compute.m = s.seq / cp;
-  op.compute.n = s.seq;
+  // The kernel's key length: under ring CP each step runs its own kernel on
+  // one K/V block of seq/cp keys (Transformer Engine's CP attention launches
+  // a flash kernel per step on the local and the received chunk; PyTorch's
+  // ring attention one SDPA per step, whichever way it rotates K/V), so it
+  // amortizes its per-query-block cost over seq/cp keys, not seq (the
+  // profile's attention.seq_factors). Llama 3's all-gather CP runs one
+  // kernel over all seq gathered keys.
+  const bool one_kernel = s.cp.comm == config::CpComm::kAllGather && !s.cp.torch_ring;
+  op.compute.n = one_kernel ? s.seq : s.seq / cp;
   op.compute.k = head_dim;
   op.compute.batch = bh;
   op.compute.causal = true;

@@ -63,12 +63,18 @@ TEST(ContextParallel, KvExchangeVolumePerLayerMatchesHandCount) {
   // The projection waits for the exchange (overlapped with attention).
   int xi = static_cast<int>(x - fwd.data());
   EXPECT_EQ(Find(fwd, "attn-proj")->wait_for, xi);
-  // Attention: 4096 local queries against all 16384 keys, 1/cp of the causal FLOPs.
+  // Attention: 4096 local queries against all 16384 keys, 1/cp of the causal
+  // FLOPs, in one kernel per ring step over a block of 16384 / 4 keys (the
+  // key length the kernel's efficiency is read at); the all-gather variant
+  // runs one kernel over all 16384 gathered keys, PyTorch's ring one per step.
   const auto fwd1 = LayerForward(Shape(1));
   const Op* a1 = Find(fwd1, "attention");
   const Op* a4 = Find(fwd, "attention");
   EXPECT_EQ(a4->compute.m, 4096);
-  EXPECT_EQ(a4->compute.n, 16384);
+  EXPECT_EQ(a4->compute.n, 4096);
+  EXPECT_EQ(Find(LayerForward(Shape(4, 2, config::CpComm::kAllGather)), "attention")->compute.n, 16384);
+  EXPECT_EQ(Find(LayerForward(Shape(4, 2, config::CpComm::kAllGather, true)), "attention")->compute.n, 4096);
+  EXPECT_EQ(a1->compute.n, 16384);
   EXPECT_DOUBLE_EQ(a4->compute.flops.value * 4, a1->compute.flops.value);
   EXPECT_DOUBLE_EQ(Find(fwd, "fc1")->compute.flops.value * 4, Find(LayerForward(Shape(1)), "fc1")->compute.flops.value);
 }
