@@ -238,7 +238,7 @@ SearchResult Search(const SearchSpace& requested, const SearchOptions& options) 
       uncertainty::RunFeatures f = uncertainty::FeaturesOf(scenarios[i]);
       for (const char* family : uncertainty::kParallelismFamilies) {
         f.family = family;
-        auto range = uncertainty::EstimateStepRange(*table, f, 1.0);
+        auto range = uncertainty::EstimateStepRange(*table, f, 1.0, uncertainty::OptionsFor(*table));
         high_factor[{scenarios[i].gpus, family}] = range ? range->high_s : 1.0;
       }
     }

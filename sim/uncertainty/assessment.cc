@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 #include "sim/util/statistics.h"
@@ -51,12 +53,55 @@ std::string Seconds(double s, int digits = 3) {
   return fmt::format("{:.{}f}", s, decimals);
 }
 
-std::vector<const ErrorTableRun*> Others(const ErrorTable& t, const std::string& exclude_id) {
+std::vector<const ErrorTableRun*> Others(const ErrorTable& t, const std::string& exclude_id,
+                                         bool exclude_source = false) {
+  const std::string source = exclude_source && !exclude_id.empty() ? RunSource(exclude_id) : "";
   std::vector<const ErrorTableRun*> out;
   for (const auto& r : t.runs) {
-    if (r.id != exclude_id) out.push_back(&r);
+    if (r.id == exclude_id || (!source.empty() && RunSource(r.id) == source)) continue;
+    out.push_back(&r);
   }
   return out;
+}
+
+// The widening grid of CalibrateRangeWidening and the coverage it aims at
+// (the range's claim, high - low quantile).
+constexpr double kWideningStep = 0.05;
+constexpr int kWideningSteps = 60;  // 1 .. 4
+constexpr double kTargetCoverage = 0.80;
+
+// Of `runs`, how many fall inside the range `pool_of(run)` (an ErrorTable)
+// gives them at `widening`.
+template <typename Pool>
+int Inside(const std::vector<const ErrorTableRun*>& runs, Pool pool_of, double widening) {
+  int inside = 0;
+  RangeOptions o;
+  o.widening = widening;
+  for (const ErrorTableRun* r : runs) {
+    auto range = EstimateStepRange(pool_of(*r), r->features, r->predicted_s, o);
+    if (range && r->measured_s >= range->low_s && r->measured_s <= range->high_s) ++inside;
+  }
+  return inside;
+}
+
+// The smallest widening on the grid at which `runs` reach the target coverage
+// against `pool_of`; the grid's last value if none does.
+template <typename Pool>
+double FitWidening(const std::vector<const ErrorTableRun*>& runs, Pool pool_of) {
+  for (int i = 0; i <= kWideningSteps; ++i) {
+    const double w = 1.0 + kWideningStep * i;
+    if (Inside(runs, pool_of, w) >= kTargetCoverage * static_cast<double>(runs.size())) return w;
+  }
+  return 1.0 + kWideningStep * kWideningSteps;
+}
+
+// The table's runs from none of `sources`.
+ErrorTable RunsNotFrom(const std::vector<const ErrorTableRun*>& runs, const std::set<std::string>& sources) {
+  ErrorTable t;
+  for (const ErrorTableRun* r : runs) {
+    if (!sources.count(RunSource(r->id))) t.runs.push_back(*r);
+  }
+  return t;
 }
 
 std::set<std::string> Dimensions(const std::string& signature) {
@@ -83,9 +128,54 @@ double PredictiveQuantile(std::vector<double> values, double q) {
   return stacksim::PredictiveQuantile(Sorted(std::move(values)), q);
 }
 
+std::string RunSource(const std::string& run_id) { return run_id.substr(0, run_id.find('-')); }
+
+RangeOptions OptionsFor(const ErrorTable& table) {
+  RangeOptions o;
+  if (table.calibration) o.widening = table.calibration->widening;
+  return o;
+}
+
+RangeCalibration CalibrateRangeWidening(const ErrorTable& table) {
+  std::vector<const ErrorTableRun*> runs;
+  std::set<std::string> sources;
+  for (const auto& r : table.runs) {
+    runs.push_back(&r);
+    sources.insert(RunSource(r.id));
+  }
+  if (sources.size() < 2) throw std::invalid_argument("CalibrateRangeWidening: runs from one source only");
+  // Pools without one source, and without two (the refit below).
+  std::map<std::set<std::string>, ErrorTable> pools;
+  auto without = [&](std::set<std::string> left_out) -> const ErrorTable& {
+    auto it = pools.find(left_out);
+    if (it == pools.end()) it = pools.emplace(left_out, RunsNotFrom(runs, left_out)).first;
+    return it->second;
+  };
+  auto other_sources = [&](const ErrorTableRun& r) -> const ErrorTable& { return without({RunSource(r.id)}); };
+  RangeCalibration c;
+  c.runs = static_cast<int>(runs.size());
+  c.widening = FitWidening(runs, other_sources);
+  const double n = static_cast<double>(runs.size());
+  c.coverage_pct = 100.0 * Inside(runs, other_sources, c.widening) / n;
+  c.unwidened_pct = 100.0 * Inside(runs, other_sources, 1.0) / n;
+  // Refitted without each source: the others fit their widening among
+  // themselves, and the left-out source's runs are judged at it.
+  int inside = 0;
+  for (const std::string& s : sources) {
+    std::vector<const ErrorTableRun*> rest, mine;
+    for (const ErrorTableRun* r : runs) (RunSource(r->id) == s ? mine : rest).push_back(r);
+    const double w = FitWidening(rest, [&](const ErrorTableRun& r) -> const ErrorTable& {
+      return without({s, RunSource(r.id)});
+    });
+    inside += Inside(mine, [&](const ErrorTableRun&) -> const ErrorTable& { return without({s}); }, w);
+  }
+  c.refit_coverage_pct = 100.0 * inside / n;
+  return c;
+}
+
 std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFeatures& f, double predicted_s,
                                            const RangeOptions& options, const std::string& exclude_id) {
-  std::vector<const ErrorTableRun*> pool = Others(table, exclude_id);
+  std::vector<const ErrorTableRun*> pool = Others(table, exclude_id, options.exclude_source);
   if (pool.empty()) return std::nullopt;
   std::string widened;
   for (const Level& level : kLevels) {
@@ -110,13 +200,23 @@ std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFea
     }
     r.low_quantile = options.low_quantile;
     r.high_quantile = options.high_quantile;
+    r.widening = options.widening;
     r.error_low = PredictiveQuantile(errors, options.low_quantile);
     r.error_high = PredictiveQuantile(errors, options.high_quantile);
+    if (options.widening != 1.0) {
+      // Stretch about the median in log(1 + e), where any stretch keeps 1 + e > 0.
+      const double m = std::log1p(PredictiveQuantile(errors, 0.5));
+      r.error_low = std::expm1(m - options.widening * (m - std::log1p(r.error_low)));
+      r.error_high = std::expm1(m + options.widening * (std::log1p(r.error_high) - m));
+    }
     // The simulator's error e = predicted / true - 1, so true = predicted / (1 + e).
     r.low_s = predicted_s / (1.0 + r.error_high);
     r.high_s = predicted_s / (1.0 + r.error_low);
     r.basis = fmt::format("{}-{} of the errors of {} validated {}", QuantileName(options.low_quantile),
                           QuantileName(options.high_quantile), r.n, Describe(level, f));
+    if (options.widening != 1.0) {
+      r.basis += fmt::format(", stretched x{:.2f} (calibrated on left-out sources)", options.widening);
+    }
     if (!widened.empty()) r.widened = "widened to " + std::string(level.widened) + ": " + widened;
     return r;
   }
@@ -248,7 +348,7 @@ Assessment Assess(const ErrorTable& table, const RunFeatures& f, double predicte
 }
 
 Assessment AssessScenario(const ErrorTable& table, const config::ScenarioConfig& scenario, double predicted_s) {
-  Assessment a = Assess(table, FeaturesOf(scenario), predicted_s);
+  Assessment a = Assess(table, FeaturesOf(scenario), predicted_s, OptionsFor(table));
   if (scenario.plan.finetune.frozen_base()) {
     a.warnings.push_back(std::string(config::FinetuneMethodName(scenario.plan.finetune.method)) +
                          " fine-tuning was never validated: the range comes from full-training runs");
@@ -282,6 +382,7 @@ nlohmann::json StepRangeJson(const StepRange& r) {
           {"error_low", r.error_low},
           {"error_high", r.error_high},
           {"quantiles", {r.low_quantile, r.high_quantile}},
+          {"widening", r.widening},
           {"basis", r.basis},
           {"n", r.n},
           {"widened", r.widened},
@@ -311,9 +412,10 @@ std::string AssessmentText(const Assessment& a) {
 std::string StepRangeLine(const Assessment& a) {
   if (!a.range) return "";
   const StepRange& r = *a.range;
-  return fmt::format("likely              {}-{} s ({}-{} of {} similar validated runs; see uncertainty)\n",
+  const std::string stretch = r.widening != 1.0 ? fmt::format(" x{:.2f}", r.widening) : "";
+  return fmt::format("likely              {}-{} s ({}-{}{} of {} similar validated runs; see uncertainty)\n",
                      Seconds(r.low_s), Seconds(r.high_s), QuantileName(r.low_quantile),
-                     QuantileName(r.high_quantile), r.n);
+                     QuantileName(r.high_quantile), stretch, r.n);
 }
 
 }  // namespace stacksim::uncertainty

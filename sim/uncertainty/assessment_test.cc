@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -206,6 +207,77 @@ TEST(PlanFamily, IsTheSignatureTheRecomputationAndThePipelineSchedule) {
   EXPECT_FALSE(Has(a.warnings, "plan family"));
   // The assessment of a scenario is the assessment of its features.
   EXPECT_EQ(PlanFamilyJson(a)["validated_runs"], 1);
+}
+
+// The calibrated stretch works in log(1 + e) about the similar runs' median.
+// Errors -0.2 -0.1 -0.1 0 0 0 0.1 0.1 0.3 (n = 9): p10 at position 1 is
+// -0.2, p90 at 9 is 0.3, the median 0. Stretched x2: 0.8^2 - 1 = -0.36 and
+// 1.3^2 - 1 = 0.69, so a 10 s prediction reads 10 / 1.69 - 10 / 0.64 s.
+TEST(StepRange, StretchIsInLogSpaceAboutTheMedian) {
+  std::vector<std::pair<RunFeatures, double>> runs;
+  for (double e : {-0.2, -0.1, -0.1, 0.0, 0.0, 0.0, 0.1, 0.1, 0.3}) runs.push_back({Hopper(128), e});
+  RangeOptions o;
+  o.widening = 2.0;
+  auto r = EstimateStepRange(Table(runs), Hopper(128), 10.0, o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NEAR(r->error_low, -0.36, 1e-12);
+  EXPECT_NEAR(r->error_high, 0.69, 1e-12);
+  EXPECT_NEAR(r->low_s, 10.0 / 1.69, 1e-9);
+  EXPECT_NEAR(r->high_s, 10.0 / 0.64, 1e-9);
+  EXPECT_NE(r->basis.find("stretched x2.00"), std::string::npos) << r->basis;
+  // Without a stretch, the quantiles as they are.
+  auto plain = EstimateStepRange(Table(runs), Hopper(128), 10.0);
+  EXPECT_NEAR(plain->error_low, -0.2, 1e-12);
+  EXPECT_NEAR(plain->error_high, 0.3, 1e-12);
+}
+
+// Two sources of five runs with the same features, so each source's runs get
+// the other's [min, max] (type 6 clamps p10/p90 at n = 5) stretched about its
+// median. A: -0.1 0 0 0 0.1; B: 0 0.05 0.15 0.25 0.5. Unstretched, B's range
+// [0, 0.5] holds four of A's runs and A's [-0.1, 0.1] two of B's: 60%. B's
+// 0.15 enters A's range when log(1.1) w >= log(1.15), w >= 1.47 (grid: 1.5);
+// A's -0.1 enters B's (median 0.15) when log(1.15) (1 - w) <= log(0.9),
+// w >= 1.754 (grid: 1.8): 8 of 10, the fitted stretch. Refitted without A,
+// B alone has no other source (no range at any stretch: the grid's 4), and
+// at x4 all of A falls inside B's range; likewise B at x4 against A's:
+// [0.9^4 - 1, 1.1^4 - 1] = [-0.34, 0.46] holds four of B's five: 9 of 10.
+TEST(RangeCalibration, FitsTheSmallestStretchThatHoldsEightyPercentOfLeftOutSources) {
+  ErrorTable t;
+  auto add = [&](const std::string& id, double e) {
+    ErrorTableRun r;
+    r.id = id;
+    r.features = Hopper(128);
+    r.measured_s = 1.0;
+    r.predicted_s = 1.0 + e;
+    r.error = e;
+    t.runs.push_back(r);
+  };
+  int i = 0;
+  for (double e : {-0.1, 0.0, 0.0, 0.0, 0.1}) add("a-" + std::to_string(i++), e);
+  for (double e : {0.0, 0.05, 0.15, 0.25, 0.5}) add("b-" + std::to_string(i++), e);
+  RangeCalibration c = CalibrateRangeWidening(t);
+  EXPECT_EQ(c.runs, 10);
+  EXPECT_NEAR(c.widening, 1.8, 1e-9);
+  EXPECT_NEAR(c.coverage_pct, 80.0, 1e-9);
+  EXPECT_NEAR(c.unwidened_pct, 60.0, 1e-9);
+  EXPECT_NEAR(c.refit_coverage_pct, 90.0, 1e-9);
+  // The table's options carry it; a run's range leaves its whole source out.
+  t.calibration = c;
+  RangeOptions o = OptionsFor(t);
+  EXPECT_NEAR(o.widening, 1.8, 1e-9);
+  o.exclude_source = true;
+  auto r = EstimateStepRange(t, Hopper(128), 1.0, o, "a-0");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->n, 5);
+  for (const auto& id : r->run_ids) EXPECT_EQ(RunSource(id), "b");
+  EXPECT_EQ(RunSource("dgxc-gpt3-175b-bf16-128gpu"), "dgxc");
+}
+
+TEST(RangeCalibration, NeedsTwoSources) {
+  ErrorTable t = Table({{Hopper(128), 0.0}, {Hopper(128), 0.1}});
+  t.runs[0].id = "dgxc-a";  // both from source "dgxc"
+  t.runs[1].id = "dgxc-b";
+  EXPECT_THROW(CalibrateRangeWidening(t), std::invalid_argument);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #define STACKSIM_SIM_UNCERTAINTY_ERROR_TABLE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,20 @@ struct ErrorTableRun {
   double error = 0;  // predicted / measured - 1
 };
 
+// How much wider than the similar runs' p10-p90 errors a range must be for
+// a run from a source the table has never seen: fitted by `stacksim
+// validate` (CalibrateRangeWidening, sim/uncertainty/assessment.h) so that
+// about 80% of the runs of each left-out source fall inside the range the
+// other sources give them. The one constant the ranges fit to end-to-end
+// data; absent (widening 1) in tables written before it existed.
+struct RangeCalibration {
+  double widening = 1.0;          // factor on log(1 + e) about the median
+  double coverage_pct = 0;        // leave one source out, at `widening`
+  double unwidened_pct = 0;       // the same at widening 1
+  double refit_coverage_pct = 0;  // widening refitted without each source, that source's runs inside
+  int runs = 0;                   // runs the coverage counts
+};
+
 struct ErrorTable {
   // Where the table came from: the validation file, the stacksim commit and
   // the date (UTC) of the validation run that produced it.
@@ -74,6 +89,7 @@ struct ErrorTable {
   std::string generated;
   int validation_runs = 0;  // runs in the validation file (the table keeps the scored, predicted ones)
   std::vector<ErrorTableRun> runs;
+  std::optional<RangeCalibration> calibration;
 };
 
 inline constexpr const char* kErrorTableSchema = "stacksim.error_table/1";

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <tuple>
@@ -232,26 +233,36 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
     }
     fr.runs = static_cast<int>(mine.size());
     fr.mape_dense_pct = fr.scored_dense_predicted > 0 ? file_dense_sum / fr.scored_dense_predicted : 0;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      RunOutcome& o = rep.runs[i];
-      if (inputs[i].file != f || !o.scored || !o.predicted_s || !o.features) continue;
-      uncertainty::Assessment a = uncertainty::Assess(table, *o.features, *o.predicted_s, {}, o.id);
-      o.coverage = a.warnings;
-      o.range = a.range;
-      if (o.range) {
-        ++fr.ranged;
-        if (*o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s) ++fr.inside_range;
-      }
-    }
     fr.summary = Summarize(mine);
-    rep.ranged += fr.ranged;
-    rep.inside_range += fr.inside_range;
     names.push_back(table.validation_file);
     rep.error_table.validation_runs += table.validation_runs;
     for (auto& run : table.runs) rep.error_table.runs.push_back(std::move(run));
     rep.files.push_back(std::move(fr));
   }
   for (const auto& n : names) rep.error_table.validation_file += (rep.error_table.validation_file.empty() ? "" : ", ") + n;
+
+  // Each scored run's range from the runs of the other sources (all files),
+  // at the widening that puts about 80% of them inside.
+  std::set<std::string> sources;
+  for (const auto& r : rep.error_table.runs) sources.insert(uncertainty::RunSource(r.id));
+  if (sources.size() >= 2) rep.error_table.calibration = uncertainty::CalibrateRangeWidening(rep.error_table);
+  uncertainty::RangeOptions held_out = uncertainty::OptionsFor(rep.error_table);
+  held_out.exclude_source = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RunOutcome& o = rep.runs[i];
+    if (!o.scored || !o.predicted_s || !o.features) continue;
+    uncertainty::Assessment a = uncertainty::Assess(rep.error_table, *o.features, *o.predicted_s, held_out, o.id);
+    o.coverage = a.warnings;
+    o.range = a.range;
+    if (!o.range) continue;
+    FileReport& fr = rep.files[inputs[i].file];
+    ++fr.ranged;
+    if (*o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s) ++fr.inside_range;
+  }
+  for (const FileReport& fr : rep.files) {
+    rep.ranged += fr.ranged;
+    rep.inside_range += fr.inside_range;
+  }
 
   // Leave one source out: refit without each source, predict it again.
   std::map<std::pair<std::string, std::string>, const RunInput*> by_id;
@@ -416,7 +427,13 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
                                 {"inside", report.inside_range},
                                 {"inside_pct", InsidePct(report)},
                                 {"claimed_pct", ClaimedPct()},
+                                {"left_out", "source"},
                                 {"bands", bands}};
+  if (const auto& c = report.error_table.calibration) {
+    calibration["widening"] = c->widening;
+    calibration["unwidened_pct"] = c->unwidened_pct;
+    calibration["refit_inside_pct"] = c->refit_coverage_pct;
+  }
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : report.files) {
     nlohmann::json j = SummaryJson(f.summary);
@@ -467,7 +484,7 @@ std::string ValidationText(const ValidationReport& report) {
       for (const auto& w : o.warnings) out += "    warning: " + w + "\n";
       if (o.range) {
         bool inside = *o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s;
-        out += "    range (leave-one-out): " + uncertainty::StepRangeText(*o.range) + "; measured " +
+        out += "    range (its source left out): " + uncertainty::StepRangeText(*o.range) + "; measured " +
                (inside ? "inside" : "OUTSIDE") + "\n";
       }
       // Every validated profile is datasheet-derived: the summary says so once.
@@ -505,9 +522,14 @@ std::string ValidationText(const ValidationReport& report) {
   for (const auto& r : report.error_table.runs) ++kinds[r.features.gpu_kind];
   std::string kind_list;
   for (const auto& [k, n] : kinds) kind_list += fmt::format("{}{} {}", kind_list.empty() ? "" : ", ", n, k);
-  out += fmt::format("\nuncertainty (leave-one-out): the measured step fell inside its p10-p90 range for {} of {} "
-                     "scored runs ({:.1f}%; the range claims {:.0f}%)\n",
+  out += fmt::format("\nuncertainty (leave one source out): the measured step fell inside the range the other "
+                     "sources give it for {} of {} scored runs ({:.1f}%; the range claims {:.0f}%)\n",
                      report.inside_range, report.ranged, InsidePct(report), ClaimedPct());
+  if (const auto& c = report.error_table.calibration) {
+    out += fmt::format("  fitted constant: range widening x{:.2f} about the similar runs' median (p10-p90 as they are: "
+                       "{:.1f}% inside); refitted without each source, that source's runs inside: {:.1f}%\n",
+                       c->widening, c->unwidened_pct, c->refit_coverage_pct);
+  }
   out += "  profiles of the validated runs: " + kind_list + "\n";
   out += "validated runs by GPU class, scale band and parallelism: n, error p10 / median / p90\n";
   for (const auto& [key, b] : Bands(report.error_table)) {

@@ -37,7 +37,7 @@ struct FileReport {
   int runs = 0;            // runs listed (after --run)
   double mape_dense_pct = 0;
   int scored_dense_predicted = 0;
-  int ranged = 0;          // scored runs with a leave-one-out range from this file's other runs
+  int ranged = 0;          // scored runs with a range from the other sources' runs (all files)
   int inside_range = 0;
   Summary summary;
 };
@@ -50,9 +50,10 @@ struct ValidationReport {
   int scored_dense_predicted = 0;
   int scored_total = 0;
   // The error table of this validation (scored, predicted runs; the commit
-  // and date are left for the caller to stamp), and the calibration of the
-  // ranges: how many scored runs got a leave-one-out range, and for how many
-  // the measured step fell inside it.
+  // and date are left for the caller to stamp; its range calibration fitted
+  // when the runs come from two sources or more), and how many scored runs
+  // got a range from the other sources' runs, and for how many the measured
+  // step fell inside it.
   uncertainty::ErrorTable error_table;
   int ranged = 0;
   int inside_range = 0;
