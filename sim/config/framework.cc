@@ -54,6 +54,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
+  base.fp8_tp_gather = fp8_tp_gather;
   base.zero3_gather = zero3_gather;
   base.zero3_max_reuse_distance = zero3_max_reuse_distance;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
@@ -158,6 +159,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     }
   }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
+  if (facts.Has("fp8_tp_gather")) f.fp8_tp_gather = Fact(facts, "fp8_tp_gather").Bool();
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
   }

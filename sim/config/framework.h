@@ -92,6 +92,7 @@ struct FrameworkProfile {
   // default for an unset expert_tensor_parallel_size).
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
+  bool fp8_tp_gather = false;  // PlanConfig::fp8_tp_gather
   Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
   double zero3_max_reuse_distance = 1e9;
 

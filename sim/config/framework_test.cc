@@ -271,10 +271,12 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   EXPECT_EQ(s.plan.sharding, Sharding::kZero1);
   EXPECT_EQ(s.plan.GradReducePrecision(), Precision::kBf16);
   EXPECT_FALSE(s.plan.cp_torch_ring);
+  EXPECT_TRUE(s.plan.fp8_tp_gather);  // Transformer Engine gathers FP8 under SP
 
   doc["framework"] = "torchtitan";
   s = ParseScenario(doc, "s.json", {});
   EXPECT_TRUE(s.plan.cp_torch_ring);  // PyTorch's ring attention
+  EXPECT_TRUE(s.plan.fp8_tp_gather);  // torchao's float8 TP
   EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);
   EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero3);

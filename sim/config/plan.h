@@ -232,6 +232,12 @@ struct PlanConfig {
   // column-parallel linears, which keep that gathered input for their weight
   // gradient); false: Megatron keeps the sequence shard and re-gathers it.
   bool sp_keeps_gathered_inputs = false;
+  // FP8 training under sequence parallelism: the TP all-gathers that feed FP8
+  // GEMMs (the norm outputs before the column-parallel linears, their
+  // re-gather for the weight gradient, the row-parallel linears' output
+  // gradients) move FP8 data, one byte an element (Transformer Engine,
+  // torchao's float8 TP); false: 16-bit. Reduce-scatters stay 16-bit.
+  bool fp8_tp_gather = false;
   // Context parallelism as PyTorch's ring attention runs it (torchtitan:
   // torch.distributed.tensor.experimental context_parallel): one SDPA per
   // ring step on the K/V after repeat_kv (query heads wide), the partial

@@ -88,7 +88,7 @@ std::vector<Op> EmbeddingForward(const LayerShape& s) {
 std::vector<Op> EmbeddingBackward(const LayerShape& s) {
   std::vector<Op> ops;
   if (s.finetune.frozen_base()) return ops;  // a frozen table: no gradient to scatter
-  AddGather(ops, "ag-embedding-grad", s);
+  AddGather16(ops, "ag-embedding-grad", s);
   const double n = D(s.tokens()) * D(s.hidden);
   // Scatter-add of token gradients into the (fp32) embedding gradient rows.
   ops.push_back(Memory("embedding-bwd", ActBytes(s, n) + 8.0 * n / std::max(1, s.tp), s));
@@ -100,7 +100,7 @@ std::vector<Op> HeadForward(const LayerShape& s) {
   const int64_t T = s.tokens();
   const int64_t v_rank = s.vocab / s.tp;
   ops.push_back(NormForward("final-norm", s));
-  AddGather(ops, "ag-head", s);
+  AddGather16(ops, "ag-head", s);
   ops.push_back(Gemm16("logits", T, v_rank, s.hidden, 1, s));
   // Vocabulary-parallel cross entropy in fp32: read logits, write fp32
   // softmax (Megatron keeps it for the backward), three small all-reduces.

@@ -17,6 +17,10 @@ double LayerShape::element_bytes() const {
   return config::PrecisionBytes(kernels.precision == Precision::kFp8 ? Precision::kBf16 : kernels.precision);
 }
 
+double LayerShape::gather_element_bytes() const {
+  return kernels.precision == config::Precision::kFp8 && fp8_tp_gather ? 1.0 : element_bytes();
+}
+
 double LayerShape::routed_tokens() const {
   return sequence_parallel ? D(tokens()) / tp : D(tokens());
 }
@@ -69,6 +73,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.recompute_modules = plan.recompute_modules;
   s.selective_policy = plan.selective_policy;
   s.sp_keeps_gathered_inputs = plan.sp_keeps_gathered_inputs;
+  s.fp8_tp_gather = plan.fp8_tp_gather;
   s.finetune = plan.finetune;
 
   s.attention.heads = model.num_attention_heads;

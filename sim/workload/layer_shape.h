@@ -127,6 +127,8 @@ struct LayerShape {
   // Under SP the column-parallel linears keep the all-gathered input
   // (DTensor, plan.sp_keeps_gathered_inputs), not the sequence shard.
   bool sp_keeps_gathered_inputs = false;
+  // FP8 all-gathers under SP (plan.fp8_tp_gather): see gather_element_bytes().
+  bool fp8_tp_gather = false;
   // LoRA / QLoRA (plan.finetune): frozen base weights and their adapters (lora.h).
   config::FinetuneConfig finetune;
   AttentionShape attention;
@@ -139,6 +141,10 @@ struct LayerShape {
   int64_t tokens() const { return micro_batch * seq / cp.size; }
   // Bytes of an activation element (FP8 training keeps 16-bit activations).
   double element_bytes() const;
+  // Bytes of an element a TP all-gather moves to an FP8 GEMM: 1 when the
+  // GEMMs run in FP8 and the framework gathers FP8 data (fp8_tp_gather),
+  // else element_bytes().
+  double gather_element_bytes() const;
   // A dense layer of `model` under `plan` at sequence length `seq`, with the
   // eager kernel efficiencies of `profile`.
   static LayerShape From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq,

@@ -98,7 +98,13 @@ void AddReduce(std::vector<Op>& ops, const std::string& name, const LayerShape& 
 
 void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async) {
   if (s.tp == 1 || !s.sequence_parallel) return;
-  ops.push_back(Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.element_bytes(), async));
+  ops.push_back(
+      Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.gather_element_bytes(), async));
+}
+
+void AddGather16(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
+  if (s.tp == 1 || !s.sequence_parallel) return;
+  ops.push_back(Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.element_bytes()));
 }
 
 double ActBytes(const LayerShape& s, double elements) { return elements * s.element_bytes(); }

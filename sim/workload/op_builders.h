@@ -52,8 +52,13 @@ void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, i
 Op Collective(const std::string& name, trace::CollectiveKind kind, double bytes, bool async = false);
 // The all-reduce after a row-parallel GEMM (or its reduce-scatter under SP).
 void AddReduce(std::vector<Op>& ops, const std::string& name, const LayerShape& s);
-// The all-gather before a column-parallel GEMM under SP.
+// The all-gather before a column-parallel GEMM of the layer under SP (FP8
+// data when the GEMM runs in FP8 and the framework gathers FP8:
+// LayerShape::gather_element_bytes).
 void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async = false);
+// The same before a 16-bit consumer (the output layer's GEMM, the embedding's
+// gradient scatter): 16-bit data whatever the layers' GEMMs run in.
+void AddGather16(std::vector<Op>& ops, const std::string& name, const LayerShape& s);
 
 // Tokens the norms, dropouts and residual adds touch on one rank.
 double NormTokens(const LayerShape& s);
