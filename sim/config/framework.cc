@@ -55,6 +55,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
   base.fp8_tp_gather = fp8_tp_gather;
+  base.cp_comm = cp_comm;
   base.zero3_gather = zero3_gather;
   base.zero3_max_reuse_distance = zero3_max_reuse_distance;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
@@ -160,6 +161,9 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("fp8_tp_gather")) f.fp8_tp_gather = Fact(facts, "fp8_tp_gather").Bool();
+  if (facts.Has("cp_comm")) {
+    f.cp_comm = Fact(facts, "cp_comm").OneOf({"p2p", "allgather"}) == "allgather" ? CpComm::kAllGather : CpComm::kP2p;
+  }
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
   }

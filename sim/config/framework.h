@@ -93,6 +93,7 @@ struct FrameworkProfile {
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
   bool fp8_tp_gather = false;  // PlanConfig::fp8_tp_gather
+  CpComm cp_comm = CpComm::kP2p;  // PlanConfig::cp_comm (Megatron-Core's ring of K/V blocks)
   Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
   double zero3_max_reuse_distance = 1e9;
 

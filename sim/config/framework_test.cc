@@ -277,9 +277,19 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   s = ParseScenario(doc, "s.json", {});
   EXPECT_TRUE(s.plan.cp_torch_ring);  // PyTorch's ring attention
   EXPECT_TRUE(s.plan.fp8_tp_gather);  // torchao's float8 TP
+  EXPECT_EQ(s.plan.cp_comm, CpComm::kP2p);
   EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);
   EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
   EXPECT_EQ(s.plan.sharding, Sharding::kZero3);
+
+  // Llama 3's all-gather CP (arXiv:2407.21783 section 3.3.2); a plan key wins.
+  doc["framework"] = "llama3-meta";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.cp_comm, CpComm::kAllGather);
+  doc["plan"]["cp_comm"] = "p2p";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.cp_comm, CpComm::kP2p);
+  doc["plan"].erase("cp_comm");
 
   // llm-foundry's 2023 benchmarks ran MPT with attn_impl triton.
   doc["framework"] = "llm-foundry";

@@ -297,6 +297,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
     plan.cp_torch_ring = d.cp_torch_ring;
     plan.fp8_tp_gather = d.fp8_tp_gather;
+    plan.cp_comm = d.cp_comm;
     plan.tp_comm_overlap = fw.TpOverlapFor(s.model.is_moe());
     plan.zero3_gather = d.zero3_gather;
     plan.zero3_max_reuse_distance = d.zero3_max_reuse_distance;
