@@ -64,19 +64,19 @@ std::vector<const ErrorTableRun*> Others(const ErrorTable& t, const std::string&
   return out;
 }
 
-// The widening grid of CalibrateRangeWidening and the coverage it aims at
-// (the range's claim, high - low quantile).
-constexpr double kWideningStep = 0.05;
-constexpr int kWideningSteps = 60;  // 1 .. 4
+// The margin grid of CalibrateRangeMargin and the coverage it aims at (the
+// range's claim, high - low quantile).
+constexpr double kMarginStep = 0.01;
+constexpr int kMarginSteps = 100;  // 0 .. 1
 constexpr double kTargetCoverage = 0.80;
 
 // Of `runs`, how many fall inside the range `pool_of(run)` (an ErrorTable)
-// gives them at `widening`.
+// gives them at `margin`.
 template <typename Pool>
-int Inside(const std::vector<const ErrorTableRun*>& runs, Pool pool_of, double widening) {
+int Inside(const std::vector<const ErrorTableRun*>& runs, Pool pool_of, double margin) {
   int inside = 0;
   RangeOptions o;
-  o.widening = widening;
+  o.margin = margin;
   for (const ErrorTableRun* r : runs) {
     auto range = EstimateStepRange(pool_of(*r), r->features, r->predicted_s, o);
     if (range && r->measured_s >= range->low_s && r->measured_s <= range->high_s) ++inside;
@@ -84,15 +84,15 @@ int Inside(const std::vector<const ErrorTableRun*>& runs, Pool pool_of, double w
   return inside;
 }
 
-// The smallest widening on the grid at which `runs` reach the target coverage
+// The smallest margin on the grid at which `runs` reach the target coverage
 // against `pool_of`; the grid's last value if none does.
 template <typename Pool>
-double FitWidening(const std::vector<const ErrorTableRun*>& runs, Pool pool_of) {
-  for (int i = 0; i <= kWideningSteps; ++i) {
-    const double w = 1.0 + kWideningStep * i;
-    if (Inside(runs, pool_of, w) >= kTargetCoverage * static_cast<double>(runs.size())) return w;
+double FitMargin(const std::vector<const ErrorTableRun*>& runs, Pool pool_of) {
+  for (int i = 0; i <= kMarginSteps; ++i) {
+    const double m = kMarginStep * i;
+    if (Inside(runs, pool_of, m) >= kTargetCoverage * static_cast<double>(runs.size())) return m;
   }
-  return 1.0 + kWideningStep * kWideningSteps;
+  return kMarginStep * kMarginSteps;
 }
 
 // The table's runs from none of `sources`.
@@ -132,18 +132,18 @@ std::string RunSource(const std::string& run_id) { return run_id.substr(0, run_i
 
 RangeOptions OptionsFor(const ErrorTable& table) {
   RangeOptions o;
-  if (table.calibration) o.widening = table.calibration->widening;
+  if (table.calibration) o.margin = table.calibration->margin;
   return o;
 }
 
-RangeCalibration CalibrateRangeWidening(const ErrorTable& table) {
+RangeCalibration CalibrateRangeMargin(const ErrorTable& table) {
   std::vector<const ErrorTableRun*> runs;
   std::set<std::string> sources;
   for (const auto& r : table.runs) {
     runs.push_back(&r);
     sources.insert(RunSource(r.id));
   }
-  if (sources.size() < 2) throw std::invalid_argument("CalibrateRangeWidening: runs from one source only");
+  if (sources.size() < 2) throw std::invalid_argument("CalibrateRangeMargin: runs from one source only");
   // Pools without one source, and without two (the refit below).
   std::map<std::set<std::string>, ErrorTable> pools;
   auto without = [&](std::set<std::string> left_out) -> const ErrorTable& {
@@ -154,17 +154,17 @@ RangeCalibration CalibrateRangeWidening(const ErrorTable& table) {
   auto other_sources = [&](const ErrorTableRun& r) -> const ErrorTable& { return without({RunSource(r.id)}); };
   RangeCalibration c;
   c.runs = static_cast<int>(runs.size());
-  c.widening = FitWidening(runs, other_sources);
+  c.margin = FitMargin(runs, other_sources);
   const double n = static_cast<double>(runs.size());
-  c.coverage_pct = 100.0 * Inside(runs, other_sources, c.widening) / n;
-  c.unwidened_pct = 100.0 * Inside(runs, other_sources, 1.0) / n;
-  // Refitted without each source: the others fit their widening among
+  c.coverage_pct = 100.0 * Inside(runs, other_sources, c.margin) / n;
+  c.unwidened_pct = 100.0 * Inside(runs, other_sources, 0.0) / n;
+  // Refitted without each source: the others fit their margin among
   // themselves, and the left-out source's runs are judged at it.
   int inside = 0;
   for (const std::string& s : sources) {
     std::vector<const ErrorTableRun*> rest, mine;
     for (const ErrorTableRun* r : runs) (RunSource(r->id) == s ? mine : rest).push_back(r);
-    const double w = FitWidening(rest, [&](const ErrorTableRun& r) -> const ErrorTable& {
+    const double w = FitMargin(rest, [&](const ErrorTableRun& r) -> const ErrorTable& {
       return without({s, RunSource(r.id)});
     });
     inside += Inside(mine, [&](const ErrorTableRun&) -> const ErrorTable& { return without({s}); }, w);
@@ -200,22 +200,22 @@ std::optional<StepRange> EstimateStepRange(const ErrorTable& table, const RunFea
     }
     r.low_quantile = options.low_quantile;
     r.high_quantile = options.high_quantile;
-    r.widening = options.widening;
+    r.margin = options.margin;
     r.error_low = PredictiveQuantile(errors, options.low_quantile);
     r.error_high = PredictiveQuantile(errors, options.high_quantile);
-    if (options.widening != 1.0) {
-      // Stretch about the median in log(1 + e), where any stretch keeps 1 + e > 0.
-      const double m = std::log1p(PredictiveQuantile(errors, 0.5));
-      r.error_low = std::expm1(m - options.widening * (m - std::log1p(r.error_low)));
-      r.error_high = std::expm1(m + options.widening * (std::log1p(r.error_high) - m));
+    if (options.margin > 0) {
+      // Widen in log(1 + e), where any margin keeps 1 + e > 0.
+      r.error_low = std::expm1(std::log1p(r.error_low) - options.margin);
+      r.error_high = std::expm1(std::log1p(r.error_high) + options.margin);
     }
     // The simulator's error e = predicted / true - 1, so true = predicted / (1 + e).
     r.low_s = predicted_s / (1.0 + r.error_high);
     r.high_s = predicted_s / (1.0 + r.error_low);
     r.basis = fmt::format("{}-{} of the errors of {} validated {}", QuantileName(options.low_quantile),
                           QuantileName(options.high_quantile), r.n, Describe(level, f));
-    if (options.widening != 1.0) {
-      r.basis += fmt::format(", stretched x{:.2f} (calibrated on left-out sources)", options.widening);
+    if (options.margin > 0) {
+      r.basis += fmt::format(", widened by a factor {:.2f} each way (calibrated on left-out sources)",
+                             std::exp(options.margin));
     }
     if (!widened.empty()) r.widened = "widened to " + std::string(level.widened) + ": " + widened;
     return r;
@@ -382,7 +382,7 @@ nlohmann::json StepRangeJson(const StepRange& r) {
           {"error_low", r.error_low},
           {"error_high", r.error_high},
           {"quantiles", {r.low_quantile, r.high_quantile}},
-          {"widening", r.widening},
+          {"margin", r.margin},
           {"basis", r.basis},
           {"n", r.n},
           {"widened", r.widened},
@@ -412,10 +412,10 @@ std::string AssessmentText(const Assessment& a) {
 std::string StepRangeLine(const Assessment& a) {
   if (!a.range) return "";
   const StepRange& r = *a.range;
-  const std::string stretch = r.widening != 1.0 ? fmt::format(" x{:.2f}", r.widening) : "";
-  return fmt::format("likely              {}-{} s ({}-{}{} of {} similar validated runs; see uncertainty)\n",
+  const std::string widened = r.margin > 0 ? fmt::format(", widened {:.2f}x each way", std::exp(r.margin)) : "";
+  return fmt::format("likely              {}-{} s ({}-{} of {} similar validated runs{}; see uncertainty)\n",
                      Seconds(r.low_s), Seconds(r.high_s), QuantileName(r.low_quantile),
-                     QuantileName(r.high_quantile), stretch, r.n);
+                     QuantileName(r.high_quantile), r.n, widened);
 }
 
 }  // namespace stacksim::uncertainty

@@ -10,9 +10,9 @@
 // quantiles (Hyndman & Fan type 6: for a new run exchangeable with the n
 // similar ones, the interval between them holds its error with probability
 // high - low). Runs of a new source are not exchangeable with them (a
-// source's errors move together), so the table's calibrated widening
-// stretches the interval about the median, in log(1 + e), until runs of
-// left-out sources fall inside as often as claimed. The true step then lies
+// source's errors move together), so the table's calibrated margin widens
+// the interval on each side, in log(1 + e), until runs of left-out sources
+// fall inside as often as claimed. The true step then lies
 // in predicted / (1 + e) over that interval: low_s = predicted / (1 + e_high),
 // high_s = predicted / (1 + e_low).
 // Times are seconds per optimizer step.
@@ -33,28 +33,28 @@ struct RangeOptions {
   double low_quantile = 0.10;
   double high_quantile = 0.90;
   int min_runs = 5;  // fewer similar runs than this: widen
-  // The quantiles' distance from the similar runs' median, in log(1 + e),
-  // is multiplied by this (ErrorTable::calibration; 1: the quantiles as they are).
-  double widening = 1.0;
+  // Added below the low and above the high quantile, in log(1 + e)
+  // (ErrorTable::calibration; 0: the quantiles as they are).
+  double margin = 0;
   // With an exclude_id: leave out every run of its source (RunSource), not
   // only the run itself.
   bool exclude_source = false;
 };
 
-// The options a table asks for: its calibrated widening, if any.
+// The options a table asks for: its calibrated margin, if any.
 RangeOptions OptionsFor(const ErrorTable& table);
 
 // A validation run's source: its id up to the first '-' ("dgxc" of
 // "dgxc-gpt3-175b-bf16-128gpu").
 std::string RunSource(const std::string& run_id);
 
-// Fits RangeCalibration::widening on the table's runs: the smallest factor,
-// on a grid of 0.05 from 1 to 4, at which at least 80% of the runs fall
+// Fits RangeCalibration::margin on the table's runs: the smallest margin,
+// on a grid of 0.01 from 0 to 1, at which at least 80% of the runs fall
 // inside the range the runs of the other sources give them. Also counts the
-// same with the factor refitted without each source (that source's runs
-// inside the range at its own refitted factor). REQUIRES: runs from at least
-// two sources.
-RangeCalibration CalibrateRangeWidening(const ErrorTable& table);
+// same with the margin refitted without each source (that source's runs
+// inside the range at its own refitted margin). REQUIRES: runs from at
+// least two sources.
+RangeCalibration CalibrateRangeMargin(const ErrorTable& table);
 
 // The q-quantile of `values` (any order) by Hyndman & Fan's type 6 (position
 // q (n + 1), 1-based, linear between order statistics, clamped to the
@@ -68,7 +68,7 @@ struct StepRange {
   double low_s = 0, high_s = 0;
   double error_low = 0, error_high = 0;  // the quantiles of the similar runs' errors
   double low_quantile = 0, high_quantile = 0;
-  double widening = 1.0;              // RangeOptions::widening applied
+  double margin = 0;                  // RangeOptions::margin applied
   int n = 0;                          // similar runs used
   std::string basis;                  // "p10-p90 of the errors of 9 validated hopper runs with tp/pp"
   std::string widened;                // "" or what was given up and why

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -209,39 +210,39 @@ TEST(PlanFamily, IsTheSignatureTheRecomputationAndThePipelineSchedule) {
   EXPECT_EQ(PlanFamilyJson(a)["validated_runs"], 1);
 }
 
-// The calibrated stretch works in log(1 + e) about the similar runs' median.
-// Errors -0.2 -0.1 -0.1 0 0 0 0.1 0.1 0.3 (n = 9): p10 at position 1 is
-// -0.2, p90 at 9 is 0.3, the median 0. Stretched x2: 0.8^2 - 1 = -0.36 and
-// 1.3^2 - 1 = 0.69, so a 10 s prediction reads 10 / 1.69 - 10 / 0.64 s.
-TEST(StepRange, StretchIsInLogSpaceAboutTheMedian) {
+// The calibrated margin widens in log(1 + e), on each side. Errors -0.2
+// -0.1 -0.1 0 0 0 0.1 0.1 0.3 (n = 9): p10 at position 1 is -0.2, p90 at 9
+// is 0.3. A margin of log(1.1): 0.8 / 1.1 - 1 and 1.3 x 1.1 - 1 = 0.43, so a
+// 10 s prediction reads 10 / 1.43 - 10 x 1.1 / 0.8 s.
+TEST(StepRange, MarginWidensBothQuantilesInLogSpace) {
   std::vector<std::pair<RunFeatures, double>> runs;
   for (double e : {-0.2, -0.1, -0.1, 0.0, 0.0, 0.0, 0.1, 0.1, 0.3}) runs.push_back({Hopper(128), e});
   RangeOptions o;
-  o.widening = 2.0;
+  o.margin = std::log(1.1);
   auto r = EstimateStepRange(Table(runs), Hopper(128), 10.0, o);
   ASSERT_TRUE(r.has_value());
-  EXPECT_NEAR(r->error_low, -0.36, 1e-12);
-  EXPECT_NEAR(r->error_high, 0.69, 1e-12);
-  EXPECT_NEAR(r->low_s, 10.0 / 1.69, 1e-9);
-  EXPECT_NEAR(r->high_s, 10.0 / 0.64, 1e-9);
-  EXPECT_NE(r->basis.find("stretched x2.00"), std::string::npos) << r->basis;
-  // Without a stretch, the quantiles as they are.
+  EXPECT_NEAR(r->error_low, 0.8 / 1.1 - 1.0, 1e-12);
+  EXPECT_NEAR(r->error_high, 0.43, 1e-12);
+  EXPECT_NEAR(r->low_s, 10.0 / 1.43, 1e-9);
+  EXPECT_NEAR(r->high_s, 10.0 * 1.1 / 0.8, 1e-9);
+  EXPECT_NE(r->basis.find("widened by a factor 1.10 each way"), std::string::npos) << r->basis;
+  // Without a margin, the quantiles as they are.
   auto plain = EstimateStepRange(Table(runs), Hopper(128), 10.0);
   EXPECT_NEAR(plain->error_low, -0.2, 1e-12);
   EXPECT_NEAR(plain->error_high, 0.3, 1e-12);
 }
 
 // Two sources of five runs with the same features, so each source's runs get
-// the other's [min, max] (type 6 clamps p10/p90 at n = 5) stretched about its
-// median. A: -0.1 0 0 0 0.1; B: 0 0.05 0.15 0.25 0.5. Unstretched, B's range
+// the other's [min, max] (type 6 clamps p10/p90 at n = 5) widened by the
+// margin m. A: -0.1 0 0 0 0.1; B: 0 0.05 0.15 0.25 0.5. With no margin, B's
 // [0, 0.5] holds four of A's runs and A's [-0.1, 0.1] two of B's: 60%. B's
-// 0.15 enters A's range when log(1.1) w >= log(1.15), w >= 1.47 (grid: 1.5);
-// A's -0.1 enters B's (median 0.15) when log(1.15) (1 - w) <= log(0.9),
-// w >= 1.754 (grid: 1.8): 8 of 10, the fitted stretch. Refitted without A,
-// B alone has no other source (no range at any stretch: the grid's 4), and
-// at x4 all of A falls inside B's range; likewise B at x4 against A's:
-// [0.9^4 - 1, 1.1^4 - 1] = [-0.34, 0.46] holds four of B's five: 9 of 10.
-TEST(RangeCalibration, FitsTheSmallestStretchThatHoldsEightyPercentOfLeftOutSources) {
+// 0.15 enters A's range when 1.1 e^m >= 1.15 (m >= 0.0445, grid 0.05), A's
+// -0.1 enters B's when e^-m <= 0.9 (m >= 0.1054, grid 0.11): 8 of 10, the
+// fitted margin. Refitted without A, B alone has no other source (no range
+// at any margin: the grid's last, 1), and at m = 1 all of A falls inside B's
+// [e^-1 - 1, 1.5 e - 1]; likewise all of B inside A's [0.9/e - 1, 1.1 e - 1]:
+// 10 of 10.
+TEST(RangeCalibration, FitsTheSmallestMarginThatHoldsEightyPercentOfLeftOutSources) {
   ErrorTable t;
   auto add = [&](const std::string& id, double e) {
     ErrorTableRun r;
@@ -255,16 +256,16 @@ TEST(RangeCalibration, FitsTheSmallestStretchThatHoldsEightyPercentOfLeftOutSour
   int i = 0;
   for (double e : {-0.1, 0.0, 0.0, 0.0, 0.1}) add("a-" + std::to_string(i++), e);
   for (double e : {0.0, 0.05, 0.15, 0.25, 0.5}) add("b-" + std::to_string(i++), e);
-  RangeCalibration c = CalibrateRangeWidening(t);
+  RangeCalibration c = CalibrateRangeMargin(t);
   EXPECT_EQ(c.runs, 10);
-  EXPECT_NEAR(c.widening, 1.8, 1e-9);
+  EXPECT_NEAR(c.margin, 0.11, 1e-9);
   EXPECT_NEAR(c.coverage_pct, 80.0, 1e-9);
   EXPECT_NEAR(c.unwidened_pct, 60.0, 1e-9);
-  EXPECT_NEAR(c.refit_coverage_pct, 90.0, 1e-9);
+  EXPECT_NEAR(c.refit_coverage_pct, 100.0, 1e-9);
   // The table's options carry it; a run's range leaves its whole source out.
   t.calibration = c;
   RangeOptions o = OptionsFor(t);
-  EXPECT_NEAR(o.widening, 1.8, 1e-9);
+  EXPECT_NEAR(o.margin, 0.11, 1e-9);
   o.exclude_source = true;
   auto r = EstimateStepRange(t, Hopper(128), 1.0, o, "a-0");
   ASSERT_TRUE(r.has_value());
@@ -277,7 +278,7 @@ TEST(RangeCalibration, NeedsTwoSources) {
   ErrorTable t = Table({{Hopper(128), 0.0}, {Hopper(128), 0.1}});
   t.runs[0].id = "dgxc-a";  // both from source "dgxc"
   t.runs[1].id = "dgxc-b";
-  EXPECT_THROW(CalibrateRangeWidening(t), std::invalid_argument);
+  EXPECT_THROW(CalibrateRangeMargin(t), std::invalid_argument);
 }
 
 }  // namespace

@@ -115,10 +115,10 @@ nlohmann::json ErrorTableToJson(const ErrorTable& t) {
     const RangeCalibration& c = *t.calibration;
     out["range_calibration"] = {
         {"about",
-         "Ranges widen the similar runs' p10-p90 errors by `widening` about their median (in log(1 + error)) so "
-         "that about 80% of each left-out source's runs fall inside the range the other sources give them; "
-         "fitted by `stacksim validate FILE... --write-error-table OUT` on these runs"},
-        {"widening", c.widening},
+         "Ranges widen the similar runs' p10-p90 errors by `margin` on each side, in log(1 + error), so that "
+         "about 80% of each left-out source's runs fall inside the range the other sources give them; fitted "
+         "by `stacksim validate FILE... --write-error-table OUT` on these runs"},
+        {"margin", c.margin},
         {"coverage_pct", c.coverage_pct},
         {"unwidened_pct", c.unwidened_pct},
         {"refit_coverage_pct", c.refit_coverage_pct},
@@ -173,8 +173,7 @@ ErrorTable ParseErrorTable(const nlohmann::json& doc, const std::string& file) {
     JsonObject c(*cal);
     c.Ignore({"about"});
     RangeCalibration rc;
-    rc.widening = c.Required("widening").PositiveNumber();
-    if (rc.widening < 1) c.Required("widening").Fail("must be at least 1 (a range never narrows)");
+    rc.margin = c.Required("margin").NonNegativeNumber();
     rc.coverage_pct = c.Required("coverage_pct").Number();
     rc.unwidened_pct = c.Required("unwidened_pct").Number();
     rc.refit_coverage_pct = c.Required("refit_coverage_pct").Number();

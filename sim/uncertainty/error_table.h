@@ -69,15 +69,15 @@ struct ErrorTableRun {
 
 // How much wider than the similar runs' p10-p90 errors a range must be for
 // a run from a source the table has never seen: fitted by `stacksim
-// validate` (CalibrateRangeWidening, sim/uncertainty/assessment.h) so that
+// validate` (CalibrateRangeMargin, sim/uncertainty/assessment.h) so that
 // about 80% of the runs of each left-out source fall inside the range the
 // other sources give them. The one constant the ranges fit to end-to-end
-// data; absent (widening 1) in tables written before it existed.
+// data; absent (margin 0) in tables written before it existed.
 struct RangeCalibration {
-  double widening = 1.0;          // factor on log(1 + e) about the median
-  double coverage_pct = 0;        // leave one source out, at `widening`
-  double unwidened_pct = 0;       // the same at widening 1
-  double refit_coverage_pct = 0;  // widening refitted without each source, that source's runs inside
+  double margin = 0;              // added to each side, in log(1 + e): a factor exp(margin) each way
+  double coverage_pct = 0;        // leave one source out, at `margin`
+  double unwidened_pct = 0;       // the same at margin 0
+  double refit_coverage_pct = 0;  // margin refitted without each source, that source's runs inside
   int runs = 0;                   // runs the coverage counts
 };
 

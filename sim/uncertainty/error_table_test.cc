@@ -49,19 +49,19 @@ TEST(ErrorTable, RoundTripsThroughJson) {
 TEST(ErrorTable, RangeCalibrationRoundTripsAndIsOptional) {
   ErrorTable t = OneRun();
   EXPECT_FALSE(ParseErrorTable(ErrorTableToJson(t), "t.json").calibration.has_value());
-  t.calibration = RangeCalibration{2.25, 81.7, 58.0, 74.4, 262};
+  t.calibration = RangeCalibration{0.19, 80.2, 59.2, 79.4, 262};
   ErrorTable back = ParseErrorTable(ErrorTableToJson(t), "t.json");
   ASSERT_TRUE(back.calibration.has_value());
-  EXPECT_DOUBLE_EQ(back.calibration->widening, 2.25);
-  EXPECT_DOUBLE_EQ(back.calibration->refit_coverage_pct, 74.4);
+  EXPECT_DOUBLE_EQ(back.calibration->margin, 0.19);
+  EXPECT_DOUBLE_EQ(back.calibration->refit_coverage_pct, 79.4);
   EXPECT_EQ(back.calibration->runs, 262);
   nlohmann::json j = ErrorTableToJson(t);
-  j["range_calibration"]["widening"] = 0.5;  // a range never narrows
+  j["range_calibration"]["margin"] = -0.1;  // a range never narrows
   try {
     ParseErrorTable(j, "t.json");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("range_calibration.widening"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("range_calibration.margin"), std::string::npos) << e.what();
   }
 }
 

@@ -242,10 +242,10 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   for (const auto& n : names) rep.error_table.validation_file += (rep.error_table.validation_file.empty() ? "" : ", ") + n;
 
   // Each scored run's range from the runs of the other sources (all files),
-  // at the widening that puts about 80% of them inside.
+  // at the margin that puts about 80% of them inside.
   std::set<std::string> sources;
   for (const auto& r : rep.error_table.runs) sources.insert(uncertainty::RunSource(r.id));
-  if (sources.size() >= 2) rep.error_table.calibration = uncertainty::CalibrateRangeWidening(rep.error_table);
+  if (sources.size() >= 2) rep.error_table.calibration = uncertainty::CalibrateRangeMargin(rep.error_table);
   uncertainty::RangeOptions held_out = uncertainty::OptionsFor(rep.error_table);
   held_out.exclude_source = true;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -430,7 +430,7 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
                                 {"left_out", "source"},
                                 {"bands", bands}};
   if (const auto& c = report.error_table.calibration) {
-    calibration["widening"] = c->widening;
+    calibration["margin"] = c->margin;
     calibration["unwidened_pct"] = c->unwidened_pct;
     calibration["refit_inside_pct"] = c->refit_coverage_pct;
   }
@@ -526,9 +526,9 @@ std::string ValidationText(const ValidationReport& report) {
                      "sources give it for {} of {} scored runs ({:.1f}%; the range claims {:.0f}%)\n",
                      report.inside_range, report.ranged, InsidePct(report), ClaimedPct());
   if (const auto& c = report.error_table.calibration) {
-    out += fmt::format("  fitted constant: range widening x{:.2f} about the similar runs' median (p10-p90 as they are: "
+    out += fmt::format("  fitted constant: range margin {:.2f} in log(1 + e), a factor {:.2f} each way (p10-p90 as they are: "
                        "{:.1f}% inside); refitted without each source, that source's runs inside: {:.1f}%\n",
-                       c->widening, c->unwidened_pct, c->refit_coverage_pct);
+                       c->margin, std::exp(c->margin), c->unwidened_pct, c->refit_coverage_pct);
   }
   out += "  profiles of the validated runs: " + kind_list + "\n";
   out += "validated runs by GPU class, scale band and parallelism: n, error p10 / median / p90\n";
