@@ -79,7 +79,7 @@ int Inside(const std::vector<const ErrorTableRun*>& runs, Pool pool_of, double m
   o.margin = margin;
   for (const ErrorTableRun* r : runs) {
     auto range = EstimateStepRange(pool_of(*r), r->features, r->predicted_s, o);
-    if (range && r->measured_s >= range->low_s && r->measured_s <= range->high_s) ++inside;
+    if (range && range->Holds(r->measured_s)) ++inside;
   }
   return inside;
 }

@@ -73,6 +73,9 @@ struct StepRange {
   std::string basis;                  // "p10-p90 of the errors of 9 validated hopper runs with tp/pp"
   std::string widened;                // "" or what was given up and why
   std::vector<std::string> run_ids;   // the similar runs
+
+  // Whether a measured step lies in [low_s, high_s].
+  bool Holds(double measured_s) const { return measured_s >= low_s && measured_s <= high_s; }
 };
 
 // nullopt when the table has no runs (after excluding `exclude_id`: the

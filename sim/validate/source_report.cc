@@ -5,9 +5,11 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/uncertainty/assessment.h"
+
 namespace stacksim::validate {
 
-std::string SourceOf(const std::string& run_id) { return run_id.substr(0, run_id.find('-')); }
+std::string SourceOf(const std::string& run_id) { return uncertainty::RunSource(run_id); }
 
 namespace {
 

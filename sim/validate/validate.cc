@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <set>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -257,7 +257,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
     if (!o.range) continue;
     FileReport& fr = rep.files[inputs[i].file];
     ++fr.ranged;
-    if (*o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s) ++fr.inside_range;
+    if (o.range->Holds(*o.measured_s)) ++fr.inside_range;
   }
   for (const FileReport& fr : rep.files) {
     rep.ranged += fr.ranged;
@@ -483,7 +483,7 @@ std::string ValidationText(const ValidationReport& report) {
       if (!chose.empty()) out += "    chosen: " + chose + "\n";
       for (const auto& w : o.warnings) out += "    warning: " + w + "\n";
       if (o.range) {
-        bool inside = *o.measured_s >= o.range->low_s && *o.measured_s <= o.range->high_s;
+        bool inside = o.range->Holds(*o.measured_s);
         out += "    range (its source left out): " + uncertainty::StepRangeText(*o.range) + "; measured " +
                (inside ? "inside" : "OUTSIDE") + "\n";
       }
@@ -526,8 +526,9 @@ std::string ValidationText(const ValidationReport& report) {
                      "sources give it for {} of {} scored runs ({:.1f}%; the range claims {:.0f}%)\n",
                      report.inside_range, report.ranged, InsidePct(report), ClaimedPct());
   if (const auto& c = report.error_table.calibration) {
-    out += fmt::format("  fitted constant: range margin {:.2f} in log(1 + e), a factor {:.2f} each way (p10-p90 as they are: "
-                       "{:.1f}% inside); refitted without each source, that source's runs inside: {:.1f}%\n",
+    out += fmt::format("  fitted constant: range margin {:.2f} in log(1 + e), a factor {:.2f} each way (p10-p90 "
+                       "as they are: {:.1f}% inside); refitted without each source, that source's runs inside: "
+                       "{:.1f}%\n",
                        c->margin, std::exp(c->margin), c->unwidened_pct, c->refit_coverage_pct);
   }
   out += "  profiles of the validated runs: " + kind_list + "\n";

@@ -96,15 +96,23 @@ void AddReduce(std::vector<Op>& ops, const std::string& name, const LayerShape& 
                            bytes));
 }
 
-void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async) {
+namespace {
+
+// The SP all-gather of the micro-batch's tokens x hidden, `element_bytes` each.
+void AddSequenceGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, double element_bytes,
+                       bool async) {
   if (s.tp == 1 || !s.sequence_parallel) return;
-  ops.push_back(
-      Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.gather_element_bytes(), async));
+  ops.push_back(Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * element_bytes, async));
+}
+
+}  // namespace
+
+void AddGather(std::vector<Op>& ops, const std::string& name, const LayerShape& s, bool async) {
+  AddSequenceGather(ops, name, s, s.gather_element_bytes(), async);
 }
 
 void AddGather16(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
-  if (s.tp == 1 || !s.sequence_parallel) return;
-  ops.push_back(Collective(name, CollectiveKind::kAllGather, D(s.tokens()) * D(s.hidden) * s.element_bytes()));
+  AddSequenceGather(ops, name, s, s.element_bytes(), /*async=*/false);
 }
 
 double ActBytes(const LayerShape& s, double elements) { return elements * s.element_bytes(); }

@@ -962,7 +962,7 @@ CALIBRATED_H200 = os.path.join(REPO, "profiles", "measured", "h200-sxm-141gb-202
 
 
 def calibrate_fit(directory):
-    """The GEMM cost model fit of stacksim calibrate's raw data (gemm.csv, launch.csv, env.json), with the copy
+    """The GEMM cost model fit of stacksim calibrate's raw data (gemm.csv, env.json), with the copy
     bandwidth and launch cost its profile.json states, by the same grid search as tools/gpu/fit_profile_h200.py."""
     with open(os.path.join(directory, "env.json")) as fh:
         env = json.load(fh)
@@ -975,12 +975,11 @@ def calibrate_fit(directory):
         top = max(large, key=lambda r: float(r["tflops_median"]))
         best[dtype] = {"row": top, "tflops": float(top["tflops_median"]),
                        "efficiency": float(top["tflops_median"]) / peak}
-    launch = {r["metric"]: r for r in h200fit.read_csv(os.path.join(directory, "launch.csv"))}
     launch_us = float(prof["kernel_launch"]["value"].split()[0])
     copy_eff = float(prof["copy_efficiency"]["value"])
     model = h200fit.fit_gemm_model(gemm, int(env["sm_count"]), h200fit.HBM_PEAK_GBPS * 1e9 * copy_eff,
                                    launch_us * 1e-6)
-    return {"env": env, "gemm": best, "model": model, "launch": launch, "launch_us": launch_us}
+    return {"env": env, "gemm": best, "model": model, "launch_us": launch_us}
 
 
 def calibrated(path):
