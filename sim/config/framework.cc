@@ -1,6 +1,7 @@
 #include "sim/config/framework.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <mutex>
 
@@ -12,6 +13,33 @@ namespace stacksim::config {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string Lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string JoinParts(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : " + ") + p;
+  return out;
+}
+
+// A `matches` or `fallback_matches` array: lists of substrings.
+std::vector<std::vector<std::string>> ReadMatchEntries(const JsonNode& node) {
+  if (!node.IsArray() || node.Elements().empty()) node.Fail("expected a non-empty array of substring lists");
+  std::vector<std::vector<std::string>> out;
+  for (const JsonNode& m : node.Elements()) {
+    if (!m.IsArray() || m.Elements().empty()) m.Fail("expected a non-empty array of substrings, e.g. [\"NeMo\"]");
+    std::vector<std::string> parts;
+    for (const JsonNode& s : m.Elements()) {
+      parts.push_back(s.String());
+      if (parts.back().empty()) s.Fail("an empty substring matches every framework text");
+    }
+    out.push_back(parts);
+  }
+  return out;
+}
 
 // One fact: {"value": ..., "source": "..."}; the source must be given.
 JsonNode Fact(JsonObject& facts, const char* key) {
@@ -75,14 +103,8 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   f.file = path;
   f.name = fs::path(path).stem().string();
   f.title = top.Required("title").String();
-  JsonNode matches = top.Required("matches");
-  if (!matches.IsArray() || matches.Elements().empty()) matches.Fail("expected a non-empty array of substring lists");
-  for (const JsonNode& m : matches.Elements()) {
-    if (!m.IsArray() || m.Elements().empty()) m.Fail("expected a non-empty array of substrings, e.g. [\"NeMo\"]");
-    std::vector<std::string> parts;
-    for (const JsonNode& s : m.Elements()) parts.push_back(s.String());
-    f.matches.push_back(parts);
-  }
+  f.matches = ReadMatchEntries(top.Required("matches"));
+  if (top.Has("fallback_matches")) f.fallback_matches = ReadMatchEntries(top.Required("fallback_matches"));
   JsonObject facts(top.Required("facts"));
   {
     f.attention = ReadAttention(Fact(facts, "attention"));
@@ -213,42 +235,59 @@ const FrameworkProfile& FrameworkNamed(const std::string& name, const std::strin
   throw InputError(file, key, "no framework '" + name + "' under frameworks/ (known: " + known + ")");
 }
 
-const FrameworkProfile& MatchFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
-                                       const std::string& file, const std::string& key) {
-  const FrameworkProfile* best = nullptr;
-  const FrameworkProfile* tie = nullptr;
-  size_t best_len = 0;
-  for (const auto& f : frameworks) {
-    for (const auto& parts : f.matches) {
-      size_t len = 0;
-      bool all = true;
-      for (const auto& p : parts) {
-        if (text.find(p) == std::string::npos) {
-          all = false;
-          break;
+std::string FrameworkMatch::Describe(const std::string& text) const {
+  if (!fallback) return profile->name;
+  return profile->name + " (fallback entry '" + entry + "': no profile names '" + text + "' more specifically)";
+}
+
+FrameworkMatch FindFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
+                             const std::string& file, const std::string& key) {
+  // Three passes, each only when the ones before found nothing: `matches`
+  // as written, `matches` ignoring case ("TorchTitan"), `fallback_matches`
+  // ignoring case. Exact case first: an entry written as the text writes it
+  // outranks one that matches only with case folded ("NeMo" in "Nemotron").
+  const std::string lower = Lowercase(text);
+  for (const int pass : {0, 1, 2}) {
+    const bool fallback = pass == 2, fold = pass > 0;
+    FrameworkMatch best;
+    const FrameworkProfile* tie = nullptr;
+    size_t best_len = 0;
+    for (const auto& f : frameworks) {
+      for (const auto& parts : fallback ? f.fallback_matches : f.matches) {
+        size_t len = 0;
+        bool all = true;
+        for (const auto& p : parts) {
+          if ((fold ? lower.find(Lowercase(p)) : text.find(p)) == std::string::npos) {
+            all = false;
+            break;
+          }
+          len += p.size();
         }
-        len += p.size();
-      }
-      if (!all) continue;
-      if (len > best_len) {
-        best = &f;
-        tie = nullptr;
-        best_len = len;
-      } else if (len == best_len && best != &f) {
-        tie = &f;
+        if (!all) continue;
+        if (len > best_len) {
+          best = {&f, fallback, JoinParts(parts)};
+          tie = nullptr;
+          best_len = len;
+        } else if (len == best_len && best.profile != &f) {
+          tie = &f;
+        }
       }
     }
+    if (best.profile == nullptr) continue;
+    if (tie != nullptr) {
+      throw InputError(file, key, "'" + text + "' matches frameworks '" + best.profile->name + "' and '" + tie->name +
+                                      "' equally; make one profile's match more specific");
+    }
+    return best;
   }
-  if (best == nullptr) {
-    std::string known;
-    for (const auto& f : frameworks) known += (known.empty() ? "" : ", ") + f.name;
-    throw InputError(file, key, "no framework profile matches '" + text + "' (frameworks/: " + known + ")");
-  }
-  if (tie != nullptr) {
-    throw InputError(file, key, "'" + text + "' matches frameworks '" + best->name + "' and '" + tie->name +
-                                    "' equally; make one profile's match more specific");
-  }
-  return *best;
+  std::string known;
+  for (const auto& f : frameworks) known += (known.empty() ? "" : ", ") + f.name;
+  throw InputError(file, key, "no framework profile matches '" + text + "' (frameworks/: " + known + ")");
+}
+
+const FrameworkProfile& MatchFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
+                                       const std::string& file, const std::string& key) {
+  return *FindFramework(frameworks, text, file, key).profile;
 }
 
 }  // namespace stacksim::config

@@ -43,9 +43,13 @@ struct FrameworkProfile {
   std::string name;   // the file's stem: "megatron-core"
   std::string title;  // "Megatron-LM with Megatron-Core (2023-)"
   std::string file;
-  // Each entry: substrings (case-sensitive) that must all appear in a run's
+  // Each entry: substrings that must all appear (ignoring case) in a run's
   // framework text for this profile to match.
   std::vector<std::vector<std::string>> matches;
+  // Entries tried only when no profile's `matches` entry matches: a family
+  // name without a release ("Megatron-LM core_r0.13.0") or a generic one
+  // ("PyTorch FSDP") that a more specific profile would otherwise lose to.
+  std::vector<std::vector<std::string>> fallback_matches;
 
   AttentionImpl attention = AttentionImpl::kFlash;
   KernelFusion kernels = KernelFusion::kFused;
@@ -115,9 +119,24 @@ const std::vector<FrameworkProfile>& ShippedFrameworks();
 // (file, key) listing the known names when there is none.
 const FrameworkProfile& FrameworkNamed(const std::string& name, const std::string& file, const std::string& key);
 
+// Which profile a run's framework text selected, and how.
+struct FrameworkMatch {
+  const FrameworkProfile* profile = nullptr;
+  bool fallback = false;  // selected by a fallback_matches entry
+  std::string entry;      // the entry that matched, its substrings joined by " + "
+  // "megatron-lm", or "megatron-lm (fallback entry 'Megatron-LM': no
+  // profile names 'Megatron-LM core_r0.13.0' more specifically)".
+  std::string Describe(const std::string& text) const;
+};
+
 // The profile whose matching entry is the most specific (the most characters
-// of required substrings) for `text`. Throws InputError (file, key) when no
-// profile matches, or when two match equally specifically.
+// of required substrings) for `text`: first among `matches` entries as
+// written, then among them ignoring case, then among `fallback_matches`
+// ignoring case, each pass only when the ones before matched nothing. Throws
+// InputError (file, key) when no profile matches, or when two match equally
+// specifically in the pass that decides.
+FrameworkMatch FindFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
+                             const std::string& file, const std::string& key);
 const FrameworkProfile& MatchFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
                                        const std::string& file, const std::string& key);
 

@@ -39,6 +39,35 @@ TEST(Framework, TheMostSpecificMatchWins) {
   EXPECT_EQ(Match("Composer + llm-foundry (PyTorch FSDP), MosaicML platform").name, "llm-foundry");
 }
 
+TEST(Framework, CaseIsIgnoredWhenNothingMatchesAsWritten) {
+  EXPECT_EQ(Match("TorchTitan (FSDP2 + torch.compile)").name, "torchtitan-compile");
+  EXPECT_EQ(Match("maxtext 25.05").name, "maxtext");
+  EXPECT_FALSE(FindFramework(ShippedFrameworks(), "Nemo 25.02", "f", "k").fallback);
+}
+
+TEST(Framework, FallbackEntriesCountOnlyWhenNoProfileMatches) {
+  // A release the profiles do not name falls back to its family's profile,
+  // and the choice says so.
+  FrameworkMatch m = FindFramework(ShippedFrameworks(), "Megatron-LM core_r0.13.0", "f", "k");
+  EXPECT_EQ(m.profile->name, "megatron-core");
+  EXPECT_TRUE(m.fallback);
+  EXPECT_NE(m.Describe("Megatron-LM core_r0.13.0").find("fallback entry 'Megatron-LM'"), std::string::npos);
+  EXPECT_EQ(Match("Megatron-LM v2.6 (2022)").name, "megatron-lm-2022");
+  EXPECT_EQ(Match("Megatron-LM (2021)").name, "megatron-lm-2021");
+  EXPECT_EQ(Match("Hugging Face Accelerate + PyTorch FSDP").name, "pytorch-fsdp");
+  // A profile's own entry beats every fallback, however long.
+  EXPECT_EQ(Match("Composer + llm-foundry (PyTorch FSDP), MosaicML platform").name, "llm-foundry");
+  EXPECT_EQ(Match("MegaScale (Megatron-LM + parallel transformer block)").name, "megascale");
+  EXPECT_EQ(Match("metaseq (FairScale FSDP + Megatron tensor parallelism)").name, "metaseq");
+  EXPECT_FALSE(FindFramework(ShippedFrameworks(), "Megatron-LM (2022)", "f", "k").fallback);
+}
+
+TEST(Framework, AnUnknownFrameworkIsStillAnError) {
+  InputError e = ErrorFrom([&] { Match("Nanotron"); });
+  EXPECT_EQ(e.key_path(), "runs[0].framework");
+  EXPECT_NE(std::string(e.what()).find("no framework profile matches 'Nanotron'"), std::string::npos);
+}
+
 TEST(Framework, FactsDifferBetweenFrameworks) {
   // NeMo's performance recipes keep gradients in bf16; Megatron-LM forces
   // fp32 main gradients for bf16 and keeps the parameters' dtype under fp16.
@@ -95,6 +124,15 @@ TEST_F(FrameworkFile, AMissingFactIsRejected) {
     "facts": {"attention": {"value": "flash", "source": "s"}}})");
   InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
   EXPECT_EQ(e.key_path(), "facts.kernels");
+}
+
+TEST_F(FrameworkFile, AnEmptyFallbackSubstringIsRejected) {
+  // It would match every framework text that nothing else claims.
+  std::string path = Write(R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]],
+    "fallback_matches": [["U", ""]], "facts": {}})");
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
+  EXPECT_EQ(e.file(), path);
+  EXPECT_EQ(e.key_path(), "fallback_matches[0][1]");
 }
 
 TEST_F(FrameworkFile, ExpertTensorParallelIsTpOrOne) {

@@ -188,9 +188,10 @@ MemoryEntry ReadMemoryEntry(const nlohmann::json& entry, const std::string& file
   config::ScenarioConfig& s = out.scenario;
   s.file = file;
   s.name = out.id;
-  const config::FrameworkProfile& fw =
-      config::MatchFramework(config::ShippedFrameworks(), obj.Required("framework").String(), file, path + ".framework");
-  out.choices.push_back("framework=" + fw.name);
+  const std::string framework = obj.Required("framework").String();
+  const config::FrameworkMatch match = config::FindFramework(config::ShippedFrameworks(), framework, file, path + ".framework");
+  const config::FrameworkProfile& fw = *match.profile;
+  out.choices.push_back("framework=" + match.Describe(framework));
   s.seq_len = obj.Required("seq_len").PositiveInt();
   s.model = ModelOf(obj.Required("model"), fw, s.seq_len, out.choices);
   const GpuName& gpu = GpuFor(obj.Required("gpu"));

@@ -243,8 +243,9 @@ void ReadHardware(JsonObject& obj, const std::string& file, const std::string& p
 
 // The run's "plan": given fields as given, the framework's defaults for the
 // ones it leaves out, and the null ones it leaves open for search.
-void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::string& file, const std::string& path,
+void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::string& file, const std::string& path,
               RunScenario& out) {
+  const config::FrameworkProfile& fw = *match.profile;
   config::ScenarioConfig& s = out.scenario;
   JsonObject p(obj.Required("plan"));
   config::PlanConfig& plan = s.plan;
@@ -302,7 +303,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkProfile& fw, const std::st
     plan.zero3_gather = d.zero3_gather;
     plan.zero3_max_reuse_distance = d.zero3_max_reuse_distance;
   }
-  out.choices.push_back("framework=" + fw.name);
+  out.choices.push_back("framework=" + match.Describe(out.framework_text));
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
   out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
   if (plan.GradReducePrecision() != config::Precision::kFp32) {
@@ -404,11 +405,12 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   s.name = obj.Required("id").String();
   const std::string framework = obj.Required("framework").String();
   obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats"});
-  const config::FrameworkProfile& fw =
-      config::MatchFramework(config::ShippedFrameworks(), framework, file, path + ".framework");
-  ReadModel(obj, fw, file, path, out);
+  const config::FrameworkMatch match =
+      config::FindFramework(config::ShippedFrameworks(), framework, file, path + ".framework");
+  out.framework_text = framework;
+  ReadModel(obj, *match.profile, file, path, out);
   ReadHardware(obj, file, path, out);
-  ReadPlan(obj, fw, file, path, out);
+  ReadPlan(obj, match, file, path, out);
   obj.Finish();
   config::PlanConfig& plan = s.plan;
   plan.schedule = plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;

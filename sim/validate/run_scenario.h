@@ -28,6 +28,7 @@ struct RunScenario {
   config::ScenarioConfig scenario;
   std::vector<std::string> open_fields;  // null plan fields to choose by search: "micro_batch", "vp", "recompute"
   std::vector<std::string> choices;      // what stacksim filled in, and how, in words
+  std::string framework_text;            // the run's framework, as written
   bool predates_selective_recompute = false;  // the framework could only recompute whole layers
   // Wider selective module sets to try before full recomputation
   // (FrameworkProfile::recompute_escalation).
