@@ -65,7 +65,7 @@ RunFunction AddServeOptions(CLI::App* cmd) {
       ->check(WholeIn(1, 100000000));
   cmd->add_option("--seed", a->seed, "Workload seed (overrides workload.seed)")->check(SeedValue());
   cmd->add_option("--scheduler", a->scheduler, "Scheduler (overrides scheduler.kind)")
-      ->check(CLI::IsMember({"static", "continuous", "chunked-prefill", "inflight", "persistent", "disaggregated"}));
+      ->check(CLI::IsMember({"static", "continuous", "chunked-prefill", "prefill-first", "inflight", "persistent", "disaggregated"}));
   AddFormat(cmd, &a->format);
   return [a] { return RunServe(*a); };
 }

@@ -1,6 +1,9 @@
 #include "sim/serve/engine_profile.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "sim/config/scenario.h"
 #include "sim/util/error.h"
@@ -8,7 +11,47 @@
 
 namespace stacksim::serve {
 
-const char* KvMemoryRuleName(KvMemoryRule r) { return r == KvMemoryRule::kFree ? "free" : "total"; }
+const char* KvMemoryRuleName(KvMemoryRule r) {
+  switch (r) {
+    case KvMemoryRule::kTotal: return "total";
+    case KvMemoryRule::kFree: return "free";
+    case KvMemoryRule::kStatic: return "static";
+  }
+  return "?";
+}
+
+KvMemoryRule ParseKvMemoryRule(const JsonNode& v) {
+  const std::string s = v.OneOf({"total", "free", "static"});
+  return s == "free" ? KvMemoryRule::kFree : s == "static" ? KvMemoryRule::kStatic : KvMemoryRule::kTotal;
+}
+
+namespace {
+
+int64_t Tiered(int64_t value, const std::optional<HbmTier>& tier, const std::string& gpu, double hbm_bytes) {
+  if (!tier || hbm_bytes < tier->gib * kGiB) return value;
+  for (const std::string& g : tier->except_gpus) {
+    if (gpu.find(g) != std::string::npos) return value;
+  }
+  return tier->value;
+}
+
+}  // namespace
+
+int64_t EngineProfile::MaxSequences(const std::string& gpu, double hbm_bytes) const {
+  return Tiered(max_sequences, max_sequences_large, gpu, hbm_bytes);
+}
+
+int64_t EngineProfile::MaxBatchedTokens(const std::string& gpu, double hbm_bytes) const {
+  return Tiered(max_batched_tokens, max_batched_tokens_large, gpu, hbm_bytes);
+}
+
+double EngineProfile::KvMemoryFraction(int tp) const {
+  double f = kv_memory_fraction;
+  for (const auto& [min_tp, fraction] : kv_memory_fraction_by_tp) {
+    if (tp >= min_tp) f = fraction;
+  }
+  return f;
+}
 const char* DecodeAttentionName(DecodeAttention d) {
   return d == DecodeAttention::kPerQueryHead ? "per-query-head" : "per-kv-head";
 }
@@ -25,21 +68,64 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
   e.title = root.Required("title").String();
   root.Ignore({"notes"});
   JsonObject facts(root.Required("facts"));
-  // Each fact is {"value", "source"}; the source must be there and say something.
-  auto fact = [&](std::string_view key) -> std::optional<JsonNode> {
+  // Each fact is {"value", "source"}; the source must be there and say
+  // something. `tier` names the one extra key a fact may carry
+  // ("from_hbm_gib", "by_tp"), read by `read_tier`.
+  auto fact_with = [&](std::string_view key, const char* tier,
+                       const std::function<void(const JsonNode&)>& read_tier) -> std::optional<JsonNode> {
     auto f = facts.Optional(key);
     if (!f) return std::nullopt;
     JsonObject o(*f);
     o.Required("source").String();
     JsonNode v = o.Required("value");
+    if (tier != nullptr) {
+      if (auto t = o.Optional(tier)) read_tier(*t);
+    }
     o.Finish();
     return v;
   };
-  if (auto v = fact("scheduler")) e.scheduler = v->OneOf({"continuous", "chunked-prefill", "inflight", "persistent"});
-  if (auto v = fact("max_sequences")) e.max_sequences = v->PositiveInt();
-  if (auto v = fact("max_batched_tokens")) e.max_batched_tokens = v->PositiveInt();
-  if (auto v = fact("kv_memory")) e.kv_memory = v->OneOf({"total", "free"}) == "free" ? KvMemoryRule::kFree : KvMemoryRule::kTotal;
-  if (auto v = fact("kv_memory_fraction")) e.kv_memory_fraction = v->Fraction();
+  auto fact = [&](std::string_view key) { return fact_with(key, nullptr, {}); };
+  // {"gib": 70, "except_gpus": ["a100"], "value": 8192}
+  auto hbm_tier = [](std::optional<HbmTier>& out) {
+    return [&out](const JsonNode& n) {
+      JsonObject t(n);
+      HbmTier tier;
+      tier.gib = t.Required("gib").PositiveNumber();
+      if (auto g = t.Optional("except_gpus")) {
+        if (!g->IsArray()) g->Fail("expected an array of GPU name parts, e.g. [\"a100\"]");
+        for (const JsonNode& x : g->Elements()) tier.except_gpus.push_back(x.String());
+      }
+      tier.value = t.Required("value").PositiveInt();
+      t.Finish();
+      out = tier;
+    };
+  };
+  if (auto v = fact("scheduler")) {
+    e.scheduler = v->OneOf({"continuous", "chunked-prefill", "prefill-first", "inflight", "persistent"});
+  }
+  if (auto v = fact_with("max_sequences", "from_hbm_gib", hbm_tier(e.max_sequences_large))) {
+    e.max_sequences = v->PositiveInt();
+  }
+  if (auto v = fact_with("max_batched_tokens", "from_hbm_gib", hbm_tier(e.max_batched_tokens_large))) {
+    e.max_batched_tokens = v->PositiveInt();
+  }
+  if (auto v = fact("kv_memory")) e.kv_memory = ParseKvMemoryRule(*v);
+  // {"2": 0.87, "4": 0.85}: from that TP size up.
+  auto by_tp = [&](const JsonNode& n) {
+    if (!n.IsObject()) n.Fail("expected {\"<tp>\": fraction, ...}, e.g. {\"2\": 0.87, \"4\": 0.85}");
+    JsonObject tiers(n);
+    for (const std::string& key : tiers.Keys()) {
+      const JsonNode value = tiers.Required(key);
+      int tp = 0;
+      if (std::sscanf(key.c_str(), "%d", &tp) != 1 || tp < 1 || std::to_string(tp) != key) {
+        value.Fail("the key must be a TP size (a positive integer)");
+      }
+      e.kv_memory_fraction_by_tp.emplace_back(tp, value.Fraction());
+    }
+    tiers.Finish();
+    std::sort(e.kv_memory_fraction_by_tp.begin(), e.kv_memory_fraction_by_tp.end());
+  };
+  if (auto v = fact_with("kv_memory_fraction", "by_tp", by_tp)) e.kv_memory_fraction = v->Fraction();
   if (auto v = fact("fp8_checkpoint_kv")) e.fp8_checkpoint_kv = v->OneOf({"bf16", "fp8"});
   if (auto v = fact("cuda_graph_max_batch")) {
     const int64_t n = v->Int();

@@ -11,9 +11,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/util/json_reader.h"
 #include "sim/util/units.h"
 
 namespace stacksim::serve {
@@ -24,8 +27,13 @@ namespace stacksim::serve {
 // cache takes `fraction` of the memory left free after the weights,
 // activations and runtime are in place (TensorRT-LLM's
 // free_gpu_memory_fraction, LMDeploy's cache_max_entry_count since v0.2).
-enum class KvMemoryRule { kTotal, kFree };
+// kStatic: weights and the KV pool share `fraction` of the memory the GPU
+// had once the runtime was up; activations and CUDA graphs live in the rest
+// (SGLang's mem_fraction_static).
+enum class KvMemoryRule { kTotal, kFree, kStatic };
 const char* KvMemoryRuleName(KvMemoryRule r);
+// "total" | "free" | "static"; an InputError naming the node otherwise.
+KvMemoryRule ParseKvMemoryRule(const JsonNode& v);
 
 // How decode attention reads a grouped-query KV cache. kPerKvHead: the
 // query heads sharing a KV head are served together, the cache read once
@@ -46,15 +54,28 @@ const char* DecodeAttentionName(DecodeAttention d);
 enum class Admission { kWatermark, kGuaranteedNoEvict };
 const char* AdmissionName(Admission a);
 
+// A default that changes on GPUs with at least `gib` GiB of HBM, except the
+// GPUs whose profile name contains one of `except_gpus` (vLLM's larger
+// batch defaults for H100-class GPUs but not the A100 80GB).
+struct HbmTier {
+  double gib = 0;
+  std::vector<std::string> except_gpus;
+  int64_t value = 0;
+};
+
 struct EngineProfile {
   std::string name;    // file stem, "vllm"
   std::string title;
   std::string file;
-  std::string scheduler;          // "continuous", "chunked-prefill" or "inflight"
+  std::string scheduler;          // "continuous", "chunked-prefill", "prefill-first", "inflight" or "persistent"
   int64_t max_sequences = 256;
   int64_t max_batched_tokens = 8192;
+  std::optional<HbmTier> max_sequences_large, max_batched_tokens_large;
   KvMemoryRule kv_memory = KvMemoryRule::kTotal;
   double kv_memory_fraction = 0.9;
+  // Fractions that replace kv_memory_fraction from a TP size up, ascending
+  // (SGLang's mem_fraction_static by tp_size).
+  std::vector<std::pair<int, double>> kv_memory_fraction_by_tp;
   // The KV format the engine keeps when it serves an fp8 checkpoint without
   // being told a KV format ("" = the activation dtype).
   std::string fp8_checkpoint_kv;
@@ -62,6 +83,11 @@ struct EngineProfile {
   int64_t cuda_graph_max_batch = 0;
   DecodeAttention decode_attention = DecodeAttention::kPerKvHead;
   Admission admission = Admission::kWatermark;
+
+  // The defaults on one GPU (its profile's name and HBM) at one TP size.
+  int64_t MaxSequences(const std::string& gpu, double hbm_bytes) const;
+  int64_t MaxBatchedTokens(const std::string& gpu, double hbm_bytes) const;
+  double KvMemoryFraction(int tp) const;
 };
 
 // The per-iteration host time fitted on the serving validation (the

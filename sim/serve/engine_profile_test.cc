@@ -38,6 +38,63 @@ TEST(EngineProfile, ShippedProfilesParseWithTheirDocumentedDefaults) {
   EXPECT_EQ(old_trt.decode_attention, DecodeAttention::kPerQueryHead);
   EXPECT_EQ(old_trt.cuda_graph_max_batch, 0);
   EXPECT_EQ(Shipped("lmdeploy-turbomind").cuda_graph_max_batch, 0);
+  const double gib = 1024.0 * 1024 * 1024;
+  EngineProfile v1 = Shipped("vllm-v1");
+  EXPECT_EQ(v1.scheduler, "chunked-prefill");
+  EXPECT_EQ(v1.MaxBatchedTokens("h100-sxm-80gb", 80 * gib), 8192);
+  EXPECT_EQ(v1.MaxBatchedTokens("a100-sxm-80gb", 80 * gib), 2048);
+  EXPECT_EQ(v1.MaxSequences("h200-sxm-141gb", 141 * gib), 1024);
+  EXPECT_EQ(v1.MaxSequences("l40s", 48 * gib), 256);
+  EXPECT_EQ(v1.cuda_graph_max_batch, 512);
+  EngineProfile sglang = Shipped("sglang");
+  EXPECT_EQ(sglang.scheduler, "prefill-first");
+  EXPECT_EQ(sglang.kv_memory, KvMemoryRule::kStatic);
+  EXPECT_DOUBLE_EQ(sglang.KvMemoryFraction(1), 0.88);
+  EXPECT_DOUBLE_EQ(sglang.KvMemoryFraction(8), 0.81);
+  EXPECT_EQ(sglang.max_batched_tokens, 16384);
+  EXPECT_EQ(sglang.cuda_graph_max_batch, 160);
+}
+
+// Defaults that depend on the GPU (vLLM's larger batches on 70+ GiB GPUs
+// other than the A100) and on the TP size (SGLang's mem_fraction_static).
+TEST(EngineProfile, TieredDefaultsFollowTheGpuAndTheTpSize) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"schema": "stacksim.engine/1", "title": "t", "facts": {
+    "scheduler": {"value": "prefill-first", "source": "docs"},
+    "max_batched_tokens": {"value": 2048, "from_hbm_gib": {"gib": 70, "except_gpus": ["a100"], "value": 8192},
+                           "source": "docs"},
+    "max_sequences": {"value": 256, "source": "docs"},
+    "kv_memory": {"value": "static", "source": "docs"},
+    "kv_memory_fraction": {"value": 0.88, "by_tp": {"2": 0.87, "8": 0.81}, "source": "docs"}}})");
+  const EngineProfile e = ParseEngineProfile(doc, "e.json");
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_EQ(e.scheduler, "prefill-first");
+  EXPECT_EQ(e.kv_memory, KvMemoryRule::kStatic);
+  EXPECT_EQ(e.MaxBatchedTokens("h100-sxm-80gb", 80 * gib), 8192);
+  EXPECT_EQ(e.MaxBatchedTokens("h200-sxm-141gb", 140 * gib), 8192);
+  EXPECT_EQ(e.MaxBatchedTokens("a100-sxm-80gb", 80 * gib), 2048);
+  EXPECT_EQ(e.MaxBatchedTokens("l40s", 48 * gib), 2048);
+  EXPECT_EQ(e.MaxSequences("h100-sxm-80gb", 80 * gib), 256);  // no tier: the value
+  EXPECT_DOUBLE_EQ(e.KvMemoryFraction(1), 0.88);
+  EXPECT_DOUBLE_EQ(e.KvMemoryFraction(2), 0.87);
+  EXPECT_DOUBLE_EQ(e.KvMemoryFraction(4), 0.87);
+  EXPECT_DOUBLE_EQ(e.KvMemoryFraction(8), 0.81);
+  EXPECT_DOUBLE_EQ(e.KvMemoryFraction(16), 0.81);
+
+  nlohmann::json bad = doc;
+  bad["facts"]["kv_memory_fraction"]["by_tp"] = {{"two", 0.87}};
+  {
+    const InputError err = testing::ErrorFrom([&] { ParseEngineProfile(bad, "e.json"); });
+    EXPECT_EQ(err.key_path(), "facts.kv_memory_fraction.by_tp.two");
+  }
+  bad = doc;
+  bad["facts"]["max_batched_tokens"]["from_hbm_gib"].erase("value");
+  {
+    const InputError err = testing::ErrorFrom([&] { ParseEngineProfile(bad, "e.json"); });
+    EXPECT_EQ(err.key_path(), "facts.max_batched_tokens.from_hbm_gib.value");
+  }
+  bad = doc;
+  bad["facts"]["max_sequences"]["by_tp"] = {{"2", 0.5}};  // not a key this fact takes
+  EXPECT_THROW(ParseEngineProfile(bad, "e.json"), InputError);
 }
 
 TEST(EngineProfile, UnknownDecodeAttentionOrAdmissionIsAnError) {

@@ -108,6 +108,23 @@ IterationCost::IterationCost(const ServeConfig& c)
     p.reserve = free * (1.0 - c.gpu_memory_utilization);
   }
   p.kv_capacity = p.hbm - p.reserve - p.weights - p.activations - p.runtime;
+  if (c.kv_memory == KvMemoryRule::kStatic) {
+    // Weights and the KV pool share the fraction of what the GPU had once
+    // the runtime was up; activations and CUDA graphs use the rest (SGLang
+    // model_runner: available memory after the weights less
+    // (1 - mem_fraction_static) of the memory measured at start-up).
+    // The reserve shown is that rest less the activations, so the printed
+    // terms still add up to HBM.
+    const Bytes rest = (p.hbm - p.runtime) * (1.0 - c.gpu_memory_utilization);
+    if (rest.value < p.activations.value) {
+      throw InputError(c.file, "memory.gpu_memory_utilization",
+                       "the " + std::to_string(p.activations.value / kGiB) + " GiB of activations per GPU do not fit in the " +
+                           std::to_string(rest.value / kGiB) +
+                           " GiB the static fraction leaves outside weights and KV cache (lower the fraction)");
+    }
+    p.reserve = rest - p.activations;
+    p.kv_capacity = (p.hbm - p.runtime) * c.gpu_memory_utilization - p.weights;
+  }
   p.kv_bytes_per_token = Bytes{kv_layer_token_gpu_ * D(stage_layers)};
   p.block_tokens = c.block_tokens;
   p.blocks = p.kv_capacity.value > 0

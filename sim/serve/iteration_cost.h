@@ -59,7 +59,7 @@ struct IterationBreakdown {
 // HBM of one GPU of the replica, as the KV cache budget sees it.
 struct KvCachePlan {
   Bytes hbm;                 // profile hbm_capacity
-  Bytes reserve;             // (1 - gpu_memory_utilization) of HBM (KvMemoryRule::kTotal), or of what weights, activations and runtime leave (kFree)
+  Bytes reserve;             // (1 - gpu_memory_utilization) of HBM (KvMemoryRule::kTotal), of what weights, activations and runtime leave (kFree), or of HBM less the runtime, less the activations that live in it (kStatic)
   Bytes weights;             // the largest pipeline stage's weights on one GPU
   Bytes activations;         // peak forward activations/workspace at max_batched_tokens
   Bytes runtime;             // CUDA context, NCCL buffers, CUDA graphs (assumption)

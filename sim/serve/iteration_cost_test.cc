@@ -101,6 +101,32 @@ TEST(IterationCost, KvCapacityOfLlama3_70bTp8OnH100MatchesHandCount) {
   EXPECT_NEAR(p.tokens(), 1.415e6, 0.005e6);
 }
 
+// SGLang's mem_fraction_static: weights and the KV pool share the fraction
+// of what the GPU had once the runtime was up (80 GiB less the 1 GiB
+// runtime); activations live in the rest, so they do not shrink the pool.
+TEST(IterationCost, StaticKvRuleSharesTheFractionBetweenWeightsAndKv) {
+  ServeConfig c = Llama70bTp8();
+  c.kv_memory = KvMemoryRule::kStatic;
+  c.gpu_memory_utilization = 0.81;
+  IterationCost cost(c);
+  const KvCachePlan& p = cost.kv_plan();
+  const double gib = 1024.0 * 1024 * 1024;
+  const double weights = 70553706496.0 * 2 / 8;
+  EXPECT_NEAR(p.kv_capacity.value, (80 * gib - 1 * gib) * 0.81 - weights, 1.0);
+  // The shown reserve leaves out the activations, which live in it.
+  EXPECT_NEAR(p.reserve.value + p.activations.value, (80 * gib - 1 * gib) * 0.19, 1.0);
+  EXPECT_NEAR(p.reserve.value + p.weights.value + p.activations.value + p.runtime.value + p.kv_capacity.value, 80 * gib,
+              1.0);
+  // A fraction that leaves no room for the activations is refused.
+  c.gpu_memory_utilization = 0.999;
+  EXPECT_THROW(IterationCost{c}, InputError);
+  c.gpu_memory_utilization = 0.81;
+  // The same fraction under the total rule leaves less: activations come
+  // out of the pool there.
+  c.kv_memory = KvMemoryRule::kTotal;
+  EXPECT_LT(IterationCost(c).kv_plan().kv_capacity.value, p.kv_capacity.value);
+}
+
 TEST(IterationCost, CheaperWeightFormatsShortenDecode) {
   nlohmann::json doc = TestServeDoc();
   BatchShape b;

@@ -148,6 +148,7 @@ const char* SchedulerName(SchedulerKind k) {
     case SchedulerKind::kStatic: return "static";
     case SchedulerKind::kContinuous: return "continuous";
     case SchedulerKind::kChunked: return "chunked-prefill";
+    case SchedulerKind::kPrefillFirst: return "prefill-first";
     case SchedulerKind::kInflight: return "inflight";
     case SchedulerKind::kPersistent: return "persistent";
     case SchedulerKind::kDisaggregated: return "disaggregated";
@@ -197,10 +198,10 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   if (auto e = root.Optional("engine")) {
     engine = LoadEngineProfile(Resolve(*e, "engines"));
     c.engine = engine->name;
-    c.max_sequences = engine->max_sequences;
-    c.max_batched_tokens = engine->max_batched_tokens;
+    c.max_sequences = engine->MaxSequences(c.profile.name, c.profile.hbm_capacity.value.value);
+    c.max_batched_tokens = engine->MaxBatchedTokens(c.profile.name, c.profile.hbm_capacity.value.value);
     c.kv_memory = engine->kv_memory;
-    c.gpu_memory_utilization = engine->kv_memory_fraction;
+    c.gpu_memory_utilization = engine->KvMemoryFraction(c.tp);
     c.cuda_graph_max_batch = engine->cuda_graph_max_batch;
     c.decode_attention = engine->decode_attention;
     c.admission = engine->admission;
@@ -245,7 +246,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   if (auto mem = root.Optional("memory")) {
     JsonObject m(*mem);
     if (auto u = m.Optional("gpu_memory_utilization")) c.gpu_memory_utilization = u->Fraction();
-    if (auto r = m.Optional("kv_rule")) c.kv_memory = r->OneOf({"total", "free"}) == "free" ? KvMemoryRule::kFree : KvMemoryRule::kTotal;
+    if (auto r = m.Optional("kv_rule")) c.kv_memory = ParseKvMemoryRule(*r);
     m.Finish();
   }
   if (auto kv = root.Optional("kv_cache")) {
@@ -260,9 +261,10 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   JsonObject sch(root.Required("scheduler"));
   JsonNode kind_node = sch.Required("kind");
   std::string kind =
-      kind_node.OneOf({"static", "continuous", "chunked-prefill", "inflight", "persistent", "disaggregated"});
+      kind_node.OneOf({"static", "continuous", "chunked-prefill", "prefill-first", "inflight", "persistent", "disaggregated"});
   c.scheduler = kind == "static" ? SchedulerKind::kStatic : kind == "continuous" ? SchedulerKind::kContinuous
                 : kind == "chunked-prefill" ? SchedulerKind::kChunked
+                : kind == "prefill-first" ? SchedulerKind::kPrefillFirst
                 : kind == "inflight" ? SchedulerKind::kInflight
                 : kind == "persistent" ? SchedulerKind::kPersistent : SchedulerKind::kDisaggregated;
   std::optional<JsonNode> budget_node = sch.Optional("max_batched_tokens");
@@ -297,7 +299,8 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   // disaggregated prefill pool) cannot fit a prompt longer than its token
   // budget in an iteration; vLLM refuses a max_num_batched_tokens below
   // max_model_len without chunked prefill for the same reason.
-  if (c.scheduler != SchedulerKind::kChunked && c.workload.trace_file.empty()) {
+  if (c.scheduler != SchedulerKind::kChunked && c.scheduler != SchedulerKind::kPrefillFirst &&
+      c.workload.trace_file.empty()) {
     const int64_t longest = LongestLength(c.workload.prompt_tokens);
     if (longest > c.max_batched_tokens) {
       const JsonNode& at = budget_node ? *budget_node : kind_node;
@@ -305,7 +308,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
                        "max_batched_tokens " + std::to_string(c.max_batched_tokens) +
                            " is below the longest prompt of workload.prompt_tokens (" + std::to_string(longest) +
                            " tokens), and the " + kind + " scheduler cannot split a prompt: raise it to at least " +
-                           std::to_string(longest) + " or use the chunked-prefill scheduler");
+                           std::to_string(longest) + " or use the chunked-prefill or prefill-first scheduler");
     }
   }
   if (auto slo = root.Optional("slo")) {

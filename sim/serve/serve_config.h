@@ -40,7 +40,7 @@ double KvBytes(KvFormat f);
 // decode step of every sequence, which emits the new ones' first tokens;
 // max_batched_tokens sizes a context sub-batch (activations), not the
 // iteration.
-enum class SchedulerKind { kStatic, kContinuous, kChunked, kInflight, kPersistent, kDisaggregated };
+enum class SchedulerKind { kStatic, kContinuous, kChunked, kPrefillFirst, kInflight, kPersistent, kDisaggregated };
 const char* SchedulerName(SchedulerKind k);
 enum class RouterKind { kRoundRobin, kLeastLoaded };
 enum class Preemption { kRecompute, kSwap };

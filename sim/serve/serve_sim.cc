@@ -250,10 +250,12 @@ class Simulation {
   }
 
   // Continuous batching (vLLM V0: a prefill-only iteration whenever new
-  // prompts fit, else one decode step of every running sequence), chunked
-  // prefill (Sarathi-Serve / vLLM chunked prefill: decodes first, then
-  // prefill chunks in the remaining token budget), and the pools of a
-  // disaggregated deployment (prefill-only; decode-only with transferred KV).
+  // prompts fit, else one decode step of every running sequence), prefill
+  // first (SGLang: the same, but a prompt longer than the budget is split
+  // and its chunks run first in the following prefill-only iterations),
+  // chunked prefill (Sarathi-Serve / vLLM V1: decodes first, then prefill
+  // chunks in the remaining token budget), and the pools of a disaggregated
+  // deployment (prefill-only; decode-only with transferred KV).
   //
   // Persistent batch (TurboMind v0.1): every iteration runs the contexts of
   // all newly admitted requests (less their last token) in `shape`, then
@@ -274,6 +276,8 @@ class Simulation {
       r.resumable.pop_front();
     }
     const bool chunked = c_.scheduler == SchedulerKind::kChunked;
+    // Prompts longer than the budget are split (chunked prefill, prefill first).
+    const bool split = chunked || c_.scheduler == SchedulerKind::kPrefillFirst;
     // Decodes share every iteration with prefills (chunked prefill, and
     // in-flight batching, which prefills whole prompts).
     const bool mixed = chunked || c_.scheduler == SchedulerKind::kInflight;
@@ -315,10 +319,10 @@ class Simulation {
       while (!r.waiting.empty() && budget > 0 && static_cast<int64_t>(r.running.size()) < c_.max_sequences) {
         Seq& s = seqs_[r.waiting.front()];
         int64_t remaining = s.to_prefill - s.prefilled;
-        // Without chunking a prompt is prefilled whole; a prompt longer than
-        // the budget runs alone.
-        int64_t chunk = chunked ? std::min(budget, remaining) : remaining;
-        if (!chunked && chunk > budget && !r.work.empty()) break;
+        // Without splitting a prompt is prefilled whole; a prompt longer
+        // than the budget runs alone.
+        int64_t chunk = split ? std::min(budget, remaining) : remaining;
+        if (!split && chunk > budget && !r.work.empty()) break;
         int64_t need = Grow(s, s.cached + chunk);
         if (no_evict) {
           // Blocks for the prompt and every output token still to come

@@ -91,6 +91,49 @@ TEST(ServeSim, InflightBatchingPrefillsWholePromptsBesideDecodes) {
   EXPECT_EQ(inflight.iterations, 21);
 }
 
+// Prefill first (SGLang): a prompt longer than the token budget is split;
+// its chunks run in prefill-only iterations, one after another, while the
+// running decode waits. A 10,000-token prompt under a 4,096 budget arriving
+// behind a decoding request: three prefill iterations (4,096 + 4,096 +
+// 1,808 tokens), the last emitting its first token. The continuous
+// scheduler refuses such a prompt; chunked prefill keeps the decode going.
+TEST(ServeSim, PrefillFirstSplitsLongPromptsIntoPrefillOnlyIterations) {
+  nlohmann::json doc = TestServeDoc();
+  doc["scheduler"]["max_batched_tokens"] = 4096;
+  doc["workload"]["prompt_tokens"] = {{"kind", "fixed"}, {"tokens", 10000}};
+  EXPECT_THROW(ParseServeScenario(doc, "t.json"), InputError);  // continuous
+  doc["scheduler"]["kind"] = "prefill-first";
+  const ServeConfig c = ParseServeScenario(doc, "t.json");
+  Request a, b;
+  a.prompt_tokens = 100;
+  a.output_tokens = 200;
+  b.prompt_tokens = 10000;
+  b.output_tokens = 5;
+  b.arrival = Time::Ms(100);  // a is decoding by then
+  const ServeResult res = SimulateServing(c, {a, b});
+  IterationCost cost(c);
+  BatchShape p1, p2, p3;
+  p1.AddPrefill(4096, 0, false);
+  p2.AddPrefill(4096, 4096, false);
+  p3.AddPrefill(1808, 8192, true);
+  const Time prefill = cost.Cost(p1) + cost.Cost(p2) + cost.Cost(p3);
+  const Time ttft = res.requests[1].first_token - res.requests[1].arrival;
+  BatchShape step;
+  step.AddDecode(400);
+  EXPECT_GE(ttft, prefill);
+  EXPECT_LE(ttft, prefill + cost.Cost(step));  // at most the decode step in flight at arrival
+  // The decode stalls for all three chunks: some gap between a's tokens
+  // spans them.
+  double longest = 0;
+  for (const TokenGap& g : res.token_gaps) longest = std::max(longest, static_cast<double>(g.gap_s));
+  EXPECT_GE(longest, prefill.seconds() * (1 - 1e-6));  // gaps are stored as float
+  doc["scheduler"]["kind"] = "chunked-prefill";
+  const ServeResult chunked = SimulateServing(ParseServeScenario(doc, "t.json"), {a, b});
+  double chunked_longest = 0;
+  for (const TokenGap& g : chunked.token_gaps) chunked_longest = std::max(chunked_longest, static_cast<double>(g.gap_s));
+  EXPECT_LT(chunked_longest, 0.5 * longest);
+}
+
 // TurboMind's persistent batch: an iteration is the new contexts (less
 // their last token), then one decode step of everyone, which emits the new
 // requests' first tokens. One 128-token request: its first token takes a

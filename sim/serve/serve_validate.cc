@@ -36,34 +36,41 @@ std::string FormatName(JsonNode node) {
   return v == "fp16" ? "bf16" : v;
 }
 
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return s;
+}
+
 // The engine profile (engines/*.json) of an entry's engine: its defaults
 // fill what the entry leaves open (each reported as a choice). NIM's page
 // does not name its backend; its optimized fp8 profiles are TensorRT-LLM
 // engines. Sarathi-Serve is built on vLLM.
 // TensorRT-LLM releases before 0.8 (no XQA generation kernel) have their
 // own profile.
-std::string EngineProfileFor(const std::string& engine, const std::string& version, std::vector<std::string>& choices) {
+std::string EngineProfileFor(const std::string& engine, const std::string& version, std::vector<std::string>& choices,
+                             const JsonNode& at) {
+  // "0.8.5", "v0.4.6.post1": the release's major and minor.
+  int major = 0, minor = 0;
+  const bool parsed =
+      std::sscanf(version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0), "%d.%d", &major, &minor) == 2;
   if (Contains(engine, "NIM")) {
     choices.push_back("engine tensorrt-llm (NIM's backend is not stated; its fp8 profiles are TensorRT-LLM engines)");
     return "tensorrt-llm";
   }
-  if (Contains(engine, "TensorRT-LLM")) {
-    int major = 0, minor = 0;
-    const bool parsed = std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2;
-    return parsed && major == 0 && minor < 8 ? "tensorrt-llm-0.6" : "tensorrt-llm";
-  }
+  if (Contains(engine, "TensorRT-LLM")) return parsed && major == 0 && minor < 8 ? "tensorrt-llm-0.6" : "tensorrt-llm";
   if (Contains(engine, "LMDeploy")) {
     // TurboMind's persistent batch before max_prefill_token_num (0.2).
-    int major = 0, minor = 0;
-    const bool parsed = std::sscanf(version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0), "%d.%d", &major, &minor) == 2;
     return parsed && major == 0 && minor < 2 ? "lmdeploy-turbomind-0.1" : "lmdeploy-turbomind";
   }
-  return "vllm";
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return s;
+  if (Contains(Lower(engine), "sglang")) return "sglang";
+  if (Contains(engine, "Sarathi")) return "vllm";
+  if (Contains(Lower(engine), "vllm")) {
+    // The V1 engine is the default from 0.8.0 (VLLM_USE_V1 on).
+    if (parsed) return major > 0 || minor >= 8 ? "vllm-v1" : "vllm";
+    choices.push_back("engine vllm (V0 scheduler: the release is not stated as a version number)");
+    return "vllm";
+  }
+  at.Fail("no engine profile for '" + engine + "' (engines/: vLLM, SGLang, TensorRT-LLM and NIM, LMDeploy)");
 }
 
 }  // namespace
@@ -114,11 +121,13 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "confidence", "caveats"});
 
   JsonObject engine_obj(obj.Required("engine"));
-  std::string engine = engine_obj.Required("name").String();
+  const JsonNode engine_name = engine_obj.Required("name");
+  std::string engine = engine_name.String();
   std::string version;
   if (auto v = engine_obj.Optional("version")) version = v->String();
   engine_obj.Finish();
-  const std::string engine_file = config::ResolveDataFile("engines", EngineProfileFor(engine, version, plan.choices), "");
+  const std::string engine_file =
+      config::ResolveDataFile("engines", EngineProfileFor(engine, version, plan.choices, engine_name), "");
   const EngineProfile profile = LoadEngineProfile(engine_file);
 
   nlohmann::json doc;
@@ -138,6 +147,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   std::string topology = TopologyFor(gpu);
   if (topology.empty()) gpu_node.Fail("no GPU profile and system topology for '" + gpu + "'");
   doc["topology"] = topology;
+  // The engine's GPU-dependent defaults (vLLM's larger batches on H100-class GPUs).
+  const double hbm = config::LoadProfileFile(config::ResolveDataFile("profiles", gpu, "")).hbm_capacity.value.value;
+  const int64_t default_sequences = profile.MaxSequences(gpu, hbm);
+  const int64_t default_tokens = profile.MaxBatchedTokens(gpu, hbm);
   JsonNode gpus_node = hw.Required("gpus");
   int64_t gpus = gpus_node.PositiveInt();
   hw.Ignore({"gpus_per_node", "interconnect", "notes"});
@@ -211,10 +224,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
       // TurboMind batches persistently: the batch's requests join as they
       // arrive (the engine's scheduler, its context budget).
       scheduler = {{"kind", limits.scheduler}, {"max_sequences", batch},
-                   {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : limits.max_batched_tokens}};
+                   {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : default_tokens}};
       if (!max_tokens) {
         plan.choices.push_back(fmt::format("continuous batching, max_batched_tokens={} (engine default)",
-                                           limits.max_batched_tokens));
+                                           default_tokens));
       }
     } else {
       // gptSessionBenchmark and vLLM's latency benchmark run the batch as one
@@ -223,7 +236,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
                    {"max_batched_tokens", std::max<int64_t>(batch * shape.prompt_tokens, 1)}};
     }
   } else {
-    int64_t seqs = limits.max_sequences, tokens = limits.max_batched_tokens;
+    int64_t seqs = default_sequences, tokens = default_tokens;
     if (max_batch) {
       seqs = max_batch->PositiveInt();
     } else {

@@ -110,6 +110,41 @@ TEST(ServeValidate, TensorRtLlmBeforeXqaTakesTheMaskedMhaProfile) {
   EXPECT_EQ(PlanServingRun(e, "runs.json", "runs[0]").config.engine, "tensorrt-llm");
 }
 
+TEST(ServeValidate, EachEngineReleaseTakesItsProfile) {
+  nlohmann::json e = OfflineEntry();
+  e["engine"]["name"] = "vLLM";
+  auto engine_of = [&](const char* version) {
+    e["engine"]["version"] = version;
+    return PlanServingRun(e, "runs.json", "runs[0]").config.engine;
+  };
+  EXPECT_EQ(engine_of("0.6.3.post1"), "vllm");
+  EXPECT_EQ(engine_of("0.8.5"), "vllm-v1");  // V1 is the default engine from 0.8.0
+  EXPECT_EQ(engine_of("v0.10.1"), "vllm-v1");
+  EXPECT_EQ(engine_of("1.0.0"), "vllm-v1");
+  e["engine"]["version"] = "main branch at the build";
+  ServingRunPlan unversioned = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(unversioned.config.engine, "vllm");
+  EXPECT_NE(nlohmann::json(unversioned.choices).dump().find("V0 scheduler"), std::string::npos);
+  // vLLM V1's batch defaults follow the GPU: larger on the H100.
+  e["engine"]["version"] = "0.10.1";
+  e["scheduler"]["max_num_batched_tokens"] = nullptr;
+  e["precision"] = {{"weights", "bf16"}, {"kv_cache", "bf16"}, {"compute", "bf16"}};  // the A100 has no fp8
+  const ServingRunPlan h100 = PlanServingRun(e, "runs.json", "runs[0]");
+  e["hardware"]["gpu"] = "a100-sxm-80gb";
+  const ServingRunPlan a100 = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_GT(h100.config.max_batched_tokens, a100.config.max_batched_tokens);
+  e["engine"] = {{"name", "SGLang"}, {"version", "0.4.6"}};
+  const ServingRunPlan sglang = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(sglang.config.engine, "sglang");
+  EXPECT_EQ(sglang.config.scheduler, SchedulerKind::kPrefillFirst);
+  EXPECT_EQ(sglang.config.kv_memory, KvMemoryRule::kStatic);
+  // An engine without a profile is not taken for another.
+  e["engine"] = {{"name", "Text Generation Inference"}, {"version", "2.0"}};
+  const std::string error = ErrorOf(e);
+  EXPECT_NE(error.find("runs[0].engine.name"), std::string::npos) << error;
+  EXPECT_NE(error.find("no engine profile for 'Text Generation Inference'"), std::string::npos) << error;
+}
+
 TEST(ServeValidate, LmdeployBatchesPersistentlyWithItsPrefillBudget) {
   nlohmann::json e = StaticEntry("LMDeploy (TurboMind)", 64, 2048);
   e["engine"]["version"] = "0.4.2";
