@@ -279,4 +279,17 @@ std::string GrowFabricTo(TopologyConfig& t, int64_t nodes) {
   return note;
 }
 
+std::string SystemTopologyFor(const std::string& gpu_profile) {
+  static const std::pair<const char*, const char*> kSystems[] = {
+      {"a100-sxm-80gb", "dgx-a100"},   {"a100-sxm-40gb", "dgx-a100-40gb"}, {"h100-sxm-80gb", "dgx-h100"},
+      {"h100-sxm-96gb", "dgx-h100"},   {"h800-sxm-80gb", "h800-node"},     {"h200-sxm-141gb", "hgx-h200"},
+      {"b200", "dgx-b200"},            {"gb200", "gb200-nvl72"},           {"h100-pcie", "h100-pcie-node"},
+      {"l40s", "pcie-l40s"},           {"mi300x", "mi300x-platform"},      {"mi325x", "mi325x-platform"},
+  };
+  for (const auto& [gpu, system] : kSystems) {
+    if (gpu_profile == gpu) return system;
+  }
+  return "";
+}
+
 }  // namespace stacksim::config

@@ -123,6 +123,13 @@ nlohmann::json TopologyToJson(const TopologyConfig& t);
 // words for the scenario's notes, or "" when nothing had to grow.
 std::string GrowFabricTo(TopologyConfig& t, int64_t nodes);
 
+// The shipped system (topologies/<name>.json) a GPU profile comes in, for
+// published runs that name only the GPU: "h100-sxm-80gb" -> "dgx-h100",
+// "gb200" -> "gb200-nvl72" (72-GPU NVLink domains), "mi300x" ->
+// "mi300x-platform". The H100 SXM 96GB sits in the DGX H100's system. ""
+// for a GPU with no shipped system.
+std::string SystemTopologyFor(const std::string& gpu_profile);
+
 }  // namespace stacksim::config
 
 #endif  // STACKSIM_SIM_CONFIG_TOPOLOGY_H_

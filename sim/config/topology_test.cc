@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/config/scenario.h"
 #include "tests/input_error.h"
 
 namespace stacksim::config {
@@ -20,6 +21,19 @@ TopologyConfig Parse(const nlohmann::json& doc) { return ParseTopology(JsonNode(
 
 InputError ParseError(const nlohmann::json& doc) {
   return ErrorFrom([&] { Parse(doc); });
+}
+
+// Every GPU with a shipped system maps to a system built around that GPU
+// (the H100 SXM 96GB rides in the DGX H100's system).
+TEST(Topology, EachGpuMapsToASystemOfThatGpu) {
+  for (const char* gpu : {"a100-sxm-80gb", "a100-sxm-40gb", "h100-sxm-80gb", "h100-sxm-96gb", "h800-sxm-80gb",
+                          "h200-sxm-141gb", "b200", "gb200", "h100-pcie", "l40s", "mi300x", "mi325x"}) {
+    const std::string system = SystemTopologyFor(gpu);
+    ASSERT_FALSE(system.empty()) << gpu;
+    const TopologyConfig t = LoadTopologyFile(ResolveDataFile("topologies", system, ""));
+    EXPECT_EQ(t.gpu, std::string(gpu) == "h100-sxm-96gb" ? "h100-sxm-80gb" : gpu) << system;
+  }
+  EXPECT_EQ(SystemTopologyFor("v100"), "");
 }
 
 TEST(Topology, ParsesDgxH100WithUnits) {

@@ -20,15 +20,6 @@ namespace {
 
 bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-// The shipped system each GPU profile comes in (the profile is the topology's GPU).
-std::string TopologyFor(const std::string& gpu) {
-  if (gpu == "h100-sxm-80gb") return "dgx-h100";
-  if (gpu == "h200-sxm-141gb") return "hgx-h200";
-  if (gpu == "a100-sxm-80gb") return "dgx-a100";
-  if (gpu == "a100-sxm-40gb") return "dgx-a100-40gb";
-  return "";
-}
-
 // Storage and compute formats: fp16 has bf16's size and tensor-core peak, so
 // it is simulated as bf16.
 std::string FormatName(JsonNode node) {
@@ -144,9 +135,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   JsonObject hw(obj.Required("hardware"));
   JsonNode gpu_node = hw.Required("gpu");
   std::string gpu = gpu_node.String();
-  std::string topology = TopologyFor(gpu);
+  std::string topology = config::SystemTopologyFor(gpu);
   if (topology.empty()) gpu_node.Fail("no GPU profile and system topology for '" + gpu + "'");
   doc["topology"] = topology;
+  doc["profile"] = gpu;  // the run's own GPU (an H100 SXM 96GB in the DGX H100's system)
   // The engine's GPU-dependent defaults (vLLM's larger batches on H100-class GPUs).
   const double hbm = config::LoadProfileFile(config::ResolveDataFile("profiles", gpu, "")).hbm_capacity.value.value;
   const int64_t default_sequences = profile.MaxSequences(gpu, hbm);

@@ -133,6 +133,14 @@ TEST(ServeValidate, EachEngineReleaseTakesItsProfile) {
   e["hardware"]["gpu"] = "a100-sxm-80gb";
   const ServingRunPlan a100 = PlanServingRun(e, "runs.json", "runs[0]");
   EXPECT_GT(h100.config.max_batched_tokens, a100.config.max_batched_tokens);
+  // Any GPU with a shipped system: Blackwell and AMD too.
+  for (const char* gpu : {"b200", "mi300x"}) {
+    e["hardware"]["gpu"] = gpu;
+    const ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+    EXPECT_EQ(p.config.profile.name, gpu);
+    EXPECT_EQ(p.config.max_sequences, 1024) << gpu;  // at least 70 GiB: vLLM's larger default
+  }
+  e["hardware"]["gpu"] = "h100-sxm-80gb";
   e["engine"] = {{"name", "SGLang"}, {"version", "0.4.6"}};
   const ServingRunPlan sglang = PlanServingRun(e, "runs.json", "runs[0]");
   EXPECT_EQ(sglang.config.engine, "sglang");

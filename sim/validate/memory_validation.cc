@@ -38,18 +38,16 @@ std::string FirstWord(const std::string& text) {
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
-// A GPU's name as the runs write it -> the shipped profile and system.
+// A GPU's name as the runs write it -> the shipped profile (its system:
+// config::SystemTopologyFor).
 struct GpuName {
   const char* prefix;  // the text starts with it, then ends or goes on with ' ' or '('
   const char* profile;
-  const char* topology;
 };
 constexpr GpuName kGpus[] = {
-    {"H100 SXM 96GB", "h100-sxm-96gb", "dgx-h100"}, {"H100 SXM 80GB", "h100-sxm-80gb", "dgx-h100"},
-    {"H100 SXM", "h100-sxm-80gb", "dgx-h100"},      {"A100 SXM 80GB", "a100-sxm-80gb", "dgx-a100"},
-    {"A100 SXM 40GB", "a100-sxm-40gb", "dgx-a100-40gb"}, {"H200", "h200-sxm-141gb", "hgx-h200"},
-    {"H800", "h800-sxm-80gb", "h800-node"},         {"GB200", "gb200", "gb200-nvl72"},
-    {"B200", "b200", "dgx-b200"},
+    {"H100 SXM 96GB", "h100-sxm-96gb"}, {"H100 SXM 80GB", "h100-sxm-80gb"}, {"H100 SXM", "h100-sxm-80gb"},
+    {"A100 SXM 80GB", "a100-sxm-80gb"}, {"A100 SXM 40GB", "a100-sxm-40gb"}, {"H200", "h200-sxm-141gb"},
+    {"H800", "h800-sxm-80gb"},          {"GB200", "gb200"},                 {"B200", "b200"},
 };
 
 const GpuName& GpuFor(const JsonNode& node) {
@@ -195,7 +193,7 @@ MemoryEntry ReadMemoryEntry(const nlohmann::json& entry, const std::string& file
   s.seq_len = obj.Required("seq_len").PositiveInt();
   s.model = ModelOf(obj.Required("model"), fw, s.seq_len, out.choices);
   const GpuName& gpu = GpuFor(obj.Required("gpu"));
-  s.topology_file = config::ResolveDataFile("topologies", gpu.topology, file);
+  s.topology_file = config::ResolveDataFile("topologies", config::SystemTopologyFor(gpu.profile), file);
   s.topology = config::LoadTopologyFile(s.topology_file);
   s.profile_file = config::ResolveDataFile("profiles", gpu.profile, file);
   s.profile = config::LoadProfileFile(s.profile_file);

@@ -15,18 +15,6 @@ namespace {
 
 using config::Precision;
 
-std::string TopologyFor(const std::string& gpu) {
-  if (gpu == "a100-sxm-80gb") return "dgx-a100";
-  if (gpu == "a100-sxm-40gb") return "dgx-a100-40gb";
-  if (gpu == "h100-sxm-80gb" || gpu == "h100-sxm-96gb") return "dgx-h100";
-  if (gpu == "h800-sxm-80gb") return "h800-node";
-  if (gpu == "h200-sxm-141gb") return "hgx-h200";
-  if (gpu == "b200") return "dgx-b200";
-  // GB200 NVL72: 72-GPU NVLink domains; the run's gpus_per_node is the domain size.
-  if (gpu == "gb200") return "gb200-nvl72";
-  return "";
-}
-
 // Multi-head latent attention: the schema gives no MLA ranks, so they come
 // from the model family's published config, shipped in models/. DeepSeek-V3:
 // Hugging Face config.json of deepseek-ai/DeepSeek-V3 (q_lora_rank 1536,
@@ -211,7 +199,7 @@ void ReadHardware(JsonObject& obj, const std::string& file, const std::string& p
   config::ScenarioConfig& s = out.scenario;
   JsonObject hw(obj.Required("hardware"));
   std::string gpu = hw.Required("gpu").String();
-  std::string topo = TopologyFor(gpu);
+  std::string topo = config::SystemTopologyFor(gpu);
   if (topo.empty()) throw InputError(file, path + ".hardware.gpu", "no shipped system topology for GPU '" + gpu + "'");
   s.topology_file = config::ResolveDataFile("topologies", topo, file);
   s.topology = config::LoadTopologyFile(s.topology_file);
