@@ -1,8 +1,13 @@
 #include "sim/config/model.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 #include "sim/config/quantity_text.h"
+#include "sim/config/scenario.h"
 
 namespace stacksim::config {
 namespace {
@@ -464,6 +469,57 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
 ModelConfig LoadModelFile(const std::string& path) {
   nlohmann::json doc = ReadJsonFile(path);
   return ParseModel(JsonNode(doc, path, ""));
+}
+
+std::string ModelNameKey(const std::string& name) {
+  static const std::set<std::string> kVariantWords = {"instruct", "chat", "hf",   "base", "it",   "fp8",
+                                                      "fp16",     "bf16", "awq",  "gptq", "int4", "int8"};
+  std::string text = name;
+  if (const size_t slash = text.rfind('/'); slash != std::string::npos) text = text.substr(slash + 1);
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string key, word;
+  bool first = true;
+  auto flush = [&] {
+    const bool release = word.size() > 1 && word[0] == 'v' && std::isdigit(static_cast<unsigned char>(word[1])) &&
+                         word.find_first_not_of("0123456789.", 1) == std::string::npos;
+    if (!word.empty() && !kVariantWords.count(word) && !release && !(first && word == "meta")) key += word;
+    if (!word.empty()) first = false;
+    word.clear();
+  };
+  for (const char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.') {
+      word += c;
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return key;
+}
+
+std::string FindShippedModel(const std::string& name) {
+  const std::string key = ModelNameKey(name);
+  if (key.empty()) return "";
+  std::string found;
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(DataRoot()) / "models", ec)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    const std::string stem = path.stem().string();
+    bool match = ModelNameKey(stem) == key;
+    if (!match) {
+      const nlohmann::json doc = ReadJsonFile(path.string());
+      match = doc.is_object() && doc.contains("name") && doc["name"].is_string() &&
+              ModelNameKey(doc["name"].get<std::string>()) == key;
+    }
+    if (!match) continue;
+    if (!found.empty() && found != stem) return "";  // two files claim it: no guess
+    found = stem;
+  }
+  return found;
 }
 
 }  // namespace stacksim::config

@@ -117,6 +117,19 @@ struct ModelConfig {
 // Parses a model object. `file` and `path` name it in errors.
 ModelConfig ParseModel(const JsonNode& node);
 ModelConfig LoadModelFile(const std::string& path);
+
+// A model name as published runs write it, reduced for comparison: lower
+// case, without an organisation ("meta-llama/"), a "meta-" prefix, release
+// tags ("v0.1") and variant words (instruct, chat, hf, base, it, and
+// weight formats: fp8, fp16, bf16, awq, gptq, int4, int8), and without
+// punctuation other than dots: "meta-llama/Meta-Llama-3.1-8B-Instruct" and
+// "llama3.1-8b" both give "llama3.18b".
+std::string ModelNameKey(const std::string& name);
+
+// The stem of the shipped model file (models/<stem>.json) whose stem or
+// "name" has the same ModelNameKey as `name`; "" when none does or when two
+// different files do.
+std::string FindShippedModel(const std::string& name);
 // The model in the file format (every key explicit); ParseModel reads it back.
 nlohmann::json ModelToJson(const ModelConfig& m);
 

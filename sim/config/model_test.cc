@@ -396,3 +396,25 @@ TEST(Model, EveryShippedModelLoadsAndCitesItsSource) {
 
 }  // namespace
 }  // namespace stacksim::config
+
+namespace stacksim::config {
+namespace {
+
+TEST(ModelName, PublishedNamesReduceToTheShippedFilesKey) {
+  EXPECT_EQ(ModelNameKey("meta-llama/Meta-Llama-3.1-8B-Instruct"), "llama3.18b");
+  EXPECT_EQ(ModelNameKey("llama3.1-8b"), "llama3.18b");
+  EXPECT_EQ(ModelNameKey("Llama 3.1 8B"), "llama3.18b");
+  EXPECT_EQ(ModelNameKey("mistralai/Mixtral-8x7B-Instruct-v0.1"), "mixtral8x7b");
+  EXPECT_EQ(ModelNameKey("nvidia/Llama-3.1-8B-Instruct-FP8"), "llama3.18b");
+  EXPECT_NE(ModelNameKey("Llama-2-70b-hf"), ModelNameKey("llama2-7b"));
+  EXPECT_EQ(FindShippedModel("meta-llama/Meta-Llama-3.1-8B-Instruct"), "llama3.1-8b");
+  EXPECT_EQ(FindShippedModel("Llama-2-70b-hf"), "llama2-70b");
+  EXPECT_EQ(FindShippedModel("Mixtral-8x7B-Instruct-v0.1"), "mixtral-8x7b");
+  EXPECT_EQ(FindShippedModel("Qwen/Qwen3-30B-A3B"), "qwen3-30b-a3b");
+  EXPECT_EQ(FindShippedModel("openai/gpt-oss-120b"), "gpt-oss-120b");
+  EXPECT_EQ(FindShippedModel("01-ai/Yi-34B"), "");  // no file: no guess
+  EXPECT_EQ(FindShippedModel("Meta-Llama-3-8B"), "llama3-8b");  // not 3.1
+}
+
+}  // namespace
+}  // namespace stacksim::config

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -125,12 +126,26 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   doc["name"] = id;
   doc["engine"] = engine_file;
 
+  // The model file: the entry's name as a file stem, else the shipped model
+  // whose name reduces to the same key as the entry's name or Hugging Face
+  // name ("Meta-Llama-3.1-8B-Instruct" -> llama3.1-8b; said among the choices).
   JsonObject m(obj.Required("model"));
-  m.Ignore({"hf_name", "notes"});
+  m.Ignore({"notes"});
   auto model = m.Optional("name");
-  if (!model) throw InputError(file, path + ".model.name", "no model file in models/ for this model");
-  doc["model"] = model->String();
+  auto hf_name = m.Optional("hf_name");
   m.Finish();
+  std::string model_file;
+  if (model && std::filesystem::exists(config::DataRoot() + "/models/" + model->String() + ".json")) {
+    model_file = model->String();
+  } else {
+    for (const auto& n : {model, hf_name}) {
+      if (!n || !model_file.empty()) continue;
+      model_file = config::FindShippedModel(n->String());
+      if (!model_file.empty()) plan.choices.push_back("model=" + model_file + " (matched '" + n->String() + "')");
+    }
+  }
+  if (model_file.empty()) throw InputError(file, path + ".model.name", "no model file in models/ for this model");
+  doc["model"] = model_file;
 
   JsonObject hw(obj.Required("hardware"));
   JsonNode gpu_node = hw.Required("gpu");

@@ -153,6 +153,20 @@ TEST(ServeValidate, EachEngineReleaseTakesItsProfile) {
   EXPECT_NE(error.find("no engine profile for 'Text Generation Inference'"), std::string::npos) << error;
 }
 
+TEST(ServeValidate, AModelNamedAsPublishedFindsItsFile) {
+  nlohmann::json e = OfflineEntry();
+  e["model"]["name"] = "Meta-Llama-3.1-8B-Instruct";
+  ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.model.name, "Llama 3.1 8B");
+  EXPECT_NE(nlohmann::json(p.choices).dump().find("model=llama3.1-8b (matched 'Meta-Llama-3.1-8B-Instruct')"),
+            std::string::npos);
+  e["model"]["name"] = nullptr;
+  e["model"]["hf_name"] = "meta-llama/Llama-3.1-8B-Instruct";
+  EXPECT_EQ(PlanServingRun(e, "runs.json", "runs[0]").config.model.name, "Llama 3.1 8B");
+  e["model"]["hf_name"] = "01-ai/Yi-34B";
+  EXPECT_NE(ErrorOf(e).find("runs[0].model.name: no model file"), std::string::npos) << ErrorOf(e);
+}
+
 TEST(ServeValidate, LmdeployBatchesPersistentlyWithItsPrefillBudget) {
   nlohmann::json e = StaticEntry("LMDeploy (TurboMind)", 64, 2048);
   e["engine"]["version"] = "0.4.2";
