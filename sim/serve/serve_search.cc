@@ -237,11 +237,21 @@ ServeSearchSpace DefaultServeSearchSpace(const ServeConfig& base) {
   sc.topology = base.topology;
   hw.economics = search::LookUpEconomics(sc);
   s.hardware.push_back(hw);
-  // Chunk budgets: Sarathi-Serve's small chunks (512) and vLLM's default
-  // budget with chunked prefill (2048).
-  s.schedulers = {{SchedulerKind::kContinuous, base.max_batched_tokens},
-                  {SchedulerKind::kChunked, 512},
-                  {SchedulerKind::kChunked, 2048}};
+  // The scenario's own scheduler at its budget first (its engine's: SGLang's
+  // prefill-first, vLLM V1's chunked prefill), continuous batching, and
+  // chunked prefill at Sarathi-Serve's small chunks (512) and vLLM's budget
+  // with chunked prefill on a smaller GPU (2048).
+  const bool own = base.scheduler != SchedulerKind::kStatic && base.scheduler != SchedulerKind::kDisaggregated;
+  s.schedulers = {{own ? base.scheduler : SchedulerKind::kContinuous, base.max_batched_tokens}};
+  auto add = [&](SchedulerKind kind, int64_t budget) {
+    for (const auto& x : s.schedulers) {
+      if (x.kind == kind && x.max_batched_tokens == budget) return;
+    }
+    s.schedulers.push_back({kind, budget});
+  };
+  add(SchedulerKind::kContinuous, base.max_batched_tokens);
+  add(SchedulerKind::kChunked, 512);
+  add(SchedulerKind::kChunked, 2048);
   return s;
 }
 
@@ -308,7 +318,7 @@ ServeSearchSpace BuildServeSearchSpace(const ServeConfig& base, const ServeSearc
     }
   }
   if (!f.chunks.empty()) {
-    s.schedulers.resize(1);  // continuous batching stays
+    s.schedulers.resize(1);  // the scenario's own scheduler stays
     if (f.chunks != "none") {
       for (int64_t v : PositiveInts(f.chunks, "--chunks")) s.schedulers.push_back({SchedulerKind::kChunked, v});
     }

@@ -90,9 +90,9 @@ struct ServeSearchSpace {
 };
 
 // The default space for a scenario: its topology, TP 1..node, PP 1, bf16 and
-// fp8 weights and KV cache, continuous batching at the scenario's token
-// budget and chunked prefill at 512 and 2048 tokens, the scenario's
-// sequence limit.
+// fp8 weights and KV cache, the scenario's own scheduler and continuous
+// batching at the scenario's token budget and chunked prefill at 512 and
+// 2048 tokens, the scenario's sequence limit.
 ServeSearchSpace DefaultServeSearchSpace(const ServeConfig& base);
 
 // Command-line choices, each a comma-separated list ("" keeps the default):

@@ -191,3 +191,31 @@ TEST(ServeSearch, FlagErrorsNameTheFlag) {
 
 }  // namespace
 }  // namespace stacksim::serve
+
+namespace stacksim::serve {
+namespace {
+
+// An engine's own scheduler is searched first, at the scenario's budget
+// (SGLang's prefill-first); a continuous scenario searches as before.
+TEST(ServeSearch, TheScenariosOwnSchedulerIsACandidate) {
+  nlohmann::json doc = TestServeDoc();
+  auto kinds = [&] {
+    std::vector<std::pair<SchedulerKind, int64_t>> out;
+    for (const auto& x : DefaultServeSearchSpace(ParseServeScenario(doc, "t.json")).schedulers) {
+      out.emplace_back(x.kind, x.max_batched_tokens);
+    }
+    return out;
+  };
+  using K = SchedulerKind;
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kContinuous, 8192}, {K::kChunked, 512}, {K::kChunked, 2048}}));
+  doc["scheduler"]["kind"] = "prefill-first";
+  doc["scheduler"]["max_batched_tokens"] = 16384;
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{
+                         {K::kPrefillFirst, 16384}, {K::kContinuous, 16384}, {K::kChunked, 512}, {K::kChunked, 2048}}));
+  doc["scheduler"]["kind"] = "chunked-prefill";
+  doc["scheduler"]["max_batched_tokens"] = 2048;
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kChunked, 2048}, {K::kContinuous, 2048}, {K::kChunked, 512}}));
+}
+
+}  // namespace
+}  // namespace stacksim::serve
