@@ -19,6 +19,7 @@ LatencyStats Stats(const std::vector<double>& v) {
   const std::vector<double> sorted = Sorted(v);
   s.p50 = LinearQuantile(sorted, 0.50);
   s.p90 = LinearQuantile(sorted, 0.90);
+  s.p95 = LinearQuantile(sorted, 0.95);
   s.p99 = LinearQuantile(sorted, 0.99);
   return s;
 }

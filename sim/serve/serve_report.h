@@ -16,7 +16,7 @@ namespace stacksim::serve {
 
 struct LatencyStats {
   // Seconds; percentiles by linear interpolation (sim/util/statistics.h).
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  double mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0;
 };
 
 struct ServeMetrics {

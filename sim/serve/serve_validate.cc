@@ -74,6 +74,7 @@ const char* MetricKindName(MetricKind k) {
     case MetricKind::kTtft: return "ttft";
     case MetricKind::kTpot: return "tpot";
     case MetricKind::kE2e: return "e2e_latency";
+    case MetricKind::kTokensPerS: return "tokens_per_s";
   }
   return "?";
 }
@@ -87,17 +88,19 @@ enum class MeasurementKind {
   kStaticBatchLatency,
   kPrefillLatencyBatch1,
   kOnlineLatencyConcurrency,
+  kOnlineLatencyRate,  // Poisson arrivals at request_rate_qps (vLLM's benchmark_serving --request-rate)
   kChunkedPrefillOnlineLatency,
 };
 
 MeasurementKind ParseMeasurementKind(const JsonNode& v) {
   const std::string text = v.OneOf({"offline_throughput", "static_batch_throughput", "static_batch_latency",
                                     "prefill_latency_batch1", "online_latency_concurrency",
-                                    "chunked_prefill_online_latency"});
+                                    "online_latency_rate", "chunked_prefill_online_latency"});
   if (text == "static_batch_throughput") return MeasurementKind::kStaticBatchThroughput;
   if (text == "static_batch_latency") return MeasurementKind::kStaticBatchLatency;
   if (text == "prefill_latency_batch1") return MeasurementKind::kPrefillLatencyBatch1;
   if (text == "online_latency_concurrency") return MeasurementKind::kOnlineLatencyConcurrency;
+  if (text == "online_latency_rate") return MeasurementKind::kOnlineLatencyRate;
   if (text == "chunked_prefill_online_latency") return MeasurementKind::kChunkedPrefillOnlineLatency;
   return MeasurementKind::kOfflineThroughput;
 }
@@ -281,7 +284,8 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
                              "client stops (request count and warm-up not published)");
     }
     requests = plan.clients * plan.rounds;
-  } else if (rate) {
+  } else if (rate || kind == MeasurementKind::kOnlineLatencyRate) {
+    if (!rate) throw InputError(file, path + ".workload.request_rate_qps", "a Poisson run needs its request rate");
     qps = rate->PositiveNumber();
     if (!num_requests) throw InputError(file, path + ".workload.num_requests", "a Poisson run needs its request count");
     requests = num_requests->PositiveInt();
@@ -352,7 +356,7 @@ namespace {
 void Compare(const JsonNode& measured, const ServeConfig& c, const ServeMetrics& m, ServingRunOutcome& o) {
   JsonObject ms(measured);
   ms.Ignore({"statistic"});
-  auto add = [&](MetricKind kind, const std::string& key, const char* simulated, double meas, double pred) {
+  auto add = [&](MetricKind kind, const std::string& key, const std::string& simulated, double meas, double pred) {
     MetricComparison mc;
     mc.kind = kind;
     mc.key = "measured." + key;
@@ -409,6 +413,48 @@ void Compare(const JsonNode& measured, const ServeConfig& c, const ServeMetrics&
   }
   if (auto v = ms.Optional("tbt_p99_s")) {
     add(MetricKind::kTpot, "tbt_p99_s", "p99 per-token latency", v->PositiveNumber(), m.token_gap.p99);
+  }
+  // The result keys of vLLM's benchmark_serving.py / `vllm bench serve`
+  // (SGLang's bench_serving writes the same): per request, TTFT, TPOT
+  // ((e2e - TTFT) / (output tokens - 1)) and end-to-end latency; per token,
+  // ITL over every request's token gaps; each as mean, median and the
+  // percentiles the benchmark was asked for; throughput over the run.
+  struct Series {
+    const char* name;
+    MetricKind kind;
+    const char* what;
+    const LatencyStats& stats;
+  };
+  const Series series[] = {{"ttft", MetricKind::kTtft, "TTFT", m.ttft},
+                           {"tpot", MetricKind::kTpot, "TPOT", m.tpot},
+                           {"itl", MetricKind::kTpot, "per-token latency", m.token_gap},
+                           {"e2el", MetricKind::kE2e, "e2e latency", m.e2e}};
+  struct Statistic {
+    const char* name;
+    const char* what;
+    double LatencyStats::*field;
+  };
+  const Statistic statistics[] = {{"mean", "mean", &LatencyStats::mean},   {"median", "p50", &LatencyStats::p50},
+                                  {"p90", "p90", &LatencyStats::p90},      {"p95", "p95", &LatencyStats::p95},
+                                  {"p99", "p99", &LatencyStats::p99}};
+  for (const Series& x : series) {
+    for (const Statistic& st : statistics) {
+      const std::string key = std::string(st.name) + "_" + x.name + "_ms";
+      if (auto v = ms.Optional(key)) {
+        add(x.kind, key, std::string(st.what) + " " + x.what, v->PositiveNumber() / 1e3, x.stats.*st.field);
+      }
+    }
+  }
+  if (auto v = ms.Optional("request_throughput")) {
+    add(MetricKind::kRequestsPerS, "request_throughput", "requests/s", v->PositiveNumber(), m.requests_per_s);
+  }
+  if (auto v = ms.Optional("output_throughput")) {
+    add(MetricKind::kOutputTokensPerS, "output_throughput", "output tokens/s, all GPUs", v->PositiveNumber(),
+        m.output_tokens_per_s);
+  }
+  if (auto v = ms.Optional("total_token_throughput")) {
+    add(MetricKind::kTokensPerS, "total_token_throughput", "prompt and output tokens/s, all GPUs", v->PositiveNumber(),
+        m.tokens_per_s);
   }
   ms.Finish();
 }

@@ -28,7 +28,7 @@
 
 namespace stacksim::serve {
 
-enum class MetricKind { kOutputTokensPerS, kRequestsPerS, kTtft, kTpot, kE2e };
+enum class MetricKind { kOutputTokensPerS, kRequestsPerS, kTtft, kTpot, kE2e, kTokensPerS };
 const char* MetricKindName(MetricKind k);
 
 struct MetricComparison {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "sim/util/error.h"
@@ -276,6 +277,42 @@ TEST(ServeValidate, ReportComparesEachMetricAndScopesThroughputPerGpu) {
   EXPECT_EQ(rep.scored_total, 3);
   EXPECT_EQ(rep.scored_predicted, 2);
   EXPECT_EQ(rep.overall.metrics, 2);
+}
+
+// An entry written with vLLM's benchmark result keys: each compared with
+// the statistic of the same name, each percentile its own metric.
+TEST(ServeValidate, VllmBenchmarkKeysAreComparedStatisticByStatistic) {
+  nlohmann::json e = OfflineEntry();
+  e["engine"] = {{"name", "vLLM"}, {"version", "0.10.1"}};
+  e["kind"] = "online_latency_rate";
+  e["workload"]["request_rate_qps"] = 4;
+  e["workload"]["num_requests"] = 100;
+  e["measured"] = {{"mean_ttft_ms", 40.0},        {"median_ttft_ms", 35.0},   {"p99_ttft_ms", 90.0},
+                   {"mean_tpot_ms", 12.0},        {"p95_itl_ms", 15.0},       {"mean_e2el_ms", 1600.0},
+                   {"request_throughput", 3.9},   {"output_throughput", 500.0},
+                   {"total_token_throughput", 1000.0}};
+  nlohmann::json doc = {{"schema", "stacksim.validation.serving/1"}, {"runs", {e}}};
+  std::string path = (std::filesystem::temp_directory_path() / "stacksim_serve_validate_vllm_keys.json").string();
+  std::ofstream(path) << doc.dump();
+  ServingValidationReport rep = RunServingValidation(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(rep.runs.size(), 1u);
+  ASSERT_TRUE(rep.runs[0].error.empty()) << rep.runs[0].error;
+  std::map<std::string, const MetricComparison*> by_key;
+  for (const MetricComparison& mc : rep.runs[0].metrics) by_key[mc.key] = &mc;
+  EXPECT_EQ(by_key.size(), 9u);
+  ASSERT_TRUE(by_key.count("measured.median_ttft_ms"));
+  EXPECT_EQ(by_key["measured.median_ttft_ms"]->simulated, "p50 TTFT");
+  EXPECT_DOUBLE_EQ(by_key["measured.median_ttft_ms"]->measured, 0.035);
+  EXPECT_EQ(by_key["measured.p95_itl_ms"]->simulated, "p95 per-token latency");
+  EXPECT_EQ(by_key["measured.p95_itl_ms"]->kind, MetricKind::kTpot);
+  EXPECT_EQ(by_key["measured.total_token_throughput"]->kind, MetricKind::kTokensPerS);
+  // Prompt and output tokens: 128 + 128 per request, twice the output rate.
+  EXPECT_NEAR(by_key["measured.total_token_throughput"]->predicted / by_key["measured.output_throughput"]->predicted,
+              2.0, 1e-9);
+  EXPECT_LT(by_key["measured.median_ttft_ms"]->predicted, by_key["measured.p99_ttft_ms"]->predicted);
+  e["workload"]["request_rate_qps"] = nullptr;
+  EXPECT_NE(ErrorOf(e).find("runs[0].workload.request_rate_qps"), std::string::npos) << ErrorOf(e);
 }
 
 TEST(ServeValidate, WrongSchemaNamesTheFile) {
