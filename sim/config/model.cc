@@ -293,6 +293,16 @@ ModelConfig ParseModel(const JsonNode& node) {
   }
   if (auto s = obj.Optional("source")) m.source = s->String();
   if (auto s = obj.Optional("notes")) m.notes = s->String();
+  // Other published names of the same architecture, for FindShippedModel:
+  // {"names": [...], "source": "..."}, the source saying why they are the same.
+  if (auto a = obj.Optional("aliases")) {
+    JsonObject aliases(*a);
+    JsonNode names = aliases.Required("names");
+    if (!names.IsArray() || names.Elements().empty()) names.Fail("expected a non-empty array of model names");
+    for (const JsonNode& n : names.Elements()) m.aliases.push_back(n.String());
+    m.aliases_source = aliases.Required("source").String();
+    aliases.Finish();
+  }
 
   JsonNode hidden = obj.Required("hidden_size");
   m.hidden_size = hidden.PositiveInt();
@@ -425,6 +435,7 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
   j["name"] = m.name;
   if (!m.source.empty()) j["source"] = m.source;
   if (!m.notes.empty()) j["notes"] = m.notes;
+  if (!m.aliases.empty()) j["aliases"] = {{"names", m.aliases}, {"source", m.aliases_source}};
   j["hidden_size"] = m.hidden_size;
   j["num_hidden_layers"] = m.num_layers;
   j["num_attention_heads"] = m.num_attention_heads;
@@ -511,9 +522,9 @@ std::string FindShippedModel(const std::string& name) {
     const std::string stem = path.stem().string();
     bool match = ModelNameKey(stem) == key;
     if (!match) {
-      const nlohmann::json doc = ReadJsonFile(path.string());
-      match = doc.is_object() && doc.contains("name") && doc["name"].is_string() &&
-              ModelNameKey(doc["name"].get<std::string>()) == key;
+      const ModelConfig m = LoadModelFile(path.string());
+      match = ModelNameKey(m.name) == key;
+      for (const std::string& alias : m.aliases) match = match || ModelNameKey(alias) == key;
     }
     if (!match) continue;
     if (!found.empty() && found != stem) return "";  // two files claim it: no guess

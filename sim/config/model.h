@@ -41,6 +41,8 @@ struct ModelConfig {
   bool norm_bias = true;         // LayerNorm with a bias (false for MPT's bias-free LayerNorm); false for RMSNorm
   std::string source;            // where the shapes come from (the file's "source")
   std::string notes;
+  std::vector<std::string> aliases;  // other published names of this architecture ("DeepSeek-R1")
+  std::string aliases_source;        // why they are the same architecture
   bool dropout = false;          // trained with dropout (hidden_dropout/attention_dropout > 0)
   // Mixture of experts (0 routed experts: a dense model). A MoE layer replaces
   // the MLP by a router (hidden x experts), `num_experts` routed expert MLPs of
@@ -126,9 +128,9 @@ ModelConfig LoadModelFile(const std::string& path);
 // "llama3.1-8b" both give "llama3.18b".
 std::string ModelNameKey(const std::string& name);
 
-// The stem of the shipped model file (models/<stem>.json) whose stem or
-// "name" has the same ModelNameKey as `name`; "" when none does or when two
-// different files do.
+// The stem of the shipped model file (models/<stem>.json) whose stem, "name"
+// or one of its "aliases" has the same ModelNameKey as `name`; "" when none
+// does or when two different files do.
 std::string FindShippedModel(const std::string& name);
 // The model in the file format (every key explicit); ParseModel reads it back.
 nlohmann::json ModelToJson(const ModelConfig& m);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/config/scenario.h"
 #include "tests/input_error.h"
 
 namespace stacksim::config {
@@ -414,6 +415,21 @@ TEST(ModelName, PublishedNamesReduceToTheShippedFilesKey) {
   EXPECT_EQ(FindShippedModel("openai/gpt-oss-120b"), "gpt-oss-120b");
   EXPECT_EQ(FindShippedModel("01-ai/Yi-34B"), "");  // no file: no guess
   EXPECT_EQ(FindShippedModel("Meta-Llama-3-8B"), "llama3-8b");  // not 3.1
+  // Aliases: the same architecture under another published name.
+  EXPECT_EQ(FindShippedModel("deepseek-ai/DeepSeek-R1"), "deepseek-v3");
+  EXPECT_EQ(FindShippedModel("meta-llama/Llama-3.3-70B-Instruct"), "llama3.1-70b");
+  EXPECT_EQ(FindShippedModel("openai/gpt-oss-20b"), "gpt-oss-20b");
+}
+
+TEST(ModelName, AliasesNeedNamesAndASource) {
+  nlohmann::json doc = ReadJsonFile(ResolveDataFile("models", "llama3-8b", ""));
+  doc["aliases"] = {{"names", {"Other Name"}}};
+  const InputError e = ErrorFrom([&] { ParseModel(JsonNode(doc, "m.json", "")); });
+  EXPECT_EQ(e.key_path(), "aliases.source");
+  doc["aliases"]["source"] = "same config";
+  EXPECT_EQ(ParseModel(JsonNode(doc, "m.json", "")).aliases, std::vector<std::string>{"Other Name"});
+  doc["aliases"]["names"] = nlohmann::json::array();
+  EXPECT_THROW(ParseModel(JsonNode(doc, "m.json", "")), InputError);
 }
 
 }  // namespace
