@@ -104,7 +104,7 @@ RunFunction AddServeSearchOptions(CLI::App* cmd) {
   cmd->add_option("--topologies", f.topologies, "Topologies to try instead of --gpus, e.g. dgx-h100,hgx-h200");
   cmd->add_option("--tp", f.tp, "TP sizes per replica (default: 1,2,4,... up to the node)");
   cmd->add_option("--pp", f.pp, "PP sizes per replica (default: 1)");
-  cmd->add_option("--weights", f.weights, "Weight formats: bf16,fp8,int8,int4 (default: bf16,fp8)");
+  cmd->add_option("--weights", f.weights, "Weight formats: bf16,fp8,int8,int4,fp4 (default: bf16,fp8)");
   cmd->add_option("--kv", f.kv, "KV cache formats: bf16,fp8,int8 (default: bf16,fp8)");
   cmd->add_option("--chunks", f.chunks, "Chunked-prefill token budgets, or none (default: 512,2048)");
   cmd->add_option("--max-sequences", f.max_sequences, "Sequence limits per replica (default: the scenario's)");

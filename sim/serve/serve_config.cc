@@ -118,6 +118,7 @@ const char* WeightFormatName(WeightFormat f) {
     case WeightFormat::kFp8: return "fp8";
     case WeightFormat::kInt8: return "int8";
     case WeightFormat::kInt4: return "int4";
+    case WeightFormat::kFp4: return "fp4";
   }
   return "?";
 }
@@ -137,6 +138,7 @@ double WeightBytes(WeightFormat f) {
     case WeightFormat::kFp8:
     case WeightFormat::kInt8: return 1.0;
     case WeightFormat::kInt4: return 0.5 + 2.0 / 128.0;
+    case WeightFormat::kFp4: return 0.5 + 1.0 / 16.0;
   }
   return 2.0;
 }
@@ -214,9 +216,9 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
   if (auto prec = root.Optional("precision")) {
     JsonObject p(*prec);
     if (auto w = p.Optional("weights")) {
-      std::string s = w->OneOf({"bf16", "fp8", "int8", "int4"});
+      std::string s = w->OneOf({"bf16", "fp8", "int8", "int4", "fp4"});
       c.weights = s == "bf16" ? WeightFormat::kBf16 : s == "fp8" ? WeightFormat::kFp8
-                  : s == "int8" ? WeightFormat::kInt8 : WeightFormat::kInt4;
+                  : s == "int8" ? WeightFormat::kInt8 : s == "int4" ? WeightFormat::kInt4 : WeightFormat::kFp4;
     }
     if (auto k = p.Optional("kv_cache")) {
       kv_given = true;
@@ -225,8 +227,8 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     }
     if (auto m = p.Optional("compute")) {
       c.compute = m->OneOf({"bf16", "fp8"}) == "fp8" ? config::Precision::kFp8 : config::Precision::kBf16;
-      if (c.compute == config::Precision::kFp8 && c.weights != WeightFormat::kFp8) {
-        m->Fail("compute fp8 needs fp8 weights (int8/int4 weights are weight-only: compute bf16)");
+      if (c.compute == config::Precision::kFp8 && c.weights != WeightFormat::kFp8 && c.weights != WeightFormat::kFp4) {
+        m->Fail("compute fp8 needs fp8 or fp4 weights (int8/int4 weights are weight-only: compute bf16)");
       }
       if (c.compute == config::Precision::kFp8 && !c.profile.Peak(config::Precision::kFp8)) {
         m->Fail("profile " + c.profile.name + " has no fp8 peak");

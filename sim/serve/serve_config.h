@@ -22,8 +22,11 @@
 
 namespace stacksim::serve {
 
-// Storage formats of weights and KV cache. int4 is weight-only (W4A16).
-enum class WeightFormat { kBf16, kFp8, kInt8, kInt4 };
+// Storage formats of weights and KV cache. int4 is weight-only (W4A16);
+// fp4 (NVFP4: 4-bit values and an fp8 scale per 16; MXFP4 carries a smaller
+// scale) is read by fp8 compute, which stands in for FP4 tensor cores, or
+// dequantized for bf16 compute.
+enum class WeightFormat { kBf16, kFp8, kInt8, kInt4, kFp4 };
 enum class KvFormat { kBf16, kFp8, kInt8 };
 const char* WeightFormatName(WeightFormat f);
 const char* KvFormatName(KvFormat f);

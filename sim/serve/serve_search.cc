@@ -305,7 +305,8 @@ ServeSearchSpace BuildServeSearchSpace(const ServeConfig& base, const ServeSearc
       else if (w == "fp8") s.weights.push_back(WeightFormat::kFp8);
       else if (w == "int8") s.weights.push_back(WeightFormat::kInt8);
       else if (w == "int4") s.weights.push_back(WeightFormat::kInt4);
-      else throw InputError("--weights", "", "unknown weight format '" + w + "' (bf16, fp8, int8, int4)");
+      else if (w == "fp4") s.weights.push_back(WeightFormat::kFp4);
+      else throw InputError("--weights", "", "unknown weight format '" + w + "' (bf16, fp8, int8, int4, fp4)");
     }
   }
   if (!f.kv.empty()) {
@@ -386,9 +387,10 @@ ServeSearchResult SearchServing(const ServeSearchSpace& space, const ServeSearch
                 c.ep = c.model.is_moe() && c.model.num_experts % tp == 0 ? tp : 1;
                 c.weights = w;
                 c.kv = kv;
-                // fp8 weights run fp8 GEMMs where the GPU has them; elsewhere
-                // (and for int8/int4) the weights are dequantized to bf16.
-                c.compute = w == WeightFormat::kFp8 && hw.profile.Peak(config::Precision::kFp8)
+                // fp8 (and fp4, FP4 tensor cores priced as fp8) weights run
+                // fp8 GEMMs where the GPU has them; elsewhere (and for
+                // int8/int4) the weights are dequantized to bf16.
+                c.compute = (w == WeightFormat::kFp8 || w == WeightFormat::kFp4) && hw.profile.Peak(config::Precision::kFp8)
                                 ? config::Precision::kFp8
                                 : config::Precision::kBf16;
                 c.scheduler = sch.kind;

@@ -180,7 +180,7 @@ TEST(ServeSearch, FlagErrorsNameTheFlag) {
     EXPECT_EQ(e.file(), "--tp");
   }
   f = {};
-  f.weights = "fp4";
+  f.weights = "fp2";
   try {
     BuildServeSearchSpace(base, f);
     FAIL();

@@ -22,10 +22,20 @@ namespace {
 bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // Storage and compute formats: fp16 has bf16's size and tensor-core peak, so
-// it is simulated as bf16.
-std::string FormatName(JsonNode node) {
-  std::string v = node.OneOf({"bf16", "fp16", "fp8", "int8", "int4"});
-  return v == "fp16" ? "bf16" : v;
+// it is simulated as bf16. The 4-bit floating formats (MXFP4, NVFP4) are
+// stored as fp4 weights; FP4 compute and FP4 KV caches are read as fp8, the
+// nearest format modelled, and the reading is said among the choices.
+std::string FormatName(JsonNode node, const char* what, std::vector<std::string>& choices) {
+  std::string v = node.OneOf({"bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"});
+  if (v == "fp16") return "bf16";
+  if (v == "fp4" || v == "mxfp4" || v == "nvfp4") {
+    const bool weights = std::string(what) == "weights";
+    const std::string as = weights ? "fp4" : "fp8";
+    choices.push_back(std::string(what) + " " + v + " read as " + as +
+                      (weights ? " (4-bit values, an fp8 scale per 16)" : " (FP4 tensor cores and caches are not modelled)"));
+    return as;
+  }
+  return v;
 }
 
 std::string Lower(std::string s) {
@@ -179,10 +189,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   doc["replicas"] = replicas;
 
   JsonObject prec(obj.Required("precision"));
-  std::string weights = FormatName(prec.Required("weights"));
+  std::string weights = FormatName(prec.Required("weights"), "weights", plan.choices);
   std::string kv;
   if (auto k = prec.Optional("kv_cache")) {
-    kv = FormatName(*k);
+    kv = FormatName(*k, "kv_cache", plan.choices);
   } else if (weights == "fp8" && profile.fp8_checkpoint_kv == "fp8") {
     kv = "fp8";
     plan.choices.push_back("kv_cache=fp8 (not stated; " + profile.name + " keeps an fp8 checkpoint's KV cache in fp8)");
@@ -192,7 +202,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     plan.choices.push_back("kv_cache=bf16 (not stated; the engine's default)");
   }
   std::string compute = "bf16";
-  if (auto c = prec.Optional("compute")) compute = FormatName(*c);
+  if (auto c = prec.Optional("compute")) compute = FormatName(*c, "compute", plan.choices);
   prec.Ignore({"notes"});
   prec.Finish();
   doc["precision"] = {{"weights", weights}, {"kv_cache", kv}, {"compute", compute}};

@@ -168,6 +168,23 @@ TEST(ServeValidate, AModelNamedAsPublishedFindsItsFile) {
   EXPECT_NE(ErrorOf(e).find("runs[0].model.name: no model file"), std::string::npos) << ErrorOf(e);
 }
 
+// GPT-OSS ships MXFP4 weights: stored as fp4 weights (dequantized for bf16
+// compute), and the reading is said; FP4 compute is priced as fp8.
+TEST(ServeValidate, FourBitFloatFormatsAreReadAsTheNearestModelledOnes) {
+  nlohmann::json e = OfflineEntry();
+  e["engine"] = {{"name", "vLLM"}, {"version", "0.10.1"}};
+  e["model"]["name"] = "gpt-oss-120b";
+  e["precision"] = {{"weights", "mxfp4"}, {"kv_cache", "bf16"}, {"compute", "bf16"}};
+  ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.weights, WeightFormat::kFp4);
+  EXPECT_NE(nlohmann::json(p.choices).dump().find("weights mxfp4 read as fp4"), std::string::npos);
+  e["hardware"]["gpu"] = "b200";
+  e["precision"] = {{"weights", "nvfp4"}, {"kv_cache", "fp8"}, {"compute", "nvfp4"}};
+  p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.compute, config::Precision::kFp8);
+  EXPECT_NE(nlohmann::json(p.choices).dump().find("compute nvfp4 read as fp8"), std::string::npos);
+}
+
 TEST(ServeValidate, LmdeployBatchesPersistentlyWithItsPrefillBudget) {
   nlohmann::json e = StaticEntry("LMDeploy (TurboMind)", 64, 2048);
   e["engine"]["version"] = "0.4.2";
