@@ -46,6 +46,10 @@ TEST(EngineProfile, ShippedProfilesParseWithTheirDocumentedDefaults) {
   EXPECT_EQ(v1.MaxSequences("h200-sxm-141gb", 141 * gib), 1024);
   EXPECT_EQ(v1.MaxSequences("l40s", 48 * gib), 256);
   EXPECT_EQ(v1.cuda_graph_max_batch, 512);
+  EngineProfile offline = Shipped("vllm-v1-offline");
+  EXPECT_EQ(offline.MaxBatchedTokens("h100-sxm-80gb", 80 * gib), 16384);
+  EXPECT_EQ(offline.MaxBatchedTokens("a100-sxm-80gb", 80 * gib), 8192);
+  EXPECT_EQ(offline.scheduler, "chunked-prefill");
   EngineProfile sglang = Shipped("sglang");
   EXPECT_EQ(sglang.scheduler, "prefill-first");
   EXPECT_EQ(sglang.kv_memory, KvMemoryRule::kStatic);

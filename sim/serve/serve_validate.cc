@@ -49,8 +49,8 @@ std::string Lower(std::string s) {
 // engines. Sarathi-Serve is built on vLLM.
 // TensorRT-LLM releases before 0.8 (no XQA generation kernel) have their
 // own profile.
-std::string EngineProfileFor(const std::string& engine, const std::string& version, std::vector<std::string>& choices,
-                             const JsonNode& at) {
+std::string EngineProfileFor(const std::string& engine, const std::string& version, bool offline,
+                             std::vector<std::string>& choices, const JsonNode& at) {
   // "0.8.5", "v0.4.6.post1": the release's major and minor.
   int major = 0, minor = 0;
   const bool parsed =
@@ -67,8 +67,11 @@ std::string EngineProfileFor(const std::string& engine, const std::string& versi
   if (Contains(Lower(engine), "sglang")) return "sglang";
   if (Contains(engine, "Sarathi")) return "vllm";
   if (Contains(Lower(engine), "vllm")) {
-    // The V1 engine is the default from 0.8.0 (VLLM_USE_V1 on).
-    if (parsed) return major > 0 || minor >= 8 ? "vllm-v1" : "vllm";
+    // The V1 engine is the default from 0.8.0 (VLLM_USE_V1 on); an offline
+    // run (benchmark_throughput, LLM.generate) takes the LLM class's batch
+    // defaults, larger than the server's.
+    if (parsed && (major > 0 || minor >= 8)) return offline ? "vllm-v1-offline" : "vllm-v1";
+    if (parsed) return "vllm";
     choices.push_back("engine vllm (V0 scheduler: the release is not stated as a version number)");
     return "vllm";
   }
@@ -132,7 +135,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   if (auto v = engine_obj.Optional("version")) version = v->String();
   engine_obj.Finish();
   const std::string engine_file =
-      config::ResolveDataFile("engines", EngineProfileFor(engine, version, plan.choices, engine_name), "");
+      config::ResolveDataFile("engines",
+                              EngineProfileFor(engine, version, kind == MeasurementKind::kOfflineThroughput,
+                                               plan.choices, engine_name),
+                              "");
   const EngineProfile profile = LoadEngineProfile(engine_file);
 
   nlohmann::json doc;

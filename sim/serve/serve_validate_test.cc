@@ -119,14 +119,22 @@ TEST(ServeValidate, EachEngineReleaseTakesItsProfile) {
     return PlanServingRun(e, "runs.json", "runs[0]").config.engine;
   };
   EXPECT_EQ(engine_of("0.6.3.post1"), "vllm");
-  EXPECT_EQ(engine_of("0.8.5"), "vllm-v1");  // V1 is the default engine from 0.8.0
+  // V1 is the default engine from 0.8.0; an offline run takes the LLM
+  // class's defaults.
+  EXPECT_EQ(engine_of("0.8.5"), "vllm-v1-offline");
+  e["kind"] = "online_latency_concurrency";
+  e["workload"]["concurrency"] = 8;
+  EXPECT_EQ(engine_of("0.8.5"), "vllm-v1");
   EXPECT_EQ(engine_of("v0.10.1"), "vllm-v1");
   EXPECT_EQ(engine_of("1.0.0"), "vllm-v1");
+  e["kind"] = "offline_throughput";
+  e["workload"]["concurrency"] = nullptr;
   e["engine"]["version"] = "main branch at the build";
   ServingRunPlan unversioned = PlanServingRun(e, "runs.json", "runs[0]");
   EXPECT_EQ(unversioned.config.engine, "vllm");
   EXPECT_NE(nlohmann::json(unversioned.choices).dump().find("V0 scheduler"), std::string::npos);
-  // vLLM V1's batch defaults follow the GPU: larger on the H100.
+  // vLLM V1's batch defaults follow the GPU: larger on the H100 (offline:
+  // 16384 tokens against 8192).
   e["engine"]["version"] = "0.10.1";
   e["scheduler"]["max_num_batched_tokens"] = nullptr;
   e["precision"] = {{"weights", "bf16"}, {"kv_cache", "bf16"}, {"compute", "bf16"}};  // the A100 has no fp8
@@ -134,6 +142,8 @@ TEST(ServeValidate, EachEngineReleaseTakesItsProfile) {
   e["hardware"]["gpu"] = "a100-sxm-80gb";
   const ServingRunPlan a100 = PlanServingRun(e, "runs.json", "runs[0]");
   EXPECT_GT(h100.config.max_batched_tokens, a100.config.max_batched_tokens);
+  EXPECT_EQ(h100.config.max_batched_tokens, 16384);
+  EXPECT_EQ(a100.config.max_batched_tokens, 8192);
   // Any GPU with a shipped system: Blackwell and AMD too.
   for (const char* gpu : {"b200", "mi300x"}) {
     e["hardware"]["gpu"] = gpu;
