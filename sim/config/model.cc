@@ -519,6 +519,9 @@ std::string FindShippedModel(const std::string& name) {
   }
   std::sort(files.begin(), files.end());
   for (const auto& path : files) {
+    if (path.stem().string() == name) return name;  // the file named exactly
+  }
+  for (const auto& path : files) {
     const std::string stem = path.stem().string();
     bool match = ModelNameKey(stem) == key;
     if (!match) {

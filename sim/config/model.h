@@ -128,9 +128,10 @@ ModelConfig LoadModelFile(const std::string& path);
 // "llama3.1-8b" both give "llama3.18b".
 std::string ModelNameKey(const std::string& name);
 
-// The stem of the shipped model file (models/<stem>.json) whose stem, "name"
-// or one of its "aliases" has the same ModelNameKey as `name`; "" when none
-// does or when two different files do.
+// The stem of the shipped model file (models/<stem>.json) named `name`
+// exactly, else the one whose stem, "name" or one of its "aliases" has the
+// same ModelNameKey as `name`; "" when none does or when two different files
+// do.
 std::string FindShippedModel(const std::string& name);
 // The model in the file format (every key explicit); ParseModel reads it back.
 nlohmann::json ModelToJson(const ModelConfig& m);

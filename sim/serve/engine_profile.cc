@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 
 #include "sim/config/scenario.h"
 #include "sim/util/error.h"
@@ -26,6 +25,38 @@ KvMemoryRule ParseKvMemoryRule(const JsonNode& v) {
 }
 
 namespace {
+
+// {"gib": 70, "except_gpus": ["a100"], "value": 8192}
+HbmTier ReadHbmTier(const JsonNode& n) {
+  JsonObject t(n);
+  HbmTier tier;
+  tier.gib = t.Required("gib").PositiveNumber();
+  if (auto g = t.Optional("except_gpus")) {
+    if (!g->IsArray()) g->Fail("expected an array of GPU name parts, e.g. [\"a100\"]");
+    for (const JsonNode& x : g->Elements()) tier.except_gpus.push_back(x.String());
+  }
+  tier.value = t.Required("value").PositiveInt();
+  t.Finish();
+  return tier;
+}
+
+// {"2": 0.87, "4": 0.85}: each fraction from that TP size up, ascending.
+std::vector<std::pair<int, double>> ReadFractionsByTp(const JsonNode& n) {
+  if (!n.IsObject()) n.Fail("expected {\"<tp>\": fraction, ...}, e.g. {\"2\": 0.87, \"4\": 0.85}");
+  JsonObject tiers(n);
+  std::vector<std::pair<int, double>> out;
+  for (const std::string& key : tiers.Keys()) {
+    const JsonNode value = tiers.Required(key);
+    int tp = 0;
+    if (std::sscanf(key.c_str(), "%d", &tp) != 1 || tp < 1 || std::to_string(tp) != key) {
+      value.Fail("the key must be a TP size (a positive integer)");
+    }
+    out.emplace_back(tp, value.Fraction());
+  }
+  tiers.Finish();
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 int64_t Tiered(int64_t value, const std::optional<HbmTier>& tier, const std::string& gpu, double hbm_bytes) {
   if (!tier || hbm_bytes < tier->gib * kGiB) return value;
@@ -69,63 +100,41 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
   root.Ignore({"notes"});
   JsonObject facts(root.Required("facts"));
   // Each fact is {"value", "source"}; the source must be there and say
-  // something. `tier` names the one extra key a fact may carry
-  // ("from_hbm_gib", "by_tp"), read by `read_tier`.
-  auto fact_with = [&](std::string_view key, const char* tier,
-                       const std::function<void(const JsonNode&)>& read_tier) -> std::optional<JsonNode> {
+  // something. A fact may carry one more key, `extra` ("from_hbm_gib",
+  // "by_tp"), returned beside the value.
+  struct FactNodes {
+    JsonNode value;
+    std::optional<JsonNode> extra;
+  };
+  auto fact_with = [&](std::string_view key, const char* extra) -> std::optional<FactNodes> {
     auto f = facts.Optional(key);
     if (!f) return std::nullopt;
     JsonObject o(*f);
     o.Required("source").String();
-    JsonNode v = o.Required("value");
-    if (tier != nullptr) {
-      if (auto t = o.Optional(tier)) read_tier(*t);
-    }
+    FactNodes out{o.Required("value"), extra != nullptr ? o.Optional(extra) : std::nullopt};
     o.Finish();
-    return v;
+    return out;
   };
-  auto fact = [&](std::string_view key) { return fact_with(key, nullptr, {}); };
-  // {"gib": 70, "except_gpus": ["a100"], "value": 8192}
-  auto hbm_tier = [](std::optional<HbmTier>& out) {
-    return [&out](const JsonNode& n) {
-      JsonObject t(n);
-      HbmTier tier;
-      tier.gib = t.Required("gib").PositiveNumber();
-      if (auto g = t.Optional("except_gpus")) {
-        if (!g->IsArray()) g->Fail("expected an array of GPU name parts, e.g. [\"a100\"]");
-        for (const JsonNode& x : g->Elements()) tier.except_gpus.push_back(x.String());
-      }
-      tier.value = t.Required("value").PositiveInt();
-      t.Finish();
-      out = tier;
-    };
+  auto fact = [&](std::string_view key) -> std::optional<JsonNode> {
+    if (auto f = fact_with(key, nullptr)) return f->value;
+    return std::nullopt;
   };
   if (auto v = fact("scheduler")) {
     e.scheduler = v->OneOf({"continuous", "chunked-prefill", "prefill-first", "inflight", "persistent"});
   }
-  if (auto v = fact_with("max_sequences", "from_hbm_gib", hbm_tier(e.max_sequences_large))) {
-    e.max_sequences = v->PositiveInt();
+  if (auto f = fact_with("max_sequences", "from_hbm_gib")) {
+    e.max_sequences = f->value.PositiveInt();
+    if (f->extra) e.max_sequences_large = ReadHbmTier(*f->extra);
   }
-  if (auto v = fact_with("max_batched_tokens", "from_hbm_gib", hbm_tier(e.max_batched_tokens_large))) {
-    e.max_batched_tokens = v->PositiveInt();
+  if (auto f = fact_with("max_batched_tokens", "from_hbm_gib")) {
+    e.max_batched_tokens = f->value.PositiveInt();
+    if (f->extra) e.max_batched_tokens_large = ReadHbmTier(*f->extra);
   }
   if (auto v = fact("kv_memory")) e.kv_memory = ParseKvMemoryRule(*v);
-  // {"2": 0.87, "4": 0.85}: from that TP size up.
-  auto by_tp = [&](const JsonNode& n) {
-    if (!n.IsObject()) n.Fail("expected {\"<tp>\": fraction, ...}, e.g. {\"2\": 0.87, \"4\": 0.85}");
-    JsonObject tiers(n);
-    for (const std::string& key : tiers.Keys()) {
-      const JsonNode value = tiers.Required(key);
-      int tp = 0;
-      if (std::sscanf(key.c_str(), "%d", &tp) != 1 || tp < 1 || std::to_string(tp) != key) {
-        value.Fail("the key must be a TP size (a positive integer)");
-      }
-      e.kv_memory_fraction_by_tp.emplace_back(tp, value.Fraction());
-    }
-    tiers.Finish();
-    std::sort(e.kv_memory_fraction_by_tp.begin(), e.kv_memory_fraction_by_tp.end());
-  };
-  if (auto v = fact_with("kv_memory_fraction", "by_tp", by_tp)) e.kv_memory_fraction = v->Fraction();
+  if (auto f = fact_with("kv_memory_fraction", "by_tp")) {
+    e.kv_memory_fraction = f->value.Fraction();
+    if (f->extra) e.kv_memory_fraction_by_tp = ReadFractionsByTp(*f->extra);
+  }
   if (auto v = fact("fp8_checkpoint_kv")) e.fp8_checkpoint_kv = v->OneOf({"bf16", "fp8"});
   if (auto v = fact("cuda_graph_max_batch")) {
     const int64_t n = v->Int();

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -154,13 +153,11 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   auto hf_name = m.Optional("hf_name");
   m.Finish();
   std::string model_file;
-  if (model && std::filesystem::exists(config::DataRoot() + "/models/" + model->String() + ".json")) {
-    model_file = model->String();
-  } else {
-    for (const auto& n : {model, hf_name}) {
-      if (!n || !model_file.empty()) continue;
-      model_file = config::FindShippedModel(n->String());
-      if (!model_file.empty()) plan.choices.push_back("model=" + model_file + " (matched '" + n->String() + "')");
+  for (const auto& n : {model, hf_name}) {
+    if (!n || !model_file.empty()) continue;
+    model_file = config::FindShippedModel(n->String());
+    if (!model_file.empty() && model_file != n->String()) {
+      plan.choices.push_back("model=" + model_file + " (matched '" + n->String() + "')");
     }
   }
   if (model_file.empty()) throw InputError(file, path + ".model.name", "no model file in models/ for this model");
@@ -173,10 +170,6 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   if (topology.empty()) gpu_node.Fail("no GPU profile and system topology for '" + gpu + "'");
   doc["topology"] = topology;
   doc["profile"] = gpu;  // the run's own GPU (an H100 SXM 96GB in the DGX H100's system)
-  // The engine's GPU-dependent defaults (vLLM's larger batches on H100-class GPUs).
-  const double hbm = config::LoadProfileFile(config::ResolveDataFile("profiles", gpu, "")).hbm_capacity.value.value;
-  const int64_t default_sequences = profile.MaxSequences(gpu, hbm);
-  const int64_t default_tokens = profile.MaxBatchedTokens(gpu, hbm);
   JsonNode gpus_node = hw.Required("gpus");
   int64_t gpus = gpus_node.PositiveInt();
   hw.Ignore({"gpus_per_node", "interconnect", "notes"});
@@ -238,6 +231,14 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
 
   const EngineProfile& limits = profile;
   nlohmann::json scheduler;
+  // A limit the entry leaves to the engine is left out of the scenario, so
+  // the engine profile's default for this GPU applies; the choice naming it
+  // is written once the scenario is built (a placeholder keeps its place).
+  std::vector<std::pair<size_t, std::pair<const char*, int64_t ServeConfig::*>>> defaults;
+  auto engine_default = [&](const char* text, int64_t ServeConfig::*field) {
+    defaults.push_back({plan.choices.size(), {text, field}});
+    plan.choices.emplace_back();
+  };
   int64_t requests = 0;
   const bool static_kind = kind == MeasurementKind::kStaticBatchThroughput ||
                            kind == MeasurementKind::kStaticBatchLatency ||
@@ -249,11 +250,11 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     if (Contains(engine, "LMDeploy")) {
       // TurboMind batches persistently: the batch's requests join as they
       // arrive (the engine's scheduler, its context budget).
-      scheduler = {{"kind", limits.scheduler}, {"max_sequences", batch},
-                   {"max_batched_tokens", max_tokens ? max_tokens->PositiveInt() : default_tokens}};
-      if (!max_tokens) {
-        plan.choices.push_back(fmt::format("continuous batching, max_batched_tokens={} (engine default)",
-                                           default_tokens));
+      scheduler = {{"kind", limits.scheduler}, {"max_sequences", batch}};
+      if (max_tokens) {
+        scheduler["max_batched_tokens"] = max_tokens->PositiveInt();
+      } else {
+        engine_default("continuous batching, max_batched_tokens={} (engine default)", &ServeConfig::max_batched_tokens);
       }
     } else {
       // gptSessionBenchmark and vLLM's latency benchmark run the batch as one
@@ -262,22 +263,21 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
                    {"max_batched_tokens", std::max<int64_t>(batch * shape.prompt_tokens, 1)}};
     }
   } else {
-    int64_t seqs = default_sequences, tokens = default_tokens;
-    if (max_batch) {
-      seqs = max_batch->PositiveInt();
-    } else {
-      plan.choices.push_back(fmt::format("max_sequences={} (engine default)", seqs));
-    }
-    if (max_tokens) {
-      tokens = max_tokens->PositiveInt();
-    } else {
-      plan.choices.push_back(fmt::format("max_batched_tokens={} (engine default)", tokens));
-    }
     // TensorRT-LLM's in-flight batching runs context and generation requests
     // in one iteration under a token budget: the chunked-prefill scheduler.
     // Sarathi-Serve's point is chunked prefill on top of vLLM.
     std::string kind_name = Contains(engine, "Sarathi") ? "chunked-prefill" : limits.scheduler;
-    scheduler = {{"kind", kind_name}, {"max_sequences", seqs}, {"max_batched_tokens", tokens}};
+    scheduler = {{"kind", kind_name}};
+    if (max_batch) {
+      scheduler["max_sequences"] = max_batch->PositiveInt();
+    } else {
+      engine_default("max_sequences={} (engine default)", &ServeConfig::max_sequences);
+    }
+    if (max_tokens) {
+      scheduler["max_batched_tokens"] = max_tokens->PositiveInt();
+    } else {
+      engine_default("max_batched_tokens={} (engine default)", &ServeConfig::max_batched_tokens);
+    }
   }
   doc["scheduler"] = scheduler;
 
@@ -317,6 +317,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   } catch (const InputError& e) {
     throw InputError(file, path, std::string("the scenario built from this entry is invalid: ") + e.what());
   }
+  for (const auto& [at, what] : defaults) plan.choices[at] = fmt::format(fmt::runtime(what.first), plan.config.*what.second);
   plan.request = shape;
   if (qps) {
     plan.requests = GenerateRequests(plan.config.workload);
