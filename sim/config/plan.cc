@@ -88,12 +88,19 @@ TpCommOverlap ReadTpCommOverlap(const JsonNode& v) {
 }
 
 const char* Zero3GatherName(Zero3Gather g) {
-  return g == Zero3Gather::kSyncPerParameter ? "sync-per-parameter" : "prefetch-per-layer";
+  switch (g) {
+    case Zero3Gather::kSyncPerParameter: return "sync-per-parameter";
+    case Zero3Gather::kPipelined: return "pipelined";
+    case Zero3Gather::kPrefetchPerLayer: break;
+  }
+  return "prefetch-per-layer";
 }
 
 Zero3Gather ReadZero3Gather(const JsonNode& v) {
-  return v.OneOf({"prefetch-per-layer", "sync-per-parameter"}) == "sync-per-parameter" ? Zero3Gather::kSyncPerParameter
-                                                                                      : Zero3Gather::kPrefetchPerLayer;
+  const std::string name = v.OneOf({"prefetch-per-layer", "sync-per-parameter", "pipelined"});
+  return name == "sync-per-parameter" ? Zero3Gather::kSyncPerParameter
+         : name == "pipelined"        ? Zero3Gather::kPipelined
+                                      : Zero3Gather::kPrefetchPerLayer;
 }
 
 double LossLogitBytes(LossLogits l) { return l == LossLogits::kUpcast ? 12.0 : 6.0; }

@@ -151,8 +151,13 @@ const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 // flat buffer (one copy per rank of the group); under full recomputation a
 // tensor is gathered again for the backward unless the parameters used in
 // between are fewer than zero3_max_reuse_distance (docs/workload.md).
-enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter };
-const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter"
+// kPipelined: as kPrefetchPerLayer, but in the backward the next layer's
+// gather is queued before this layer's reduce-scatter, so it runs while this
+// layer computes (XLA's latency-hiding scheduler with pipelined all-gathers
+// and reduce-scatters); kPrefetchPerLayer queues it behind that
+// reduce-scatter, which waits for this layer's backward.
+enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter, kPipelined };
+const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter", "pipelined"
 Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
 // Bytes per logit at the loss's peak.
 double LossLogitBytes(LossLogits l);

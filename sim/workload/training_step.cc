@@ -557,8 +557,20 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     last = Emit(rank, split ? head_b_input_ : head_b_, deps, -1, mb, async_out);
     deps = {last};
   }
+  // Zero3Gather::kPipelined: the next layer's gather is queued before this
+  // layer's reduce-scatter and runs while this layer computes; otherwise it
+  // is issued when its own backward starts, behind the reduce-scatter.
+  const bool pipelined = zero3 && plan_.zero3_gather == Zero3Gather::kPipelined;
+  TaskId prefetched = -1;
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
-    if (zero3) deps.push_back(FsdpGather(rank, l, mb));
+    if (zero3) {
+      deps.push_back(prefetched >= 0 ? prefetched : FsdpGather(rank, l, mb));
+      prefetched = -1;
+      if (pipelined && l > first_layer_[vs]) {
+        gather_gate_[rank] = last_compute_[rank];
+        prefetched = FsdpGather(rank, l - 1, mb);
+      }
+    }
     if (plan_.recompute == config::Recompute::kFull) {
       last = Emit(rank, recompute_full_[Kind(l)], deps, l, mb);
       deps = {last};

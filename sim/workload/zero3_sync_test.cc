@@ -5,6 +5,9 @@
 // Counts and sizes are checked against hand counts on a 4-layer GPT.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+
 #include "sim/config/scenario.h"
 #include "sim/simulate/simulate.h"
 #include "sim/workload/training_step.h"
@@ -107,6 +110,51 @@ TEST(Zero3SyncGather, NothingOverlapsComputeAndTheWaitIsDpComm) {
   EXPECT_GT(sync.breakdown.dp_exposed.seconds(), prefetch.breakdown.dp_exposed.seconds());
   EXPECT_LT(sync.breakdown.other.seconds(), 0.01 * sync.iteration.seconds());
   EXPECT_NEAR(sync.breakdown.total().seconds(), sync.iteration.seconds(), 1e-3 * sync.iteration.seconds());
+}
+
+// Pipelined gathers (XLA's latency-hiding scheduler): in the backward the
+// next layer's gather is queued on the DP stream before this layer's
+// reduce-scatter, so it runs while this layer computes; per-layer prefetch
+// queues it behind the reduce-scatter, which waits for the layer's backward.
+TEST(Zero3Pipelined, NextLayersGatherIsQueuedBeforeThisLayersReduceScatter) {
+  config::ScenarioConfig s = SyncZero3(8, config::Recompute::kNone);
+  // In the backward, the DP-stream position of each layer's gather and reduce-scatter.
+  auto backward_order = [&](config::Zero3Gather mode) {
+    s.plan.zero3_gather = mode;
+    const trace::Trace t = BuildTrainingStep(s);
+    std::map<int, int> gather, scatter;
+    int position = 0, gathers_seen = 0;
+    for (const auto& task : t.tasks()) {
+      if (task.rank != 0 || task.kind != trace::TaskKind::kCollective || task.role != trace::TaskRole::kDpComm) continue;
+      ++position;
+      if (task.comm.kind == CollectiveKind::kAllGather && ++gathers_seen > 4) gather[task.layer] = position;
+      if (task.comm.kind == CollectiveKind::kReduceScatter) scatter[task.layer] = position;
+    }
+    EXPECT_EQ(gather.size(), 4u);
+    EXPECT_EQ(scatter.size(), 4u);
+    return std::make_pair(gather, scatter);
+  };
+  const auto [pipelined_gather, pipelined_scatter] = backward_order(config::Zero3Gather::kPipelined);
+  const auto [queued_gather, queued_scatter] = backward_order(config::Zero3Gather::kPrefetchPerLayer);
+  for (int l = 1; l < 4; ++l) {
+    EXPECT_LT(pipelined_gather.at(l - 1), pipelined_scatter.at(l)) << "layer " << l;
+    EXPECT_GT(queued_gather.at(l - 1), queued_scatter.at(l)) << "layer " << l;
+  }
+}
+
+// With communication as long as the compute (a slow fabric), the pipelined
+// backward hides the gathers that per-layer prefetch leaves exposed.
+TEST(Zero3Pipelined, HidesTheBackwardGathersThatPerLayerPrefetchExposes) {
+  config::ScenarioConfig s = SyncZero3(16, config::Recompute::kNone);
+  simulate::Options o;
+  o.simulate_if_out_of_memory = true;
+  s.plan.zero3_gather = config::Zero3Gather::kPrefetchPerLayer;
+  const auto queued = simulate::Simulate(s, o);
+  s.plan.zero3_gather = config::Zero3Gather::kPipelined;
+  const auto pipelined = simulate::Simulate(s, o);
+  EXPECT_GT(queued.breakdown.dp_exposed.seconds(), 0);
+  EXPECT_LT(pipelined.breakdown.dp_exposed.seconds(), 0.9 * queued.breakdown.dp_exposed.seconds());
+  EXPECT_LT(pipelined.iteration.seconds(), queued.iteration.seconds());
 }
 
 }  // namespace
