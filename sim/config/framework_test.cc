@@ -55,6 +55,11 @@ TEST(Framework, FallbackEntriesCountOnlyWhenNoProfileMatches) {
   EXPECT_EQ(Match("Megatron-LM v2.6 (2022)").name, "megatron-lm-2022");
   EXPECT_EQ(Match("Megatron-LM (2021)").name, "megatron-lm-2021");
   EXPECT_EQ(Match("Hugging Face Accelerate + PyTorch FSDP").name, "pytorch-fsdp");
+  // Other XLA-compiled JAX trainers take MaxText's compile-time facts.
+  EXPECT_EQ(Match("Levanter (JAX)").name, "maxtext");
+  EXPECT_EQ(Match("PaxML 24.04").name, "maxtext");
+  EXPECT_EQ(Match("MaxText (JAX) 25.01").name, "maxtext");
+  EXPECT_FALSE(FindFramework(ShippedFrameworks(), "MaxText (JAX) 25.01", "f", "k").fallback);
   // A profile's own entry beats every fallback, however long.
   EXPECT_EQ(Match("Composer + llm-foundry (PyTorch FSDP), MosaicML platform").name, "llm-foundry");
   EXPECT_EQ(Match("MegaScale (Megatron-LM + parallel transformer block)").name, "megascale");
@@ -215,6 +220,27 @@ TEST(Framework, DeepSpeedZero3GathersPerParameterSynchronously) {
   EXPECT_EQ(ds.PlanDefaults(PlanConfig{}).zero3_gather, Zero3Gather::kSyncPerParameter);
   const FrameworkProfile& titan = Match("torchtitan (FSDP)");
   EXPECT_EQ(titan.zero3_gather, Zero3Gather::kPrefetchPerLayer);
+}
+
+// DeepSpeed on its own (a release of 2022 on, Hugging Face models) is not
+// the Megatron-DeepSpeed fork of 2021: flash attention through SDPA, eager
+// kernels, ZeRO-3 prefetching ahead, gradients reduced in the training
+// dtype. Texts naming Megatron too keep the fork's profile.
+TEST(Framework, DeepSpeedAloneIsTheModernEngineNotTheMegatronFork) {
+  for (const char* text : {"DeepSpeed 0.14 ZeRO-3", "Hugging Face Trainer + DeepSpeed ZeRO-2", "deepspeed"}) {
+    const FrameworkProfile& ds = Match(text);
+    EXPECT_EQ(ds.name, "deepspeed") << text;
+    EXPECT_EQ(ds.attention, AttentionImpl::kFlash2) << text;
+    EXPECT_EQ(ds.kernels, KernelFusion::kEager) << text;
+    EXPECT_EQ(ds.zero3_gather, Zero3Gather::kPrefetchPerLayer) << text;
+    EXPECT_EQ(ds.GradPrecision(Precision::kBf16), Precision::kBf16) << text;
+    EXPECT_EQ(ds.sharding, Sharding::kNone) << text;  // zero_optimization.stage defaults to 0
+  }
+  for (const char* text : {"Megatron-LM + DeepSpeed (3D parallelism)",
+                           "Megatron-DeepSpeed (bigscience fork) + DeepSpeed, PyTorch 1.11"}) {
+    EXPECT_EQ(Match(text).name, "megatron-deepspeed") << text;
+    EXPECT_EQ(Match(text).attention, AttentionImpl::kUnfused) << text;
+  }
 }
 
 // A framework's TP communication overlap: one value, or one per model kind
