@@ -327,6 +327,9 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   if (plan.sharding == config::Sharding::kZero3 && plan.zero3_gather == config::Zero3Gather::kSyncPerParameter) {
     out.choices.push_back("ZeRO-3 gathers per parameter, synchronous (no overlap with compute)");
   }
+  if (plan.sharding == config::Sharding::kZero3 && plan.zero3_gather == config::Zero3Gather::kPipelined) {
+    out.choices.push_back("FSDP gathers pipelined (the backward's next gather ahead of the reduce-scatter)");
+  }
   if (auto sg = p.Optional("shard_group")) {
     // Hybrid sharding (HSDP): FSDP within groups of shard_group data-parallel
     // ranks (x cp), gradient all-reduce across the dp / shard_group replicas.

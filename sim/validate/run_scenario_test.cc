@@ -83,6 +83,19 @@ TEST(RunScenario, TorchtitanInterleavedRunsTwoStagesPerRank) {
   EXPECT_EQ(ScenarioForRun(run, kCoverageRuns, "runs[0]").scenario.plan.vp, 1);
 }
 
+// A MaxText run's FSDP gathers are pipelined (frameworks/maxtext.json) and
+// the choices say so; a Megatron-Core ZeRO-3 run keeps per-layer prefetch.
+TEST(RunScenario, MaxTextGathersArePipelined) {
+  nlohmann::json run = CoverageRun("synthetic-h200-hsdp");
+  RunScenario megatron = ScenarioForRun(run, kCoverageRuns, "runs[0]");
+  EXPECT_EQ(megatron.scenario.plan.zero3_gather, config::Zero3Gather::kPrefetchPerLayer);
+  EXPECT_FALSE(Chose(megatron, "FSDP gathers pipelined"));
+  run["framework"] = "MaxText (JAX) 25.01";
+  RunScenario maxtext = ScenarioForRun(run, kCoverageRuns, "runs[0]");
+  EXPECT_EQ(maxtext.scenario.plan.zero3_gather, config::Zero3Gather::kPipelined);
+  EXPECT_TRUE(Chose(maxtext, "FSDP gathers pipelined"));
+}
+
 // The schema gives no MLA ranks: DeepSeek-V3's come from its published
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
