@@ -56,6 +56,10 @@ IterationCost::IterationCost(const ServeConfig& c)
   plan_.tp = c.tp;
   plan_.pp = c.pp;
   plan_.ep = c.ep;
+  // The routed experts spread over the replica's TP ranks (vLLM's and
+  // SGLang's fused MoE): with ep 1 every rank holds a 1/tp slice of each
+  // expert, with ep = tp whole experts, 1/ep of them (ep x etp = tp).
+  plan_.etp = c.tp / c.ep;
   plan_.micro_batch = 1;
   plan_.precision = c.compute;
   q_heads_rank_ = m.num_attention_heads / c.tp;
@@ -204,7 +208,9 @@ const IterationBreakdown& IterationCost::LinearPart(int64_t tokens, bool graphs)
   const int64_t moe_layers = m.is_moe() ? m.MoeLayerCount() : 0;
   AddOps(workload::LayerForward(shape), D(m.num_layers - moe_layers), tokens, model, b);
   if (moe_layers > 0) {
-    AddOps(workload::LayerForward(shape.Moe(m, plan_, c_.topology.gpus_per_node)), D(moe_layers), tokens, model, b);
+    workload::LayerShape moe = shape.Moe(m, plan_, c_.topology.gpus_per_node);
+    moe.moe.tp_replicated_tokens = true;  // fused MoE under TP attention: no dispatch collective
+    AddOps(workload::LayerForward(moe), D(moe_layers), tokens, model, b);
   }
   AddOps(workload::EmbeddingForward(shape), 1.0, tokens, model, b);
   // Activations pass between pipeline stages.

@@ -194,5 +194,33 @@ TEST(IterationCost, MoeDecodeReadsOnlyTheRoutedExpertsWeights) {
   EXPECT_NEAR(cost.ExpertsTouched(8, 64), 8.0 * (1.0 - std::pow(0.75, 64)), 1e-12);
 }
 
+// Serving's fused MoE under TP attention: every rank holds all the tokens
+// and runs its share of the experts (a 1/tp slice of each with ep 1, whole
+// experts with ep = tp), then one all-reduce per MoE layer. Doubling TP
+// halves a prefill's expert work per GPU; ep 1 and ep = tp read the same
+// bytes and move the same all-reduces, none of them the top-k copies.
+TEST(IterationCost, MoeUnderTpSplitsTheExpertWorkAndAllReducesOnce) {
+  auto breakdown = [](int tp, int ep, const BatchShape& b) {
+    nlohmann::json doc = TestServeDoc();
+    doc["model"] = "mixtral-8x7b";
+    doc["replica"] = {{"tp", tp}, {"ep", ep}};
+    IterationCost cost(ParseServeScenario(doc, "test.json"));
+    return cost.Breakdown(b);
+  };
+  BatchShape prefill;
+  prefill.AddPrefill(4096, 0, true);
+  const IterationBreakdown tp2 = breakdown(2, 1, prefill), tp4 = breakdown(4, 1, prefill);
+  const IterationBreakdown tp4_ep4 = breakdown(4, 4, prefill);
+  EXPECT_LT(tp4.gemm.seconds(), 0.65 * tp2.gemm.seconds());
+  EXPECT_GT(tp4.gemm.seconds(), 0.4 * tp2.gemm.seconds());
+  EXPECT_NEAR(tp4_ep4.gemm.seconds(), tp4.gemm.seconds(), 0.1 * tp4.gemm.seconds());
+  EXPECT_DOUBLE_EQ(tp4_ep4.communication.seconds(), tp4.communication.seconds());
+  // 32 layers, each two all-reduces of the 4096 x 4096 bf16 hidden states
+  // (32 MiB): the MoE's costs what the attention's does.
+  const double per_all_reduce = tp4.communication.seconds() / (2 * 32);
+  EXPECT_GT(per_all_reduce, 32.0 * (1 << 20) / 900e9);  // not faster than NVLink's peak
+  EXPECT_LT(per_all_reduce, 2e-3);
+}
+
 }  // namespace
 }  // namespace stacksim::serve

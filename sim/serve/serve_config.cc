@@ -339,9 +339,10 @@ void ValidateServeConfig(const ServeConfig& c) {
   if (m.num_layers % c.pp != 0) {
     throw InputError(c.file, "replica.pp", "pp does not divide the model's layers");
   }
-  if (c.ep > 1 && (!m.is_moe() || m.num_experts % c.ep != 0 || c.ep > c.tp)) {
+  if (c.ep > 1 && (!m.is_moe() || m.num_experts % c.ep != 0 || c.ep > c.tp || c.tp % c.ep != 0)) {
     throw InputError(c.file, "replica.ep",
-                     "ep needs a MoE model whose experts it divides, and ep <= tp (experts spread over the TP ranks)");
+                     "ep needs a MoE model whose experts it divides, and ep dividing tp (experts spread over the TP "
+                     "ranks)");
   }
   if (c.workload.trace_file.empty() && c.workload.requests <= 0) {
     throw InputError(c.file, "workload.requests", "must be positive");

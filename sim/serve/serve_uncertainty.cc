@@ -169,8 +169,8 @@ ServeAssessment AssessServe(const ServingErrorTable* table, const ServeConfig& c
                          " weights (their dequantization cost is not modelled)");
   }
   if (c.model.is_moe() && !moe) {
-    a.warnings.push_back("no validated serving measurement of a mixture-of-experts model (decode reads every local "
-                         "expert's weights here)");
+    a.warnings.push_back("no validated serving measurement of a mixture-of-experts model (expert weights read for "
+                         "the experts uniform routing touches)");
   }
   return a;
 }

@@ -30,6 +30,8 @@ int64_t LayerShape::tokens_per_local_expert() const {
   // spread across all experts; each expert-TP rank computes the tokens of
   // all etp ranks of its group.
   double mean = routed_tokens() * D(moe.top_k) * moe.ep * moe.etp / D(moe.experts);
+  // Replicated tokens: the same tokens on every rank, each copy routed once.
+  if (moe.tp_replicated_tokens) mean = routed_tokens() * D(moe.top_k) / D(moe.experts);
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(mean * moe.load_factor - 1e-9)));
 }
 

@@ -82,6 +82,12 @@ struct MoeShape {
   int ep_per_node = 0;
   int64_t expert_groups = 0;
   int64_t expert_groups_per_token = 0;
+  // Serving's fused MoE under tensor-parallel attention (vLLM, SGLang,
+  // TensorRT-LLM): every TP rank holds all the iteration's tokens and runs
+  // its local experts (its ep x etp = tp share) on the copies routed to
+  // them, with no dispatch collective; the partial outputs are all-reduced
+  // over TP. Training's dispatchers (false) move sequence-parallel shards.
+  bool tp_replicated_tokens = false;
 
   int64_t local_experts() const { return experts / ep; }
   // The FFN width (per gated half) of this rank's shard of an expert.

@@ -144,6 +144,13 @@ bool Fp8Dispatch(const LayerShape& s) { return Hierarchical(s) && s.kernels.prec
 void TokenDispatch(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
   const double h = D(s.hidden);
+  if (s.moe.tp_replicated_tokens) {
+    // Align the routed copies by expert (vLLM's moe_align_block_size) and
+    // gather the rows of this rank's experts: no collective, no host wait.
+    const double local = Tl * D(s.moe.top_k) * D(s.moe.local_experts()) / D(s.moe.experts);
+    ops.push_back(Memory("permute", ActBytes(s, Tl * h + local * h) + Tl * D(s.moe.top_k) * 8.0, s, 2));
+    return;
+  }
   if (Hierarchical(s)) {
     // DeepEP get_dispatch_layout: read the top-k indices, write per-rank
     // flags and counts; then the host waits for the received counts.
@@ -171,6 +178,15 @@ void TokenCombine(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
   const double h = D(s.hidden);
   const double copies = Tl * D(s.moe.top_k);
+  if (s.moe.tp_replicated_tokens) {
+    // Sum this rank's expert outputs per token, then all-reduce the partial
+    // sums over the TP group (the ranks that hold the other experts or
+    // expert slices).
+    const double local = copies * D(s.moe.local_experts()) / D(s.moe.experts);
+    ops.push_back(Memory("unpermute", ActBytes(s, local * h + Tl * h), s, 1));
+    AddReduce(ops, "tp-moe", s);
+    return;
+  }
   if (Hierarchical(s)) {
     // Sum each token's local expert outputs into one row per token.
     ops.push_back(Memory("unpermute", ActBytes(s, (ExpertRows(s) + DispatchRows(s) * s.moe.load_factor) * h), s, 2));
