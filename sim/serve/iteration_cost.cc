@@ -50,7 +50,15 @@ void BatchShape::AddDecode(int64_t context) {
   ++sampled;
 }
 
-IterationCost::IterationCost(const ServeConfig& c)
+void BatchShape::AddVerify(int64_t context, int64_t drafts) {
+  AddDecode(context);
+  verify_tokens += drafts;
+  // Draft i (1-based) sees i more tokens than the sequence's own position.
+  verify_pairs += D(drafts) * D(context) + D(drafts) * D(drafts + 1) / 2;
+  sampled += drafts;
+}
+
+IterationCost::IterationCost(const ServeConfig& c, DraftOnly)
     : c_(c), eager_(c.profile, false), graphs_(c.profile, true), network_(c.topology, c.profile) {
   const config::ModelConfig& m = c.model;
   plan_.tp = c.tp;
@@ -77,8 +85,33 @@ IterationCost::IterationCost(const ServeConfig& c)
   if (c.decode_attention == DecodeAttention::kPerQueryHead && kv_bytes < 2.0) {
     decode_conversions_per_s_ = ConversionsPerSecond(c.profile);
   }
-  const int64_t stage_layers = m.num_layers / c.pp;
   kv_replica_token_ = Bytes{kv_layer_token_gpu_ * D(m.num_layers) * c.tp};
+}
+
+IterationCost::IterationCost(const ServeConfig& c) : IterationCost(c, DraftOnly{}) {
+  const config::ModelConfig& m = c.model;
+  const int64_t stage_layers = m.num_layers / c.pp;
+  double draft_weights = 0, draft_kv_token = 0;  // per GPU
+  if (c.speculative.enabled()) {
+    ServeConfig d = c;
+    d.model = c.speculative.draft_model;
+    d.pp = 1;
+    d.ep = d.model.is_moe() && d.model.num_experts % c.ep == 0 ? c.ep : 1;
+    d.speculative = SpeculativeConfig{};
+    d.iteration_overhead = Time::Zero();
+    draft_ = std::unique_ptr<IterationCost>(new IterationCost(d, DraftOnly{}));
+    double params = 0;
+    for (int64_t l = 0; l < d.model.num_layers; ++l) params += D(d.model.LayerParameterCount(l));
+    draft_weights = params * WeightBytes(c.weights);
+    // A draft head shares the target's embedding and output head; a draft
+    // model has its own (16-bit, as the target's).
+    if (c.speculative.method == SpeculativeConfig::Method::kDraftModel) {
+      draft_weights += D(d.model.EmbeddingParameterCount() + d.model.OutputHeadParameterCount() +
+                         d.model.NormParameterCount()) * 2.0;
+    }
+    draft_weights /= c.tp;
+    draft_kv_token = draft_->kv_layer_token_gpu_ * D(d.model.num_layers);
+  }
 
   // Weights on one GPU of the largest stage. Embedding and LM head stay bf16
   // (quantized checkpoints such as AWQ, GPTQ and FP8 keep them unquantized).
@@ -94,7 +127,7 @@ IterationCost::IterationCost(const ServeConfig& c)
     if (stage == c.pp - 1) bytes += D(m.OutputHeadParameterCount() + m.NormParameterCount()) * 2.0;
     worst = std::max(worst, bytes);
   }
-  p.weights = Bytes{worst / c.tp};
+  p.weights = Bytes{worst / c.tp + draft_weights};
   // Peak activations of a forward over max_batched_tokens (what vLLM's
   // profile run measures): the residual stream, the norm output and the
   // attention output (3 x hidden), the QKV output, the gated FC1 output and
@@ -129,7 +162,8 @@ IterationCost::IterationCost(const ServeConfig& c)
     p.reserve = rest - p.activations;
     p.kv_capacity = (p.hbm - p.runtime) * c.gpu_memory_utilization - p.weights;
   }
-  p.kv_bytes_per_token = Bytes{kv_layer_token_gpu_ * D(stage_layers)};
+  // The draft's own KV cache grows with the target's, token for token.
+  p.kv_bytes_per_token = Bytes{kv_layer_token_gpu_ * D(stage_layers) + draft_kv_token};
   p.block_tokens = c.block_tokens;
   p.blocks = p.kv_capacity.value > 0
                  ? static_cast<int64_t>(std::floor(p.kv_capacity.value / (p.kv_bytes_per_token.value * D(c.block_tokens))))
@@ -255,7 +289,9 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
     b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens), D(batch.prefill_tokens));
   }
   if (batch.decode_seqs > 0) {
-    Time decode = attention(D(batch.decode_context), D(batch.decode_context), D(batch.decode_seqs));
+    // Verified drafts add query tokens and pairs; the cache is read once.
+    Time decode = attention(D(batch.decode_context) + batch.verify_pairs, D(batch.decode_context),
+                            D(batch.decode_seqs + batch.verify_tokens));
     if (decode_conversions_per_s_ > 0) {
       // A decode kernel with one thread block per query head (masked MHA's
       // grid is heads x sequences: TensorRT-LLM
@@ -302,6 +338,16 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
     sampling.bytes = Bytes{s * D(m.vocab_size) * 4.0 * kSamplingPasses};
     sampling.kernels = kSamplingKernels;
     b.memory_ops += model.ComputeTime(sampling);
+  }
+  // Speculative decoding: every decoding sequence's drafts come from
+  // draft_tokens forwards of the draft, one after another, each over one
+  // token per sequence (the drafts' growing context left out).
+  if (draft_ && batch.decode_seqs > 0) {
+    BatchShape step;
+    step.decode_seqs = batch.decode_seqs;
+    step.decode_context = batch.decode_context;
+    step.sampled = batch.decode_seqs;
+    b.draft = draft_->Breakdown(step).total() * D(c_.speculative.draft_tokens);
   }
   return b;
 }

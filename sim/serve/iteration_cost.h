@@ -18,6 +18,7 @@
 #define STACKSIM_SIM_SERVE_ITERATION_COST_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,12 +40,20 @@ struct BatchShape {
   int64_t prefill_cached = 0;       // cached tokens the prefill chunks read (sum of p)
   int64_t decode_seqs = 0;          // one new token each
   int64_t decode_context = 0;       // tokens each decode attends to, summed (cache + the new one)
-  int64_t sampled = 0;              // sequences that emit a token (logits computed)
+  // Speculative decoding: the draft tokens the decodes verify beside their
+  // own (query tokens beyond one per sequence), and the query-key pairs
+  // they add.
+  int64_t verify_tokens = 0;
+  double verify_pairs = 0;
+  int64_t sampled = 0;              // positions whose logits are computed (a token each, or a verified draft)
 
-  int64_t tokens() const { return prefill_tokens + decode_seqs; }
+  int64_t tokens() const { return prefill_tokens + decode_seqs + verify_tokens; }
   // Adds a prefill chunk of `chunk` tokens after `cached` tokens.
   void AddPrefill(int64_t chunk, int64_t cached, bool last_chunk);
   void AddDecode(int64_t context);
+  // A decode step that also verifies `drafts` draft tokens: drafts + 1
+  // query tokens over `context` tokens (the last one's context).
+  void AddVerify(int64_t context, int64_t drafts);
 };
 
 struct IterationBreakdown {
@@ -53,7 +62,8 @@ struct IterationBreakdown {
   Time memory_ops;    // norms, activations, residuals, embedding, RoPE
   Time communication; // TP/EP collectives, PP sends, logits gather
   Time overhead;      // host scheduling per iteration
-  Time total() const { return gemm + attention + memory_ops + communication + overhead; }
+  Time draft;         // speculative decoding: the draft forwards of the decodes
+  Time total() const { return gemm + attention + memory_ops + communication + overhead + draft; }
 };
 
 // HBM of one GPU of the replica, as the KV cache budget sees it.
@@ -99,6 +109,12 @@ class IterationCost {
   // `tokens` tokens to `out`.
   void AddOps(const std::vector<workload::Op>& ops, double times, int64_t tokens, const cost::ProfileCostModel& model,
               IterationBreakdown& out) const;
+
+  // The draft (head or model) of speculative decoding, costed as a replica
+  // of its own on the same GPUs (no KV plan, no host time).
+  struct DraftOnly {};
+  IterationCost(const ServeConfig& c, DraftOnly);
+  std::unique_ptr<IterationCost> draft_;
 
   ServeConfig c_;
   cost::ProfileCostModel eager_;

@@ -1,6 +1,7 @@
 #include "sim/serve/serve_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "sim/config/scenario.h"
@@ -108,6 +109,68 @@ WorkloadConfig ParseWorkload(const JsonNode& node) {
   w.output_tokens = ParseLengths(obj.Required("output_tokens"));
   obj.Finish();
   return w;
+}
+
+// "speculative": {"method": "eagle" | "mtp" | "draft-model", "draft_tokens",
+// one of "acceptance_rate" (each draft accepted with this probability after
+// the ones before it: (1 - a^(k+1)) / (1 - a) tokens per step, Leviathan et
+// al. 2023 eq. 1) and "accepted_tokens_per_step" (the acceptance length
+// engines report, the target's own token included), "draft_layers" (a
+// head's, default 1) or "draft_model" (a shipped model)}.
+SpeculativeConfig ParseSpeculative(const JsonNode& node, const ServeConfig& c) {
+  SpeculativeConfig s;
+  JsonObject o(node);
+  JsonNode method = o.Required("method");
+  s.method_name = method.OneOf({"eagle", "mtp", "draft-model"});
+  s.method = s.method_name == "draft-model" ? SpeculativeConfig::Method::kDraftModel
+                                            : SpeculativeConfig::Method::kDraftHead;
+  JsonNode k = o.Required("draft_tokens");
+  s.draft_tokens = k.PositiveInt();
+  if (s.draft_tokens > 64) k.Fail("more than 64 draft tokens per step is not a speculative-decoding setting");
+  std::optional<JsonNode> rate = o.Optional("acceptance_rate");
+  std::optional<JsonNode> length = o.Optional("accepted_tokens_per_step");
+  if (rate.has_value() == length.has_value()) {
+    method.Fail("give one of speculative.acceptance_rate and speculative.accepted_tokens_per_step");
+  }
+  const double kmax = static_cast<double>(s.draft_tokens) + 1.0;
+  if (rate) {
+    const double a = rate->Fraction();
+    s.tokens_per_step = a >= 1.0 ? kmax : (1.0 - std::pow(a, kmax)) / (1.0 - a);
+  } else {
+    s.tokens_per_step = length->PositiveNumber();
+    if (s.tokens_per_step < 1.0 || s.tokens_per_step > kmax) {
+      length->Fail("must be between 1 (every draft rejected) and draft_tokens + 1 = " + std::to_string(kmax));
+    }
+  }
+  std::optional<JsonNode> layers = o.Optional("draft_layers");
+  std::optional<JsonNode> model = o.Optional("draft_model");
+  if (s.method == SpeculativeConfig::Method::kDraftModel) {
+    if (!model) method.Fail("draft-model needs speculative.draft_model (a model of models/)");
+    if (layers) layers->Fail("only for a draft head (eagle, mtp)");
+    s.draft_model = config::LoadModelFile(Resolve(*model, "models"));
+    const config::ModelConfig& d = s.draft_model;
+    if (d.num_attention_heads % c.tp != 0 || (d.num_kv_heads % c.tp != 0 && c.tp % d.num_kv_heads != 0)) {
+      model->Fail("the draft model's attention heads do not split over tp " + std::to_string(c.tp));
+    }
+    if (s.draft_model.vocab_size != c.model.vocab_size) {
+      model->Fail("the draft model's vocabulary (" + std::to_string(s.draft_model.vocab_size) +
+                  ") is not the target's (" + std::to_string(c.model.vocab_size) + ")");
+    }
+  } else {
+    if (model) model->Fail("only for method draft-model");
+    if (layers) s.draft_layers = layers->PositiveInt();
+    if (s.draft_layers >= c.model.num_layers) layers->Fail("a draft head has fewer layers than the target");
+    s.draft_model = c.model;
+    s.draft_model.num_layers = s.draft_layers;
+  }
+  o.Finish();
+  if (c.scheduler == SchedulerKind::kStatic || c.scheduler == SchedulerKind::kPersistent ||
+      c.scheduler == SchedulerKind::kDisaggregated) {
+    node.Fail(std::string("speculative decoding is modelled under the continuous, chunked-prefill, prefill-first and "
+                          "inflight schedulers, not ") +
+              SchedulerName(c.scheduler));
+  }
+  return s;
 }
 
 }  // namespace
@@ -313,6 +376,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
                            std::to_string(longest) + " or use the chunked-prefill or prefill-first scheduler");
     }
   }
+  if (auto spec = root.Optional("speculative")) c.speculative = ParseSpeculative(*spec, c);
   if (auto slo = root.Optional("slo")) {
     JsonObject s(*slo);
     c.slo_ttft = s.Required("ttft").TimeValue();

@@ -70,6 +70,23 @@ struct WorkloadConfig {
   std::string trace_file;          // CSV arrival_s,prompt_tokens,output_tokens; replaces the above
 };
 
+// Speculative decoding: each decode step of a sequence drafts `draft_tokens`
+// tokens, one draft forward after another, then the target verifies them
+// and the bonus position in one forward of draft_tokens + 1 query tokens;
+// the step emits tokens_per_step tokens on average (accepted drafts plus the
+// target's own). A draft head (EAGLE, MTP: `draft_layers` decoder layers of
+// the target's width that share its embedding and output head) or a
+// separate draft model of the shipped models, on the same TP ranks.
+struct SpeculativeConfig {
+  enum class Method { kNone, kDraftHead, kDraftModel } method = Method::kNone;
+  std::string method_name;         // "eagle", "mtp", "draft-model"
+  int64_t draft_tokens = 0;
+  double tokens_per_step = 1.0;    // expected tokens one decode step emits, 1..draft_tokens+1
+  int64_t draft_layers = 1;        // draft head's decoder layers
+  config::ModelConfig draft_model; // the draft model, or the head as a draft_layers-layer copy of the target
+  bool enabled() const { return method != Method::kNone; }
+};
+
 struct ServeConfig {
   std::string name;
   std::string file;
@@ -106,6 +123,7 @@ struct ServeConfig {
   // "" (none).
   std::string iteration_overhead_source;
   WorkloadConfig workload;
+  SpeculativeConfig speculative;   // "speculative" (absent: none)
   Time slo_ttft = Time::FromSeconds(2);
   Time slo_tpot = Time::Ms(100);
 

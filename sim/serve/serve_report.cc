@@ -121,6 +121,14 @@ std::string ServeText(const ServeConfig& c, const ServeResult& r, const ServeMet
   out += "  engine " + (c.engine.empty() ? std::string("none") : c.engine) + ", host time per iteration " +
          Fmt("%.2f", c.iteration_overhead.ms()) + " ms" +
          (c.iteration_overhead_source.empty() ? "" : " (" + c.iteration_overhead_source + ")") + "\n";
+  if (c.speculative.enabled()) {
+    const SpeculativeConfig& s = c.speculative;
+    out += "  speculative decoding " + s.method_name + " (" +
+           (s.method == SpeculativeConfig::Method::kDraftModel ? "draft model " + s.draft_model.name
+                                                               : std::to_string(s.draft_layers) + "-layer draft head") +
+           "): " + std::to_string(s.draft_tokens) + " drafts per step, " + Fmt("%.2f", s.tokens_per_step) +
+           " tokens per step expected\n";
+  }
   const KvCachePlan& p = r.kv_plan;
   out += "kv cache per GPU: HBM " + Fmt("%.1f", p.hbm.value / kGiB) + " GiB - reserve " +
          Fmt("%.1f", p.reserve.value / kGiB) + " - weights " + Fmt("%.1f", p.weights.value / kGiB) +
@@ -169,6 +177,14 @@ nlohmann::json ServeJson(const ServeConfig& c, const ServeResult& r, const Serve
                      {"compute", config::PrecisionName(c.compute)}}},
       {"cuda_graphs", c.cuda_graphs},
       {"engine", c.engine},
+      {"speculative", c.speculative.enabled()
+                          ? nlohmann::json{{"method", c.speculative.method_name},
+                                           {"draft_tokens", c.speculative.draft_tokens},
+                                           {"tokens_per_step", c.speculative.tokens_per_step},
+                                           {"draft", c.speculative.method == SpeculativeConfig::Method::kDraftModel
+                                                         ? c.speculative.draft_model.name
+                                                         : std::to_string(c.speculative.draft_layers) + "-layer head"}}
+                          : nlohmann::json(nullptr)},
       {"iteration_overhead", {{"s", c.iteration_overhead.seconds()}, {"source", c.iteration_overhead_source}}},
       {"kv_cache", {{"hbm_bytes", p.hbm.value}, {"reserve_bytes", p.reserve.value}, {"weights_bytes", p.weights.value},
                     {"activations_bytes", p.activations.value}, {"runtime_bytes", p.runtime.value},

@@ -1,6 +1,7 @@
 #include "sim/serve/serve_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <queue>
@@ -23,6 +24,7 @@ struct Seq {
   int64_t prefilled = 0;    // of those, already computed
   int64_t cached = 0;       // tokens in the KV cache
   int64_t generated = 0;
+  double drafted = 0;       // speculative decoding: expected tokens of its decode steps so far
   int64_t blocks = 0;       // blocks held on its replica
   Time last_token;          // when its latest output token came out
   bool done = false;
@@ -290,16 +292,22 @@ class Simulation {
       for (size_t i = 0; i < r.running.size(); ++i) {
         Seq& s = seqs_[r.running[i]];
         if (s.prefilled < s.to_prefill) continue;  // mid-prefill (chunked)
-        int64_t need = Grow(s, s.cached + 1);
+        // Speculative decoding holds slots for the drafts it verifies.
+        const int64_t drafts = c_.speculative.draft_tokens;
+        int64_t need = Grow(s, s.cached + 1 + drafts);
         while (need > r.free_blocks && r.running.size() > i + 1) extra += Preempt(r);
         if (need > r.free_blocks) {  // the sequence itself is the newest: preempt it
           extra += Preempt(r);
           break;
         }
         Take(r, s, need);
-        shape.AddDecode(s.cached + 1);
+        if (drafts > 0) {
+          shape.AddVerify(s.cached + 1, drafts);
+        } else {
+          shape.AddDecode(s.cached + 1);
+        }
         r.work.push_back({r.running[i], 0});
-        --budget;
+        budget -= 1 + drafts;
       }
     };
     if (mixed && r.role == Role::kColocated) decode_all();
@@ -392,14 +400,24 @@ class Simulation {
         if (persistent_ && s.generated == 0) continue;  // the decode step emits the first token
         if (s.generated == 0) result_.requests[w.seq].first_token = now_;
       } else {
-        s.cached += 1;
         if (s.generated == 0) result_.requests[w.seq].first_token = now_;
       }
       if (s.generated > 0) {
         result_.token_gaps.push_back({static_cast<float>(now_.seconds()), static_cast<float>((now_ - s.last_token).seconds())});
       }
       s.last_token = now_;
-      ++s.generated;
+      // A decode step emits one token, or with speculative decoding the
+      // expected accepted drafts and the target's own, tokens_per_step on
+      // average (whole tokens, carried over from step to step).
+      int64_t emitted = 1;
+      if (w.chunk == 0 && c_.speculative.enabled()) {
+        const double before = s.drafted;
+        s.drafted += c_.speculative.tokens_per_step;
+        emitted = std::min(s.output - s.generated,
+                           std::max<int64_t>(1, static_cast<int64_t>(std::floor(s.drafted) - std::floor(before))));
+      }
+      if (w.chunk == 0) s.cached += emitted;
+      s.generated += emitted;
       if (s.generated >= s.output) {
         Finish(r, w.seq);
       } else if (r.role == Role::kPrefill) {

@@ -285,6 +285,74 @@ TEST(ServeConfig, BadFieldsNameFileAndKey) {
   ExpectInputError(doc, "workload.prompt_tokens.maxx");
 }
 
+// Speculative decoding: one request of 101 output tokens emits its first
+// token from the prefill and the other 100 in steps of 2.5 tokens on
+// average, so 40 decode steps; each step verifies its 3 drafts and runs 3
+// draft forwards, so with every draft rejected (1 token per step) the same
+// request takes longer per token than without drafts.
+TEST(ServeSim, SpeculativeDecodingEmitsTheExpectedTokensPerStep) {
+  nlohmann::json doc = TestServeDoc();
+  doc["workload"] = {{"arrival", "poisson"}, {"rate_per_s", 1},        {"requests", 1}, {"seed", 1},
+                     {"prompt_tokens", {{"kind", "fixed"}, {"tokens", 500}}},
+                     {"output_tokens", {{"kind", "fixed"}, {"tokens", 101}}}};
+  const Outcome plain = Simulate(doc);
+  EXPECT_EQ(plain.result.iterations, 1 + 100);
+  doc["speculative"] = {{"method", "eagle"}, {"draft_tokens", 3}, {"accepted_tokens_per_step", 2.5}};
+  const Outcome eagle = Simulate(doc);
+  EXPECT_EQ(eagle.result.iterations, 1 + 40);
+  EXPECT_LT(eagle.metrics.tpot.mean, 0.6 * plain.metrics.tpot.mean);
+  doc["speculative"]["accepted_tokens_per_step"] = 1.0;
+  const Outcome rejected = Simulate(doc);
+  EXPECT_EQ(rejected.result.iterations, 1 + 100);
+  EXPECT_GT(rejected.metrics.tpot.mean, 1.05 * plain.metrics.tpot.mean);
+  // A rate instead of a length: (1 - 0.6^4) / (1 - 0.6) = 2.176 tokens per step.
+  doc["speculative"].erase("accepted_tokens_per_step");
+  doc["speculative"]["acceptance_rate"] = 0.6;
+  EXPECT_NEAR(ParseServeScenario(doc, "t.json").speculative.tokens_per_step, 2.176, 1e-9);
+}
+
+// The draft's weights and KV cache come out of the target's KV budget: a
+// draft head of one layer costs 1/80 of Llama 3 70B's KV per token, an 8B
+// draft model its own 32 layers' worth.
+TEST(ServeSim, SpeculativeDraftsTakeMemoryFromTheKvCache) {
+  nlohmann::json doc = TestServeDoc();
+  const ServeConfig plain = ParseServeScenario(doc, "t.json");
+  doc["speculative"] = {{"method", "eagle"}, {"draft_tokens", 3}, {"acceptance_rate", 0.7}};
+  const ServeConfig head = ParseServeScenario(doc, "t.json");
+  doc["speculative"] = {{"method", "draft-model"}, {"draft_tokens", 4}, {"acceptance_rate", 0.7},
+                        {"draft_model", "llama3.1-8b"}};
+  const ServeConfig model = ParseServeScenario(doc, "t.json");
+  const double base = IterationCost(plain).kv_plan().kv_bytes_per_token.value;
+  EXPECT_DOUBLE_EQ(IterationCost(head).kv_plan().kv_bytes_per_token.value, base * 81.0 / 80.0);
+  EXPECT_DOUBLE_EQ(IterationCost(model).kv_plan().kv_bytes_per_token.value, base * (80.0 + 32.0) / 80.0);
+  EXPECT_GT(IterationCost(model).kv_plan().weights.value, IterationCost(head).kv_plan().weights.value);
+  EXPECT_GT(IterationCost(head).kv_plan().weights.value, IterationCost(plain).kv_plan().weights.value);
+}
+
+TEST(ServeSim, SpeculativeDecodingInputErrorsNameTheField) {
+  auto error = [](const nlohmann::json& spec, const std::string& kind = "continuous") {
+    nlohmann::json doc = TestServeDoc();
+    doc["scheduler"]["kind"] = kind;
+    doc["speculative"] = spec;
+    try {
+      ParseServeScenario(doc, "t.json");
+    } catch (const InputError& e) {
+      return e.key_path();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({{"method", "eagle"}, {"draft_tokens", 3}}), "speculative.method");
+  EXPECT_EQ(error({{"method", "eagle"}, {"draft_tokens", 3}, {"acceptance_rate", 0.5},
+                   {"accepted_tokens_per_step", 2}}), "speculative.method");
+  EXPECT_EQ(error({{"method", "eagle"}, {"draft_tokens", 3}, {"accepted_tokens_per_step", 5}}),
+            "speculative.accepted_tokens_per_step");
+  EXPECT_EQ(error({{"method", "medusa"}, {"draft_tokens", 3}, {"acceptance_rate", 0.5}}), "speculative.method");
+  EXPECT_EQ(error({{"method", "draft-model"}, {"draft_tokens", 3}, {"acceptance_rate", 0.5}}), "speculative.method");
+  EXPECT_EQ(error({{"method", "eagle"}, {"draft_tokens", 3}, {"acceptance_rate", 0.5}}, "static"), "speculative");
+  EXPECT_EQ(error({{"method", "mtp"}, {"draft_tokens", 1}, {"acceptance_rate", 0.5}, {"draft_layers", 80}}),
+            "speculative.draft_layers");
+}
+
 }  // namespace
 }  // namespace stacksim::serve
 

@@ -168,6 +168,10 @@ ServeAssessment AssessServe(const ServingErrorTable* table, const ServeConfig& c
     a.warnings.push_back(std::string("no validated serving measurement with ") + WeightFormatName(c.weights) +
                          " weights (their dequantization cost is not modelled)");
   }
+  if (c.speculative.enabled()) {
+    a.warnings.push_back("no validated serving measurement with speculative decoding (its acceptance is the "
+                         "scenario's; the drafts' cost is modelled, not measured)");
+  }
   if (c.model.is_moe() && !moe) {
     a.warnings.push_back("no validated serving measurement of a mixture-of-experts model (expert weights read for "
                          "the experts uniform routing touches)");

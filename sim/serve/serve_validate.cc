@@ -227,6 +227,8 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   auto max_batch = sch.Optional("max_batch_size");
   auto max_tokens = sch.Optional("max_num_batched_tokens");
   sch.Finish();
+  std::optional<nlohmann::json> speculative;
+  if (auto spec = obj.Optional("speculative")) speculative = spec->json();
   obj.Finish();
 
   const EngineProfile& limits = profile;
@@ -280,6 +282,10 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
     }
   }
   doc["scheduler"] = scheduler;
+  // Speculative decoding, as the entry gives it (the scenario's keys: method,
+  // draft_tokens, acceptance_rate or accepted_tokens_per_step, draft_layers
+  // or draft_model); the scenario parser checks it.
+  if (speculative) doc["speculative"] = *speculative;
 
   // The scenario's own workload block describes the lengths; the requests
   // themselves are built below (a burst, a batch or a closed loop is not an
