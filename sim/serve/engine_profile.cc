@@ -149,6 +149,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
     e.admission = v->OneOf({"watermark", "guaranteed-no-evict"}) == "guaranteed-no-evict" ? Admission::kGuaranteedNoEvict
                                                                                           : Admission::kWatermark;
   }
+  if (auto v = fact("prefix_caching")) e.prefix_caching = v->Bool();
   facts.Finish();
   root.Finish();
   if (e.scheduler.empty()) throw InputError(file, "facts.scheduler", "required");

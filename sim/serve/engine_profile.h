@@ -83,6 +83,8 @@ struct EngineProfile {
   int64_t cuda_graph_max_batch = 0;
   DecodeAttention decode_attention = DecodeAttention::kPerKvHead;
   Admission admission = Admission::kWatermark;
+  // Automatic prefix caching on by default (vLLM V1, SGLang's radix cache).
+  bool prefix_caching = false;
 
   // The defaults on one GPU (its profile's name and HBM) at one TP size.
   int64_t MaxSequences(const std::string& gpu, double hbm_bytes) const;

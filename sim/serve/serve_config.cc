@@ -84,6 +84,10 @@ WorkloadConfig ParseWorkload(const JsonNode& node) {
     w.trace_file = std::filesystem::path(ref).is_absolute() || dir.empty() ? ref : dir + "/" + ref;
     if (!std::filesystem::is_regular_file(w.trace_file)) trace->Fail("no such trace file: " + w.trace_file);
     if (auto n = obj.Optional("requests")) w.requests = n->PositiveInt();
+    if (auto n = obj.Optional("shared_prefix_tokens")) {
+      w.shared_prefix_tokens = n->Int();
+      if (w.shared_prefix_tokens < 0) n->Fail("must be 0 or more");
+    }
     obj.Finish();
     return w;
   }
@@ -107,6 +111,10 @@ WorkloadConfig ParseWorkload(const JsonNode& node) {
   w.seed = static_cast<uint64_t>(obj.Required("seed").Int());
   w.prompt_tokens = ParseLengths(obj.Required("prompt_tokens"));
   w.output_tokens = ParseLengths(obj.Required("output_tokens"));
+  if (auto n = obj.Optional("shared_prefix_tokens")) {
+    w.shared_prefix_tokens = n->Int();
+    if (w.shared_prefix_tokens < 0) n->Fail("must be 0 or more");
+  }
   obj.Finish();
   return w;
 }
@@ -270,6 +278,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.cuda_graph_max_batch = engine->cuda_graph_max_batch;
     c.decode_attention = engine->decode_attention;
     c.admission = engine->admission;
+    c.prefix_caching = engine->prefix_caching;
     c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
     if (c.iteration_overhead > Time::Zero()) {
       c.iteration_overhead_source = "fitted: validation/fitted_constants.json serving_iteration_overhead";
@@ -320,6 +329,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     if (auto p = k.Optional("preemption")) {
       c.preemption = p->OneOf({"recompute", "swap"}) == "swap" ? Preemption::kSwap : Preemption::kRecompute;
     }
+    if (auto p = k.Optional("prefix_caching")) c.prefix_caching = p->Bool();
     k.Finish();
   }
 
@@ -377,6 +387,14 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     }
   }
   if (auto spec = root.Optional("speculative")) c.speculative = ParseSpeculative(*spec, c);
+  if (c.prefix_caching && c.workload.shared_prefix_tokens > 0 &&
+      (c.scheduler == SchedulerKind::kStatic || c.scheduler == SchedulerKind::kPersistent ||
+       c.scheduler == SchedulerKind::kDisaggregated)) {
+    throw InputError(file, "workload.shared_prefix_tokens",
+                     std::string("prefix caching is modelled under the continuous, chunked-prefill, prefill-first and "
+                                 "inflight schedulers, not ") +
+                         SchedulerName(c.scheduler) + " (kv_cache.prefix_caching false turns it off)");
+  }
   if (auto slo = root.Optional("slo")) {
     JsonObject s(*slo);
     c.slo_ttft = s.Required("ttft").TimeValue();

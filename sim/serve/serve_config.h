@@ -68,6 +68,9 @@ struct WorkloadConfig {
   LengthDistribution prompt_tokens;
   LengthDistribution output_tokens;
   std::string trace_file;          // CSV arrival_s,prompt_tokens,output_tokens; replaces the above
+  // Leading tokens every prompt shares with the others (a system prompt, a
+  // few-shot preamble); what prefix caching can reuse. 0: none.
+  int64_t shared_prefix_tokens = 0;
 };
 
 // Speculative decoding: each decode step of a sequence drafts `draft_tokens`
@@ -113,6 +116,10 @@ struct ServeConfig {
   double gpu_memory_utilization = 0.9;
   int64_t block_tokens = 16;
   Preemption preemption = Preemption::kRecompute;
+  // Automatic prefix caching: a replica keeps the KV blocks of the shared
+  // prefix once computed, and later prompts prefill only what follows
+  // (whole blocks: a partly filled block is recomputed).
+  bool prefix_caching = false;
   SchedulerKind scheduler = SchedulerKind::kContinuous;
   int64_t max_batched_tokens = 8192;  // per iteration (chunked: the token budget)
   int64_t max_sequences = 256;

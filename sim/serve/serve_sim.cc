@@ -26,6 +26,7 @@ struct Seq {
   int64_t generated = 0;
   double drafted = 0;       // speculative decoding: expected tokens of its decode steps so far
   int64_t blocks = 0;       // blocks held on its replica
+  int64_t shared_blocks = 0;  // of those, the replica's cached prefix (not freed with the sequence)
   Time last_token;          // when its latest output token came out
   bool done = false;
   bool swapped = false;     // its KV cache waits in host memory
@@ -44,6 +45,7 @@ struct Replica {
   std::vector<int> running;   // hold blocks
   std::vector<int> static_batch;
   bool busy = false;
+  bool prefix_cached = false;  // the shared prefix's blocks are in its cache
   int64_t free_blocks = 0;
   std::vector<Work> work;     // the iteration in flight
   int outstanding() const { return static_cast<int>(waiting.size() + resumable.size() + running.size()); }
@@ -64,7 +66,8 @@ class Simulation {
  public:
   Simulation(const ServeConfig& c, const std::vector<Request>& requests)
       : c_(c), cost_(c), block_(c.block_tokens), total_blocks_(cost_.kv_plan().blocks),
-        persistent_(c.scheduler == SchedulerKind::kPersistent) {
+        persistent_(c.scheduler == SchedulerKind::kPersistent),
+        prefix_blocks_(c.prefix_caching ? c.workload.shared_prefix_tokens / c.block_tokens : 0) {
     const bool disagg = c.scheduler == SchedulerKind::kDisaggregated;
     const int n = c.total_replicas();
     replicas_.resize(n);
@@ -163,8 +166,20 @@ class Simulation {
   }
 
   void Release(Replica& r, Seq& s) {
-    r.free_blocks += s.blocks;
+    r.free_blocks += s.blocks - s.shared_blocks;
     s.blocks = 0;
+    s.shared_blocks = 0;
+  }
+
+  // Prefix caching: a prompt admitted after its replica cached the shared
+  // prefix starts with the prefix's whole blocks in place (at least its last
+  // token is still computed, as vLLM recomputes a fully cached prompt's last).
+  void ReusePrefix(const Replica& r, Seq& s) const {
+    if (!r.prefix_cached || s.prefilled > 0 || s.cached > 0) return;
+    const int64_t reuse = std::min(prefix_blocks_, (s.to_prefill - 1) / block_);
+    if (reuse <= 0) return;
+    s.cached = s.prefilled = reuse * block_;
+    s.blocks = s.shared_blocks = reuse;
   }
 
   // Preempts the newest running sequence; returns the extra
@@ -326,6 +341,7 @@ class Simulation {
       }
       while (!r.waiting.empty() && budget > 0 && static_cast<int64_t>(r.running.size()) < c_.max_sequences) {
         Seq& s = seqs_[r.waiting.front()];
+        ReusePrefix(r, s);
         int64_t remaining = s.to_prefill - s.prefilled;
         // Without splitting a prompt is prefilled whole; a prompt longer
         // than the budget runs alone.
@@ -396,6 +412,12 @@ class Simulation {
       if (w.chunk > 0) {
         s.prefilled += w.chunk;
         s.cached += w.chunk;
+        // The first prompt through the shared prefix leaves its blocks in
+        // the replica's cache for the prompts after it.
+        if (prefix_blocks_ > 0 && !r.prefix_cached && s.shared_blocks == 0 && s.prefilled >= prefix_blocks_ * block_) {
+          r.prefix_cached = true;
+          s.shared_blocks = prefix_blocks_;
+        }
         if (s.prefilled < s.to_prefill) continue;
         if (persistent_ && s.generated == 0) continue;  // the decode step emits the first token
         if (s.generated == 0) result_.requests[w.seq].first_token = now_;
@@ -444,6 +466,7 @@ class Simulation {
   const int64_t block_;
   const int64_t total_blocks_;
   const bool persistent_;
+  const int64_t prefix_blocks_;  // whole blocks of the shared prefix that prefix caching reuses (0: none)
   std::vector<Replica> replicas_;
   std::vector<Seq> seqs_;
   std::vector<int> arrived_;  // replicas that received requests at now_, not yet scheduled

@@ -329,6 +329,48 @@ TEST(ServeSim, SpeculativeDraftsTakeMemoryFromTheKvCache) {
   EXPECT_GT(IterationCost(head).kv_plan().weights.value, IterationCost(plain).kv_plan().weights.value);
 }
 
+// Prefix caching: prompts of 1000 tokens whose first 800 are shared. The
+// first prompt computes all 1000 and leaves the prefix's 50 whole blocks in
+// the cache; every later one prefills 200 tokens (after 800 cached), so its
+// TTFT falls, and its KV cache holds 13 blocks of its own instead of 63.
+TEST(ServeSim, PrefixCachingSkipsTheSharedPrefix) {
+  nlohmann::json doc = TestServeDoc();
+  doc["workload"]["prompt_tokens"] = {{"kind", "fixed"}, {"tokens", 1000}};
+  doc["workload"]["output_tokens"] = {{"kind", "fixed"}, {"tokens", 50}};
+  const Outcome plain = Simulate(doc);
+  doc["workload"]["shared_prefix_tokens"] = 800;
+  const Outcome shared_off = Simulate(doc);  // no engine: prefix caching off
+  EXPECT_FALSE(shared_off.config.prefix_caching);
+  EXPECT_DOUBLE_EQ(shared_off.metrics.ttft.mean, plain.metrics.ttft.mean);
+  doc["kv_cache"] = {{"prefix_caching", true}};
+  const Outcome cached = Simulate(doc);
+  EXPECT_LT(cached.metrics.ttft.mean, 0.7 * plain.metrics.ttft.mean);
+  EXPECT_DOUBLE_EQ(cached.result.requests[0].first_token.seconds(), plain.result.requests[0].first_token.seconds());
+  double peak_plain = 0, peak_cached = 0;
+  for (const auto& u : plain.result.kv_usage) peak_plain = std::max(peak_plain, u.used);
+  for (const auto& u : cached.result.kv_usage) peak_cached = std::max(peak_cached, u.used);
+  EXPECT_LT(peak_cached, 0.6 * peak_plain);
+}
+
+TEST(ServeSim, PrefixCachingIsTheEnginesDefaultAndNeedsAnIterationScheduler) {
+  nlohmann::json doc = TestServeDoc();
+  doc["engine"] = "vllm-v1";
+  doc["scheduler"]["kind"] = "chunked-prefill";
+  EXPECT_TRUE(ParseServeScenario(doc, "t.json").prefix_caching);
+  doc["engine"] = "vllm";
+  doc["scheduler"]["kind"] = "continuous";
+  EXPECT_FALSE(ParseServeScenario(doc, "t.json").prefix_caching);
+  doc["kv_cache"] = {{"prefix_caching", true}};
+  doc["workload"]["shared_prefix_tokens"] = 500;
+  doc["scheduler"]["kind"] = "static";
+  try {
+    ParseServeScenario(doc, "t.json");
+    ADD_FAILURE() << "static batching with prefix caching was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key_path(), "workload.shared_prefix_tokens");
+  }
+}
+
 TEST(ServeSim, SpeculativeDecodingInputErrorsNameTheField) {
   auto error = [](const nlohmann::json& spec, const std::string& kind = "continuous") {
     nlohmann::json doc = TestServeDoc();

@@ -220,6 +220,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   auto num_requests = wl.Optional("num_requests");
   auto rate = wl.Optional("request_rate_qps");
   auto concurrency = wl.Optional("concurrency");
+  auto shared_prefix = wl.Optional("shared_prefix_tokens");  // prompts' common prefix (prefix caching reuses it)
   wl.Finish();
 
   JsonObject sch(obj.Required("scheduler"));
@@ -317,6 +318,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   }
   doc["workload"] = {{"arrival", "poisson"}, {"rate_per_s", qps.value_or(1.0)}, {"requests", requests}, {"seed", 1},
                      {"prompt_tokens", lengths_in}, {"output_tokens", lengths_out}};
+  if (shared_prefix) doc["workload"]["shared_prefix_tokens"] = shared_prefix->json();
 
   try {
     plan.config = ParseServeScenario(doc, file);
