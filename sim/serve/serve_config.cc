@@ -156,10 +156,6 @@ SpeculativeConfig ParseSpeculative(const JsonNode& node, const ServeConfig& c) {
     if (!model) method.Fail("draft-model needs speculative.draft_model (a model of models/)");
     if (layers) layers->Fail("only for a draft head (eagle, mtp)");
     s.draft_model = config::LoadModelFile(Resolve(*model, "models"));
-    const config::ModelConfig& d = s.draft_model;
-    if (d.num_attention_heads % c.tp != 0 || (d.num_kv_heads % c.tp != 0 && c.tp % d.num_kv_heads != 0)) {
-      model->Fail("the draft model's attention heads do not split over tp " + std::to_string(c.tp));
-    }
     if (s.draft_model.vocab_size != c.model.vocab_size) {
       model->Fail("the draft model's vocabulary (" + std::to_string(s.draft_model.vocab_size) +
                   ") is not the target's (" + std::to_string(c.model.vocab_size) + ")");
@@ -428,6 +424,13 @@ void ValidateServeConfig(const ServeConfig& c) {
   }
   if (c.workload.trace_file.empty() && c.workload.requests <= 0) {
     throw InputError(c.file, "workload.requests", "must be positive");
+  }
+  if (c.speculative.method == SpeculativeConfig::Method::kDraftModel) {
+    const config::ModelConfig& d = c.speculative.draft_model;
+    if (d.num_attention_heads % c.tp != 0 || (d.num_kv_heads % c.tp != 0 && c.tp % d.num_kv_heads != 0)) {
+      throw InputError(c.file, "speculative.draft_model",
+                       "the draft model's attention heads do not split over tp " + std::to_string(c.tp));
+    }
   }
 }
 
