@@ -76,7 +76,9 @@ void SharedExpertForward(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(Memory("shared-act", ActBytes(s, (s.gated ? 3.0 : 2.0) * D(T) * D(f)), s, 1, ActivationKernel(s)));
   AddForwardCasts(ops, "shared-fc2", T, s.hidden, f, 1, false, s);
   ops.push_back(Gemm("shared-fc2", T, s.hidden, f, 1, s));
-  AddReduce(ops, "tp-shared", s);
+  // Serving's fused MoE adds the shared experts' partial output to the
+  // routed experts' before the one all-reduce of TokenCombine.
+  if (!s.moe.tp_replicated_tokens) AddReduce(ops, "tp-shared", s);
 }
 
 namespace {
