@@ -9,6 +9,7 @@
 #include "sim/config/scenario.h"
 #include "sim/simulate/simulate.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/moe.h"
 #include "sim/workload/training_step.h"
 #include "tests/fixtures.h"
 #include "tests/input_error.h"
@@ -239,6 +240,37 @@ TEST(Moe, DispatcherWaitsForTheHostOncePerForward) {
     EXPECT_EQ(waits(LayerBackward(s)), 0);
     plan.capacity_factor = 1.25;
     EXPECT_EQ(waits(LayerForward(LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8))), 0);
+  }
+}
+
+// Serving's fused MoE (MoeShape::tp_replicated_tokens): every TP rank
+// holds all 4096 tokens, so a DeepSeek-V3 MoE layer at tp 8 moves no
+// dispatch collective and waits for no host; its routed and shared experts'
+// partial outputs meet in one all-reduce of the tokens' hidden states; each
+// of the rank's experts computes the copies routed to it (4096 x 8 / 256 =
+// 128), a 1/8 slice of each expert with ep 1, whole experts with ep 8.
+TEST(Moe, ReplicatedTokensAllReduceOnceAndSplitTheExperts) {
+  config::ModelConfig m = Load("deepseek-v3");
+  for (int ep : {1, 8}) {
+    config::PlanConfig plan = MoePlan(8, 1, ep);
+    plan.sequence_parallel = false;
+    plan.etp = 8 / ep;
+    LayerShape s = LayerShape::From(m, plan, 4096, testing::RoundProfile()).Moe(m, plan, 8);
+    s.moe.tp_replicated_tokens = true;
+    EXPECT_EQ(s.tokens_per_local_expert(), 128);
+    EXPECT_EQ(s.moe.local_experts() * s.moe.expert_ffn_shard(), 256 * 2048 / 8);
+    std::vector<Op> moe;
+    MoeForward(moe, s);
+    int collectives = 0;
+    for (const Op& op : moe) {
+      EXPECT_EQ(op.host_wait, Time::Zero()) << op.name;
+      if (!op.is_collective) continue;
+      ++collectives;
+      EXPECT_EQ(op.collective, trace::CollectiveKind::kAllReduce) << op.name;
+      EXPECT_FALSE(op.ep_group) << op.name;
+      EXPECT_DOUBLE_EQ(op.bytes.value, 4096.0 * 7168 * 2) << op.name;
+    }
+    EXPECT_EQ(collectives, 1) << "ep " << ep;
   }
 }
 
