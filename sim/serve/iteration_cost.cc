@@ -273,9 +273,12 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
 
   // Attention: per layer, one fused kernel over the prefill chunks and one
   // over the decode tokens. MLA decodes in the latent space (absorbed
-  // weights): keys kv_lora + rope wide, values kv_lora wide.
-  const double qk = D(m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim);
-  const double v = D(m.is_mla() ? m.kv_lora_rank : (m.v_head_dim > 0 ? m.v_head_dim : m.head_dim));
+  // weights): keys kv_lora + rope wide, values kv_lora wide; it prefills in
+  // the decompressed form, each head's keys qk_nope + qk_rope and values
+  // v_head_dim wide (vLLM's MLA backend and SGLang: multi-head attention
+  // for prefill, the absorbed multi-query form for decode).
+  double qk = D(m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim);
+  double v = D(m.is_mla() ? m.kv_lora_rank : (m.v_head_dim > 0 ? m.v_head_dim : m.head_dim));
   const double heads = D(q_heads_rank_);
   auto attention = [&](double pairs, double kv_reads, double query_tokens) {
     trace::ComputeOp op;
@@ -286,7 +289,14 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
     return model.ComputeTime(op) * D(m.num_layers);
   };
   if (batch.prefill_tokens > 0) {
+    const double latent_qk = qk, latent_v = v;
+    if (m.is_mla()) {
+      qk = D(m.qk_nope_head_dim + m.qk_rope_head_dim);
+      v = D(m.v_head_dim);
+    }
     b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens), D(batch.prefill_tokens));
+    qk = latent_qk;
+    v = latent_v;
   }
   if (batch.decode_seqs > 0) {
     // Verified drafts add query tokens and pairs; the cache is read once.

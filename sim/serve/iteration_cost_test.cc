@@ -194,6 +194,30 @@ TEST(IterationCost, MoeDecodeReadsOnlyTheRoutedExpertsWeights) {
   EXPECT_NEAR(cost.ExpertsTouched(8, 64), 8.0 * (1.0 - std::pow(0.75, 64)), 1e-12);
 }
 
+// MLA prefills in the decompressed multi-head form (keys 128 + 64, values
+// 128 wide per head) and decodes in the latent form (576 / 512): a long
+// DeepSeek-V3 prefill's attention takes less time than its FLOPs would at
+// the GPU's peak in the latent form (3.4x the decompressed FLOPs).
+TEST(IterationCost, MlaPrefillsDecompressedAndDecodesInTheLatentSpace) {
+  nlohmann::json doc = TestServeDoc();
+  doc["model"] = "deepseek-v3";
+  doc["topology"] = "hgx-h200";
+  doc["replica"] = {{"tp", 8}, {"ep", 8}};
+  doc["precision"] = {{"weights", "fp8"}, {"kv_cache", "bf16"}, {"compute", "fp8"}};
+  const ServeConfig c = ParseServeScenario(doc, "test.json");
+  IterationCost cost(c);
+  BatchShape prefill;
+  prefill.AddPrefill(16384, 0, true);
+  const double pairs = 16384.0 * 16385.0 / 2;
+  const double heads = 128.0 / 8, layers = 61;
+  const double peak = c.profile.Peak(config::Precision::kBf16)->value;
+  const double decompressed = 2 * pairs * heads * (192 + 128) * layers / peak;
+  const double latent = 2 * pairs * heads * (576 + 512) * layers / peak;
+  const double t = cost.Breakdown(prefill).attention.seconds();
+  EXPECT_GT(t, decompressed);
+  EXPECT_LT(t, latent);
+}
+
 // Serving's fused MoE under TP attention: every rank holds all the tokens
 // and runs its share of the experts (a 1/tp slice of each with ep 1, whole
 // experts with ep = tp), then one all-reduce per MoE layer. Doubling TP
