@@ -10,6 +10,7 @@
 #include "calibrate/fit/raw_data.h"
 #include "calibrate/fit/report_text.h"
 #include "calibrate/fit/run_outcome.h"
+#include "calibrate/harness/gemm_shapes.h"
 #include "sim/config/profile.h"
 #include "sim/config/quantity_text.h"
 #include "sim/util/json_reader.h"
@@ -222,9 +223,13 @@ class ProfileFitter {
       gemm_.push_back(why + ": the GEMM model keeps the base values.");
       return;
     }
+    // Serving's decode and short-prefill shapes are checked against the
+    // fitted model, not fitted: the training shapes set the parameters.
+    std::vector<GemmSample> fitted, serving;
+    for (const GemmSample& s : *raw_.gemm) (s.label.rfind(kServingPrefix, 0) == 0 ? serving : fitted).push_back(s);
     std::map<std::string, FlopRate> peaks;
     std::map<std::string, int> rows_per_dtype;
-    for (const GemmSample& s : *raw_.gemm) ++rows_per_dtype[s.dtype];
+    for (const GemmSample& s : fitted) ++rows_per_dtype[s.dtype];
     for (const GemmDtype& d : GemmDtypes()) {
       auto peak = base_.peak_flops[static_cast<int>(PrecisionOf(d.profile_key))];
       if (peak) {
@@ -235,7 +240,7 @@ class ProfileFitter {
       }
     }
     GemmMachine machine{raw_.env.sm_count, base_.hbm_bandwidth.value * copy_efficiency_, launch_};
-    GemmFit fit = FitGemmModel(*raw_.gemm, peaks, machine, base_tile, base_kov);
+    GemmFit fit = FitGemmModel(fitted, peaks, machine, base_tile, base_kov);
     for (const DtypeFit& d : fit.dtypes) best_gemm_tflops_[d.dtype] = BestTflops(d);
 
     std::string floors = "floors copy_efficiency " + Fixed(copy_efficiency_, 3) + " x " + Fixed(HbmGBps(), 0) +
@@ -267,6 +272,43 @@ class ProfileFitter {
       NotMeasured("gemm.k_overhead", "no bf16 rows in gemm.csv to fit it");
     }
     WriteGemmReport(fit, floors);
+    ReportServingShapes(fit, serving, peaks, machine);
+  }
+
+  // Serving's shapes (M of 1 to 512) against the fitted model: where decode
+  // and short prefills sit between the weights' bytes and the FLOPs.
+  void ReportServingShapes(const GemmFit& fit, const std::vector<GemmSample>& rows,
+                           const std::map<std::string, FlopRate>& peaks, const GemmMachine& machine) {
+    if (rows.empty()) return;
+    auto& L = gemm_;
+    L.push_back("Serving shapes (decode batches and short prefills, not fitted): measured against the fitted model.");
+    L.push_back("");
+    L.push_back(TableRow({"label", "M x N x K", "measured us", "predicted us", "pred/meas"}));
+    L.push_back(TableRule(5));
+    double sum_abs_log = 0;
+    int n = 0;
+    for (const GemmSample& s : rows) {
+      const GemmDtype* dtype = FindGemmDtype(s.dtype);
+      auto peak = peaks.find(s.dtype);
+      auto d = std::find_if(fit.dtypes.begin(), fit.dtypes.end(), [&](const DtypeFit& f) { return f.dtype == s.dtype; });
+      if (dtype == nullptr || peak == peaks.end() || d == fit.dtypes.end() || s.median_us <= 0) continue;
+      GemmParams p;
+      p.tile = fit.tile;
+      p.k_overhead = fit.k_overhead;
+      p.max_efficiency = d->max_efficiency;
+      const double predicted_us = PredictedGemmSeconds(s, peak->second, dtype->element_bytes, p, machine) * 1e6;
+      const double log_error = std::log(predicted_us / s.median_us);
+      sum_abs_log += std::abs(log_error);
+      ++n;
+      L.push_back(TableRow({s.label, std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k),
+                            Fixed(s.median_us, 2), Fixed(predicted_us, 2), Fixed(std::exp(log_error), 3)}));
+    }
+    L.push_back("");
+    if (n > 0) {
+      L.push_back("Serving shapes: " + std::to_string(n) + " compared, mean |log error| " + Percent(sum_abs_log / n) +
+                  ".");
+      L.push_back("");
+    }
   }
 
   static Precision PrecisionOf(const std::string& key) {

@@ -130,6 +130,30 @@ TEST(FitProfile, RecordedH200DataReproducesTheShippedProfile) {
   EXPECT_TRUE(Contains(r.report, "| bf16 | 0.720 | 277 | 6.5% |")) << r.report;
 }
 
+// Serving's decode and short-prefill shapes (labels "serve/...") are
+// reported against the fitted model and left out of the fit: appending two
+// of them (timings made up for the test) to the recorded gemm.csv leaves the
+// fitted values and the 277 fitted shapes as they were.
+TEST(FitProfile, ServingShapesAreReportedNotFitted) {
+  RawDir raw;
+  raw.Copy(kRecorded + "/gemm.csv", "gemm.csv");
+  raw.Remove("kernels.csv");
+  {
+    std::ofstream csv(raw.file("gemm.csv"), std::ios::app);
+    csv << "bf16,serve/llama3-70b/tp8/m128/fc1,128,7168,8192,90.0,88.0,167.0\n";
+    csv << "bf16,serve/llama3-70b/tp8/m1/fc1,1,7168,8192,70.0,69.0,1.7\n";
+  }
+  FitResult r = Fit(raw.dir());
+  const json& p = r.profile;
+  EXPECT_EQ(p["gemm"]["tile"]["value"], json::array({64, 64}));
+  EXPECT_EQ(p["gemm"]["k_overhead"]["value"], 96);
+  EXPECT_NEAR(Value(p, {"gemm", "max_efficiency", "bf16"}), 0.720, 1e-12);
+  EXPECT_TRUE(Contains(Source(p, {"gemm", "tile"}), "277 bf16 GEMMs"));
+  EXPECT_TRUE(Contains(r.report, "Serving shapes (decode batches and short prefills, not fitted)")) << r.report;
+  EXPECT_TRUE(Contains(r.report, "| serve/llama3-70b/tp8/m128/fc1 | 128x7168x8192 | 90.00 |")) << r.report;
+  EXPECT_TRUE(Contains(r.report, "Serving shapes: 2 compared")) << r.report;
+}
+
 TEST(FitProfile, SetsCopyHostLaunchAndEnvironmentFromTheRawFiles) {
   json p = Fit(kFixture).profile;
   // (4076.34 + 4228.00) / 2 = 4152.2 GB/s over 4800 GB/s.

@@ -41,6 +41,26 @@ std::vector<GemmShape> GemmShapes() {
   }
   // Odd sizes: wave and tile quantization show up between the even ones.
   for (int64_t m : {1000, 1536, 2500, 4100, 5000, 7000, 9000}) shapes.push_back({"odd", m, 4096, 4096});
+  // Serving's forward GEMMs: decode batches and short prefills, M of 1 to
+  // 512 rows, where the weights' bytes and the FLOPs meet (the ridge). Bf16
+  // only; reported against the model, not fitted (ServingShape).
+  for (const Model& md : models) {
+    if (!md.gated) continue;  // the Llama 3 models that serving validates
+    for (int64_t tp : {1, 4, 8}) {
+      for (int64_t m : {1, 16, 64, 128, 256, 512}) {
+        const int64_t h = md.hidden;
+        const GemmShape layer[] = {{"qkv", m, md.qkv_out / tp, h},
+                                   {"proj", m, h, h / tp},
+                                   {"fc1", m, 2 * md.ffn / tp, h},
+                                   {"fc2", m, h, md.ffn / tp}};
+        for (const GemmShape& op : layer) {
+          shapes.push_back({std::string(kServingPrefix) + md.name + "/tp" + std::to_string(tp) + "/m" +
+                                std::to_string(m) + "/" + op.label,
+                            op.m, op.n, op.k});
+        }
+      }
+    }
+  }
   return shapes;
 }
 

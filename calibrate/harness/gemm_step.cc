@@ -59,9 +59,10 @@ std::vector<Plan> MakePlans(StepContext& ctx) {
     Plan p{d, {}};
     int not_multiple_of_16 = 0;
     for (const GemmShape& s : all) {
+      const bool serving = s.label.rfind(kServingPrefix, 0) == 0;  // bf16 only
       bool take = ctx.quick() ? s.label == "square"
-                              : (s.label == "square" || s.label == "odd" || Contains(s.label, "/tp1/") ||
-                                 Contains(s.label, "/tp8/"));
+                              : (s.label == "square" || s.label == "odd" ||
+                                 (!serving && (Contains(s.label, "/tp1/") || Contains(s.label, "/tp8/"))));
       if (take && !ctx.quick() && d == GemmDtype::kTf32 && (EndsWith(s.label, "dgrad") || EndsWith(s.label, "wgrad"))) {
         take = false;
       }
