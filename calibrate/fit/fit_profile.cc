@@ -283,10 +283,8 @@ class ProfileFitter {
     auto& L = gemm_;
     L.push_back("Serving shapes (decode batches and short prefills, not fitted): measured against the fitted model.");
     L.push_back("");
-    L.push_back(TableRow({"label", "M x N x K", "measured us", "predicted us", "pred/meas"}));
-    L.push_back(TableRule(5));
+    std::vector<GemmResidual> compared;
     double sum_abs_log = 0;
-    int n = 0;
     for (const GemmSample& s : rows) {
       const GemmDtype* dtype = FindGemmDtype(s.dtype);
       auto peak = peaks.find(s.dtype);
@@ -297,16 +295,15 @@ class ProfileFitter {
       p.k_overhead = fit.k_overhead;
       p.max_efficiency = d->max_efficiency;
       const double predicted_us = PredictedGemmSeconds(s, peak->second, dtype->element_bytes, p, machine) * 1e6;
-      const double log_error = std::log(predicted_us / s.median_us);
-      sum_abs_log += std::abs(log_error);
-      ++n;
-      L.push_back(TableRow({s.label, std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k),
-                            Fixed(s.median_us, 2), Fixed(predicted_us, 2), Fixed(std::exp(log_error), 3)}));
+      compared.push_back({s, predicted_us, std::log(predicted_us / s.median_us)});
+      sum_abs_log += std::abs(compared.back().log_error);
     }
-    L.push_back("");
-    if (n > 0) {
-      L.push_back("Serving shapes: " + std::to_string(n) + " compared, mean |log error| " + Percent(sum_abs_log / n) +
-                  ".");
+    std::vector<const GemmResidual*> table;
+    for (const GemmResidual& r : compared) table.push_back(&r);
+    WorstTable(table);
+    if (!compared.empty()) {
+      L.push_back("Serving shapes: " + std::to_string(compared.size()) + " compared, mean |log error| " +
+                  Percent(sum_abs_log / static_cast<double>(compared.size())) + ".");
       L.push_back("");
     }
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -508,30 +510,52 @@ std::string ModelNameKey(const std::string& name) {
   return key;
 }
 
-std::string FindShippedModel(const std::string& name) {
-  const std::string key = ModelNameKey(name);
-  if (key.empty()) return "";
-  std::string found;
+namespace {
+
+// A shipped model file's stem and the name keys it answers to (its stem,
+// "name" and "aliases").
+struct ShippedModelKeys {
+  std::string stem;
+  std::set<std::string> keys;
+};
+
+// The models/ files of the data root, in stem order, read once per process.
+const std::vector<ShippedModelKeys>& ShippedModelIndex() {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<ShippedModelKeys>> by_root;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const std::string root = DataRoot();
+  if (auto it = by_root.find(root); it != by_root.end()) return it->second;
   std::error_code ec;
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(DataRoot()) / "models", ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / "models", ec)) {
     if (entry.path().extension() == ".json") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
+  std::vector<ShippedModelKeys> index;
   for (const auto& path : files) {
-    if (path.stem().string() == name) return name;  // the file named exactly
+    const ModelConfig m = LoadModelFile(path.string());
+    ShippedModelKeys k{path.stem().string(), {ModelNameKey(path.stem().string()), ModelNameKey(m.name)}};
+    for (const std::string& alias : m.aliases) k.keys.insert(ModelNameKey(alias));
+    index.push_back(std::move(k));
   }
-  for (const auto& path : files) {
-    const std::string stem = path.stem().string();
-    bool match = ModelNameKey(stem) == key;
-    if (!match) {
-      const ModelConfig m = LoadModelFile(path.string());
-      match = ModelNameKey(m.name) == key;
-      for (const std::string& alias : m.aliases) match = match || ModelNameKey(alias) == key;
-    }
-    if (!match) continue;
-    if (!found.empty() && found != stem) return "";  // two files claim it: no guess
-    found = stem;
+  return by_root.emplace(root, std::move(index)).first->second;
+}
+
+}  // namespace
+
+std::string FindShippedModel(const std::string& name) {
+  const std::string key = ModelNameKey(name);
+  if (key.empty()) return "";
+  const std::vector<ShippedModelKeys>& index = ShippedModelIndex();
+  for (const ShippedModelKeys& k : index) {
+    if (k.stem == name) return name;  // the file named exactly
+  }
+  std::string found;
+  for (const ShippedModelKeys& k : index) {
+    if (!k.keys.count(key)) continue;
+    if (!found.empty() && found != k.stem) return "";  // two files claim it: no guess
+    found = k.stem;
   }
   return found;
 }

@@ -35,6 +35,20 @@ double ConversionsPerSecond(const config::ProfileConfig& p) {
   return clock_sm_s * kConversionsPerClock;
 }
 
+// Bytes of the weights of layers [first, last) in `format`, with the
+// embedding and the output head (and final norm) when asked, those in 16
+// bits (quantized checkpoints such as AWQ, GPTQ and FP8 keep them
+// unquantized); for all tp ranks together.
+double WeightBytesOf(const config::ModelConfig& m, int64_t first, int64_t last, WeightFormat format, bool embedding,
+                     bool head) {
+  double params = 0;
+  for (int64_t l = first; l < last; ++l) params += D(m.LayerParameterCount(l));
+  double bytes = params * WeightBytes(format);
+  if (embedding) bytes += D(m.EmbeddingParameterCount()) * 2.0;
+  if (head) bytes += D(m.OutputHeadParameterCount() + m.NormParameterCount()) * 2.0;
+  return bytes;
+}
+
 }  // namespace
 
 void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
@@ -100,32 +114,21 @@ IterationCost::IterationCost(const ServeConfig& c) : IterationCost(c, DraftOnly{
     d.speculative = SpeculativeConfig{};
     d.iteration_overhead = Time::Zero();
     draft_ = std::unique_ptr<IterationCost>(new IterationCost(d, DraftOnly{}));
-    double params = 0;
-    for (int64_t l = 0; l < d.model.num_layers; ++l) params += D(d.model.LayerParameterCount(l));
-    draft_weights = params * WeightBytes(c.weights);
     // A draft head shares the target's embedding and output head; a draft
-    // model has its own (16-bit, as the target's).
-    if (c.speculative.method == SpeculativeConfig::Method::kDraftModel) {
-      draft_weights += D(d.model.EmbeddingParameterCount() + d.model.OutputHeadParameterCount() +
-                         d.model.NormParameterCount()) * 2.0;
-    }
-    draft_weights /= c.tp;
+    // model has its own.
+    const bool own_ends = c.speculative.method == SpeculativeConfig::Method::kDraftModel;
+    draft_weights = WeightBytesOf(d.model, 0, d.model.num_layers, c.weights, own_ends, own_ends) / c.tp;
     draft_kv_token = draft_->kv_layer_token_gpu_ * D(d.model.num_layers);
   }
 
-  // Weights on one GPU of the largest stage. Embedding and LM head stay bf16
-  // (quantized checkpoints such as AWQ, GPTQ and FP8 keep them unquantized).
+  // Weights on one GPU of the largest stage.
   KvCachePlan& p = kv_plan_;
   p.hbm = c.profile.hbm_capacity.value;
   p.reserve = p.hbm * (1.0 - c.gpu_memory_utilization);
   double worst = 0;
   for (int stage = 0; stage < c.pp; ++stage) {
-    double params = 0;
-    for (int64_t l = stage * stage_layers; l < (stage + 1) * stage_layers; ++l) params += D(m.LayerParameterCount(l));
-    double bytes = params * WeightBytes(c.weights);
-    if (stage == 0) bytes += D(m.EmbeddingParameterCount()) * 2.0;
-    if (stage == c.pp - 1) bytes += D(m.OutputHeadParameterCount() + m.NormParameterCount()) * 2.0;
-    worst = std::max(worst, bytes);
+    worst = std::max(worst, WeightBytesOf(m, stage * stage_layers, (stage + 1) * stage_layers, c.weights, stage == 0,
+                                          stage == c.pp - 1));
   }
   p.weights = Bytes{worst / c.tp + draft_weights};
   // Peak activations of a forward over max_batched_tokens (what vLLM's
@@ -277,10 +280,12 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
   // the decompressed form, each head's keys qk_nope + qk_rope and values
   // v_head_dim wide (vLLM's MLA backend and SGLang: multi-head attention
   // for prefill, the absorbed multi-query form for decode).
-  double qk = D(m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim);
-  double v = D(m.is_mla() ? m.kv_lora_rank : (m.v_head_dim > 0 ? m.v_head_dim : m.head_dim));
+  const double qk = D(m.is_mla() ? m.kv_lora_rank + m.qk_rope_head_dim : m.head_dim);
+  const double v = D(m.is_mla() ? m.kv_lora_rank : (m.v_head_dim > 0 ? m.v_head_dim : m.head_dim));
+  const double prefill_qk = m.is_mla() ? D(m.qk_nope_head_dim + m.qk_rope_head_dim) : qk;
+  const double prefill_v = m.is_mla() ? D(m.v_head_dim) : v;
   const double heads = D(q_heads_rank_);
-  auto attention = [&](double pairs, double kv_reads, double query_tokens) {
+  auto attention = [&](double pairs, double kv_reads, double query_tokens, double qk, double v) {
     trace::ComputeOp op;
     op.op_class = trace::OpClass::kAttention;
     op.precision = config::Precision::kBf16;
@@ -289,19 +294,13 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
     return model.ComputeTime(op) * D(m.num_layers);
   };
   if (batch.prefill_tokens > 0) {
-    const double latent_qk = qk, latent_v = v;
-    if (m.is_mla()) {
-      qk = D(m.qk_nope_head_dim + m.qk_rope_head_dim);
-      v = D(m.v_head_dim);
-    }
-    b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens), D(batch.prefill_tokens));
-    qk = latent_qk;
-    v = latent_v;
+    b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens),
+                             D(batch.prefill_tokens), prefill_qk, prefill_v);
   }
   if (batch.decode_seqs > 0) {
     // Verified drafts add query tokens and pairs; the cache is read once.
     Time decode = attention(D(batch.decode_context) + batch.verify_pairs, D(batch.decode_context),
-                            D(batch.decode_seqs + batch.verify_tokens));
+                            D(batch.decode_seqs + batch.verify_tokens), qk, v);
     if (decode_conversions_per_s_ > 0) {
       // A decode kernel with one thread block per query head (masked MHA's
       // grid is heads x sequences: TensorRT-LLM

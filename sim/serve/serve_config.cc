@@ -75,6 +75,29 @@ int64_t LongestLength(const LengthDistribution& d) {
 // As the command line's --requests allows.
 constexpr int64_t kMaxRequests = 100'000'000;
 
+// workload.shared_prefix_tokens (0 when absent).
+int64_t SharedPrefixTokens(JsonObject& workload) {
+  auto n = workload.Optional("shared_prefix_tokens");
+  if (!n) return 0;
+  const int64_t tokens = n->Int();
+  if (tokens < 0) n->Fail("must be 0 or more");
+  return tokens;
+}
+
+// The schedulers that run one iteration at a time over running sequences,
+// where speculative decoding and prefix caching are modelled.
+bool IterationScheduler(SchedulerKind k) {
+  return k != SchedulerKind::kStatic && k != SchedulerKind::kPersistent && k != SchedulerKind::kDisaggregated;
+}
+
+const char* kIterationSchedulers = "the continuous, chunked-prefill, prefill-first and inflight schedulers";
+
+// Whether a model's attention heads split over `tp` ranks: the query heads
+// evenly, the KV heads evenly or replicated.
+bool HeadsSplitOverTp(const config::ModelConfig& m, int tp) {
+  return m.num_attention_heads % tp == 0 && (m.num_kv_heads % tp == 0 || tp % m.num_kv_heads == 0);
+}
+
 WorkloadConfig ParseWorkload(const JsonNode& node) {
   WorkloadConfig w;
   JsonObject obj(node);
@@ -84,10 +107,7 @@ WorkloadConfig ParseWorkload(const JsonNode& node) {
     w.trace_file = std::filesystem::path(ref).is_absolute() || dir.empty() ? ref : dir + "/" + ref;
     if (!std::filesystem::is_regular_file(w.trace_file)) trace->Fail("no such trace file: " + w.trace_file);
     if (auto n = obj.Optional("requests")) w.requests = n->PositiveInt();
-    if (auto n = obj.Optional("shared_prefix_tokens")) {
-      w.shared_prefix_tokens = n->Int();
-      if (w.shared_prefix_tokens < 0) n->Fail("must be 0 or more");
-    }
+    w.shared_prefix_tokens = SharedPrefixTokens(obj);
     obj.Finish();
     return w;
   }
@@ -111,10 +131,7 @@ WorkloadConfig ParseWorkload(const JsonNode& node) {
   w.seed = static_cast<uint64_t>(obj.Required("seed").Int());
   w.prompt_tokens = ParseLengths(obj.Required("prompt_tokens"));
   w.output_tokens = ParseLengths(obj.Required("output_tokens"));
-  if (auto n = obj.Optional("shared_prefix_tokens")) {
-    w.shared_prefix_tokens = n->Int();
-    if (w.shared_prefix_tokens < 0) n->Fail("must be 0 or more");
-  }
+  w.shared_prefix_tokens = SharedPrefixTokens(obj);
   obj.Finish();
   return w;
 }
@@ -168,10 +185,8 @@ SpeculativeConfig ParseSpeculative(const JsonNode& node, const ServeConfig& c) {
     s.draft_model.num_layers = s.draft_layers;
   }
   o.Finish();
-  if (c.scheduler == SchedulerKind::kStatic || c.scheduler == SchedulerKind::kPersistent ||
-      c.scheduler == SchedulerKind::kDisaggregated) {
-    node.Fail(std::string("speculative decoding is modelled under the continuous, chunked-prefill, prefill-first and "
-                          "inflight schedulers, not ") +
+  if (!IterationScheduler(c.scheduler)) {
+    node.Fail(std::string("speculative decoding is modelled under ") + kIterationSchedulers + ", not " +
               SchedulerName(c.scheduler));
   }
   return s;
@@ -383,12 +398,9 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     }
   }
   if (auto spec = root.Optional("speculative")) c.speculative = ParseSpeculative(*spec, c);
-  if (c.prefix_caching && c.workload.shared_prefix_tokens > 0 &&
-      (c.scheduler == SchedulerKind::kStatic || c.scheduler == SchedulerKind::kPersistent ||
-       c.scheduler == SchedulerKind::kDisaggregated)) {
+  if (c.prefix_caching && c.workload.shared_prefix_tokens > 0 && !IterationScheduler(c.scheduler)) {
     throw InputError(file, "workload.shared_prefix_tokens",
-                     std::string("prefix caching is modelled under the continuous, chunked-prefill, prefill-first and "
-                                 "inflight schedulers, not ") +
+                     std::string("prefix caching is modelled under ") + kIterationSchedulers + ", not " +
                          SchedulerName(c.scheduler) + " (kv_cache.prefix_caching false turns it off)");
   }
   if (auto slo = root.Optional("slo")) {
@@ -425,12 +437,9 @@ void ValidateServeConfig(const ServeConfig& c) {
   if (c.workload.trace_file.empty() && c.workload.requests <= 0) {
     throw InputError(c.file, "workload.requests", "must be positive");
   }
-  if (c.speculative.method == SpeculativeConfig::Method::kDraftModel) {
-    const config::ModelConfig& d = c.speculative.draft_model;
-    if (d.num_attention_heads % c.tp != 0 || (d.num_kv_heads % c.tp != 0 && c.tp % d.num_kv_heads != 0)) {
-      throw InputError(c.file, "speculative.draft_model",
-                       "the draft model's attention heads do not split over tp " + std::to_string(c.tp));
-    }
+  if (c.speculative.method == SpeculativeConfig::Method::kDraftModel && !HeadsSplitOverTp(c.speculative.draft_model, c.tp)) {
+    throw InputError(c.file, "speculative.draft_model",
+                     "the draft model's attention heads do not split over tp " + std::to_string(c.tp));
   }
 }
 

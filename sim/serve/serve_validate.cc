@@ -237,9 +237,14 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   // A limit the entry leaves to the engine is left out of the scenario, so
   // the engine profile's default for this GPU applies; the choice naming it
   // is written once the scenario is built (a placeholder keeps its place).
-  std::vector<std::pair<size_t, std::pair<const char*, int64_t ServeConfig::*>>> defaults;
+  struct EngineDefault {
+    size_t choice;                   // its place in plan.choices
+    const char* text;                // fmt text of the choice, {} the value
+    int64_t ServeConfig::*field;     // the limit the scenario resolved
+  };
+  std::vector<EngineDefault> defaults;
   auto engine_default = [&](const char* text, int64_t ServeConfig::*field) {
-    defaults.push_back({plan.choices.size(), {text, field}});
+    defaults.push_back({plan.choices.size(), text, field});
     plan.choices.emplace_back();
   };
   int64_t requests = 0;
@@ -325,7 +330,7 @@ ServingRunPlan PlanServingRun(const nlohmann::json& run, const std::string& file
   } catch (const InputError& e) {
     throw InputError(file, path, std::string("the scenario built from this entry is invalid: ") + e.what());
   }
-  for (const auto& [at, what] : defaults) plan.choices[at] = fmt::format(fmt::runtime(what.first), plan.config.*what.second);
+  for (const EngineDefault& d : defaults) plan.choices[d.choice] = fmt::format(fmt::runtime(d.text), plan.config.*d.field);
   plan.request = shape;
   if (qps) {
     plan.requests = GenerateRequests(plan.config.workload);

@@ -56,6 +56,12 @@ double ScaleOutRows(const LayerShape& s) {
   return s.routed_tokens() * nodes * (n - 1.0) / n;
 }
 
+// Serving's replicated tokens: the routed copies that go to this rank's
+// experts (MoeShape::tp_replicated_tokens).
+double LocalCopies(const LayerShape& s) {
+  return s.routed_tokens() * D(s.moe.top_k) * D(s.moe.local_experts()) / D(s.moe.experts);
+}
+
 // Routed copies (rows) the busiest rank receives from its EP all-to-all.
 double ExpertRows(const LayerShape& s) { return s.routed_tokens() * D(s.moe.top_k) * s.moe.load_factor; }
 
@@ -147,8 +153,7 @@ void TokenDispatch(std::vector<Op>& ops, const LayerShape& s) {
   if (s.moe.tp_replicated_tokens) {
     // Align the routed copies by expert (vLLM's moe_align_block_size) and
     // gather the rows of this rank's experts: no collective, no host wait.
-    const double local = Tl * D(s.moe.top_k) * D(s.moe.local_experts()) / D(s.moe.experts);
-    ops.push_back(Memory("permute", ActBytes(s, Tl * h + local * h) + Tl * D(s.moe.top_k) * 8.0, s, 2));
+    ops.push_back(Memory("permute", ActBytes(s, Tl * h + LocalCopies(s) * h) + Tl * D(s.moe.top_k) * 8.0, s, 2));
     return;
   }
   if (Hierarchical(s)) {
@@ -182,8 +187,7 @@ void TokenCombine(std::vector<Op>& ops, const LayerShape& s) {
     // Sum this rank's expert outputs per token, then all-reduce the partial
     // sums over the TP group (the ranks that hold the other experts or
     // expert slices).
-    const double local = copies * D(s.moe.local_experts()) / D(s.moe.experts);
-    ops.push_back(Memory("unpermute", ActBytes(s, local * h + Tl * h), s, 1));
+    ops.push_back(Memory("unpermute", ActBytes(s, LocalCopies(s) * h + Tl * h), s, 1));
     AddReduce(ops, "tp-moe", s);
     return;
   }
