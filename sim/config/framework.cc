@@ -86,6 +86,9 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.cp_comm = cp_comm;
   base.zero3_gather = zero3_gather;
   base.zero3_max_reuse_distance = zero3_max_reuse_distance;
+  base.dispatcher = moe_dispatcher;
+  base.comm_sms = comm_sms;
+  if (selective_modules) base.recompute_modules = *selective_modules;
   base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
                                                                                    : SelectivePolicy::kModules;
   return base;
@@ -145,8 +148,9 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
   f.whole_local_batch = Fact(facts, "micro_batching").OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
   {
-    const std::string k = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b", "interleaved-1f1b"});
-    f.default_vp = k == "1f1b" ? 1 : 0;
+    const std::string k = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b", "interleaved-1f1b", "dualpipe"});
+    f.default_vp = k == "1f1b" || k == "dualpipe" ? 1 : 0;
+    f.dualpipe = k == "dualpipe";
     if (k == "interleaved-1f1b") {
       JsonNode n = Fact(facts, "virtual_stages_per_rank");
       const int64_t v = n.PositiveInt();
@@ -197,6 +201,24 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     } else if (v.PositiveInt() != 1) {
       v.Fail("expected \"tp\" or 1");
     }
+  }
+  if (facts.Has("comm_sms")) {
+    const JsonNode v = Fact(facts, "comm_sms");
+    const int64_t n = v.Int();
+    if (n < 0 || n > 1024) v.Fail("expected 0 to 1024 SMs");
+    f.comm_sms = static_cast<int>(n);
+  }
+  if (facts.Has("selective_recompute_modules")) {
+    const JsonNode v = Fact(facts, "selective_recompute_modules");
+    if (f.selective_recompute != SelectiveRecomputeKind::kModules) {
+      v.Fail("needs selective_recompute \"modules\": the set is Megatron-Core recompute modules");
+    }
+    f.selective_modules = ReadRecomputeModules(v);
+  }
+  if (facts.Has("moe_dispatcher")) {
+    f.moe_dispatcher = Fact(facts, "moe_dispatcher").OneOf({"alltoall", "hierarchical"}) == "hierarchical"
+                           ? MoeDispatcher::kHierarchical
+                           : MoeDispatcher::kAllToAll;
   }
   if (facts.Has("zero3_gather")) {
     f.zero3_gather = ReadZero3Gather(Fact(facts, "zero3_gather"));

@@ -87,6 +87,20 @@ struct FrameworkProfile {
   // 1F1B with the framework's default stages per rank (torchtitan's
   // generate_split_points: 2).
   int default_vp = 0;
+  // DualPipe (fact pipeline_schedule "dualpipe"; DeepSeek-V3 report §3.2.1):
+  // every pipeline rank holds two stages, one from each end, and runs one
+  // micro-batch's forward beside another's backward. No virtual stages.
+  bool dualpipe = false;
+  // How MoE tokens reach their experts (fact "moe_dispatcher"; absent:
+  // Megatron-Core's alltoall dispatcher).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // SMs the framework's communication kernels hold for the whole step
+  // (fact "comm_sms"; PlanConfig::comm_sms).
+  int comm_sms = 0;
+  // The modules selective recomputation recomputes when a run says
+  // "selective" (fact "selective_recompute_modules"; absent: Megatron-Core's
+  // default, core_attn).
+  std::optional<RecomputeModules> selective_modules;
   // Optional facts (Megatron-Core's behaviour when a file leaves them out).
   LossLogits loss_logits = LossLogits::kInPlace;
   bool fsdp_pp_reshard = true;

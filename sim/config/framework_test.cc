@@ -184,6 +184,51 @@ TEST(Framework, PipelineScheduleGivesTheDefaultVirtualStages) {
   EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").default_vp, 0);  // tuned
 }
 
+// DeepSeek-V3's framework (its technical report, §3.2): DualPipe, the
+// hierarchical node-limited dispatch, 20 SMs for communication, and RMSNorm
+// plus the MLA up-projections recomputed.
+TEST(Framework, HaiLlmRunsDualPipeWithItsOwnDispatchAndRecompute) {
+  const FrameworkProfile& f = Match("HAI-LLM (DualPipe, custom all-to-all)");
+  EXPECT_EQ(f.name, "hai-llm");
+  EXPECT_TRUE(f.dualpipe);
+  EXPECT_EQ(f.default_vp, 1);
+  EXPECT_EQ(f.moe_dispatcher, MoeDispatcher::kHierarchical);
+  EXPECT_EQ(f.comm_sms, 20);
+  ASSERT_TRUE(f.selective_modules.has_value());
+  EXPECT_TRUE(f.selective_modules->Has(RecomputeModule::kLayerNorm));
+  EXPECT_TRUE(f.selective_modules->Has(RecomputeModule::kMlaUpProj));
+  EXPECT_FALSE(f.selective_modules->Has(RecomputeModule::kCoreAttn));
+  const PlanConfig p = f.PlanDefaults(PlanConfig{});
+  EXPECT_EQ(p.dispatcher, MoeDispatcher::kHierarchical);
+  EXPECT_EQ(p.comm_sms, 20);
+  EXPECT_TRUE(p.recompute_modules == *f.selective_modules);
+  // Frameworks that say nothing keep Megatron-Core's behaviour.
+  const FrameworkProfile& nemo = Match("NeMo 24.07 (Megatron-Core)");
+  EXPECT_FALSE(nemo.dualpipe);
+  EXPECT_EQ(nemo.moe_dispatcher, MoeDispatcher::kAllToAll);
+  EXPECT_EQ(nemo.comm_sms, 0);
+  EXPECT_FALSE(nemo.selective_modules.has_value());
+}
+
+TEST_F(FrameworkFile, BadDualPipeFactsNameTheirKey) {
+  auto doc = nlohmann::json::parse(std::ifstream(std::string(STACKSIM_SOURCE_DIR) + "/frameworks/hai-llm.json"));
+  doc["facts"]["comm_sms"]["value"] = -1;
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.comm_sms.value");
+  doc["facts"]["comm_sms"]["value"] = 20;
+  doc["facts"]["moe_dispatcher"]["value"] = "deepep";
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.moe_dispatcher.value");
+  doc["facts"]["moe_dispatcher"]["value"] = "hierarchical";
+  doc["facts"]["selective_recompute_modules"]["value"] = {"rmsnorm"};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_NE(e.key_path().find("facts.selective_recompute_modules.value"), std::string::npos) << e.key_path();
+  doc["facts"]["selective_recompute_modules"]["value"] = {"layernorm"};
+  doc["facts"]["selective_recompute"]["value"] = "op-policy";
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.selective_recompute_modules.value");
+}
+
 TEST_F(FrameworkFile, VirtualStagesBelongToAnInterleavedScheduleOnly) {
   auto doc = nlohmann::json::parse(std::ifstream(std::string(STACKSIM_SOURCE_DIR) +
                                                  "/frameworks/torchtitan-compile-interleaved.json"));

@@ -269,6 +269,10 @@ struct PlanConfig {
   bool overlap_param_gather = true; // ZeRO-3/FSDP: prefetch next layer's weights
   Bytes grad_bucket{40e6 * 4};      // Megatron default bucket: 40M elements of fp32
   bool cuda_graphs = false;
+  // SMs that communication kernels hold for the whole step, so GEMMs and
+  // attention run on the rest (DeepSeek-V3's DualPipe: 20 of 132 for the
+  // all-to-all and pipeline transfers, arXiv:2412.19437 §3.2.2). 0: none.
+  int comm_sms = 0;
   AttentionImpl attention = AttentionImpl::kFlash;
   KernelFusion kernels = KernelFusion::kFused;
   // Allow layer counts that do not divide into equal stages: the first and

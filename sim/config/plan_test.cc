@@ -120,6 +120,14 @@ TEST(Plan, ParsesExpertParallelismAndRouting) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "moe_zipf_exponent": 1})").key_path(), "plan.moe_zipf_exponent");
 }
 
+TEST(Plan, CommSmsAreWrittenBackOnlyWhenSet) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 2, "dp": 4, "comm_sms": 20})");
+  EXPECT_EQ(p.comm_sms, 20);
+  EXPECT_EQ(ParsePlan(JsonNode(PlanToJson(p), "s.json", "plan"), PlanConfig{}).comm_sms, 20);
+  EXPECT_FALSE(PlanToJson(Parse(R"({"tp": 1, "pp": 2, "dp": 4})")).contains("comm_sms"));
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 2, "dp": 4, "comm_sms": 1.5})").key_path(), "plan.comm_sms");
+}
+
 TEST(Plan, PrecisionAcceptsFp8) {
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "fp8"})").precision, Precision::kFp8);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "precision": "int4"})").key_path(), "plan.precision");

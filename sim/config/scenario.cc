@@ -336,6 +336,10 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   // A precision the GPU has no GEMM rate for (fp8 on an A100) is the plan's
   // mistake, found here for every command rather than when a GEMM is priced.
   RequireGemmPrecision(s.profile, s.profile_file, p.precision, file, "plan.precision");
+  if (p.comm_sms >= s.profile.sm_count.value) {
+    fail("plan.comm_sms", "communication holds " + Str(p.comm_sms) + " SMs, but " + s.profile.name + " has " +
+                              Str(s.profile.sm_count.value) + ": none would be left to compute");
+  }
 
   // The product in double first: four degrees of up to 2^24 overflow an int.
   const double degree_product = static_cast<double>(p.tp) * p.pp * p.dp * p.cp;

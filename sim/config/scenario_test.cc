@@ -259,6 +259,20 @@ TEST(Scenario, VirtualStagesNeedAPipeline) {
   EXPECT_EQ(ParseError(doc).key_path(), "plan.vp");
 }
 
+// SMs held by communication (plan.comm_sms) must leave some to compute.
+TEST(Scenario, CommunicationMustLeaveSmsToCompute) {
+  nlohmann::json doc = Base();
+  doc["plan"]["comm_sms"] = 20;
+  const ScenarioConfig s = Parse(doc);
+  EXPECT_EQ(s.plan.comm_sms, 20);
+  doc["plan"]["comm_sms"] = s.profile.sm_count.value;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "plan.comm_sms");
+  EXPECT_TRUE(Mentions(e, "none would be left")) << e.what();
+  doc["plan"]["comm_sms"] = -1;
+  EXPECT_EQ(ParseError(doc).key_path(), "plan.comm_sms");
+}
+
 TEST(Scenario, GlobalBatchMustDivideIntoMicroBatches) {
   nlohmann::json doc = Base();
   doc["training"]["global_batch"] = 15;

@@ -19,10 +19,17 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-ProfileCostModel::ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs)
+ProfileCostModel::ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms)
     : profile_(profile),
       memory_bw_(profile.hbm_bandwidth.value * profile.copy_efficiency.value),
-      launch_(cuda_graphs ? Time::Us(kGraphKernelUs) : profile.kernel_launch.value) {}
+      launch_(cuda_graphs ? Time::Us(kGraphKernelUs) : profile.kernel_launch.value),
+      compute_sms_(profile.sm_count.value - comm_sms),
+      compute_share_(static_cast<double>(compute_sms_) / static_cast<double>(profile.sm_count.value)) {
+  if (comm_sms < 0 || compute_sms_ < 1) {
+    throw std::invalid_argument("comm_sms " + std::to_string(comm_sms) + " leaves no SM of " + profile.name +
+                                " to compute");
+  }
+}
 
 double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t batch,
                                         config::Precision p) const {
@@ -31,10 +38,11 @@ double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t
     throw std::invalid_argument(std::string("profile ") + profile_.name + " has no GEMM efficiency for " +
                                 config::PrecisionName(p));
   }
-  // Tile and wave quantization: the GPU computes whole tiles in whole waves.
+  // Tile and wave quantization: the GPU computes whole tiles in whole waves
+  // over the SMs that communication leaves it.
   const int64_t tm = profile_.gemm.tile.value.first;
   const int64_t tn = profile_.gemm.tile.value.second;
-  const int64_t sms = profile_.sm_count.value;
+  const int64_t sms = compute_sms_;
   const int64_t tiles = CeilDiv(m, tm) * CeilDiv(n, tn) * batch;
   const int64_t waves = CeilDiv(tiles, sms);
   double useful = static_cast<double>(m) * n * batch;
@@ -48,7 +56,7 @@ double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t
     quantization = std::min(1.0, useful * splits / computed);
   }
   const double k_factor = static_cast<double>(k) / (static_cast<double>(k) + profile_.gemm.k_overhead.value);
-  return eff->value * quantization * k_factor;
+  return eff->value * quantization * k_factor * compute_share_;
 }
 
 Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
@@ -70,7 +78,7 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
       double eff = AttentionEfficiency(op.attention_kernel, op.backward) *
-                   profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward);
+                   profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) * compute_share_;
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }

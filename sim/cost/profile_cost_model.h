@@ -21,8 +21,11 @@ namespace stacksim::cost {
 class ProfileCostModel : public engine::CostModel {
  public:
   // cuda_graphs: kernels launched from captured graphs (launch cost per kernel
-  // drops to the graph's per-node cost).
-  ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs);
+  // drops to the graph's per-node cost). comm_sms: SMs that communication
+  // kernels hold for the whole step (PlanConfig::comm_sms); GEMMs and
+  // attention run on the rest, memory-bound kernels keep the full HBM rate.
+  // REQUIRES: 0 <= comm_sms < profile.sm_count.
+  ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms = 0);
 
   Time ComputeTime(const trace::ComputeOp& op) const override;
 
@@ -39,6 +42,8 @@ class ProfileCostModel : public engine::CostModel {
   const config::ProfileConfig profile_;
   Bandwidth memory_bw_;
   Time launch_;
+  int64_t compute_sms_;   // SMs left to GEMMs and attention
+  double compute_share_;  // compute_sms_ / sm_count
 };
 
 }  // namespace stacksim::cost

@@ -54,6 +54,29 @@ TEST(ProfileCostModel, MemoryBoundOpsRunAtAchievableCopyBandwidth) {
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 4e9 / (5e12 * 0.8), 1e-9);
 }
 
+// Communication kernels that hold SMs for the whole step (DualPipe's 20)
+// leave GEMMs and attention the rest: waves over the remaining SMs at their
+// share of the peak; memory-bound kernels keep the HBM rate.
+TEST(ProfileCostModel, SmsHeldByCommunicationSlowComputeOnly) {
+  ProfileCostModel cost(testing::RoundProfile(), false, 20);
+  // 80 tiles fill the 80 SMs left: one full wave at 80% of the peak.
+  EXPECT_NEAR(cost.GemmEfficiency(1280, 1024, 8192, 1, Precision::kBf16), 0.8 * 0.8, 1e-12);
+  // 100 tiles, one full wave on all 100 SMs, take two waves on 80.
+  EXPECT_NEAR(cost.GemmEfficiency(1280, 1280, 8192, 1, Precision::kBf16), 0.8 * 100.0 / 160.0 * 0.8, 1e-12);
+  trace::ComputeOp attention;
+  attention.op_class = trace::OpClass::kAttention;
+  attention.flops = Flops{1e12};
+  attention.n = 8192;
+  const ProfileCostModel whole(testing::RoundProfile(), false);
+  EXPECT_NEAR(cost.ComputeTime(attention).seconds() / whole.ComputeTime(attention).seconds(), 100.0 / 80.0, 1e-6);
+  trace::ComputeOp copy;
+  copy.op_class = trace::OpClass::kMemoryBound;
+  copy.bytes = Bytes{4e9};
+  EXPECT_EQ(cost.ComputeTime(copy), whole.ComputeTime(copy));
+  EXPECT_THROW(ProfileCostModel(testing::RoundProfile(), false, 100), std::invalid_argument);
+  EXPECT_THROW(ProfileCostModel(testing::RoundProfile(), false, -1), std::invalid_argument);
+}
+
 TEST(ProfileCostModel, TinyKernelsCostTheirLaunchAndLessWithGraphs) {
   trace::ComputeOp op;
   op.op_class = trace::OpClass::kMemoryBound;

@@ -40,7 +40,7 @@ StepAccounting AccountStep(const simulate::SimulationResult& result) {
   const int rank = result.breakdown_stage;
   const double peak = s.profile.Peak(PeakPrecision(p.precision))->value;
   a.peak = peak;
-  cost::ProfileCostModel cost(s.profile, p.cuda_graphs);
+  cost::ProfileCostModel cost(s.profile, p.cuda_graphs, p.comm_sms);
 
   const trace::StreamId compute = t.compute_stream();
 

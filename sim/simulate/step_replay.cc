@@ -10,7 +10,7 @@ namespace stacksim::simulate {
 StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network, workload::DpSyncPhase phase) {
   StepModels m;
   m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s, phase));
-  m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs);
+  m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs, s.plan.comm_sms);
   m.network = net::MakeNetwork(network, s.topology, s.profile, s.gpus, s.node_order);
   return m;
 }

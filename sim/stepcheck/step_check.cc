@@ -78,7 +78,7 @@ LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, i
   const int64_t layer = CheckedLayer(model);
   workload::LayerShape shape = workload::LayerShape::From(model, plan, seq, profile);
   if (model.IsMoeLayer(layer)) shape = shape.Moe(model, plan);
-  const cost::ProfileCostModel cost(profile, plan.cuda_graphs);
+  const cost::ProfileCostModel cost(profile, plan.cuda_graphs, plan.comm_sms);
   LayerStepPrediction p;
   p.forward = PriceOps(workload::LayerForward(shape), cost, &p);
   p.backward = PriceOps(workload::LayerBackward(shape), cost, &p);

@@ -12,6 +12,12 @@
 namespace stacksim::validate {
 namespace {
 
+// The schedule of a candidate with v virtual stages: the framework's
+// DualPipe stays (it has no virtual stages), else interleaved 1F1B or 1F1B.
+config::PipelineScheduleKind ScheduleFor(const config::PlanConfig& base, int v) {
+  if (base.schedule == config::PipelineScheduleKind::kDualPipe) return base.schedule;
+  return v > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+}
 
 // The search bounds for open plan fields: micro-batches beyond 16 sequences
 // and more than 16 virtual stages per rank are not what tuned runs use.
@@ -101,7 +107,7 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
       c.plan.micro_batch = mb;
       c.plan.vp = v;
       c.plan.uneven_stages = vs.uneven;
-      c.plan.schedule = v > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+      c.plan.schedule = ScheduleFor(base.plan, v);
       try {
         config::ValidatePlan(c, c.file);
       } catch (const InputError&) {
@@ -154,7 +160,7 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
     if (open("recompute")) c.plan.recompute = config::Recompute::kFull;
     if (open("micro_batch")) c.plan.micro_batch = mbs.front();
     if (open("vp")) c.plan.vp = 1;
-    c.plan.schedule = c.plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+    c.plan.schedule = ScheduleFor(base.plan, c.plan.vp);
     simulate::Options o;
     o.simulate_if_out_of_memory = true;
     *best_result = simulate::Simulate(c, o);

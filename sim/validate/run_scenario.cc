@@ -290,6 +290,9 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
     plan.tp_comm_overlap = fw.TpOverlapFor(s.model.is_moe());
     plan.zero3_gather = d.zero3_gather;
     plan.zero3_max_reuse_distance = d.zero3_max_reuse_distance;
+    if (s.model.is_moe()) plan.dispatcher = d.dispatcher;
+    plan.comm_sms = d.comm_sms;
+    plan.recompute_modules = d.recompute_modules;
   }
   out.choices.push_back("framework=" + match.Describe(out.framework_text));
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
@@ -298,6 +301,12 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
     out.choices.push_back(std::string("gradients in ") + config::PrecisionName(plan.GradReducePrecision()));
   }
   if (!plan.overlap_grad_reduce) out.choices.push_back("gradient reduction after the backward pass (no overlap)");
+  if (plan.comm_sms > 0) {
+    out.choices.push_back("comm_sms=" + std::to_string(plan.comm_sms) + " (SMs the framework's communication holds)");
+  }
+  if (s.model.is_moe() && plan.dispatcher != config::MoeDispatcher::kAllToAll) {
+    out.choices.push_back(std::string("moe_dispatcher=") + config::MoeDispatcherName(plan.dispatcher));
+  }
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
     out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap));
   }
@@ -363,7 +372,10 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
     plan.vp = static_cast<int>(vp->PositiveInt());
   } else if (fw.default_vp == 1 || (fw.default_vp > 1 && plan.pp == 1)) {
     plan.vp = 1;
-    if (plan.pp > 1) out.choices.push_back("vp=1 (the framework's default 1F1B schedule)");
+    if (plan.pp > 1) {
+      out.choices.push_back(fw.dualpipe ? "schedule=dualpipe (the framework's pipeline schedule)"
+                                        : "vp=1 (the framework's default 1F1B schedule)");
+    }
   } else if (fw.default_vp > 1) {
     plan.vp = fw.default_vp;
     out.choices.push_back("vp=" + std::to_string(plan.vp) + " (the framework's default interleaved 1F1B stages per rank)");
@@ -404,7 +416,9 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   ReadPlan(obj, match, file, path, out);
   obj.Finish();
   config::PlanConfig& plan = s.plan;
-  plan.schedule = plan.vp > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
+  plan.schedule = match.profile->dualpipe && plan.pp > 1 ? config::PipelineScheduleKind::kDualPipe
+                  : plan.vp > 1                            ? config::PipelineScheduleKind::kInterleaved
+                                                           : config::PipelineScheduleKind::kOneFOneB;
   // Layers that pp x vp does not divide (Llama-3.1 405B: 126 over 64 virtual
   // stages) run as Megatron-Core's account_for_embedding/loss_in_pipeline_split
   // does: the first and last stages, which also hold embedding and head, take

@@ -96,6 +96,30 @@ TEST(RunScenario, MaxTextGathersArePipelined) {
   EXPECT_TRUE(Chose(maxtext, "FSDP gathers pipelined"));
 }
 
+// A run trained with DeepSeek-V3's framework gets its schedule, dispatch,
+// communication SMs and recomputed modules from frameworks/hai-llm.json.
+TEST(RunScenario, HaiLlmRunsGetDualPipe) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = DeepSeekV3Model();
+  run["framework"] = "HAI-LLM (DualPipe, custom all-to-all)";
+  run["plan"]["tp"] = 1;
+  run["plan"]["pp"] = 2;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 2;
+  run["plan"]["ep"] = 2;
+  run["plan"]["recompute"] = "selective";
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  const config::PlanConfig& p = r.scenario.plan;
+  EXPECT_EQ(p.schedule, config::PipelineScheduleKind::kDualPipe);
+  EXPECT_EQ(p.vp, 1);
+  EXPECT_EQ(p.dispatcher, config::MoeDispatcher::kHierarchical);
+  EXPECT_EQ(p.comm_sms, 20);
+  EXPECT_TRUE(p.recompute_modules.Has(config::RecomputeModule::kMlaUpProj));
+  EXPECT_FALSE(p.recompute_modules.Has(config::RecomputeModule::kCoreAttn));
+  EXPECT_TRUE(Chose(r, "schedule=dualpipe"));
+  EXPECT_TRUE(Chose(r, "moe_dispatcher=hierarchical"));
+  EXPECT_TRUE(Chose(r, "comm_sms=20"));
+}
+
 // The schema gives no MLA ranks: DeepSeek-V3's come from its published
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
