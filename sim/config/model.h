@@ -65,9 +65,16 @@ struct ModelConfig {
   int64_t expert_groups = 0;
   int64_t expert_groups_per_token = 0;
   // Multi-token prediction modules after the last layer (num_nextn_predict_layers,
-  // DeepSeek-V3 §2.2). Counted by MtpParameterCount only: neither the layer
-  // ops nor ParameterCount include them.
+  // DeepSeek-V3 §2.2). Training runs each module's transformer layer as a
+  // pipeline layer after the last one (index num_layers + k, shaped as a
+  // layer at that index) and its projection and loss with the head
+  // (workload::MtpHeadForward); ParameterCount leaves them out
+  // (MtpParameterCount).
   int64_t mtp_modules = 0;
+  // The layers a pipeline splits: the transformer layers and the MTP
+  // modules' layers after them (Megatron-Core's pipeline layout places an
+  // MTP module like a layer: 'm' in pipeline_model_parallel_layout).
+  int64_t PipelineLayerCount() const { return num_layers + mtp_modules; }
 
   // Multi-head latent attention (MLA; DeepSeek-V2, arXiv:2405.04434 §2.1):
   // queries come from a latent of q_lora_rank (W_DQ, RMSNorm, W_UQ; or from

@@ -367,20 +367,24 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   if (p.vp > 1 && p.pp < 2) {
     fail("plan.vp", "vp " + Str(p.vp) + " virtual stages need pipeline parallelism (pp > 1)");
   }
+  // The layers the pipeline splits: the transformer layers and any MTP
+  // modules' layers after them.
+  const int64_t layers = m.PipelineLayerCount();
+  const std::string layers_text = Str(layers) + (m.mtp_modules > 0 ? " layers (with its MTP modules)" : " layers");
   if (p.uneven_stages) {
-    if (m.num_layers < static_cast<int64_t>(p.pp) * p.vp) {
+    if (layers < static_cast<int64_t>(p.pp) * p.vp) {
       fail("plan.pp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " virtual stages need at least that many layers; the model has " +
-                          Str(m.num_layers));
+                          layers_text);
     }
   } else {
-    if (m.num_layers % p.pp != 0) {
-      fail("plan.pp", "pp " + Str(p.pp) + " does not divide the model's " + Str(m.num_layers) +
-                          " layers; Megatron-LM requires equal stages (layers % (pp x vp) == 0) unless "
+    if (layers % p.pp != 0) {
+      fail("plan.pp", "pp " + Str(p.pp) + " does not divide the model's " + layers_text +
+                          "; Megatron-LM requires equal stages (layers % (pp x vp) == 0) unless "
                           "plan.uneven_stages is true");
     }
-    if (m.num_layers % (static_cast<int64_t>(p.pp) * p.vp) != 0) {
-      fail("plan.vp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " does not divide the model's " +
-                          Str(m.num_layers) + " layers; Megatron-LM requires equal virtual stages unless "
+    if (layers % (static_cast<int64_t>(p.pp) * p.vp) != 0) {
+      fail("plan.vp", "pp x vp = " + Str(p.pp) + " x " + Str(p.vp) + " does not divide the model's " + layers_text +
+                          "; Megatron-LM requires equal virtual stages unless "
                           "plan.uneven_stages is true");
     }
   }
@@ -415,10 +419,10 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   // its replay state. Bounding the passes bounds the trace (and the time and
   // memory of a step) whatever the GPU count: 2^18 passes are at most ~15M
   // dense tasks, ~4.5 GB.
-  const double layer_passes = static_cast<double>(m.num_layers) * static_cast<double>(p.micro_batches());
+  const double layer_passes = static_cast<double>(layers) * static_cast<double>(p.micro_batches());
   if (layer_passes > kMaxLayerPasses) {
     fail("training.global_batch",
-         Str(p.micro_batches()) + " micro-batches per pipeline x " + Str(m.num_layers) + " layers = " +
+         Str(p.micro_batches()) + " micro-batches per pipeline x " + Str(layers) + " layers = " +
              fmt::format("{:.0f}", layer_passes) + " layer passes per step is more than stacksim simulates (at most " +
              Str(kMaxLayerPasses) + "); use larger micro-batches or more data-parallel replicas");
   }

@@ -210,7 +210,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const auto layout = workload::PipelineLayout::Of(plan);
   const int v = layout.chunks();  // model chunks per rank (two model copies for DualPipe)
   const auto shape = workload::LayerShape::From(s.model, plan, s.seq_len, s.profile);
-  const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.num_layers), p, layout.v);
+  const auto layers = workload::LayersPerVirtualStage(static_cast<int>(s.model.PipelineLayerCount()), p, layout.v);
   std::vector<int> first_layer(layers.size(), 0);
   for (size_t i = 1; i < layers.size(); ++i) first_layer[i] = first_layer[i - 1] + layers[i - 1];
   const auto schedule = workload::BuildSchedule(layout);

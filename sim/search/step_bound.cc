@@ -148,7 +148,7 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
   if (it != stage_costs_.end()) return *it->second;
   const LayerCosts& c = Costs(plan, gpus);
   const auto& model = scenario_.model;
-  const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), plan.pp, layout.v);
+  const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.PipelineLayerCount()), plan.pp, layout.v);
   const int stages = layout.stages();
   const bool full = plan.recompute == config::Recompute::kFull;
   const bool selective = plan.recompute == config::Recompute::kSelective;
@@ -274,7 +274,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   std::vector<std::vector<Time>> gather_done(p, std::vector<Time>(layout.chunks(), Time::Zero()));
   if ((plan.sharding == config::Sharding::kZero1 || plan.sharding == config::Sharding::kZero2) && plan.dp > 1 &&
       plan.overlap_param_gather) {
-    const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
+    const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.PipelineLayerCount()), p, layout.v);
     std::vector<int> first(layers.size(), 0);
     for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
     const workload::PlanGroups groups = workload::PlacePlan(plan, topo);
@@ -442,7 +442,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
     scatter.bytes = Bytes{layer_params * config::PrecisionBytes(plan.GradReducePrecision())};  // as gradient_buckets.cc
     const engine::CommCost g = network_.Collective(gather, groups.fsdp), rs = network_.Collective(scatter, groups.fsdp);
     const Time per_layer = (g.latency + g.transfer) + (g.latency + g.transfer) + rs.latency + rs.transfer;
-    const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
+    const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.PipelineLayerCount()), p, layout.v);
     const int64_t per_chunk_mb = layout.dual() ? m / 2 : m;
     for (int r = 0; r < p; ++r) {
       int64_t passes = 0;
@@ -465,7 +465,7 @@ Time StepTimeBound::GradientTail(const config::PlanConfig& plan, const workload:
   const auto& model = scenario_.model;
   const auto& topo = scenario_.topology;
   const int p = layout.p, stages = layout.stages();
-  const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.num_layers), p, layout.v);
+  const std::vector<int> layers = workload::LayersPerVirtualStage(static_cast<int>(model.PipelineLayerCount()), p, layout.v);
   std::vector<int> first(layers.size(), 0);
   for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
   const double grad_bytes = config::PrecisionBytes(plan.GradReducePrecision());

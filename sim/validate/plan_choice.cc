@@ -64,7 +64,7 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
   std::vector<VirtualStages> vps = {{base.plan.vp, base.plan.uneven_stages}};
   if (open("vp")) {
     vps = {{1, base.plan.uneven_stages}};
-    const int64_t layers = base.model.num_layers;
+    const int64_t layers = base.model.PipelineLayerCount();
     for (int v = 2; base.plan.pp > 1 && v <= kLargestVirtualStages && vps.size() < 4; ++v) {
       const int64_t n = static_cast<int64_t>(base.plan.pp) * v;
       if (layers % n == 0) {

@@ -64,6 +64,11 @@ void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario&
   model.v_head_dim = ref.v_head_dim;
   model.head_dim = ref.qk_nope_head_dim + ref.qk_rope_head_dim;
   model.num_kv_heads = model.num_attention_heads;
+  model.mtp_modules = ref.mtp_modules;
+  if (ref.mtp_modules > 0) {
+    out.choices.push_back(std::to_string(ref.mtp_modules) + " MTP module(s) from " + ref.name +
+                          "'s config.json (num_nextn_predict_layers), trained with the model");
+  }
   out.choices.push_back("MLA ranks from " + ref.name + "'s published config.json (models/" +
                         family->model_file + ".json): q_lora_rank " + std::to_string(ref.q_lora_rank) + ", kv_lora_rank " +
                         std::to_string(ref.kv_lora_rank) + ", qk_nope/rope " + std::to_string(ref.qk_nope_head_dim) +
@@ -423,7 +428,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   // stages) run as Megatron-Core's account_for_embedding/loss_in_pipeline_split
   // does: the first and last stages, which also hold embedding and head, take
   // one layer fewer.
-  if (s.model.num_layers % (static_cast<int64_t>(plan.pp) * plan.vp) != 0) {
+  if (s.model.PipelineLayerCount() % (static_cast<int64_t>(plan.pp) * plan.vp) != 0) {
     plan.uneven_stages = true;
     out.choices.push_back("uneven_stages (end stages one layer fewer)");
   }

@@ -125,4 +125,32 @@ std::vector<Op> HeadBackward(const LayerShape& s) {
   return ops;
 }
 
+void AppendOps(std::vector<Op>& ops, std::vector<Op> more) {
+  const int offset = static_cast<int>(ops.size());
+  for (Op& op : more) {
+    if (op.wait_for >= 0) op.wait_for += offset;
+    ops.push_back(std::move(op));
+  }
+}
+
+std::vector<Op> MtpHeadForward(const LayerShape& s) {
+  std::vector<Op> ops = EmbeddingForward(s);  // the shared table, next tokens
+  ops.push_back(NormForward("mtp-embedding-norm", s));
+  ops.push_back(NormForward("mtp-hidden-norm", s));
+  AddGather16(ops, "ag-mtp-proj", s);
+  ops.push_back(Gemm("mtp-proj", s.tokens(), s.hidden / s.tp, 2 * s.hidden, 1, s));
+  AppendOps(ops, HeadForward(s));
+  return ops;
+}
+
+std::vector<Op> MtpHeadBackward(const LayerShape& s) {
+  std::vector<Op> ops = HeadBackward(s);
+  GemmBackward(ops, "mtp-proj", s.tokens(), s.hidden / s.tp, 2 * s.hidden, s);
+  AddReduce(ops, "tp-mtp-proj-grad", s);
+  ops.push_back(NormBackward("mtp-hidden-norm-bwd", s));
+  ops.push_back(NormBackward("mtp-embedding-norm-bwd", s));
+  AppendOps(ops, EmbeddingBackward(s));
+  return ops;
+}
+
 }  // namespace stacksim::workload

@@ -30,6 +30,16 @@ std::vector<Op> EmbeddingBackward(const LayerShape& s);
 // Final norm, logits and the vocabulary-parallel cross-entropy loss.
 std::vector<Op> HeadForward(const LayerShape& s);
 std::vector<Op> HeadBackward(const LayerShape& s);
+// Appends `more` to `ops`, keeping each wait_for pointing at the same op.
+void AppendOps(std::vector<Op>& ops, std::vector<Op> more);
+// What one multi-token-prediction module adds to the head (DeepSeek-V3
+// §2.2, ModelConfig::mtp_modules): the next tokens' embeddings and the
+// hidden states, each RMS-normed, concatenated and projected from 2h to h
+// (column-parallel), and, after the module's transformer layer (a pipeline
+// layer of its own, ModelConfig::PipelineLayerCount), the shared output
+// head and its own loss.
+std::vector<Op> MtpHeadForward(const LayerShape& s);
+std::vector<Op> MtpHeadBackward(const LayerShape& s);
 
 }  // namespace stacksim::workload
 

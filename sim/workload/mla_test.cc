@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/config/scenario.h"
 #include "sim/memory/memory_model.h"
 #include "sim/simulate/simulate.h"
+#include "sim/util/error.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/stage_layers.h"
 #include "tests/fixtures.h"
 
 namespace stacksim::workload {
@@ -246,6 +249,7 @@ TEST(Mla, ActivationMemoryMatchesHandCount) {
 TEST(Mla, DeepSeekV3StepSimulates) {
   config::ModelConfig m = DeepSeekV3();
   m.num_layers = 4;
+  m.mtp_modules = 0;  // MtpModuleIsALastPipelineLayerWithItsOwnHead
   config::PlanConfig plan = Plan(8, true);
   plan.ep = 8;
   plan.global_batch = 2;
@@ -273,6 +277,62 @@ TEST(Mla, DeepSeekV3StepSimulates) {
   const double tokens = 2.0 * 4096;
   const double attention = 3.0 * 4 * 128 * 4096.0 * (192 + 128);
   EXPECT_NEAR(r.model_flops.value / (tokens * (6.0 * params + attention)), 1.0, 1e-12);
+}
+
+// DeepSeek-V3's multi-token prediction (§2.2): the module's layer is one
+// more pipeline layer after the last, its projection and second loss run
+// with the head; model FLOPs (MFU) count the main model only.
+TEST(Mla, MtpModuleIsALastPipelineLayerWithItsOwnHead) {
+  config::ModelConfig m = DeepSeekV3();
+  ASSERT_EQ(m.mtp_modules, 1);  // num_nextn_predict_layers in the published config
+  m.num_layers = 4;
+  EXPECT_EQ(m.PipelineLayerCount(), 5);
+  config::PlanConfig plan = Plan(8, true);
+  plan.ep = 8;
+  plan.global_batch = 2;
+  plan.sharding = config::Sharding::kZero1;
+  simulate::Options o;
+  o.keep_trace = true;
+  o.simulate_if_out_of_memory = true;
+  auto with = simulate::Simulate(testing::Scenario(m, 8, 4096, plan), o);
+  config::ModelConfig plain = m;
+  plain.mtp_modules = 0;
+  auto without = simulate::Simulate(testing::Scenario(plain, 8, 4096, plan), o);
+  auto count = [](const simulate::SimulationResult& r, const std::string& name) {
+    int n = 0;
+    for (size_t i = 0; i < r.trace->size(); ++i) {
+      if (r.trace->name(r.trace->task(static_cast<trace::TaskId>(i)).name) == name) ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(with, "kv-up"), 5 * 2);     // 4 layers + the module's, 2 micro-batches
+  EXPECT_EQ(count(with, "mtp-proj"), 2);
+  EXPECT_EQ(count(with, "logits"), 2 * 2);    // the main head and the module's
+  EXPECT_EQ(count(without, "mtp-proj"), 0);
+  EXPECT_GT(with.iteration, without.iteration);
+  EXPECT_DOUBLE_EQ(with.model_flops.value, without.model_flops.value);
+}
+
+// The pipeline splits the layers with the MTP modules' after them: 3 + 1
+// layers divide into 2 equal stages, and the last stage holds the module's
+// layer, projection and norms.
+TEST(Mla, PipelineSplitCountsTheMtpLayer) {
+  config::ModelConfig m = DeepSeekV3();
+  m.num_layers = 3;
+  config::PlanConfig plan = Plan(1, false);
+  plan.pp = 2;
+  plan.ep = 1;
+  plan.dp = 4;
+  plan.global_batch = 8;
+  const config::ScenarioConfig s = testing::Scenario(m, 8, 4096, plan);
+  EXPECT_NO_THROW(config::ValidatePlan(s, "s.json"));
+  config::ModelConfig plain = m;
+  plain.mtp_modules = 0;
+  const config::ScenarioConfig s0 = testing::Scenario(plain, 8, 4096, plan);
+  EXPECT_THROW(config::ValidatePlan(s0, "s.json"), InputError);  // 3 layers on pp 2, not uneven
+  const double total = static_cast<double>(StageParameters(s, 0) + StageParameters(s, 1));
+  const double total0 = static_cast<double>(StageParameters(s0, 0) + StageParameters(s0, 1));
+  EXPECT_DOUBLE_EQ(total - total0, static_cast<double>(m.MtpParameterCount()));
 }
 
 }  // namespace

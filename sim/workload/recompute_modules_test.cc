@@ -439,7 +439,7 @@ TEST(RecomputeModules, DeepSeekV3StepRecomputes) {
   for (size_t i = 0; i < ds.trace->size(); ++i) {
     if (ds.trace->name(ds.trace->task(static_cast<trace::TaskId>(i)).name) == "recompute-kv-up") ++up;
   }
-  EXPECT_EQ(up, 4 * 2);  // 4 layers x 2 micro-batches
+  EXPECT_EQ(up, 5 * 2);  // (4 layers and the MTP module's) x 2 micro-batches
 }
 
 // ---- Input ----

@@ -31,7 +31,7 @@ int64_t LayerParametersPerGpu(const config::ModelConfig& model, const config::Pl
 int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
   const auto& plan = s.plan;
   const PipelineLayout layout = PipelineLayout::Of(plan);
-  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, layout.v);
+  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.PipelineLayerCount()), plan.pp, layout.v);
   std::vector<int> first(layers.size(), 0);
   for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
   const int64_t embedding = s.model.vocab_size * s.model.hidden_size / plan.tp;
@@ -48,6 +48,10 @@ int64_t StageParameters(const config::ScenarioConfig& s, int stage) {
       // The output head: its own weights, or the tied copy when it lives on another stage.
       if (!s.model.tie_word_embeddings || last > 0) params += embedding;
       params += 2 * s.model.hidden_size;  // final norm
+      // Each MTP module's projection (column-parallel) and its three norms;
+      // its layer is counted with the layers above.
+      params += s.model.mtp_modules *
+                (2 * s.model.hidden_size * s.model.hidden_size / plan.tp + 3 * s.model.NormParameterCount());
     }
   }
   return params;
@@ -57,7 +61,7 @@ int64_t StageExpertParameters(const config::ScenarioConfig& s, int stage) {
   if (!s.model.is_moe()) return 0;
   const auto& plan = s.plan;
   const PipelineLayout layout = PipelineLayout::Of(plan);
-  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), plan.pp, layout.v);
+  auto layers = LayersPerVirtualStage(static_cast<int>(s.model.PipelineLayerCount()), plan.pp, layout.v);
   std::vector<int> first(layers.size(), 0);
   for (size_t i = 1; i < layers.size(); ++i) first[i] = first[i - 1] + layers[i - 1];
   int64_t params = 0;
@@ -74,7 +78,7 @@ namespace {
 // Transformer layers held by one GPU of `stage` (all its virtual stages).
 int StageLayerCount(const config::ScenarioConfig& s, int stage) {
   const PipelineLayout layout = PipelineLayout::Of(s.plan);
-  const auto layers = LayersPerVirtualStage(static_cast<int>(s.model.num_layers), s.plan.pp, layout.v);
+  const auto layers = LayersPerVirtualStage(static_cast<int>(s.model.PipelineLayerCount()), s.plan.pp, layout.v);
   int n = 0;
   for (int vs : layout.StagesOfRank(stage)) n += layers[vs];
   return n;

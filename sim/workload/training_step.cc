@@ -699,7 +699,7 @@ trace::Trace StepBuilder::Build() {
   v_ = layout_.chunks();
   m_ = layout_.m;
   shape_ = LayerShape::From(s_.model, plan_, s_.seq_len, s_.profile);
-  layers_ = LayersPerVirtualStage(static_cast<int>(s_.model.num_layers), p_, layout_.v);
+  layers_ = LayersPerVirtualStage(static_cast<int>(s_.model.PipelineLayerCount()), p_, layout_.v);
   first_layer_.assign(layers_.size(), 0);
   for (size_t i = 1; i < layers_.size(); ++i) first_layer_[i] = first_layer_[i - 1] + layers_[i - 1];
 
@@ -748,10 +748,19 @@ trace::Trace StepBuilder::Build() {
   emb_f_ = Intern(EmbeddingForward(shape_));
   emb_b_ = Intern(EmbeddingBackward(shape_));
   emb_recompute_ = Intern(AsRecompute(EmbeddingForward(shape_)));
-  head_f_ = Intern(HeadForward(shape_));
-  head_b_ = Intern(HeadBackward(shape_));
   {
-    auto [b, w] = SplitWeightGradients(HeadBackward(shape_));
+    // The head, then what each MTP module adds to it (its layer is a
+    // pipeline layer); their backward runs first.
+    std::vector<Op> head_f = HeadForward(shape_);
+    std::vector<Op> head_b;
+    for (int64_t k = 0; k < s_.model.mtp_modules; ++k) {
+      AppendOps(head_f, MtpHeadForward(shape_));
+      AppendOps(head_b, MtpHeadBackward(shape_));
+    }
+    AppendOps(head_b, HeadBackward(shape_));
+    head_f_ = Intern(std::move(head_f));
+    head_b_ = Intern(std::vector<Op>(head_b));
+    auto [b, w] = SplitWeightGradients(std::move(head_b));
     head_b_input_ = Intern(std::move(b));
     head_b_weight_ = Intern(std::move(w));
   }
