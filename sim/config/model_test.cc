@@ -297,6 +297,28 @@ TEST(Model, ParsesDeepSeekV3LatentAttentionAndGroupLimitedRouting) {
 // 44,040,192 each, two norms: 11,507,286,016. 3 dense + 58 MoE layers +
 // embedding and head 2 x 129280 x 7168 + final norm = 671,026,404,352.
 // Active: 248 fewer experts per MoE layer = 37,552,282,624.
+// Kimi-K2 (models/kimi-k2.json): DeepSeek-V3's layout with 64 heads, 384
+// experts and one dense layer. Hand count: attention 11,010,048 + 1,536 +
+// 1536 x 64 x 192 (18,874,368) + 4,128,768 + 512 + 512 x 64 x 256
+// (8,388,608) + 8,192 x 7168 (58,720,256) = 101,124,096; dense layer
+// + 396,361,728 + two norms = 497,500,160; MoE layer: router 7168 x 384 =
+// 2,752,512, 385 experts of 44,040,192, two norms: 17,059,364,864. 1 dense +
+// 60 MoE + embedding and head 2 x 163840 x 7168 + final norm =
+// 1,026,408,209,408 (the Kimi K2 report, arXiv:2507.20534: "1 trillion
+// total"); active: 376 fewer experts per MoE layer = 32,861,477,888 ("32
+// billion activated").
+TEST(Model, KimiK2HasDeepSeekV3sLayoutWith384Experts) {
+  ModelConfig m = LoadModelFile(kSourceDir + "/models/kimi-k2.json");
+  EXPECT_TRUE(m.is_mla());
+  EXPECT_EQ(m.AttentionParameterCount(), 101124096);
+  EXPECT_EQ(m.LayerParameterCount(0), 497500160);
+  EXPECT_EQ(m.LayerParameterCount(1), 17059364864);
+  EXPECT_EQ(m.ParameterCount(), 1026408209408);
+  EXPECT_EQ(m.ActiveParameterCount(), 32861477888);
+  EXPECT_EQ(m.mtp_modules, 0);
+  EXPECT_EQ(m.expert_groups, 1);  // one group (n_group 1): every token may reach every expert
+}
+
 TEST(Model, DeepSeekV3Has671BParametersAnd37BActivated) {
   ModelConfig m = LoadModelFile(kSourceDir + "/models/deepseek-v3.json");
   EXPECT_EQ(m.AttentionParameterCount(), 187107328);

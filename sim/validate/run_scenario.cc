@@ -18,12 +18,13 @@ using config::Precision;
 // Multi-head latent attention: the schema gives no MLA ranks, so they come
 // from the model family's published config, shipped in models/. DeepSeek-V3:
 // Hugging Face config.json of deepseek-ai/DeepSeek-V3 (q_lora_rank 1536,
-// kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128).
+// kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128);
+// Kimi-K2 (moonshotai, models/kimi-k2.json) has the same ranks over 64 heads.
 struct MlaFamily {
   const char* name;        // the run's model name, lower case without punctuation, starts with this
   const char* model_file;  // models/<model_file>.json
 };
-constexpr MlaFamily kMlaFamilies[] = {{"deepseekv3", "deepseek-v3"}};
+constexpr MlaFamily kMlaFamilies[] = {{"deepseekv3", "deepseek-v3"}, {"kimik2", "kimi-k2"}};
 
 // A model name in lower case without punctuation: "GPT OSS 120B" and
 // "GPT-OSS-120B" are the same model.
@@ -46,7 +47,7 @@ void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario&
     throw InputError(file, path + ".model.name",
                      "multi-head latent attention needs its ranks (q_lora_rank, kv_lora_rank, head dims), which the "
                      "validation schema does not give, and no published config is known for model '" + model.name +
-                         "' (known MLA families: DeepSeek-V3)");
+                         "' (known MLA families: DeepSeek-V3, Kimi-K2)");
   }
   const std::string published = config::ResolveDataFile("models", family->model_file, file);
   const config::ModelConfig ref = config::LoadModelFile(published);

@@ -135,9 +135,26 @@ TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
   EXPECT_EQ(m.head_dim, 192);
   EXPECT_TRUE(m.is_mla());
   EXPECT_TRUE(Chose(r, "MLA ranks from DeepSeek-V3")) << r.choices.size();
+  // DeepSeek-V3's config has one MTP module, trained with the model.
+  EXPECT_EQ(m.mtp_modules, 1);
+  EXPECT_TRUE(Chose(r, "1 MTP module(s)"));
 
+  // Kimi-K2 (models/kimi-k2.json): the same ranks over 64 heads, no MTP.
   run["model"]["name"] = "Kimi K2";
   InputError e = testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); });
+  EXPECT_EQ(e.key_path(), "runs[1].model.hidden");  // 128 heads are not Kimi-K2's 64
+  run["model"]["heads"] = 64;
+  run["model"]["moe"]["experts"] = 384;
+  run["model"]["moe"]["dense_layers"] = 1;
+  run["model"]["vocab"] = 163840;
+  RunScenario kimi = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(kimi.scenario.model.kv_lora_rank, 512);
+  EXPECT_EQ(kimi.scenario.model.mtp_modules, 0);
+  EXPECT_TRUE(Chose(kimi, "MLA ranks from Kimi-K2"));
+  EXPECT_FALSE(Chose(kimi, "MTP module"));
+
+  run["model"]["name"] = "Some MLA model";
+  e = testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); });
   EXPECT_EQ(e.key_path(), "runs[1].model.name");
   EXPECT_EQ(e.file(), kCoverageRuns);
 }
