@@ -397,6 +397,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     if (!(p.grad_bucket.value > 0)) v->Fail("gradient bucket must be larger than 0 bytes");
   }
   if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
+  if (auto v = obj.Optional("moe_a2a_overlap")) p.moe_a2a_overlap = v->Bool();
   if (auto v = obj.Optional("comm_sms")) {
     const int64_t n = v->Int();
     if (n < 0) v->Fail("comm_sms must be 0 or more SMs");
@@ -461,7 +462,8 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"overlap_offload", p.overlap_offload},
           {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
   if (p.etp != 1) j["etp"] = p.etp;
-  if (p.comm_sms > 0) j["comm_sms"] = p.comm_sms;  // only when set: older readers know no etp
+  if (p.comm_sms > 0) j["comm_sms"] = p.comm_sms;
+  if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;  // only when set: older readers know no etp
   // Only with an offload target: ParsePlan rejects a fraction of nothing.
   if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
   if (p.shard_group > 0) j["shard_group"] = p.shard_group;  // only with zero3: ParsePlan rejects it otherwise

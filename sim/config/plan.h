@@ -294,6 +294,12 @@ struct PlanConfig {
   // expert and its buffer is padded to that capacity.
   double capacity_factor = 0;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  // 1F1B all-to-all overlap (Megatron-Core overlap_moe_expert_parallel_comm,
+  // Megatron-Bridge's moe_a2a_overlap): in the steady state each forward
+  // runs with the backward of an earlier micro-batch, their expert
+  // all-to-alls on a stream of their own behind the other's compute; one
+  // more warm-up micro-batch is held. MoE with ep > 1, 1F1B or interleaved.
+  bool moe_a2a_overlap = false;
   // Offload (ZeRO-Offload / ZeRO-Infinity, Megatron-Core's optimizer CPU
   // offload): the optimizer step runs on the host for the offloaded fraction
   // of this rank's optimizer shard; gradients go down and updated 16-bit

@@ -120,6 +120,14 @@ TEST(Plan, ParsesExpertParallelismAndRouting) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "moe_zipf_exponent": 1})").key_path(), "plan.moe_zipf_exponent");
 }
 
+TEST(Plan, AllToAllOverlapIsReadAndWrittenBack) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 2, "dp": 4, "ep": 4, "moe_a2a_overlap": true})");
+  EXPECT_TRUE(p.moe_a2a_overlap);
+  EXPECT_TRUE(ParsePlan(JsonNode(PlanToJson(p), "s.json", "plan"), PlanConfig{}).moe_a2a_overlap);
+  EXPECT_FALSE(PlanToJson(Parse(R"({"tp": 1, "pp": 2, "dp": 4})")).contains("moe_a2a_overlap"));
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 2, "dp": 4, "moe_a2a_overlap": "yes"})").key_path(), "plan.moe_a2a_overlap");
+}
+
 TEST(Plan, CommSmsAreWrittenBackOnlyWhenSet) {
   PlanConfig p = Parse(R"({"tp": 1, "pp": 2, "dp": 4, "comm_sms": 20})");
   EXPECT_EQ(p.comm_sms, 20);

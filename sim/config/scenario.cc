@@ -336,6 +336,23 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
   // A precision the GPU has no GEMM rate for (fp8 on an A100) is the plan's
   // mistake, found here for every command rather than when a GEMM is priced.
   RequireGemmPrecision(s.profile, s.profile_file, p.precision, file, "plan.precision");
+  if (p.moe_a2a_overlap) {
+    if (!m.is_moe() || p.ep < 2) {
+      fail("plan.moe_a2a_overlap", "the all-to-all overlap hides expert-parallel all-to-alls: it needs a MoE model and ep > 1");
+    }
+    if (p.schedule != PipelineScheduleKind::kOneFOneB && p.schedule != PipelineScheduleKind::kInterleaved) {
+      fail("plan.moe_a2a_overlap", "the all-to-all overlap pairs 1F1B's forwards and backwards; schedule " +
+                                       std::string(ScheduleName(p.schedule)) + " has its own order");
+    }
+    // Paired steps couple neighbouring stages: with 1F1B's one-step warm-up
+    // difference a stage's pair waits for the next stage's pair, which waits
+    // for this stage's previous one, halving the pace. Interleaving's
+    // two-step difference leaves room (Megatron-Core requires it under pp).
+    if (p.pp > 1 && !(p.schedule == PipelineScheduleKind::kInterleaved && p.vp > 1)) {
+      fail("plan.moe_a2a_overlap", "under pipeline parallelism the all-to-all overlap needs the interleaved schedule "
+                                   "(vp > 1), as Megatron-Core requires");
+    }
+  }
   if (p.comm_sms >= s.profile.sm_count.value) {
     fail("plan.comm_sms", "communication holds " + Str(p.comm_sms) + " SMs, but " + s.profile.name + " has " +
                               Str(s.profile.sm_count.value) + ": none would be left to compute");

@@ -101,7 +101,9 @@ StepTimeBound::StepTimeBound(const config::ScenarioConfig& scenario)
       network_(scenario.topology, scenario.profile, scenario.gpus) {}
 
 const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& plan, int gpus) {
-  const bool dual = plan.schedule == PipelineScheduleKind::kDualPipe;
+  // Paired schedules (DualPipe, the 1F1B all-to-all overlap) run the expert
+  // all-to-alls on their own stream: priced apart from the compute lists.
+  const bool dual = plan.schedule == PipelineScheduleKind::kDualPipe || plan.moe_a2a_overlap;
   // The rank order is not part of the key: it moves dp and pp ranks only, and
   // the tp, cp and ep groups these op lists use sit the same under both
   // orders (tp-cp-pp-dp needs cp 1 and ep 1). PipelineBound and
@@ -141,7 +143,7 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
 
 const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfig& plan, int gpus) {
   const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
-  const bool dual_key = plan.schedule == PipelineScheduleKind::kDualPipe;
+  const bool dual_key = plan.schedule == PipelineScheduleKind::kDualPipe || plan.moe_a2a_overlap;
   auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual_key, plan.pp,
                              layout.v, static_cast<int>(plan.recompute));
   auto it = stage_costs_.find(key);
@@ -231,7 +233,7 @@ Time StepTimeBound::Bound(const config::PlanConfig& plan, int gpus) {
 }
 
 const std::vector<std::vector<workload::PipelineStep>>& StepTimeBound::Schedule(const workload::PipelineLayout& l) {
-  auto key = std::make_tuple(static_cast<int>(l.kind), l.p, l.v, l.m);
+  auto key = std::make_tuple(static_cast<int>(l.kind), l.p, l.v, l.m, l.a2a_overlap);
   auto it = schedules_.find(key);
   if (it == schedules_.end()) it = schedules_.emplace(key, workload::BuildSchedule(l)).first;
   return it->second;
@@ -397,7 +399,7 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
           next[r] += 2;
           remaining -= 2;
         } else {
-          stream[r] = std::max(stream[r], in) + cost(r, st) + (layout.dual() ? all_to_all(r, st) : Time::Zero());
+          stream[r] = std::max(stream[r], in) + cost(r, st) + (layout.paired() ? all_to_all(r, st) : Time::Zero());
           finish(r, st, stream[r]);
           ++next[r];
           --remaining;

@@ -21,9 +21,9 @@ std::vector<PipelineStep> Gpipe(int m) {
 
 // Non-interleaved 1F1B (PipeDream-Flush): p-s-1 warm-up forwards, then one
 // forward and one backward alternately, then the remaining backwards.
-std::vector<PipelineStep> OneFOneB(int p, int s, int m) {
+std::vector<PipelineStep> OneFOneB(int p, int s, int m, int extra_warmup = 0) {
   std::vector<PipelineStep> out;
-  int warmup = std::min(p - s - 1, m);
+  int warmup = std::min(p - s - 1 + extra_warmup, m);
   int f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back(Forward(f));
   while (f < m) {
@@ -37,11 +37,11 @@ std::vector<PipelineStep> OneFOneB(int p, int s, int m) {
 // Interleaved 1F1B as Megatron-LM orders it: virtual micro-batch k (0..m*v-1)
 // runs chunk (k / p) % v of micro-batch (k / (p*v)) * p + k % p in the forward
 // direction; backwards visit the chunks in reverse.
-std::vector<PipelineStep> Interleaved(int p, int v, int s, int m) {
+std::vector<PipelineStep> Interleaved(int p, int v, int s, int m, int extra_warmup = 0) {
   const int total = m * v;
   auto fwd = [&](int k) { return Forward((k / (p * v)) * p + k % p, (k / p) % v); };
   auto bwd = [&](int k) { return Backward((k / (p * v)) * p + k % p, v - 1 - (k / p) % v); };
-  int warmup = m == p ? total : std::min(total, (p - s - 1) * 2 + (v - 1) * p);
+  int warmup = m == p ? total : std::min(total, (p - s - 1) * 2 + (v - 1) * p + extra_warmup);
   std::vector<PipelineStep> out;
   int f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back(fwd(f));
@@ -165,6 +165,7 @@ PipelineLayout PipelineLayout::Of(const config::PlanConfig& plan) {
   l.p = plan.pp;
   l.v = plan.schedule == PipelineScheduleKind::kInterleaved ? plan.vp : 1;
   l.m = static_cast<int>(plan.micro_batches());
+  l.a2a_overlap = plan.moe_a2a_overlap;
   return l;
 }
 
@@ -193,7 +194,14 @@ std::vector<int> PipelineLayout::StagesOfRank(int rank) const {
   return out;
 }
 
-std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, int p, int v, int m) {
+std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, int p, int v, int m,
+                                                     bool a2a_overlap) {
+  if (a2a_overlap && kind != PipelineScheduleKind::kOneFOneB && kind != PipelineScheduleKind::kInterleaved) {
+    throw std::invalid_argument("the all-to-all overlap pairs 1F1B's (or interleaved 1F1B's) forwards and backwards");
+  }
+  // All-to-all overlap: one more warm-up forward, so that every steady-state
+  // forward is paired with the backward of an earlier micro-batch.
+  const int extra = a2a_overlap ? 1 : 0;
   std::vector<std::vector<PipelineStep>> out(p);
   for (int s = 0; s < p; ++s) {
     switch (kind) {
@@ -201,10 +209,10 @@ std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, 
         out[s] = Gpipe(m);
         break;
       case PipelineScheduleKind::kOneFOneB:
-        out[s] = OneFOneB(p, s, m);
+        out[s] = OneFOneB(p, s, m, extra);
         break;
       case PipelineScheduleKind::kInterleaved:
-        out[s] = v == 1 ? OneFOneB(p, s, m) : Interleaved(p, v, s, m);
+        out[s] = v == 1 ? OneFOneB(p, s, m, extra) : Interleaved(p, v, s, m, extra);
         break;
       case PipelineScheduleKind::kZeroBubbleH1:
         out[s] = ZeroBubbleH1(p, s, m);
@@ -217,12 +225,24 @@ std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, 
         out[s] = DualPipe(p, s, m);
         break;
     }
+    if (a2a_overlap) {
+      // Each steady-state forward runs with the backward after it (which
+      // belongs to an earlier micro-batch): Megatron-Core's 1F1B all-to-all
+      // overlap.
+      std::vector<PipelineStep>& steps = out[s];
+      for (size_t i = 0; i + 1 < steps.size(); ++i) {
+        if (steps[i].forward() && steps[i + 1].pass == Pass::kBackward) {
+          steps[i].overlap_with_next = true;
+          ++i;
+        }
+      }
+    }
   }
   return out;
 }
 
 std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout) {
-  return BuildSchedule(layout.kind, layout.p, layout.v, layout.m);
+  return BuildSchedule(layout.kind, layout.p, layout.v, layout.m, layout.a2a_overlap);
 }
 
 int PeakInFlightChunks(const std::vector<PipelineStep>& steps) {

@@ -25,8 +25,9 @@ struct PipelineStep {
   Pass pass = Pass::kForward;
   int micro_batch = 0;
   int chunk = 0;  // model chunk on this rank, 0..chunks()-1
-  // DualPipe: this step and the next one run as one overlapped forward-
-  // backward pair (their communication hides behind the other's compute).
+  // This step and the next one run as one overlapped forward-backward pair
+  // (their expert all-to-alls hide behind the other's compute): DualPipe's
+  // pairs, and 1F1B's steady state under PlanConfig::moe_a2a_overlap.
   bool overlap_with_next = false;
 
   bool forward() const { return pass == Pass::kForward; }
@@ -41,11 +42,15 @@ struct PipelineStep {
 struct PipelineLayout {
   config::PipelineScheduleKind kind = config::PipelineScheduleKind::kOneFOneB;
   int p = 1, v = 1, m = 1;
+  bool a2a_overlap = false;  // PlanConfig::moe_a2a_overlap
 
   static PipelineLayout Of(const config::PlanConfig& plan);
   int chunks() const;
   int stages() const;
   bool dual() const { return kind == config::PipelineScheduleKind::kDualPipe; }
+  // Forward and backward chunks run in overlapped pairs (DualPipe, or the
+  // 1F1B all-to-all overlap): expert all-to-alls go to their own stream.
+  bool paired() const { return dual() || a2a_overlap; }
   // Direction of a micro-batch (DualPipe; 0 otherwise).
   int Direction(int micro_batch) const { return dual() && micro_batch >= m / 2 ? 1 : 0; }
   int Stage(int rank, int chunk) const;
@@ -59,7 +64,11 @@ struct PipelineLayout {
 // rule); for kDualPipe, p even and m even with m >= 2p (ValidatePlan checks).
 // Returns, per pipeline rank, the ordered steps (each micro-batch's forward and
 // backward of each chunk exactly once; split schedules give B and W once each).
-std::vector<std::vector<PipelineStep>> BuildSchedule(config::PipelineScheduleKind kind, int p, int v, int m);
+// a2a_overlap (1F1B and interleaved only, else std::invalid_argument): one
+// more warm-up forward per rank and every steady-state forward-backward pair
+// marked overlap_with_next.
+std::vector<std::vector<PipelineStep>> BuildSchedule(config::PipelineScheduleKind kind, int p, int v, int m,
+                                                     bool a2a_overlap = false);
 std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout);
 
 // The most chunk forwards whose activations are still held, over the

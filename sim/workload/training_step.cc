@@ -709,7 +709,7 @@ trace::Trace StepBuilder::Build() {
   tp_stream_ = t_.InternStream("tp");
   dp_stream_ = t_.InternStream("dp");
   pp_stream_ = t_.InternStream("pp");
-  if (layout_.dual()) ep_stream_ = t_.InternStream("ep");
+  if (layout_.paired()) ep_stream_ = t_.InternStream("ep");
   for (trace::TaskRole r : {trace::TaskRole::kGemm, trace::TaskRole::kAttention, trace::TaskRole::kMemoryBound,
                             trace::TaskRole::kOptimizer, trace::TaskRole::kTpComm, trace::TaskRole::kDpComm,
                             trace::TaskRole::kPpComm, trace::TaskRole::kEpComm}) {

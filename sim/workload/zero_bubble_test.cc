@@ -9,8 +9,10 @@
 #include "sim/memory/memory_model.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
+#include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/training_step.h"
 #include "tests/fixtures.h"
+#include "tests/input_error.h"
 
 namespace stacksim::workload {
 namespace {
@@ -129,6 +131,94 @@ TEST(ZeroBubble, DualPipeOverlapsTheExpertAllToAll) {
   // for under half of their time.
   EXPECT_NEAR(one.breakdown.ep_exposed.seconds() / one.moe_alltoall_time.seconds(), 1.0, 0.05);
   EXPECT_LT(dual.breakdown.ep_exposed.seconds(), 0.6 * dual.moe_alltoall_time.seconds());
+}
+
+// Megatron-Core's 1F1B all-to-all overlap (plan.moe_a2a_overlap): each
+// steady-state forward runs with the backward of an earlier micro-batch, one
+// more warm-up forward per rank, the all-to-alls on their own stream.
+TEST(ZeroBubble, AllToAllOverlapPairsTheSteadyState) {
+  for (bool interleaved : {false, true}) {
+    const int v = interleaved ? 2 : 1;
+    auto sched = BuildSchedule(interleaved ? PipelineScheduleKind::kInterleaved : PipelineScheduleKind::kOneFOneB, 4, v,
+                               8, true);
+    auto plain = BuildSchedule(interleaved ? PipelineScheduleKind::kInterleaved : PipelineScheduleKind::kOneFOneB, 4, v,
+                               8, false);
+    for (int s = 0; s < 4; ++s) {
+      int pairs = 0, fwd = 0, bwd = 0;
+      for (size_t i = 0; i < sched[s].size(); ++i) {
+        const PipelineStep& st = sched[s][i];
+        (st.forward() ? fwd : bwd) += 1;
+        if (!st.overlap_with_next) continue;
+        ++pairs;
+        ASSERT_LT(i + 1, sched[s].size());
+        const PipelineStep& next = sched[s][i + 1];
+        EXPECT_TRUE(st.forward());
+        EXPECT_EQ(next.pass, Pass::kBackward);
+        // Never a micro-batch's own backward: that one waits for this forward.
+        EXPECT_FALSE(next.micro_batch == st.micro_batch && next.chunk == st.chunk) << s << " " << i;
+      }
+      EXPECT_EQ(fwd, 8 * v);
+      EXPECT_EQ(bwd, 8 * v);
+      EXPECT_GT(pairs, 0);
+      EXPECT_GE(PeakInFlightChunks(sched[s]), PeakInFlightChunks(plain[s]));
+    }
+  }
+  EXPECT_THROW(BuildSchedule(PipelineScheduleKind::kDualPipe, 4, 1, 8, true), std::invalid_argument);
+}
+
+TEST(ZeroBubble, AllToAllOverlapHidesPartOfTheExpertAllToAll) {
+  // Qwen3-30B-A3B's 128 experts over EP 16: the all-to-all crosses nodes.
+  config::ModelConfig m = config::LoadModelFile(std::string(STACKSIM_SOURCE_DIR) + "/models/qwen3-30b-a3b.json");
+  m.num_layers = 8;
+  config::PlanConfig plan;
+  plan.pp = 4;
+  plan.vp = 2;
+  plan.dp = 16;
+  plan.ep = 16;
+  plan.micro_batch = 1;
+  plan.global_batch = 16 * 16;
+  plan.sharding = config::Sharding::kZero1;
+  plan.schedule = PipelineScheduleKind::kInterleaved;
+  auto s = testing::Scenario(m, 64, 4096, plan);
+  EXPECT_NO_THROW(config::ValidatePlan(s, "s.json"));
+  auto one = SimulateStep(s);
+  s.plan.moe_a2a_overlap = true;
+  EXPECT_NO_THROW(config::ValidatePlan(s, "s.json"));
+  auto paired = SimulateStep(s);
+  EXPECT_LT(paired.breakdown.ep_exposed.seconds(), 0.8 * one.breakdown.ep_exposed.seconds());
+  EXPECT_LT(paired.iteration, one.iteration);
+  // One more micro-batch of activations held on every rank.
+  EXPECT_GT(memory::EstimateMemory(s)[0].activations.value, one.memory[0].activations.value);
+
+  // Without pipeline parallelism: the next micro-batch's forward runs with
+  // this one's backward.
+  config::ScenarioConfig flat = s;
+  flat.plan.pp = 1;
+  flat.plan.vp = 1;
+  flat.plan.dp = 64;
+  flat.plan.global_batch = 64 * 8;
+  flat.plan.schedule = PipelineScheduleKind::kOneFOneB;
+  EXPECT_NO_THROW(config::ValidatePlan(flat, "s.json"));
+  auto flat_paired = SimulateStep(flat);
+  flat.plan.moe_a2a_overlap = false;
+  auto flat_one = SimulateStep(flat);
+  EXPECT_LT(flat_paired.iteration, flat_one.iteration);
+
+  // Bad plans name the key: plain 1F1B under pp (paired steps would wait
+  // on each other across stages), a schedule with its own order, a dense
+  // model.
+  s.plan.schedule = PipelineScheduleKind::kOneFOneB;
+  s.plan.vp = 1;
+  InputError e = testing::ErrorFrom([&] { config::ValidatePlan(s, "s.json"); });
+  EXPECT_EQ(e.key_path(), "plan.moe_a2a_overlap");
+  s.plan.schedule = PipelineScheduleKind::kDualPipe;
+  e = testing::ErrorFrom([&] { config::ValidatePlan(s, "s.json"); });
+  EXPECT_EQ(e.key_path(), "plan.moe_a2a_overlap");
+  s.plan.schedule = PipelineScheduleKind::kInterleaved;
+  s.plan.vp = 2;
+  s.plan.ep = 1;
+  e = testing::ErrorFrom([&] { config::ValidatePlan(s, "s.json"); });
+  EXPECT_EQ(e.key_path(), "plan.moe_a2a_overlap");
 }
 
 TEST(ZeroBubble, DualPipeNeedsEvenPipelineAndEnoughMicroBatches) {
