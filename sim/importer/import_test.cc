@@ -56,6 +56,20 @@ TEST(MegatronImport, MapsParallelismBatchPrecisionAndRecompute) {
   EXPECT_EQ(p["overlap_param_gather"], false);  // Megatron-LM's default: off unless given
 }
 
+// A MoE launch: EP, DeepEP's flex dispatcher and the 1F1B all-to-all
+// overlap map to plan keys.
+TEST(MegatronImport, MapsExpertParallelDispatchAndAllToAllOverlap) {
+  const std::string moe =
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2\n"
+      "--expert-model-parallel-size 8 --moe-token-dispatcher-type flex --overlap-moe-expert-parallel-comm\n"
+      "--micro-batch-size 1 --global-batch-size 64 --seq-length 4096 --bf16\n";
+  ImportResult r = ImportText(moe, "args.txt", Options("mixtral-8x7b", 16));
+  const json& p = r.scenario["plan"];
+  EXPECT_EQ(p["ep"], 8);
+  EXPECT_EQ(p["moe_dispatcher"], "hierarchical");
+  EXPECT_EQ(p["moe_a2a_overlap"], true);
+}
+
 TEST(MegatronImport, UnknownFlagsAreListedNeverDropped) {
   ImportResult r = ImportText(kMegatron, "args.txt", Options("llama3-8b", 32));
   const json& imp = r.scenario["import"];

@@ -435,6 +435,10 @@ class Reader {
         job_.Map(a->flag, d, d == "flex" ? "plan.moe_dispatcher = hierarchical (DeepEP)" : "plan.moe_dispatcher = alltoall");
       }
     }
+    if (Switch("--overlap-moe-expert-parallel-comm")) {
+      job_.plan["moe_a2a_overlap"] = true;
+      job_.Map("--overlap-moe-expert-parallel-comm", "", "plan.moe_a2a_overlap = true");
+    }
     if (Switch("--use-flash-attn")) {
       job_.plan["attention"] = "flash";
       job_.Map("--use-flash-attn", "", "plan.attention = flash");
