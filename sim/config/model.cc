@@ -48,6 +48,49 @@ int64_t NonNegativeInt(const JsonNode& n) {
   return v;
 }
 
+// Sliding-window attention as Hugging Face configs spell it: sliding_window
+// (tokens; null or absent: none) with layer_types (GPT-OSS, Gemma-3 and later
+// transformers: "sliding_attention" / "full_attention" per layer), or
+// use_sliding_window with max_window_layers (Qwen2: layers from that index
+// on slide), or neither (Mistral: every layer); stacksim's own files give
+// sliding_window_layers.
+void ParseSlidingWindow(JsonObject& obj, ModelConfig& m) {
+  std::optional<JsonNode> window = obj.Optional("sliding_window");
+  std::optional<JsonNode> types = obj.Optional("layer_types");
+  std::optional<JsonNode> count = obj.Optional("sliding_window_layers");
+  std::optional<JsonNode> use = obj.Optional("use_sliding_window");
+  std::optional<JsonNode> max_window = obj.Optional("max_window_layers");
+  int64_t sliding = -1;  // unknown yet
+  if (types) {
+    if (!types->IsArray() || static_cast<int64_t>(types->Elements().size()) != m.num_layers) {
+      types->Fail("expected one entry per layer (" + std::to_string(m.num_layers) + ")");
+    }
+    sliding = 0;
+    for (const JsonNode& t : types->Elements()) {
+      if (t.OneOf({"sliding_attention", "full_attention"}) == "sliding_attention") ++sliding;
+    }
+  }
+  if (count) {
+    const int64_t n = NonNegativeInt(*count);
+    if (n > m.num_layers) count->Fail("more sliding-window layers than the model's " + std::to_string(m.num_layers));
+    if (sliding >= 0 && n != sliding) count->Fail("contradicts layer_types (" + std::to_string(sliding) + " sliding)");
+    sliding = n;
+  }
+  if (use && !use->Bool()) sliding = 0;  // Qwen2/3: the window is configured but off
+  if (!window || window->IsNull()) {
+    if (sliding > 0) (types ? *types : *count).Fail("sliding-window layers need sliding_window (tokens)");
+    return;
+  }
+  const int64_t w = window->PositiveInt();
+  if (sliding < 0 && use && max_window) {
+    const int64_t first = NonNegativeInt(*max_window);
+    sliding = std::max<int64_t>(0, m.num_layers - first);
+  }
+  if (sliding < 0) sliding = m.num_layers;  // Mistral: every layer
+  m.sliding_window = sliding > 0 ? w : 0;
+  m.sliding_window_layers = sliding;
+}
+
 void ParseMoe(JsonObject& obj, ModelConfig& m) {
   std::optional<JsonNode> experts;
   for (const char* key : {"num_local_experts", "n_routed_experts", "num_experts"}) {
@@ -256,6 +299,16 @@ int64_t ModelConfig::ActiveParameterCount() const {
   return n;
 }
 
+double ModelConfig::AttentionWorkFraction(int64_t seq) const {
+  if (sliding_window <= 0 || sliding_window_layers <= 0 || seq <= sliding_window || num_layers <= 0) return 1.0;
+  // Query-key pairs: causal sum_i (i + 1) = S(S+1)/2; within a window of w,
+  // sum_i min(i + 1, w) = w(w+1)/2 + (S - w) w.
+  const double s = static_cast<double>(seq), w = static_cast<double>(sliding_window);
+  const double sliding = (w * (w + 1) / 2 + (s - w) * w) / (s * (s + 1) / 2);
+  const double n = static_cast<double>(num_layers), k = static_cast<double>(sliding_window_layers);
+  return ((n - k) + k * sliding) / n;
+}
+
 int64_t ModelConfig::MtpParameterCount() const {
   // DeepSeek-V3 §2.2 / README_WEIGHTS.md: per module the transformer layer
   // (model.layers.61, shaped as a layer at that index), enorm and hnorm, the
@@ -404,6 +457,7 @@ ModelConfig ParseModel(const JsonNode& node) {
 
   ParseMoe(obj, m);
   if (auto mtp = obj.Optional("num_nextn_predict_layers")) m.mtp_modules = NonNegativeInt(*mtp);
+  ParseSlidingWindow(obj, m);
 
   // Keys of Hugging Face configs that do not change the cost of training.
   obj.Ignore({"model_type", "architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
@@ -415,8 +469,8 @@ ModelConfig ParseModel(const JsonNode& node) {
               // DeepSeek: remote-code class map, the inference EP size, the FP8
               // format of the released weights (training precision is plan.precision).
               "auto_map", "ep_size", "quantization_config",
-              // Sliding-window attention is not modelled (full causal attention is costed).
-              "sliding_window", "use_sliding_window", "max_window_layers", "layer_types"});
+              // Attention sinks: one learned logit per head, no work to speak of.
+              "attention_sinks"});
   obj.Finish();
 
   double params = static_cast<double>(m.num_layers) *
@@ -476,6 +530,10 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
     j["v_head_dim"] = m.v_head_dim;
   }
   if (m.mtp_modules > 0) j["num_nextn_predict_layers"] = m.mtp_modules;
+  if (m.sliding_window > 0) {
+    j["sliding_window"] = m.sliding_window;
+    j["sliding_window_layers"] = m.sliding_window_layers;
+  }
   return j;
 }
 

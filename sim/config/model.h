@@ -71,6 +71,15 @@ struct ModelConfig {
   // (workload::MtpHeadForward); ParameterCount leaves them out
   // (MtpParameterCount).
   int64_t mtp_modules = 0;
+  // Sliding-window attention: sliding_window_layers of the layers let each
+  // query see only the sliding_window tokens before it (Mistral: all
+  // layers; GPT-OSS: every other layer, layer_types; Qwen2: the layers from
+  // max_window_layers on when use_sliding_window). 0: full causal attention.
+  int64_t sliding_window = 0;
+  int64_t sliding_window_layers = 0;
+  // The attention kernels' work over `seq` tokens as a fraction of full
+  // causal attention, averaged over the layers (1 without sliding windows).
+  double AttentionWorkFraction(int64_t seq) const;
   // The layers a pipeline splits: the transformer layers and the MTP
   // modules' layers after them (Megatron-Core's pipeline layout places an
   // MTP module like a layer: 'm' in pipeline_model_parallel_layout).

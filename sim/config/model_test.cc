@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include <gtest/gtest.h>
@@ -244,8 +245,42 @@ TEST(Model, MissingFileIsAnInputError) {
   EXPECT_EQ(e.file(), "/nonexistent/model.json");
 }
 
+// Sliding windows as Hugging Face configs give them: GPT-OSS's layer_types
+// (every other layer of 128 tokens), Qwen's switch (off in Qwen3),
+// Mixtral's null, Mistral's window on every layer, Qwen2's
+// max_window_layers.
+TEST(Model, ReadsSlidingWindowsAsConfigsGiveThem) {
+  ModelConfig oss = LoadModelFile(kSourceDir + "/models/gpt-oss-120b.json");
+  EXPECT_EQ(oss.sliding_window, 128);
+  EXPECT_EQ(oss.sliding_window_layers, 18);
+  // Pairs within a 128-token window of 4096: (128 x 129 / 2 + 3968 x 128) /
+  // (4096 x 4097 / 2) = 0.0615 on half the layers.
+  const double f = (128.0 * 129 / 2 + 3968.0 * 128) / (4096.0 * 4097 / 2);
+  EXPECT_NEAR(oss.AttentionWorkFraction(4096), (1 + f) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(oss.AttentionWorkFraction(128), 1.0);  // the window covers the sequence
+  EXPECT_EQ(LoadModelFile(kSourceDir + "/models/qwen3-30b-a3b.json").sliding_window, 0);
+  EXPECT_EQ(LoadModelFile(kSourceDir + "/models/mixtral-8x7b.json").sliding_window, 0);
+
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kSourceDir + "/models/llama3-8b.json"));
+  doc["sliding_window"] = 4096;  // Mistral's convention: every layer
+  ModelConfig all = Parse(doc);
+  EXPECT_EQ(all.sliding_window_layers, all.num_layers);
+  doc["use_sliding_window"] = true;
+  doc["max_window_layers"] = 28;  // Qwen2: layers 28.. slide
+  EXPECT_EQ(Parse(doc).sliding_window_layers, all.num_layers - 28);
+  doc["use_sliding_window"] = false;
+  EXPECT_EQ(Parse(doc).sliding_window, 0);
+  doc.erase("use_sliding_window");
+  doc.erase("max_window_layers");
+  doc["layer_types"] = {"sliding_attention", "full_attention"};  // not one per layer
+  EXPECT_EQ(ParseError(doc).key_path(), "layer_types");
+  doc.erase("layer_types");
+  doc["sliding_window_layers"] = all.num_layers + 1;
+  EXPECT_EQ(ParseError(doc).key_path(), "sliding_window_layers");
+}
+
 TEST(Model, WritesBackWhatItReads) {
-  for (const char* name : {"gpt3-175b", "llama3.1-405b", "mpt-30b", "deepseek-v3"}) {
+  for (const char* name : {"gpt3-175b", "llama3.1-405b", "mpt-30b", "deepseek-v3", "gpt-oss-120b"}) {
     SCOPED_TRACE(name);
     ModelConfig m = LoadModelFile(kSourceDir + "/models/" + name + ".json");
     nlohmann::json j = ModelToJson(m);
@@ -260,6 +295,8 @@ TEST(Model, WritesBackWhatItReads) {
     EXPECT_EQ(back.head_dim, m.head_dim);
     EXPECT_EQ(back.expert_groups, m.expert_groups);
     EXPECT_EQ(back.mtp_modules, m.mtp_modules);
+    EXPECT_EQ(back.sliding_window, m.sliding_window);
+    EXPECT_EQ(back.sliding_window_layers, m.sliding_window_layers);
     EXPECT_EQ(ModelToJson(back), j);
   }
 }

@@ -93,10 +93,11 @@ const std::vector<config::ModelConfig>& ShippedModels() {
   return models;
 }
 
-// A head width the schema cannot state (GPT-OSS: 64 with hidden 2880 over 64
-// heads): taken from the shipped published config of the same model (same
-// name, hidden size, heads and layers) when there is one.
-void ReadPublishedHeadDim(RunScenario& out) {
+// Attention facts the schema cannot state, taken from the shipped published
+// config of the same model (same name, hidden size, heads and layers) when
+// there is one: the head width (GPT-OSS: 64 with hidden 2880 over 64 heads)
+// and sliding windows (GPT-OSS: 128 tokens on every other layer).
+void ReadPublishedAttention(RunScenario& out) {
   config::ModelConfig& model = out.scenario.model;
   const std::string key = NameKey(model.name);
   for (const config::ModelConfig& ref : ShippedModels()) {
@@ -108,6 +109,13 @@ void ReadPublishedHeadDim(RunScenario& out) {
       model.head_dim = ref.head_dim;
       out.choices.push_back("head_dim=" + std::to_string(ref.head_dim) + " from " + ref.name +
                             "'s published config (models/)");
+    }
+    if (ref.sliding_window > 0) {
+      model.sliding_window = ref.sliding_window;
+      model.sliding_window_layers = ref.sliding_window_layers;
+      out.choices.push_back("sliding_window=" + std::to_string(ref.sliding_window) + " on " +
+                            std::to_string(ref.sliding_window_layers) + " of " + std::to_string(ref.num_layers) +
+                            " layers from " + ref.name + "'s published config (models/)");
     }
     return;
   }
@@ -161,7 +169,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   if (attention == "mla") {
     ReadMlaRanks(file, path, out);
   } else {
-    ReadPublishedHeadDim(out);
+    ReadPublishedAttention(out);
   }
   // Architecture details the schema leaves out follow the model family:
   // gated-MLP (Llama-style) models use RoPE, RMSNorm, no biases and untied

@@ -60,7 +60,9 @@ Op FlashAttention(const LayerShape& s, bool backward) {
                                                                                         : trace::AttentionKernel::kFastest;
   // Forward: QK^T over head_dim and PV over VDim. Backward: S = QK^T, dQ =
   // dS K and dK = dS^T Q over head_dim; dP = dO V^T and dV = P^T dO over VDim.
-  const double pair = 2.0 * D(bh) * D(s.seq) * D(s.seq) * 0.5 / cp;  // one s x s product per unit width
+  // Sliding windows skip the key blocks outside the window (flash kernels
+  // with a window mask): the mean fraction of causal work over the layers.
+  const double pair = 2.0 * D(bh) * D(s.seq) * D(s.seq) * 0.5 / cp * s.attention.work_fraction;  // per unit width
   const double dqk = D(head_dim), dv = D(VDim(s));
   op.compute.flops = Flops{backward ? pair * (3.0 * dqk + 2.0 * dv) : pair * (dqk + dv)};
   // Reads Q, K, V (and O, dO backward), writes O (dQ, dK, dV backward); under

@@ -84,6 +84,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.attention.rope = model.position_embedding == config::PositionEmbedding::kRope;
   s.attention.flash = plan.attention != config::AttentionImpl::kUnfused;
   s.attention.kernel = plan.attention;
+  s.attention.work_fraction = model.AttentionWorkFraction(seq);
 
   s.mla.enabled = model.is_mla();
   s.mla.q_lora_rank = model.q_lora_rank;

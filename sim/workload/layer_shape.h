@@ -27,6 +27,9 @@ struct AttentionShape {
   bool rope = true;
   bool flash = true;         // fused (flash) attention, else the unfused QK^T / softmax / PV
   config::AttentionImpl kernel = config::AttentionImpl::kFlash;  // which kernel (flash, flash2, flash1, unfused)
+  // Fused kernels' work as a fraction of full causal attention, the mean
+  // over the layers (sliding windows: ModelConfig::AttentionWorkFraction).
+  double work_fraction = 1.0;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3, Megatron-Core's

@@ -279,6 +279,20 @@ TEST(Mla, DeepSeekV3StepSimulates) {
   EXPECT_NEAR(r.model_flops.value / (tokens * (6.0 * params + attention)), 1.0, 1e-12);
 }
 
+// Sliding windows: the fused attention kernels do the mean fraction of
+// causal work over the layers (GPT-OSS: a 128-token window on half of them).
+TEST(Attention, SlidingWindowsScaleTheFusedKernelsWork) {
+  config::ModelConfig oss = config::LoadModelFile(kModels + "gpt-oss-120b.json");
+  config::ModelConfig full = oss;
+  full.sliding_window = 0;
+  full.sliding_window_layers = 0;
+  const config::PlanConfig plan = Plan(1, false);
+  const auto windowed = LayerForward(LayerShape::From(oss, plan, 4096, testing::RoundProfile()));
+  const auto causal = LayerForward(LayerShape::From(full, plan, 4096, testing::RoundProfile()));
+  EXPECT_NEAR(FlopsOf(windowed, "attention") / FlopsOf(causal, "attention"), oss.AttentionWorkFraction(4096), 1e-12);
+  EXPECT_DOUBLE_EQ(FlopsOf(windowed, "qkv"), FlopsOf(causal, "qkv"));
+}
+
 // DeepSeek-V3's multi-token prediction (§2.2): the module's layer is one
 // more pipeline layer after the last, its projection and second loss run
 // with the head; model FLOPs (MFU) count the main model only.
