@@ -51,9 +51,24 @@ double WeightBytesOf(const config::ModelConfig& m, int64_t first, int64_t last, 
 
 }  // namespace
 
+namespace {
+
+// sum of min(i, w) for i = a..b (0 when b < a); w <= 0: no window.
+double SumMin(int64_t a, int64_t b, int64_t w) {
+  if (b < a) return 0;
+  auto sum = [](int64_t x, int64_t y) { return (D(x) + D(y)) * D(y - x + 1) / 2; };
+  if (w <= 0 || b <= w) return sum(a, b);
+  if (a > w) return D(b - a + 1) * D(w);
+  return sum(a, w) + D(b - w) * D(w);
+}
+
+}  // namespace
+
 void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
   prefill_tokens += chunk;
   prefill_pairs += D(chunk) * D(cached) + D(chunk) * D(chunk + 1) / 2;
+  prefill_pairs_window += SumMin(cached + 1, cached + chunk, window);
+  prefill_reads_window += D(window > 0 ? std::min(cached + chunk, window + chunk) : cached + chunk);
   prefill_cached += cached;
   if (last_chunk) ++sampled;
 }
@@ -61,6 +76,7 @@ void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
 void BatchShape::AddDecode(int64_t context) {
   ++decode_seqs;
   decode_context += context;
+  decode_context_window += window > 0 ? std::min(context, window) : context;
   ++sampled;
 }
 
@@ -69,6 +85,7 @@ void BatchShape::AddVerify(int64_t context, int64_t drafts) {
   verify_tokens += drafts;
   // Draft i (1-based) sees i more tokens than the sequence's own position.
   verify_pairs += D(drafts) * D(context) + D(drafts) * D(drafts + 1) / 2;
+  verify_pairs_window += SumMin(context + 1, context + drafts, window);
   sampled += drafts;
 }
 
@@ -285,22 +302,38 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
   const double prefill_qk = m.is_mla() ? D(m.qk_nope_head_dim + m.qk_rope_head_dim) : qk;
   const double prefill_v = m.is_mla() ? D(m.v_head_dim) : v;
   const double heads = D(q_heads_rank_);
-  auto attention = [&](double pairs, double kv_reads, double query_tokens, double qk, double v) {
+  // Sliding-window layers (when the batch was built with the window) see
+  // the clamped sums; the rest the whole context.
+  const int64_t sliding = batch.window > 0 ? std::min(m.sliding_window_layers, m.num_layers) : 0;
+  const double full_layers = D(m.num_layers - sliding), sliding_layers = D(sliding);
+  auto attention_layer = [&](double pairs, double kv_reads, double query_tokens, double qk, double v) {
     trace::ComputeOp op;
     op.op_class = trace::OpClass::kAttention;
     op.precision = config::Precision::kBf16;
     op.flops = Flops{2.0 * pairs * heads * (qk + v)};
     op.bytes = Bytes{kv_reads * kv_layer_token_gpu_ + query_tokens * heads * (qk + v) * 2.0};
-    return model.ComputeTime(op) * D(m.num_layers);
+    return model.ComputeTime(op);
   };
   if (batch.prefill_tokens > 0) {
-    b.attention += attention(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens),
-                             D(batch.prefill_tokens), prefill_qk, prefill_v);
+    b.attention += attention_layer(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens),
+                                   D(batch.prefill_tokens), prefill_qk, prefill_v) *
+                   full_layers;
+    if (sliding > 0) {
+      b.attention += attention_layer(batch.prefill_pairs_window, batch.prefill_reads_window, D(batch.prefill_tokens),
+                                     prefill_qk, prefill_v) *
+                     sliding_layers;
+    }
   }
   if (batch.decode_seqs > 0) {
     // Verified drafts add query tokens and pairs; the cache is read once.
-    Time decode = attention(D(batch.decode_context) + batch.verify_pairs, D(batch.decode_context),
-                            D(batch.decode_seqs + batch.verify_tokens), qk, v);
+    const double queries = D(batch.decode_seqs + batch.verify_tokens);
+    Time decode = attention_layer(D(batch.decode_context) + batch.verify_pairs, D(batch.decode_context), queries, qk, v) *
+                  full_layers;
+    if (sliding > 0) {
+      decode += attention_layer(D(batch.decode_context_window) + batch.verify_pairs_window,
+                                D(batch.decode_context_window), queries, qk, v) *
+                sliding_layers;
+    }
     if (decode_conversions_per_s_ > 0) {
       // A decode kernel with one thread block per query head (masked MHA's
       // grid is heads x sequences: TensorRT-LLM
@@ -310,7 +343,8 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
       // by its query heads come from L2 (a 16-bit cache decodes at its
       // read time: TensorRT-LLM 0.6.1's A100 fp16 rows). The kernel takes
       // the longer of its reads and its conversions.
-      const double conversions = D(batch.decode_context) * heads * (qk + v) * D(m.num_layers);
+      const double conversions =
+          (D(batch.decode_context) * full_layers + D(batch.decode_context_window) * sliding_layers) * heads * (qk + v);
       decode = std::max(decode, Time::FromSeconds(conversions / decode_conversions_per_s_));
     }
     b.attention += decode;

@@ -46,6 +46,14 @@ struct BatchShape {
   int64_t verify_tokens = 0;
   double verify_pairs = 0;
   int64_t sampled = 0;              // positions whose logits are computed (a token each, or a verified draft)
+  // Sliding-window layers (ModelConfig::sliding_window; 0: none): each query
+  // sees at most `window` tokens, so these layers' pairs and cache reads are
+  // the same sums with every context clamped to the window.
+  int64_t window = 0;
+  double prefill_pairs_window = 0;
+  double prefill_reads_window = 0;  // cache and chunk tokens the sliding layers read
+  int64_t decode_context_window = 0;
+  double verify_pairs_window = 0;
 
   int64_t tokens() const { return prefill_tokens + decode_seqs + verify_tokens; }
   // Adds a prefill chunk of `chunk` tokens after `cached` tokens.

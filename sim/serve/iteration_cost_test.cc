@@ -172,6 +172,40 @@ TEST(IterationCost, AttentionGrowsWithContextAndGraphsCutLaunches) {
   EXPECT_GT(eager.Cost(short_ctx), cost.Cost(short_ctx));
 }
 
+// GPT-OSS-120B: half its layers see only the last 128 tokens. A long decode
+// reads about half the cache a full-attention model of the same shape
+// would; a batch built without the window prices every layer as full.
+TEST(IterationCost, SlidingWindowLayersReadOnlyTheWindow) {
+  nlohmann::json doc = TestServeDoc();
+  doc["model"] = "gpt-oss-120b";
+  doc["replica"] = {{"tp", 4}};
+  ServeConfig c = ParseServeScenario(doc, "test.json");
+  ASSERT_EQ(c.model.sliding_window, 128);
+  IterationCost cost(c);
+  BatchShape windowed, full;
+  windowed.window = c.model.sliding_window;
+  for (int i = 0; i < 32; ++i) {
+    windowed.AddDecode(100000);
+    full.AddDecode(100000);
+  }
+  EXPECT_EQ(windowed.decode_context_window, 32 * 128);
+  const double w = cost.Breakdown(windowed).attention.seconds(), f = cost.Breakdown(full).attention.seconds();
+  EXPECT_LT(w, 0.55 * f);
+  EXPECT_GT(w, 0.45 * f);
+  // A prefill chunk of 1000 after 500 cached: with a 128-token window the
+  // pairs are 1000 x 128 (every query past the window), not 1000 x 500 +
+  // 1000 x 1001 / 2.
+  BatchShape chunk;
+  chunk.window = 128;
+  chunk.AddPrefill(1000, 500, true);
+  EXPECT_DOUBLE_EQ(chunk.prefill_pairs_window, 1000.0 * 128);
+  EXPECT_DOUBLE_EQ(chunk.prefill_pairs, 1000.0 * 500 + 1000.0 * 1001 / 2);
+  BatchShape first;
+  first.window = 128;
+  first.AddPrefill(200, 0, true);  // 1..128, then 72 queries of 128
+  EXPECT_DOUBLE_EQ(first.prefill_pairs_window, 128.0 * 129 / 2 + 72.0 * 128);
+}
+
 // Mixtral 8x7B routes each token to 2 of 8 experts: a one-sequence decode
 // step reads about a quarter of the expert weights, a 64-sequence step all
 // of them (1 - 0.75^64 ~ 1). Counting every local expert's weights at batch

@@ -210,6 +210,7 @@ class Simulation {
     Replica& r = replicas_[ri];
     if (r.busy) return;
     BatchShape shape, decode_step;  // decode_step: the persistent batch's second forward
+    shape.window = decode_step.window = c_.model.sliding_window;
     Time extra;
     r.work.clear();
     if (c_.scheduler == SchedulerKind::kStatic) {
