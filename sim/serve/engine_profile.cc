@@ -150,6 +150,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
                                                                                           : Admission::kWatermark;
   }
   if (auto v = fact("prefix_caching")) e.prefix_caching = v->Bool();
+  if (auto v = fact("sliding_window_kv")) e.sliding_window_kv = v->OneOf({"window", "whole"}) == "window";
   facts.Finish();
   root.Finish();
   if (e.scheduler.empty()) throw InputError(file, "facts.scheduler", "required");

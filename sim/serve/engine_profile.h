@@ -85,6 +85,10 @@ struct EngineProfile {
   Admission admission = Admission::kWatermark;
   // Automatic prefix caching on by default (vLLM V1, SGLang's radix cache).
   bool prefix_caching = false;
+  // Sliding-window layers keep only the window's KV (vLLM V1's hybrid KV
+  // cache manager, TensorRT-LLM's pool per attention window), else the
+  // whole context's like full-attention layers.
+  bool sliding_window_kv = false;
 
   // The defaults on one GPU (its profile's name and HBM) at one TP size.
   int64_t MaxSequences(const std::string& gpu, double hbm_bytes) const;

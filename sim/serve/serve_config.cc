@@ -290,6 +290,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.decode_attention = engine->decode_attention;
     c.admission = engine->admission;
     c.prefix_caching = engine->prefix_caching;
+    c.sliding_window_kv = engine->sliding_window_kv;
     c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
     if (c.iteration_overhead > Time::Zero()) {
       c.iteration_overhead_source = "fitted: validation/fitted_constants.json serving_iteration_overhead";
@@ -341,6 +342,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
       c.preemption = p->OneOf({"recompute", "swap"}) == "swap" ? Preemption::kSwap : Preemption::kRecompute;
     }
     if (auto p = k.Optional("prefix_caching")) c.prefix_caching = p->Bool();
+    if (auto p = k.Optional("sliding_window_kv")) c.sliding_window_kv = p->Bool();
     k.Finish();
   }
 

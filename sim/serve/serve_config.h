@@ -120,6 +120,9 @@ struct ServeConfig {
   // prefix once computed, and later prompts prefill only what follows
   // (whole blocks: a partly filled block is recomputed).
   bool prefix_caching = false;
+  // Sliding-window layers store only the window's KV (EngineProfile::
+  // sliding_window_kv; kv_cache.sliding_window_kv).
+  bool sliding_window_kv = false;
   SchedulerKind scheduler = SchedulerKind::kContinuous;
   int64_t max_batched_tokens = 8192;  // per iteration (chunked: the token budget)
   int64_t max_sequences = 256;

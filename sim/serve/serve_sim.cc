@@ -67,7 +67,12 @@ class Simulation {
   Simulation(const ServeConfig& c, const std::vector<Request>& requests)
       : c_(c), cost_(c), block_(c.block_tokens), total_blocks_(cost_.kv_plan().blocks),
         persistent_(c.scheduler == SchedulerKind::kPersistent),
-        prefix_blocks_(c.prefix_caching ? c.workload.shared_prefix_tokens / c.block_tokens : 0) {
+        prefix_blocks_(c.prefix_caching ? c.workload.shared_prefix_tokens / c.block_tokens : 0),
+        window_(c.sliding_window_kv ? c.model.sliding_window : 0),
+        full_share_(c.model.num_layers > 0
+                        ? 1.0 - static_cast<double>(std::min(c.model.sliding_window_layers, c.model.num_layers)) /
+                                    static_cast<double>(c.model.num_layers)
+                        : 1.0) {
     const bool disagg = c.scheduler == SchedulerKind::kDisaggregated;
     const int n = c.total_replicas();
     replicas_.resize(n);
@@ -93,7 +98,7 @@ class Simulation {
       o.output_tokens = r.output_tokens;
       const int64_t need = c.scheduler == SchedulerKind::kStatic ? r.prompt_tokens + r.output_tokens
                                                                  : r.prompt_tokens + r.output_tokens - 1;
-      if (CeilDiv(need, block_) > total_blocks_) {
+      if (BlocksFor(need) > total_blocks_) {
         throw InputError(c.file, "workload", "request " + std::to_string(i) + " needs " + std::to_string(need) +
                                                  " tokens of KV cache; a replica holds " +
                                                  std::to_string(total_blocks_ * block_));
@@ -158,7 +163,17 @@ class Simulation {
   }
 
   // Blocks to grow `s` to `tokens` cached tokens.
-  int64_t Grow(const Seq& s, int64_t tokens) const { return std::max<int64_t>(0, CeilDiv(tokens, block_) - s.blocks); }
+  int64_t Grow(const Seq& s, int64_t tokens) const { return std::max<int64_t>(0, BlocksFor(tokens) - s.blocks); }
+  // Blocks a sequence of `tokens` cached tokens holds. The pool is sized in
+  // blocks of every layer's KV; where the engine keeps only the window in
+  // sliding-window layers, those layers hold the window and the block being
+  // filled (vLLM V1's hybrid manager frees blocks that slide out).
+  int64_t BlocksFor(int64_t tokens) const {
+    if (window_ <= 0 || full_share_ >= 1.0) return CeilDiv(tokens, block_);
+    const double kept = full_share_ * static_cast<double>(tokens) +
+                        (1.0 - full_share_) * static_cast<double>(std::min(tokens, window_ + block_));
+    return static_cast<int64_t>(std::ceil(kept / static_cast<double>(block_)));
+  }
 
   void Take(Replica& r, Seq& s, int64_t blocks) {
     r.free_blocks -= blocks;
@@ -247,7 +262,7 @@ class Simulation {
       int64_t tokens = 0;
       while (!r.waiting.empty() && static_cast<int64_t>(r.static_batch.size()) < c_.max_sequences) {
         Seq& s = seqs_[r.waiting.front()];
-        int64_t need = CeilDiv(s.prompt + s.output, block_);
+        int64_t need = BlocksFor(s.prompt + s.output);
         if (need > r.free_blocks || (!r.static_batch.empty() && tokens + s.prompt > c_.max_batched_tokens)) break;
         Take(r, s, need);
         tokens += s.prompt;
@@ -285,7 +300,7 @@ class Simulation {
     // Resume swapped-out (or transferred-in) sequences first, oldest first.
     while (!r.resumable.empty() && static_cast<int64_t>(r.running.size()) < c_.max_sequences) {
       Seq& s = seqs_[r.resumable.front()];
-      int64_t need = CeilDiv(s.cached + 1, block_);
+      int64_t need = BlocksFor(s.cached + 1);
       if (need > r.free_blocks) break;
       Take(r, s, need);
       if (s.swapped) extra += cost_.KvSwapTime(s.cached);
@@ -468,6 +483,8 @@ class Simulation {
   const int64_t total_blocks_;
   const bool persistent_;
   const int64_t prefix_blocks_;  // whole blocks of the shared prefix that prefix caching reuses (0: none)
+  const int64_t window_;         // sliding-window tokens whose KV alone is kept (0: whole context)
+  const double full_share_;      // the full-attention layers' share of a token's KV
   std::vector<Replica> replicas_;
   std::vector<Seq> seqs_;
   std::vector<int> arrived_;  // replicas that received requests at now_, not yet scheduled

@@ -352,6 +352,35 @@ TEST(ServeSim, PrefixCachingSkipsTheSharedPrefix) {
   EXPECT_LT(peak_cached, 0.6 * peak_plain);
 }
 
+// GPT-OSS's sliding-window layers (half of them, 128 tokens): an engine that
+// keeps only their window (vLLM V1's hybrid KV cache manager) holds long
+// sequences in about half the blocks; the whole-context rule in all of them.
+TEST(ServeSim, SlidingWindowLayersKeepOnlyTheWindowWhereTheEngineDoes) {
+  nlohmann::json doc = TestServeDoc();
+  doc["model"] = "gpt-oss-120b";
+  doc["replica"] = {{"tp", 4}};
+  doc["workload"]["requests"] = 40;
+  doc["workload"]["prompt_tokens"] = {{"kind", "fixed"}, {"tokens", 20000}};
+  doc["workload"]["output_tokens"] = {{"kind", "fixed"}, {"tokens", 20}};
+  doc["scheduler"]["kind"] = "chunked-prefill";
+  doc["kv_cache"] = {{"sliding_window_kv", false}};
+  const Outcome whole = Simulate(doc);
+  doc["kv_cache"] = {{"sliding_window_kv", true}};
+  const Outcome window = Simulate(doc);
+  EXPECT_TRUE(window.config.sliding_window_kv);
+  double peak_whole = 0, peak_window = 0;
+  for (const auto& u : whole.result.kv_usage) peak_whole = std::max(peak_whole, u.used);
+  for (const auto& u : window.result.kv_usage) peak_window = std::max(peak_window, u.used);
+  EXPECT_LT(peak_window, 0.6 * peak_whole);
+  EXPECT_GT(peak_window, 0.4 * peak_whole);
+  // vLLM V1's profile keeps the window; V0's does not.
+  doc.erase("kv_cache");
+  doc["engine"] = "vllm-v1";
+  EXPECT_TRUE(ParseServeScenario(doc, "t.json").sliding_window_kv);
+  doc["engine"] = "vllm";
+  EXPECT_FALSE(ParseServeScenario(doc, "t.json").sliding_window_kv);
+}
+
 TEST(ServeSim, PrefixCachingIsTheEnginesDefaultAndNeedsAnIterationScheduler) {
   nlohmann::json doc = TestServeDoc();
   doc["engine"] = "vllm-v1";
