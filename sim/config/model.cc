@@ -91,6 +91,48 @@ void ParseSlidingWindow(JsonObject& obj, ModelConfig& m) {
   m.sliding_window_layers = sliding;
 }
 
+// Llama 4's chunked attention: attention_chunk_size (null or absent: none)
+// on the layers that use RoPE, given by no_rope_layers (1: RoPE) or every
+// layer but each no_rope_layer_interval-th (Hugging Face's default 4);
+// stacksim's own files give chunked_attention_layers.
+void ParseChunkedAttention(JsonObject& obj, ModelConfig& m) {
+  std::optional<JsonNode> chunk = obj.Optional("attention_chunk_size");
+  std::optional<JsonNode> rope_layers = obj.Optional("no_rope_layers");
+  std::optional<JsonNode> interval = obj.Optional("no_rope_layer_interval");
+  std::optional<JsonNode> count = obj.Optional("chunked_attention_layers");
+  if (!chunk || chunk->IsNull()) {
+    for (auto* n : {&rope_layers, &interval, &count}) {
+      if (*n && !(*n)->IsNull()) (*n)->Fail("chunked attention keys need attention_chunk_size (tokens)");
+    }
+    return;
+  }
+  m.attention_chunk = chunk->PositiveInt();
+  int64_t chunked = -1;
+  if (rope_layers && !rope_layers->IsNull()) {
+    if (!rope_layers->IsArray() || static_cast<int64_t>(rope_layers->Elements().size()) != m.num_layers) {
+      rope_layers->Fail("expected one entry per layer (" + std::to_string(m.num_layers) + "), 1 for a RoPE layer");
+    }
+    chunked = 0;
+    for (const JsonNode& e : rope_layers->Elements()) {
+      const int64_t v = e.Int();
+      if (v != 0 && v != 1) e.Fail("expected 0 (no RoPE, global attention) or 1 (RoPE, chunked attention)");
+      chunked += v;
+    }
+  }
+  if (count) {
+    const int64_t n = NonNegativeInt(*count);
+    if (n > m.num_layers) count->Fail("more chunked-attention layers than the model's " + std::to_string(m.num_layers));
+    if (chunked >= 0 && n != chunked) count->Fail("contradicts no_rope_layers (" + std::to_string(chunked) + " chunked)");
+    chunked = n;
+  }
+  if (chunked < 0) {
+    const int64_t every = interval ? interval->PositiveInt() : 4;
+    chunked = m.num_layers - m.num_layers / every;
+  }
+  m.chunked_attention_layers = chunked;
+  if (chunked == 0) m.attention_chunk = 0;
+}
+
 void ParseMoe(JsonObject& obj, ModelConfig& m) {
   std::optional<JsonNode> experts;
   for (const char* key : {"num_local_experts", "n_routed_experts", "num_experts"}) {
@@ -105,17 +147,25 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   auto shared_width = obj.Optional("shared_expert_intermediate_size");
   auto first_dense = obj.Optional("first_k_dense_replace");
   std::optional<JsonNode> step = obj.Optional("decoder_sparse_step");
-  if (auto f = obj.Optional("moe_layer_freq")) {
-    if (step) f->Fail("give decoder_sparse_step or moe_layer_freq, not both");
-    step = f;
+  for (const char* key : {"moe_layer_freq", "interleave_moe_layer_step"}) {
+    if (auto f = obj.Optional(key)) {
+      if (step) f->Fail(std::string("give one of decoder_sparse_step, moe_layer_freq and interleave_moe_layer_step (") +
+                        key + " repeats it)");
+      step = f;
+    }
   }
+  // Llama 4: intermediate_size is an expert's width, intermediate_size_mlp
+  // the dense layers'; every MoE layer has one shared expert as wide as an
+  // expert (Llama4TextMoe's shared_expert, which no key states).
+  auto dense_width = obj.Optional("intermediate_size_mlp");
+  const bool llama4 = m.family == "llama4_text" || m.family == "llama4";
   auto dense_layers = obj.Optional("mlp_only_layers");
   if (auto b = obj.Optional("router_bias")) m.router_bias = b->Bool();
   // Group-limited routing (DeepSeek's n_group / topk_group); null means none.
   auto groups = obj.Optional("n_group");
   auto groups_per_token = obj.Optional("topk_group");
   if (!experts) {
-    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense, &groups, &groups_per_token}) {
+    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense, &groups, &groups_per_token, &dense_width}) {
       if (*n) {
         (*n)->Fail("a mixture-of-experts key without a number of experts (num_local_experts, num_experts or "
                    "n_routed_experts)");
@@ -132,6 +182,8 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
                 std::to_string(m.num_experts) + " routed experts");
   }
   m.moe_intermediate_size = moe_width ? moe_width->PositiveInt() : m.intermediate_size;
+  if (dense_width) m.intermediate_size = dense_width->PositiveInt();
+  if (llama4 && !shared_n && !shared_width) m.shared_expert_intermediate_size = m.moe_intermediate_size;
   if (shared_width && !shared_width->json().is_null()) {
     m.shared_expert_intermediate_size = NonNegativeInt(*shared_width);
   }
@@ -300,13 +352,24 @@ int64_t ModelConfig::ActiveParameterCount() const {
 }
 
 double ModelConfig::AttentionWorkFraction(int64_t seq) const {
-  if (sliding_window <= 0 || sliding_window_layers <= 0 || seq <= sliding_window || num_layers <= 0) return 1.0;
+  if (num_layers <= 0 || seq <= 0) return 1.0;
   // Query-key pairs: causal sum_i (i + 1) = S(S+1)/2; within a window of w,
-  // sum_i min(i + 1, w) = w(w+1)/2 + (S - w) w.
-  const double s = static_cast<double>(seq), w = static_cast<double>(sliding_window);
-  const double sliding = (w * (w + 1) / 2 + (s - w) * w) / (s * (s + 1) / 2);
-  const double n = static_cast<double>(num_layers), k = static_cast<double>(sliding_window_layers);
-  return ((n - k) + k * sliding) / n;
+  // sum_i min(i + 1, w) = w(w+1)/2 + (S - w) w; within chunks of c, each
+  // whole chunk c(c+1)/2 and the last r(r+1)/2.
+  const double s = static_cast<double>(seq), causal = s * (s + 1) / 2;
+  double sliding = 1.0, chunked = 1.0;
+  if (sliding_window > 0 && seq > sliding_window) {
+    const double w = static_cast<double>(sliding_window);
+    sliding = (w * (w + 1) / 2 + (s - w) * w) / causal;
+  }
+  if (attention_chunk > 0 && seq > attention_chunk) {
+    const double c = static_cast<double>(attention_chunk);
+    const double whole = static_cast<double>(seq / attention_chunk), r = static_cast<double>(seq % attention_chunk);
+    chunked = (whole * c * (c + 1) / 2 + r * (r + 1) / 2) / causal;
+  }
+  const double n = static_cast<double>(num_layers), k = static_cast<double>(sliding_window > 0 ? sliding_window_layers : 0);
+  const double q = static_cast<double>(attention_chunk > 0 ? chunked_attention_layers : 0);
+  return ((n - k - q) + k * sliding + q * chunked) / n;
 }
 
 int64_t ModelConfig::MtpParameterCount() const {
@@ -455,12 +518,14 @@ ModelConfig ParseModel(const JsonNode& node) {
     }
   }
 
+  if (auto t = obj.Optional("model_type")) m.family = t->String();
   ParseMoe(obj, m);
   if (auto mtp = obj.Optional("num_nextn_predict_layers")) m.mtp_modules = NonNegativeInt(*mtp);
   ParseSlidingWindow(obj, m);
+  ParseChunkedAttention(obj, m);
 
   // Keys of Hugging Face configs that do not change the cost of training.
-  obj.Ignore({"model_type", "architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
+  obj.Ignore({"architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
               "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "transformers_version",
               "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "_name_or_path",
               // MoE: loss terms, router details and inference-only settings.
@@ -470,7 +535,10 @@ ModelConfig ParseModel(const JsonNode& node) {
               // format of the released weights (training precision is plan.precision).
               "auto_map", "ep_size", "quantization_config",
               // Attention sinks: one learned logit per head, no work to speak of.
-              "attention_sinks"});
+              "attention_sinks",
+              // Llama 4: QK norm (a small norm per head, not costed) and the
+              // attention temperature tuning of its global layers.
+              "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale"});
   obj.Finish();
 
   double params = static_cast<double>(m.num_layers) *
@@ -533,6 +601,10 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     j["sliding_window_layers"] = m.sliding_window_layers;
+  }
+  if (m.attention_chunk > 0) {
+    j["attention_chunk_size"] = m.attention_chunk;
+    j["chunked_attention_layers"] = m.chunked_attention_layers;
   }
   return j;
 }

@@ -22,6 +22,7 @@ enum class PositionEmbedding { kRope, kLearned, kAlibi, kNone };
 
 struct ModelConfig {
   std::string name;
+  std::string family;  // Hugging Face model_type ("" when not given)
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
   int64_t num_attention_heads = 0;
@@ -77,6 +78,11 @@ struct ModelConfig {
   // max_window_layers on when use_sliding_window). 0: full causal attention.
   int64_t sliding_window = 0;
   int64_t sliding_window_layers = 0;
+  // Chunked local attention (Llama 4's attention_chunk_size on its RoPE
+  // layers, three of every four): a query sees the earlier tokens of its own
+  // chunk only. 0: none.
+  int64_t attention_chunk = 0;
+  int64_t chunked_attention_layers = 0;
   // The attention kernels' work over `seq` tokens as a fraction of full
   // causal attention, averaged over the layers (1 without sliding windows).
   double AttentionWorkFraction(int64_t seq) const;

@@ -279,8 +279,43 @@ TEST(Model, ReadsSlidingWindowsAsConfigsGiveThem) {
   EXPECT_EQ(ParseError(doc).key_path(), "sliding_window_layers");
 }
 
+// Llama 4 (models/llama4-*.json): experts intermediate_size wide, dense
+// layers intermediate_size_mlp, one shared expert per MoE layer, MoE on
+// every other layer for Maverick; chunked attention of 8192 tokens on 36 of
+// the 48 layers (Hugging Face's no_rope_layer_interval 4). Meta's model
+// cards: Maverick 400B total, Scout 109B, both 17B active.
+TEST(Model, Llama4HasInterleavedExpertsAndChunkedAttention) {
+  ModelConfig mav = LoadModelFile(kSourceDir + "/models/llama4-maverick.json");
+  EXPECT_EQ(mav.intermediate_size, 16384);
+  EXPECT_EQ(mav.moe_intermediate_size, 8192);
+  EXPECT_EQ(mav.shared_expert_intermediate_size, 8192);
+  EXPECT_EQ(mav.MoeLayerCount(), 24);
+  EXPECT_FALSE(mav.IsMoeLayer(0));
+  EXPECT_TRUE(mav.IsMoeLayer(1));
+  EXPECT_NEAR(mav.ParameterCount() / 400e9, 1.0, 0.01);
+  EXPECT_NEAR(mav.ActiveParameterCount() / 17e9, 1.0, 0.02);
+  ModelConfig scout = LoadModelFile(kSourceDir + "/models/llama4-scout.json");
+  EXPECT_EQ(scout.MoeLayerCount(), 48);
+  EXPECT_NEAR(scout.ParameterCount() / 109e9, 1.0, 0.015);
+  EXPECT_NEAR(scout.ActiveParameterCount() / 17e9, 1.0, 0.02);
+  EXPECT_EQ(mav.attention_chunk, 8192);
+  EXPECT_EQ(mav.chunked_attention_layers, 36);
+  // 32768 tokens: a chunked layer does 4 chunks of 8192 x 8193 / 2 pairs.
+  const double chunked = 4.0 * 8192 * 8193 / (32768.0 * 32769);
+  EXPECT_NEAR(mav.AttentionWorkFraction(32768), (12 + 36 * chunked) / 48, 1e-12);
+  EXPECT_DOUBLE_EQ(mav.AttentionWorkFraction(8192), 1.0);
+
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kSourceDir + "/models/llama4-scout.json"));
+  doc["no_rope_layers"] = {1, 0};  // not one per layer
+  EXPECT_EQ(ParseError(doc).key_path(), "no_rope_layers");
+  doc.erase("no_rope_layers");
+  doc.erase("attention_chunk_size");
+  doc["no_rope_layer_interval"] = 4;  // without a chunk size
+  EXPECT_EQ(ParseError(doc).key_path(), "no_rope_layer_interval");
+}
+
 TEST(Model, WritesBackWhatItReads) {
-  for (const char* name : {"gpt3-175b", "llama3.1-405b", "mpt-30b", "deepseek-v3", "gpt-oss-120b"}) {
+  for (const char* name : {"gpt3-175b", "llama3.1-405b", "mpt-30b", "deepseek-v3", "gpt-oss-120b", "llama4-maverick"}) {
     SCOPED_TRACE(name);
     ModelConfig m = LoadModelFile(kSourceDir + "/models/" + name + ".json");
     nlohmann::json j = ModelToJson(m);
@@ -297,6 +332,8 @@ TEST(Model, WritesBackWhatItReads) {
     EXPECT_EQ(back.mtp_modules, m.mtp_modules);
     EXPECT_EQ(back.sliding_window, m.sliding_window);
     EXPECT_EQ(back.sliding_window_layers, m.sliding_window_layers);
+    EXPECT_EQ(back.attention_chunk, m.attention_chunk);
+    EXPECT_EQ(back.chunked_attention_layers, m.chunked_attention_layers);
     EXPECT_EQ(ModelToJson(back), j);
   }
 }

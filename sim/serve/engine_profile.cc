@@ -151,6 +151,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
   }
   if (auto v = fact("prefix_caching")) e.prefix_caching = v->Bool();
   if (auto v = fact("sliding_window_kv")) e.sliding_window_kv = v->OneOf({"window", "whole"}) == "window";
+  if (auto v = fact("chunked_attention_kv")) e.chunked_attention_kv = v->OneOf({"chunk", "whole"}) == "chunk";
   facts.Finish();
   root.Finish();
   if (e.scheduler.empty()) throw InputError(file, "facts.scheduler", "required");

@@ -89,6 +89,9 @@ struct EngineProfile {
   // cache manager, TensorRT-LLM's pool per attention window), else the
   // whole context's like full-attention layers.
   bool sliding_window_kv = false;
+  // Chunked-attention layers keep only their current chunk's KV (vLLM V1's
+  // hybrid KV cache manager for Llama 4).
+  bool chunked_attention_kv = false;
 
   // The defaults on one GPU (its profile's name and HBM) at one TP size.
   int64_t MaxSequences(const std::string& gpu, double hbm_bytes) const;

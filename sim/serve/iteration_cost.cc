@@ -62,6 +62,21 @@ double SumMin(int64_t a, int64_t b, int64_t w) {
   return sum(a, w) + D(b - w) * D(w);
 }
 
+// sum of ((i - 1) mod c) + 1 for i = a..b: the keys position i sees inside
+// chunks of c tokens (c <= 0: all i of them).
+double SumInChunk(int64_t a, int64_t b, int64_t c) {
+  if (b < a) return 0;
+  if (c <= 0) return SumMin(a, b, 0);
+  auto upto = [c](int64_t n) {
+    const double q = D(n / c), r = D(n % c);
+    return q * D(c) * D(c + 1) / 2 + r * (r + 1) / 2;
+  };
+  return upto(b) - upto(a - 1);
+}
+
+// Keys a decode at context `context` sees inside chunks of c tokens.
+int64_t InChunk(int64_t context, int64_t c) { return c > 0 ? (context - 1) % c + 1 : context; }
+
 }  // namespace
 
 void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
@@ -69,6 +84,9 @@ void BatchShape::AddPrefill(int64_t chunk, int64_t cached, bool last_chunk) {
   prefill_pairs += D(chunk) * D(cached) + D(chunk) * D(chunk + 1) / 2;
   prefill_pairs_window += SumMin(cached + 1, cached + chunk, window);
   prefill_reads_window += D(window > 0 ? std::min(cached + chunk, window + chunk) : cached + chunk);
+  prefill_pairs_chunk += SumInChunk(cached + 1, cached + chunk, this->chunk);
+  // The chunk reads the keys from the start of the attention chunk it opens in.
+  prefill_reads_chunk += D(this->chunk > 0 ? cached + chunk - (cached / this->chunk) * this->chunk : cached + chunk);
   prefill_cached += cached;
   if (last_chunk) ++sampled;
 }
@@ -77,6 +95,7 @@ void BatchShape::AddDecode(int64_t context) {
   ++decode_seqs;
   decode_context += context;
   decode_context_window += window > 0 ? std::min(context, window) : context;
+  decode_context_chunk += InChunk(context, chunk);
   ++sampled;
 }
 
@@ -86,6 +105,7 @@ void BatchShape::AddVerify(int64_t context, int64_t drafts) {
   // Draft i (1-based) sees i more tokens than the sequence's own position.
   verify_pairs += D(drafts) * D(context) + D(drafts) * D(drafts + 1) / 2;
   verify_pairs_window += SumMin(context + 1, context + drafts, window);
+  verify_pairs_chunk += SumInChunk(context + 1, context + drafts, chunk);
   sampled += drafts;
 }
 
@@ -305,7 +325,8 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
   // Sliding-window layers (when the batch was built with the window) see
   // the clamped sums; the rest the whole context.
   const int64_t sliding = batch.window > 0 ? std::min(m.sliding_window_layers, m.num_layers) : 0;
-  const double full_layers = D(m.num_layers - sliding), sliding_layers = D(sliding);
+  const int64_t chunked = batch.chunk > 0 ? std::min(m.chunked_attention_layers, m.num_layers - sliding) : 0;
+  const double full_layers = D(m.num_layers - sliding - chunked), sliding_layers = D(sliding), chunked_layers = D(chunked);
   auto attention_layer = [&](double pairs, double kv_reads, double query_tokens, double qk, double v) {
     trace::ComputeOp op;
     op.op_class = trace::OpClass::kAttention;
@@ -323,6 +344,11 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
                                      prefill_qk, prefill_v) *
                      sliding_layers;
     }
+    if (chunked > 0) {
+      b.attention += attention_layer(batch.prefill_pairs_chunk, batch.prefill_reads_chunk, D(batch.prefill_tokens),
+                                     prefill_qk, prefill_v) *
+                     chunked_layers;
+    }
   }
   if (batch.decode_seqs > 0) {
     // Verified drafts add query tokens and pairs; the cache is read once.
@@ -334,6 +360,11 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
                                 D(batch.decode_context_window), queries, qk, v) *
                 sliding_layers;
     }
+    if (chunked > 0) {
+      decode += attention_layer(D(batch.decode_context_chunk) + batch.verify_pairs_chunk,
+                                D(batch.decode_context_chunk), queries, qk, v) *
+                chunked_layers;
+    }
     if (decode_conversions_per_s_ > 0) {
       // A decode kernel with one thread block per query head (masked MHA's
       // grid is heads x sequences: TensorRT-LLM
@@ -344,7 +375,9 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
       // read time: TensorRT-LLM 0.6.1's A100 fp16 rows). The kernel takes
       // the longer of its reads and its conversions.
       const double conversions =
-          (D(batch.decode_context) * full_layers + D(batch.decode_context_window) * sliding_layers) * heads * (qk + v);
+          (D(batch.decode_context) * full_layers + D(batch.decode_context_window) * sliding_layers +
+           D(batch.decode_context_chunk) * chunked_layers) *
+          heads * (qk + v);
       decode = std::max(decode, Time::FromSeconds(conversions / decode_conversions_per_s_));
     }
     b.attention += decode;

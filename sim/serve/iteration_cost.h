@@ -54,6 +54,13 @@ struct BatchShape {
   double prefill_reads_window = 0;  // cache and chunk tokens the sliding layers read
   int64_t decode_context_window = 0;
   double verify_pairs_window = 0;
+  // Chunked-attention layers (ModelConfig::attention_chunk; 0: none): a
+  // query sees the earlier tokens of its own chunk only.
+  int64_t chunk = 0;
+  double prefill_pairs_chunk = 0;
+  double prefill_reads_chunk = 0;
+  int64_t decode_context_chunk = 0;
+  double verify_pairs_chunk = 0;
 
   int64_t tokens() const { return prefill_tokens + decode_seqs + verify_tokens; }
   // Adds a prefill chunk of `chunk` tokens after `cached` tokens.

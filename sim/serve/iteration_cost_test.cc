@@ -206,6 +206,31 @@ TEST(IterationCost, SlidingWindowLayersReadOnlyTheWindow) {
   EXPECT_DOUBLE_EQ(first.prefill_pairs_window, 128.0 * 129 / 2 + 72.0 * 128);
 }
 
+// Llama 4's chunked attention: a query sees the earlier tokens of its own
+// 8192-token chunk.
+TEST(IterationCost, ChunkedAttentionLayersSeeTheirOwnChunk) {
+  BatchShape b;
+  b.chunk = 8192;
+  b.AddDecode(10000);
+  EXPECT_EQ(b.decode_context_chunk, 10000 - 8192);
+  b.AddPrefill(1000, 8000, true);  // positions 8001..9000: 8001..8192 keys, then 1..808
+  const double tail = (8001.0 + 8192) * 192 / 2, head = 808.0 * 809 / 2;
+  EXPECT_DOUBLE_EQ(b.prefill_pairs_chunk, tail + head);
+  EXPECT_DOUBLE_EQ(b.prefill_reads_chunk, 9000.0);  // from the chunk's start at 0
+  nlohmann::json doc = TestServeDoc();
+  doc["model"] = "llama4-scout";
+  doc["replica"] = {{"tp", 4}};
+  IterationCost cost(ParseServeScenario(doc, "t.json"));
+  BatchShape chunked, full;
+  chunked.chunk = 8192;
+  for (int i = 0; i < 32; ++i) {
+    chunked.AddDecode(100000 + i);
+    full.AddDecode(100000 + i);
+  }
+  // 12 of 48 layers read the whole context, 36 a few thousand tokens.
+  EXPECT_LT(cost.Breakdown(chunked).attention.seconds(), 0.35 * cost.Breakdown(full).attention.seconds());
+}
+
 // Mixtral 8x7B routes each token to 2 of 8 experts: a one-sequence decode
 // step reads about a quarter of the expert weights, a 64-sequence step all
 // of them (1 - 0.75^64 ~ 1). Counting every local expert's weights at batch

@@ -291,6 +291,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     c.admission = engine->admission;
     c.prefix_caching = engine->prefix_caching;
     c.sliding_window_kv = engine->sliding_window_kv;
+    c.chunked_attention_kv = engine->chunked_attention_kv;
     c.iteration_overhead = FittedIterationOverhead(engine->name, DefaultFittedConstantsPath());
     if (c.iteration_overhead > Time::Zero()) {
       c.iteration_overhead_source = "fitted: validation/fitted_constants.json serving_iteration_overhead";
@@ -343,6 +344,7 @@ ServeConfig ParseServeScenario(const nlohmann::json& doc, const std::string& fil
     }
     if (auto p = k.Optional("prefix_caching")) c.prefix_caching = p->Bool();
     if (auto p = k.Optional("sliding_window_kv")) c.sliding_window_kv = p->Bool();
+    if (auto p = k.Optional("chunked_attention_kv")) c.chunked_attention_kv = p->Bool();
     k.Finish();
   }
 

@@ -123,6 +123,9 @@ struct ServeConfig {
   // Sliding-window layers store only the window's KV (EngineProfile::
   // sliding_window_kv; kv_cache.sliding_window_kv).
   bool sliding_window_kv = false;
+  // Chunked-attention layers store only the current chunk's KV
+  // (EngineProfile::chunked_attention_kv; kv_cache.chunked_attention_kv).
+  bool chunked_attention_kv = false;
   SchedulerKind scheduler = SchedulerKind::kContinuous;
   int64_t max_batched_tokens = 8192;  // per iteration (chunked: the token budget)
   int64_t max_sequences = 256;

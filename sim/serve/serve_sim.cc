@@ -62,6 +62,11 @@ struct Event {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A layer group's share of the layers (each layer stores the same KV per token).
+double LayerShare(int64_t group, int64_t layers) {
+  return layers > 0 ? static_cast<double>(std::min(group, layers)) / static_cast<double>(layers) : 0.0;
+}
+
 class Simulation {
  public:
   Simulation(const ServeConfig& c, const std::vector<Request>& requests)
@@ -69,10 +74,9 @@ class Simulation {
         persistent_(c.scheduler == SchedulerKind::kPersistent),
         prefix_blocks_(c.prefix_caching ? c.workload.shared_prefix_tokens / c.block_tokens : 0),
         window_(c.sliding_window_kv ? c.model.sliding_window : 0),
-        full_share_(c.model.num_layers > 0
-                        ? 1.0 - static_cast<double>(std::min(c.model.sliding_window_layers, c.model.num_layers)) /
-                                    static_cast<double>(c.model.num_layers)
-                        : 1.0) {
+        chunk_(c.chunked_attention_kv ? c.model.attention_chunk : 0),
+        window_share_(LayerShare(c.model.sliding_window > 0 ? c.model.sliding_window_layers : 0, c.model.num_layers)),
+        chunk_share_(LayerShare(c.model.attention_chunk > 0 ? c.model.chunked_attention_layers : 0, c.model.num_layers)) {
     const bool disagg = c.scheduler == SchedulerKind::kDisaggregated;
     const int n = c.total_replicas();
     replicas_.resize(n);
@@ -168,10 +172,13 @@ class Simulation {
   // blocks of every layer's KV; where the engine keeps only the window in
   // sliding-window layers, those layers hold the window and the block being
   // filled (vLLM V1's hybrid manager frees blocks that slide out).
+  // Chunked-attention layers likewise hold at most a chunk.
   int64_t BlocksFor(int64_t tokens) const {
-    if (window_ <= 0 || full_share_ >= 1.0) return CeilDiv(tokens, block_);
-    const double kept = full_share_ * static_cast<double>(tokens) +
-                        (1.0 - full_share_) * static_cast<double>(std::min(tokens, window_ + block_));
+    const double w = window_ > 0 ? window_share_ : 0.0, c = chunk_ > 0 ? chunk_share_ : 0.0;
+    if (w <= 0 && c <= 0) return CeilDiv(tokens, block_);
+    const double kept = (1.0 - w - c) * static_cast<double>(tokens) +
+                        w * static_cast<double>(std::min(tokens, window_ + block_)) +
+                        c * static_cast<double>(std::min(tokens, chunk_ + block_));
     return static_cast<int64_t>(std::ceil(kept / static_cast<double>(block_)));
   }
 
@@ -226,6 +233,7 @@ class Simulation {
     if (r.busy) return;
     BatchShape shape, decode_step;  // decode_step: the persistent batch's second forward
     shape.window = decode_step.window = c_.model.sliding_window;
+    shape.chunk = decode_step.chunk = c_.model.attention_chunk;
     Time extra;
     r.work.clear();
     if (c_.scheduler == SchedulerKind::kStatic) {
@@ -484,7 +492,9 @@ class Simulation {
   const bool persistent_;
   const int64_t prefix_blocks_;  // whole blocks of the shared prefix that prefix caching reuses (0: none)
   const int64_t window_;         // sliding-window tokens whose KV alone is kept (0: whole context)
-  const double full_share_;      // the full-attention layers' share of a token's KV
+  const int64_t chunk_;          // attention-chunk tokens whose KV alone is kept (0: whole context)
+  const double window_share_;    // the sliding-window layers' share of a token's KV
+  const double chunk_share_;     // the chunked-attention layers' share
   std::vector<Replica> replicas_;
   std::vector<Seq> seqs_;
   std::vector<int> arrived_;  // replicas that received requests at now_, not yet scheduled

@@ -377,8 +377,13 @@ TEST(ServeSim, SlidingWindowLayersKeepOnlyTheWindowWhereTheEngineDoes) {
   doc.erase("kv_cache");
   doc["engine"] = "vllm-v1";
   EXPECT_TRUE(ParseServeScenario(doc, "t.json").sliding_window_kv);
+  EXPECT_TRUE(ParseServeScenario(doc, "t.json").chunked_attention_kv);
   doc["engine"] = "vllm";
   EXPECT_FALSE(ParseServeScenario(doc, "t.json").sliding_window_kv);
+  EXPECT_FALSE(ParseServeScenario(doc, "t.json").chunked_attention_kv);
+  doc["engine"] = "tensorrt-llm";
+  EXPECT_TRUE(ParseServeScenario(doc, "t.json").sliding_window_kv);
+  EXPECT_FALSE(ParseServeScenario(doc, "t.json").chunked_attention_kv);  // not sourced for TensorRT-LLM
 }
 
 TEST(ServeSim, PrefixCachingIsTheEnginesDefaultAndNeedsAnIterationScheduler) {

@@ -93,11 +93,13 @@ const std::vector<config::ModelConfig>& ShippedModels() {
   return models;
 }
 
-// Attention facts the schema cannot state, taken from the shipped published
-// config of the same model (same name, hidden size, heads and layers) when
-// there is one: the head width (GPT-OSS: 64 with hidden 2880 over 64 heads)
-// and sliding windows (GPT-OSS: 128 tokens on every other layer).
-void ReadPublishedAttention(RunScenario& out) {
+// Architecture facts the schema cannot state, taken from the shipped
+// published config of the same model (same name, hidden size, heads and
+// layers) when there is one: the head width (GPT-OSS: 64 with hidden 2880
+// over 64 heads), sliding windows (GPT-OSS: 128 tokens on every other
+// layer), chunked attention (Llama 4: 8192 tokens on 36 of 48 layers) and,
+// for the same experts, MoE on every n-th layer only (Llama 4 Maverick).
+void ReadPublishedArchitecture(RunScenario& out) {
   config::ModelConfig& model = out.scenario.model;
   const std::string key = NameKey(model.name);
   for (const config::ModelConfig& ref : ShippedModels()) {
@@ -116,6 +118,18 @@ void ReadPublishedAttention(RunScenario& out) {
       out.choices.push_back("sliding_window=" + std::to_string(ref.sliding_window) + " on " +
                             std::to_string(ref.sliding_window_layers) + " of " + std::to_string(ref.num_layers) +
                             " layers from " + ref.name + "'s published config (models/)");
+    }
+    if (ref.attention_chunk > 0) {
+      model.attention_chunk = ref.attention_chunk;
+      model.chunked_attention_layers = ref.chunked_attention_layers;
+      out.choices.push_back("attention_chunk=" + std::to_string(ref.attention_chunk) + " on " +
+                            std::to_string(ref.chunked_attention_layers) + " of " + std::to_string(ref.num_layers) +
+                            " layers from " + ref.name + "'s published config (models/)");
+    }
+    if (model.is_moe() && ref.num_experts == model.num_experts && ref.moe_layer_step != model.moe_layer_step) {
+      model.moe_layer_step = ref.moe_layer_step;
+      out.choices.push_back("MoE every " + std::to_string(ref.moe_layer_step) + " layers from " + ref.name +
+                            "'s published config (models/)");
     }
     return;
   }
@@ -169,7 +183,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   if (attention == "mla") {
     ReadMlaRanks(file, path, out);
   } else {
-    ReadPublishedAttention(out);
+    ReadPublishedArchitecture(out);
   }
   // Architecture details the schema leaves out follow the model family:
   // gated-MLP (Llama-style) models use RoPE, RMSNorm, no biases and untied

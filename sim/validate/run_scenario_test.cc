@@ -120,6 +120,29 @@ TEST(RunScenario, HaiLlmRunsGetDualPipe) {
   EXPECT_TRUE(Chose(r, "comm_sms=20"));
 }
 
+// Llama 4 Maverick as a run's model block states it (experts on every layer
+// from dense_layers on, as far as the schema says): the published config
+// adds MoE every second layer and chunked attention on 36 of 48 layers.
+TEST(RunScenario, Llama4TakesItsLayoutFromThePublishedConfig) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "Llama-4-Maverick"}, {"layers", 48}, {"hidden", 5120}, {"heads", 40}, {"kv_heads", 8},
+                  {"ffn_hidden", 16384}, {"vocab", 202048}, {"seq_len", 8192}, {"activation", "swiglu"},
+                  {"moe", {{"experts", 128}, {"top_k", 1}, {"expert_ffn_hidden", 8192}, {"shared_experts", 1}}},
+                  {"attention", "mha-gqa"}};
+  run["plan"]["tp"] = 8;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 8;
+  run["plan"]["ep"] = 2;
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  const config::ModelConfig& m = r.scenario.model;
+  EXPECT_EQ(m.moe_layer_step, 2);
+  EXPECT_EQ(m.MoeLayerCount(), 24);
+  EXPECT_EQ(m.attention_chunk, 8192);
+  EXPECT_EQ(m.chunked_attention_layers, 36);
+  EXPECT_TRUE(Chose(r, "MoE every 2 layers from Llama-4-Maverick"));
+  EXPECT_TRUE(Chose(r, "attention_chunk=8192"));
+  EXPECT_NEAR(m.ParameterCount() / 400e9, 1.0, 0.01);
+}
+
 // The schema gives no MLA ranks: DeepSeek-V3's come from its published
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
