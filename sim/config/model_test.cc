@@ -509,6 +509,9 @@ TEST(ModelName, PublishedNamesReduceToTheShippedFilesKey) {
   EXPECT_EQ(FindShippedModel("Mixtral-8x7B-Instruct-v0.1"), "mixtral-8x7b");
   EXPECT_EQ(FindShippedModel("Qwen/Qwen3-30B-A3B"), "qwen3-30b-a3b");
   EXPECT_EQ(FindShippedModel("openai/gpt-oss-120b"), "gpt-oss-120b");
+  EXPECT_EQ(FindShippedModel("nvidia/Llama-4-Maverick-17B-128E-Instruct-FP8"), "llama4-maverick");
+  EXPECT_EQ(FindShippedModel("meta-llama/Llama-4-Scout-17B-16E-Instruct"), "llama4-scout");
+  EXPECT_EQ(FindShippedModel("moonshotai/Kimi-K2-Instruct"), "kimi-k2");
   EXPECT_EQ(FindShippedModel("01-ai/Yi-34B"), "");  // no file: no guess
   EXPECT_EQ(FindShippedModel("Meta-Llama-3-8B"), "llama3-8b");  // not 3.1
   // Aliases: the same architecture under another published name.
