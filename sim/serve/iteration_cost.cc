@@ -49,10 +49,6 @@ double WeightBytesOf(const config::ModelConfig& m, int64_t first, int64_t last, 
   return bytes;
 }
 
-}  // namespace
-
-namespace {
-
 // sum of min(i, w) for i = a..b (0 when b < a); w <= 0: no window.
 double SumMin(int64_t a, int64_t b, int64_t w) {
   if (b < a) return 0;
@@ -322,11 +318,23 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
   const double prefill_qk = m.is_mla() ? D(m.qk_nope_head_dim + m.qk_rope_head_dim) : qk;
   const double prefill_v = m.is_mla() ? D(m.v_head_dim) : v;
   const double heads = D(q_heads_rank_);
-  // Sliding-window layers (when the batch was built with the window) see
-  // the clamped sums; the rest the whole context.
+  // Layer groups: full attention over the whole context; sliding-window
+  // layers (when the batch was built with the window) over the clamped
+  // sums; chunked-attention layers over their own chunk.
+  struct LayerGroup {
+    double layers;
+    double prefill_pairs, prefill_reads;
+    double decode_context, verify_pairs;
+  };
   const int64_t sliding = batch.window > 0 ? std::min(m.sliding_window_layers, m.num_layers) : 0;
   const int64_t chunked = batch.chunk > 0 ? std::min(m.chunked_attention_layers, m.num_layers - sliding) : 0;
-  const double full_layers = D(m.num_layers - sliding - chunked), sliding_layers = D(sliding), chunked_layers = D(chunked);
+  const LayerGroup groups[] = {
+      {D(m.num_layers - sliding - chunked), batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens),
+       D(batch.decode_context), batch.verify_pairs},
+      {D(sliding), batch.prefill_pairs_window, batch.prefill_reads_window, D(batch.decode_context_window),
+       batch.verify_pairs_window},
+      {D(chunked), batch.prefill_pairs_chunk, batch.prefill_reads_chunk, D(batch.decode_context_chunk),
+       batch.verify_pairs_chunk}};
   auto attention_layer = [&](double pairs, double kv_reads, double query_tokens, double qk, double v) {
     trace::ComputeOp op;
     op.op_class = trace::OpClass::kAttention;
@@ -336,34 +344,21 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
     return model.ComputeTime(op);
   };
   if (batch.prefill_tokens > 0) {
-    b.attention += attention_layer(batch.prefill_pairs, D(batch.prefill_cached + batch.prefill_tokens),
-                                   D(batch.prefill_tokens), prefill_qk, prefill_v) *
-                   full_layers;
-    if (sliding > 0) {
-      b.attention += attention_layer(batch.prefill_pairs_window, batch.prefill_reads_window, D(batch.prefill_tokens),
-                                     prefill_qk, prefill_v) *
-                     sliding_layers;
-    }
-    if (chunked > 0) {
-      b.attention += attention_layer(batch.prefill_pairs_chunk, batch.prefill_reads_chunk, D(batch.prefill_tokens),
-                                     prefill_qk, prefill_v) *
-                     chunked_layers;
+    for (const LayerGroup& g : groups) {
+      if (g.layers <= 0) continue;
+      b.attention += attention_layer(g.prefill_pairs, g.prefill_reads, D(batch.prefill_tokens), prefill_qk, prefill_v) *
+                     g.layers;
     }
   }
   if (batch.decode_seqs > 0) {
     // Verified drafts add query tokens and pairs; the cache is read once.
     const double queries = D(batch.decode_seqs + batch.verify_tokens);
-    Time decode = attention_layer(D(batch.decode_context) + batch.verify_pairs, D(batch.decode_context), queries, qk, v) *
-                  full_layers;
-    if (sliding > 0) {
-      decode += attention_layer(D(batch.decode_context_window) + batch.verify_pairs_window,
-                                D(batch.decode_context_window), queries, qk, v) *
-                sliding_layers;
-    }
-    if (chunked > 0) {
-      decode += attention_layer(D(batch.decode_context_chunk) + batch.verify_pairs_chunk,
-                                D(batch.decode_context_chunk), queries, qk, v) *
-                chunked_layers;
+    Time decode;
+    double context_layers = 0;  // cached tokens read, summed over the layers
+    for (const LayerGroup& g : groups) {
+      if (g.layers <= 0) continue;
+      decode += attention_layer(g.decode_context + g.verify_pairs, g.decode_context, queries, qk, v) * g.layers;
+      context_layers += g.decode_context * g.layers;
     }
     if (decode_conversions_per_s_ > 0) {
       // A decode kernel with one thread block per query head (masked MHA's
@@ -374,10 +369,7 @@ IterationBreakdown IterationCost::Breakdown(const BatchShape& batch) {
       // by its query heads come from L2 (a 16-bit cache decodes at its
       // read time: TensorRT-LLM 0.6.1's A100 fp16 rows). The kernel takes
       // the longer of its reads and its conversions.
-      const double conversions =
-          (D(batch.decode_context) * full_layers + D(batch.decode_context_window) * sliding_layers +
-           D(batch.decode_context_chunk) * chunked_layers) *
-          heads * (qk + v);
+      const double conversions = context_layers * heads * (qk + v);
       decode = std::max(decode, Time::FromSeconds(conversions / decode_conversions_per_s_));
     }
     b.attention += decode;
