@@ -107,29 +107,26 @@ void ReadPublishedArchitecture(RunScenario& out) {
         ref.num_attention_heads != model.num_attention_heads || ref.num_layers != model.num_layers) {
       continue;
     }
+    const std::string from = " from " + ref.name + "'s published config (models/)";
     if (ref.head_dim != model.head_dim) {
       model.head_dim = ref.head_dim;
-      out.choices.push_back("head_dim=" + std::to_string(ref.head_dim) + " from " + ref.name +
-                            "'s published config (models/)");
+      out.choices.push_back("head_dim=" + std::to_string(ref.head_dim) + from);
     }
-    if (ref.sliding_window > 0) {
-      model.sliding_window = ref.sliding_window;
-      model.sliding_window_layers = ref.sliding_window_layers;
-      out.choices.push_back("sliding_window=" + std::to_string(ref.sliding_window) + " on " +
-                            std::to_string(ref.sliding_window_layers) + " of " + std::to_string(ref.num_layers) +
-                            " layers from " + ref.name + "'s published config (models/)");
-    }
-    if (ref.attention_chunk > 0) {
-      model.attention_chunk = ref.attention_chunk;
-      model.chunked_attention_layers = ref.chunked_attention_layers;
-      out.choices.push_back("attention_chunk=" + std::to_string(ref.attention_chunk) + " on " +
-                            std::to_string(ref.chunked_attention_layers) + " of " + std::to_string(ref.num_layers) +
-                            " layers from " + ref.name + "'s published config (models/)");
-    }
+    // A local attention span (sliding window or chunk) on some of the layers.
+    auto local = [&](const char* what, int64_t span, int64_t layers, int64_t& model_span, int64_t& model_layers) {
+      if (span <= 0) return;
+      model_span = span;
+      model_layers = layers;
+      out.choices.push_back(std::string(what) + "=" + std::to_string(span) + " on " + std::to_string(layers) + " of " +
+                            std::to_string(ref.num_layers) + " layers" + from);
+    };
+    local("sliding_window", ref.sliding_window, ref.sliding_window_layers, model.sliding_window,
+          model.sliding_window_layers);
+    local("attention_chunk", ref.attention_chunk, ref.chunked_attention_layers, model.attention_chunk,
+          model.chunked_attention_layers);
     if (model.is_moe() && ref.num_experts == model.num_experts && ref.moe_layer_step != model.moe_layer_step) {
       model.moe_layer_step = ref.moe_layer_step;
-      out.choices.push_back("MoE every " + std::to_string(ref.moe_layer_step) + " layers from " + ref.name +
-                            "'s published config (models/)");
+      out.choices.push_back("MoE every " + std::to_string(ref.moe_layer_step) + " layers" + from);
     }
     return;
   }
