@@ -151,6 +151,26 @@ TEST(CliInputs, VpOneOnAnInterleavedScenarioSaysWhichScheduleToSet) {
             0);
 }
 
+// Every README simulate example that reads only shipped files runs as the
+// README gives it (those writing files, or reading a profile calibrate
+// writes, are run by their own tests).
+TEST(CliInputs, TheReadmesSimulateExamplesRunAsWritten) {
+  std::ifstream readme(kRoot + "/README.md");
+  std::string line;
+  int ran = 0;
+  while (std::getline(readme, line)) {
+    if (line.rfind("build/stacksim simulate ", 0) != 0) continue;
+    std::string command = line.substr(0, line.find('#'));
+    if (Has(command, "--chakra") || Has(command, "--trace") || Has(command, "profiles/local")) continue;
+    std::string args = command.substr(std::string("build/stacksim ").size());
+    args = std::regex_replace(args, std::regex(" (scenarios|profiles)/"), " " + kRoot + "/$1/");
+    CmdResult r = Stacksim(args);
+    EXPECT_EQ(r.status, 0) << command << "\n" << r.err;
+    ++ran;
+  }
+  EXPECT_GE(ran, 8);
+}
+
 // The README's MoE example, run as the README gives it: it fits in memory and
 // the skewed router slows the step against uniform routing.
 TEST(CliInputs, TheReadmesZipfExampleShowsASkewedRouterSlowingTheStep) {
