@@ -220,6 +220,24 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                            ? MoeDispatcher::kHierarchical
                            : MoeDispatcher::kAllToAll;
   }
+  if (facts.Has("model_recipes")) {
+    const JsonNode v = Fact(facts, "model_recipes");
+    if (!v.IsArray() || v.Elements().empty()) v.Fail("expected a non-empty array of recipes");
+    for (const JsonNode& r : v.Elements()) {
+      JsonObject recipe(r);
+      FrameworkProfile::ModelRecipe m;
+      const JsonNode models = recipe.Required("models");
+      if (!models.IsArray() || models.Elements().empty()) models.Fail("expected a non-empty array of model names");
+      for (const JsonNode& name : models.Elements()) m.models.push_back(name.String());
+      if (auto d = recipe.Optional("moe_dispatcher")) {
+        m.moe_dispatcher = d->OneOf({"alltoall", "hierarchical"}) == "hierarchical" ? MoeDispatcher::kHierarchical
+                                                                                   : MoeDispatcher::kAllToAll;
+      }
+      if (!m.moe_dispatcher) r.Fail("a recipe must set something (moe_dispatcher)");
+      recipe.Finish();
+      f.model_recipes.push_back(std::move(m));
+    }
+  }
   if (facts.Has("zero3_gather")) {
     f.zero3_gather = ReadZero3Gather(Fact(facts, "zero3_gather"));
   }
@@ -230,6 +248,27 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   top.Ignore({"notes"});
   top.Finish();
   return f;
+}
+
+namespace {
+// Lower case, letters and digits only: "DeepSeek-V3" and "DeepSeekV3" compare equal.
+std::string ModelKey(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+}  // namespace
+
+const FrameworkProfile::ModelRecipe* FrameworkProfile::RecipeFor(const std::string& model_name) const {
+  const std::string key = ModelKey(model_name);
+  for (const ModelRecipe& r : model_recipes) {
+    for (const std::string& m : r.models) {
+      if (key.rfind(ModelKey(m), 0) == 0) return &r;  // "DeepSeek-V3 671B" is DeepSeek-V3
+    }
+  }
+  return nullptr;
 }
 
 const std::vector<FrameworkProfile>& ShippedFrameworks() {

@@ -97,6 +97,17 @@ struct FrameworkProfile {
   // SMs the framework's communication kernels hold for the whole step
   // (fact "comm_sms"; PlanConfig::comm_sms).
   int comm_sms = 0;
+  // What the framework's own performance recipe for one model sets that a
+  // run does not state (fact "model_recipes"). A run's model is a recipe's
+  // when its name, in lower case without punctuation, starts with one of the
+  // recipe's ("DeepSeekV3" and "DeepSeek-V3 671B" are "DeepSeek-V3").
+  struct ModelRecipe {
+    std::vector<std::string> models;
+    std::optional<MoeDispatcher> moe_dispatcher;
+  };
+  std::vector<ModelRecipe> model_recipes;
+  // The recipe for the model called `model_name`, or nullptr.
+  const ModelRecipe* RecipeFor(const std::string& model_name) const;
   // The modules selective recomputation recomputes when a run says
   // "selective" (fact "selective_recompute_modules"; absent: Megatron-Core's
   // default, core_attn).

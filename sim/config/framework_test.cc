@@ -229,6 +229,45 @@ TEST_F(FrameworkFile, BadDualPipeFactsNameTheirKey) {
   EXPECT_EQ(e.key_path(), "facts.selective_recompute_modules.value");
 }
 
+// Megatron-Bridge's DeepSeek-V3 recipes dispatch through DeepEP/HybridEP on
+// every GPU: a per-model fact, found by the model's name however it is spelled.
+TEST(Framework, MegatronBridgeRecipeForDeepSeekV3DispatchesHierarchically) {
+  const FrameworkProfile& mb = Match("NeMo 25.09 container / Megatron-Bridge (Megatron-Core)");
+  EXPECT_EQ(mb.name, "megatron-bridge");
+  for (const char* name : {"DeepSeek-V3", "DeepSeekV3", "deepseek_v3", "DeepSeek-V3 671B (37B active)"}) {
+    const FrameworkProfile::ModelRecipe* r = mb.RecipeFor(name);
+    ASSERT_NE(r, nullptr) << name;
+    ASSERT_TRUE(r->moe_dispatcher.has_value());
+    EXPECT_EQ(*r->moe_dispatcher, MoeDispatcher::kHierarchical);
+  }
+  EXPECT_EQ(mb.RecipeFor("DeepSeek-V2"), nullptr);
+  EXPECT_EQ(mb.RecipeFor("Qwen3_235B_a22B"), nullptr);
+  // The framework-wide default stays Megatron-Core's all-to-all.
+  EXPECT_EQ(mb.moe_dispatcher, MoeDispatcher::kAllToAll);
+  EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").RecipeFor("DeepSeek-V3"), nullptr);
+}
+
+TEST_F(FrameworkFile, BadModelRecipesNameTheirKey) {
+  auto doc = nlohmann::json::parse(std::ifstream(std::string(STACKSIM_SOURCE_DIR) + "/frameworks/megatron-bridge.json"));
+  auto& recipes = doc["facts"]["model_recipes"]["value"];
+  recipes[0]["moe_dispatcher"] = "deepep";
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0].moe_dispatcher");
+  recipes[0]["moe_dispatcher"] = "hierarchical";
+  recipes[0]["models"] = nlohmann::json::array();
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0].models");
+  recipes[0] = {{"models", {"DeepSeek-V3"}}};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0]");
+  recipes[0] = {{"models", {"DeepSeek-V3"}}, {"moe_dispatcher", "hierarchical"}, {"recompute", "full"}};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_NE(e.key_path().find("facts.model_recipes.value[0]"), std::string::npos) << e.key_path();
+  doc["facts"]["model_recipes"]["value"] = nlohmann::json::array();
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value");
+}
+
 TEST_F(FrameworkFile, VirtualStagesBelongToAnInterleavedScheduleOnly) {
   auto doc = nlohmann::json::parse(std::ifstream(std::string(STACKSIM_SOURCE_DIR) +
                                                  "/frameworks/torchtitan-compile-interleaved.json"));

@@ -329,8 +329,13 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   if (plan.comm_sms > 0) {
     out.choices.push_back("comm_sms=" + std::to_string(plan.comm_sms) + " (SMs the framework's communication holds)");
   }
+  // The framework's performance recipe for this model, where it sets what
+  // the run does not state (frameworks/*.json model_recipes).
+  const config::FrameworkProfile::ModelRecipe* recipe = fw.RecipeFor(s.model.name);
+  if (s.model.is_moe() && recipe && recipe->moe_dispatcher) plan.dispatcher = *recipe->moe_dispatcher;
   if (s.model.is_moe() && plan.dispatcher != config::MoeDispatcher::kAllToAll) {
-    out.choices.push_back(std::string("moe_dispatcher=") + config::MoeDispatcherName(plan.dispatcher));
+    out.choices.push_back(std::string("moe_dispatcher=") + config::MoeDispatcherName(plan.dispatcher) +
+                          (recipe && recipe->moe_dispatcher ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
     out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap));

@@ -120,6 +120,26 @@ TEST(RunScenario, HaiLlmRunsGetDualPipe) {
   EXPECT_TRUE(Chose(r, "comm_sms=20"));
 }
 
+// A Megatron-Bridge run of DeepSeek-V3 takes the recipe's dispatcher; the
+// same model under NeMo 24.07 (no such recipe) keeps the all-to-all one.
+TEST(RunScenario, MegatronBridgeDeepSeekV3TakesTheRecipesDispatcher) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = DeepSeekV3Model();
+  run["model"]["name"] = "DeepSeekV3";
+  run["framework"] = "NeMo 25.09 container / Megatron-Bridge (Megatron-Core)";
+  run["plan"]["tp"] = 1;
+  run["plan"]["pp"] = 2;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 2;
+  run["plan"]["ep"] = 2;
+  RunScenario mb = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(mb.scenario.plan.dispatcher, config::MoeDispatcher::kHierarchical);
+  EXPECT_TRUE(Chose(mb, "moe_dispatcher=hierarchical (the framework's recipe for DeepSeekV3)"));
+  run["framework"] = "NeMo 24.07 (Megatron-Core)";
+  RunScenario nemo = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(nemo.scenario.plan.dispatcher, config::MoeDispatcher::kAllToAll);
+  EXPECT_FALSE(Chose(nemo, "moe_dispatcher="));
+}
+
 // Llama 4 Maverick as a run's model block states it (experts on every layer
 // from dense_layers on, as far as the schema says): the published config
 // adds MoE every second layer and chunked attention on 36 of 48 layers.
