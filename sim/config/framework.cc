@@ -1,10 +1,10 @@
 #include "sim/config/framework.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <mutex>
 
+#include "sim/config/model.h"
 #include "sim/config/scenario.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
@@ -250,22 +250,11 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   return f;
 }
 
-namespace {
-// Lower case, letters and digits only: "DeepSeek-V3" and "DeepSeekV3" compare equal.
-std::string ModelKey(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-}  // namespace
-
 const FrameworkProfile::ModelRecipe* FrameworkProfile::RecipeFor(const std::string& model_name) const {
-  const std::string key = ModelKey(model_name);
+  const std::string key = AlnumNameKey(model_name);
   for (const ModelRecipe& r : model_recipes) {
     for (const std::string& m : r.models) {
-      if (key.rfind(ModelKey(m), 0) == 0) return &r;  // "DeepSeek-V3 671B" is DeepSeek-V3
+      if (key.rfind(AlnumNameKey(m), 0) == 0) return &r;  // "DeepSeek-V3 671B" is DeepSeek-V3
     }
   }
   return nullptr;

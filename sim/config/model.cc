@@ -614,6 +614,14 @@ ModelConfig LoadModelFile(const std::string& path) {
   return ParseModel(JsonNode(doc, path, ""));
 }
 
+std::string AlnumNameKey(const std::string& name) {
+  std::string key;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return key;
+}
+
 std::string ModelNameKey(const std::string& name) {
   static const std::set<std::string> kVariantWords = {"instruct", "chat", "hf",   "base", "it",   "fp8",
                                                       "fp16",     "bf16", "awq",  "gptq", "int4", "int8"};

@@ -150,6 +150,11 @@ ModelConfig LoadModelFile(const std::string& path);
 // "llama3.1-8b" both give "llama3.18b".
 std::string ModelNameKey(const std::string& name);
 
+// A model name in lower case with letters and digits only: "GPT OSS 120B",
+// "GPT-OSS-120B" and "gpt_oss_120b" give "gptoss120b" (ModelNameKey also
+// drops release and variant words).
+std::string AlnumNameKey(const std::string& name);
+
 // The stem of the shipped model file (models/<stem>.json) named `name`
 // exactly, else the one whose stem, "name" or one of its "aliases" has the
 // same ModelNameKey as `name`; "" when none does or when two different files

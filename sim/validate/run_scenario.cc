@@ -1,12 +1,12 @@
 #include "sim/validate/run_scenario.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <optional>
 #include <vector>
 
 #include "sim/config/framework.h"
+#include "sim/config/model.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -26,19 +26,9 @@ struct MlaFamily {
 };
 constexpr MlaFamily kMlaFamilies[] = {{"deepseekv3", "deepseek-v3"}, {"kimik2", "kimi-k2"}};
 
-// A model name in lower case without punctuation: "GPT OSS 120B" and
-// "GPT-OSS-120B" are the same model.
-std::string NameKey(const std::string& name) {
-  std::string key;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return key;
-}
-
 void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario& out) {
   config::ModelConfig& model = out.scenario.model;
-  const std::string key = NameKey(model.name);
+  const std::string key = config::AlnumNameKey(model.name);
   const MlaFamily* family = nullptr;
   for (const MlaFamily& f : kMlaFamilies) {
     if (key.rfind(f.name, 0) == 0) family = &f;
@@ -101,9 +91,9 @@ const std::vector<config::ModelConfig>& ShippedModels() {
 // for the same experts, MoE on every n-th layer only (Llama 4 Maverick).
 void ReadPublishedArchitecture(RunScenario& out) {
   config::ModelConfig& model = out.scenario.model;
-  const std::string key = NameKey(model.name);
+  const std::string key = config::AlnumNameKey(model.name);
   for (const config::ModelConfig& ref : ShippedModels()) {
-    if (NameKey(ref.name) != key || ref.hidden_size != model.hidden_size ||
+    if (config::AlnumNameKey(ref.name) != key || ref.hidden_size != model.hidden_size ||
         ref.num_attention_heads != model.num_attention_heads || ref.num_layers != model.num_layers) {
       continue;
     }
