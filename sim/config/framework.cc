@@ -50,6 +50,17 @@ JsonNode Fact(JsonObject& facts, const char* key) {
   return value;
 }
 
+// Expert tensor parallelism: "tp" (etp = tp, Megatron-Core's default for an
+// unset expert_tensor_parallel_size) or 1 (whole experts per rank).
+bool ReadExpertTp(const JsonNode& v) {
+  if (v.IsString()) {
+    v.OneOf({"tp"});
+    return true;
+  }
+  if (v.PositiveInt() != 1) v.Fail("expected \"tp\" or 1");
+  return false;
+}
+
 Precision GradPrecisionOf(const JsonNode& v) {
   std::string s = v.OneOf({"fp32", "bf16", "fp16"});
   return s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
@@ -193,15 +204,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   if (facts.Has("sp_keeps_gathered_inputs")) {
     f.sp_keeps_gathered_inputs = Fact(facts, "sp_keeps_gathered_inputs").Bool();
   }
-  if (facts.Has("expert_tensor_parallel")) {
-    const JsonNode v = Fact(facts, "expert_tensor_parallel");
-    if (v.IsString()) {
-      v.OneOf({"tp"});
-      f.expert_tp_follows_tp = true;
-    } else if (v.PositiveInt() != 1) {
-      v.Fail("expected \"tp\" or 1");
-    }
-  }
+  if (facts.Has("expert_tensor_parallel")) f.expert_tp_follows_tp = ReadExpertTp(Fact(facts, "expert_tensor_parallel"));
   if (facts.Has("comm_sms")) {
     const JsonNode v = Fact(facts, "comm_sms");
     const int64_t n = v.Int();
@@ -233,7 +236,10 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
         m.moe_dispatcher = d->OneOf({"alltoall", "hierarchical"}) == "hierarchical" ? MoeDispatcher::kHierarchical
                                                                                    : MoeDispatcher::kAllToAll;
       }
-      if (!m.moe_dispatcher) r.Fail("a recipe must set something (moe_dispatcher)");
+      if (auto etp = recipe.Optional("expert_tensor_parallel")) m.expert_tp_follows_tp = ReadExpertTp(*etp);
+      if (!m.moe_dispatcher && !m.expert_tp_follows_tp) {
+        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel)");
+      }
       recipe.Finish();
       f.model_recipes.push_back(std::move(m));
     }

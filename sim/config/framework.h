@@ -104,6 +104,7 @@ struct FrameworkProfile {
   struct ModelRecipe {
     std::vector<std::string> models;
     std::optional<MoeDispatcher> moe_dispatcher;
+    std::optional<bool> expert_tp_follows_tp;  // "expert_tensor_parallel": 1 or "tp", as the fact
   };
   std::vector<ModelRecipe> model_recipes;
   // The recipe for the model called `model_name`, or nullptr.

@@ -244,7 +244,16 @@ TEST(Framework, MegatronBridgeRecipeForDeepSeekV3DispatchesHierarchically) {
   EXPECT_EQ(mb.RecipeFor("Qwen3_235B_a22B"), nullptr);
   // The framework-wide default stays Megatron-Core's all-to-all.
   EXPECT_EQ(mb.moe_dispatcher, MoeDispatcher::kAllToAll);
-  EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").RecipeFor("DeepSeek-V3"), nullptr);
+  // NeMo 2.x's DeepSeek-V3 recipe enables DeepEP too; Megatron-LM's own
+  // command line has no per-model recipe.
+  const FrameworkProfile::ModelRecipe* nemo = Match("NeMo 25.04 (Megatron-Core)").RecipeFor("DeepSeek-V3");
+  ASSERT_NE(nemo, nullptr);
+  EXPECT_EQ(*nemo->moe_dispatcher, MoeDispatcher::kHierarchical);
+  // ... with whole experts per rank, where NeMo's default is etp = tp.
+  EXPECT_TRUE(Match("NeMo 25.04 (Megatron-Core)").expert_tp_follows_tp);
+  ASSERT_TRUE(nemo->expert_tp_follows_tp.has_value());
+  EXPECT_FALSE(*nemo->expert_tp_follows_tp);
+  EXPECT_EQ(Match("Megatron-LM (Megatron-Core, TE)").RecipeFor("DeepSeek-V3"), nullptr);
 }
 
 TEST_F(FrameworkFile, BadModelRecipesNameTheirKey) {
@@ -260,6 +269,9 @@ TEST_F(FrameworkFile, BadModelRecipesNameTheirKey) {
   recipes[0] = {{"models", {"DeepSeek-V3"}}};
   e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
   EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0]");
+  recipes[0] = {{"models", {"DeepSeek-V3"}}, {"expert_tensor_parallel", 2}};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0].expert_tensor_parallel");
   recipes[0] = {{"models", {"DeepSeek-V3"}}, {"moe_dispatcher", "hierarchical"}, {"recompute", "full"}};
   e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
   EXPECT_NE(e.key_path().find("facts.model_recipes.value[0]"), std::string::npos) << e.key_path();

@@ -332,8 +332,11 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   }
 
   // MoE expert tensor parallelism: the schema has no field for it, so it is
-  // the framework's default (frameworks/*.json expert_tensor_parallel).
-  if (s.model.is_moe() && fw.expert_tp_follows_tp && plan.tp > 1) {
+  // the framework's recipe for the model, else its default
+  // (frameworks/*.json model_recipes, expert_tensor_parallel).
+  const bool etp_follows_tp = recipe && recipe->expert_tp_follows_tp ? *recipe->expert_tp_follows_tp
+                                                                      : fw.expert_tp_follows_tp;
+  if (s.model.is_moe() && etp_follows_tp && plan.tp > 1) {
     plan.etp = plan.tp;
     out.choices.push_back("etp=" + std::to_string(plan.etp) + " (expert tensor parallelism = tp, the framework's default)");
   }

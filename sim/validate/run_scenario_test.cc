@@ -121,7 +121,8 @@ TEST(RunScenario, HaiLlmRunsGetDualPipe) {
 }
 
 // A Megatron-Bridge run of DeepSeek-V3 takes the recipe's dispatcher; the
-// same model under NeMo 24.07 (no such recipe) keeps the all-to-all one.
+// same model under Megatron-LM's own command line (no such recipe) keeps
+// the all-to-all one.
 TEST(RunScenario, MegatronBridgeDeepSeekV3TakesTheRecipesDispatcher) {
   nlohmann::json run = CoverageRun("synthetic-b200-tp2");
   run["model"] = DeepSeekV3Model();
@@ -134,10 +135,21 @@ TEST(RunScenario, MegatronBridgeDeepSeekV3TakesTheRecipesDispatcher) {
   RunScenario mb = ScenarioForRun(run, kCoverageRuns, "runs[1]");
   EXPECT_EQ(mb.scenario.plan.dispatcher, config::MoeDispatcher::kHierarchical);
   EXPECT_TRUE(Chose(mb, "moe_dispatcher=hierarchical (the framework's recipe for DeepSeekV3)"));
-  run["framework"] = "NeMo 24.07 (Megatron-Core)";
+  // NeMo 2.x's recipe: DeepEP with whole experts per rank (NeMo's default
+  // would be etp = tp, which the hierarchical dispatcher does not model).
+  run["framework"] = "NeMo 25.04 (Megatron-Core)";
+  run["plan"]["tp"] = 2;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 4;
   RunScenario nemo = ScenarioForRun(run, kCoverageRuns, "runs[1]");
-  EXPECT_EQ(nemo.scenario.plan.dispatcher, config::MoeDispatcher::kAllToAll);
-  EXPECT_FALSE(Chose(nemo, "moe_dispatcher="));
+  EXPECT_EQ(nemo.scenario.plan.dispatcher, config::MoeDispatcher::kHierarchical);
+  EXPECT_EQ(nemo.scenario.plan.etp, 1);
+  EXPECT_FALSE(Chose(nemo, "etp="));
+  run["plan"]["tp"] = 1;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 2;
+  run["framework"] = "Megatron-LM (Megatron-Core, TE)";
+  RunScenario megatron = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(megatron.scenario.plan.dispatcher, config::MoeDispatcher::kAllToAll);
+  EXPECT_FALSE(Chose(megatron, "moe_dispatcher="));
 }
 
 // Llama 4 Maverick as a run's model block states it (experts on every layer
