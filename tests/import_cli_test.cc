@@ -75,6 +75,24 @@ TEST(ImportCli, TorchtitanLlama3_8bFsdpImportsAndSimulates) {
   EXPECT_GT(report["iteration_s"].get<double>(), 0);
 }
 
+TEST(ImportCli, MegatronBridgeLlama3_70bConfigDumpImportsAndSimulates) {
+  auto [s, report] =
+      ImportAndSimulate(kExamples + "megatron-bridge-llama3-70b.yaml --topology dgx-h100 --gpus 64", "megatron_bridge");
+  EXPECT_EQ(s["framework"], "megatron-bridge");
+  EXPECT_EQ(s["plan"]["tp"], 4);
+  EXPECT_EQ(s["plan"]["vp"], 5);
+  EXPECT_EQ(s["plan"]["precision"], "fp8");
+  EXPECT_EQ(s["model"]["num_hidden_layers"], 80);
+  EXPECT_TRUE(s["import"]["unmapped"].empty()) << s["import"]["unmapped"].dump();
+  EXPECT_GT(report["iteration_s"].get<double>(), 0);
+  // A YAML line the reader does not take names its line.
+  const std::string bad = ::testing::TempDir() + "import_cli_bad.yaml";
+  std::ofstream(bad) << "_target_: megatron.bridge.training.config.ConfigContainer\nmodel: &m\n  num_layers: 2\n";
+  CmdResult r = Stacksim("import " + bad + " --topology dgx-h100 --gpus 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
+}
+
 TEST(ImportCli, UnmappedFlagsGoToStandardErrorAndContradictionsExitTwo) {
   const std::string dir = ::testing::TempDir();
   std::ofstream(dir + "import_cli_args.txt") << "--micro-batch-size 2 --global-batch-size 100 --seq-length 2048\n";

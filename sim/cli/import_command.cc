@@ -47,10 +47,10 @@ int RunImport(ImportArgs a) {
 
 RunFunction AddImportOptions(CLI::App* cmd) {
   auto a = std::make_shared<ImportArgs>();
-  cmd->add_option("file", a->file, "Megatron-LM launch script or argument list, DeepSpeed config JSON, or torchtitan TOML")
+  cmd->add_option("file", a->file, "Megatron-LM launch script or argument list, DeepSpeed config JSON, torchtitan TOML, or Megatron-Bridge config YAML")
       ->required();
   cmd->add_option("--format", a->format, "The file's format (default: detected)")
-      ->check(CLI::IsMember({"megatron", "deepspeed", "torchtitan"}));
+      ->check(CLI::IsMember({"megatron", "deepspeed", "torchtitan", "megatron-bridge"}));
   cmd->add_option("--model", a->options.model, "Model name (models/) or file, where the file does not define it");
   cmd->add_option("--topology", a->options.topology, "Topology name (topologies/) or file the job runs on");
   cmd->add_option("--gpus", a->options.gpus, "GPUs the job runs on, where the file does not say")

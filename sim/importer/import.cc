@@ -6,7 +6,9 @@
 #include "sim/config/scenario.h"
 #include "sim/importer/deepspeed_config.h"
 #include "sim/importer/megatron_args.h"
+#include "sim/importer/megatron_bridge_config.h"
 #include "sim/importer/torchtitan_config.h"
+#include "sim/importer/yaml_subset.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 #include "sim/util/version.h"
@@ -250,12 +252,14 @@ const char* ImportFormatName(ImportFormat f) {
     case ImportFormat::kMegatron: return "megatron";
     case ImportFormat::kDeepSpeed: return "deepspeed";
     case ImportFormat::kTorchtitan: return "torchtitan";
+    case ImportFormat::kMegatronBridge: return "megatron-bridge";
   }
   return "?";
 }
 
 std::optional<ImportFormat> ParseImportFormat(const std::string& name) {
-  for (ImportFormat f : {ImportFormat::kMegatron, ImportFormat::kDeepSpeed, ImportFormat::kTorchtitan}) {
+  for (ImportFormat f :
+       {ImportFormat::kMegatron, ImportFormat::kDeepSpeed, ImportFormat::kTorchtitan, ImportFormat::kMegatronBridge}) {
     if (name == ImportFormatName(f)) return f;
   }
   return std::nullopt;
@@ -264,6 +268,10 @@ std::optional<ImportFormat> ParseImportFormat(const std::string& name) {
 ImportFormat DetectFormat(const std::string& text, const std::string& file) {
   const std::string ext = fs::path(file).extension().string();
   if (ext == ".toml") return ImportFormat::kTorchtitan;
+  if (ext == ".yaml" || ext == ".yml" || text.rfind("_target_: megatron.bridge.", 0) == 0) {
+    if (LooksLikeMegatronBridge(ParseYamlSubset(text, file))) return ImportFormat::kMegatronBridge;
+    throw InputError(file, "", "a YAML file without Megatron-Bridge's model and train sections");
+  }
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (ext == ".json" || (first != std::string::npos && text[first] == '{')) {
     if (LooksLikeDeepSpeed(ParseJsonText(text, file))) return ImportFormat::kDeepSpeed;
@@ -281,6 +289,7 @@ ImportResult ImportText(const std::string& text, const std::string& path, const 
     case ImportFormat::kMegatron: r.job = ReadMegatron(text, path); break;
     case ImportFormat::kDeepSpeed: r.job = ReadDeepSpeed(ParseJsonText(text, path), path); break;
     case ImportFormat::kTorchtitan: r.job = ReadTorchtitan(text, path); break;
+    case ImportFormat::kMegatronBridge: r.job = ReadMegatronBridge(ParseYamlSubset(text, path), path); break;
   }
   r.scenario = Assemble(r.job, options);
   // The scenario must load as simulate will load it; an error there names

@@ -224,10 +224,106 @@ TEST(TorchtitanImport, ContradictionsNameTheKey) {
   EXPECT_EQ(model.key_path(), "model.flavor");
 }
 
+// The shipped example dump (scenarios/imports/): Megatron-Core's fields read
+// through Megatron-LM's flags, every note named by its YAML path.
+TEST(MegatronBridgeImport, MapsTheShippedConfigDumpByItsYamlPaths) {
+  ImportOptions o = Options("", 64);
+  ImportResult r = ImportFile(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/imports/megatron-bridge-llama3-70b.yaml", o);
+  const json& s = r.scenario;
+  EXPECT_EQ(r.job.format, ImportFormat::kMegatronBridge);
+  EXPECT_EQ(s["framework"], "megatron-bridge");
+  EXPECT_EQ(s["training"]["seq_len"], 8192);
+  EXPECT_EQ(s["training"]["global_batch"], 128);
+  const json& p = s["plan"];
+  EXPECT_EQ(p["tp"], 4);
+  EXPECT_EQ(p["pp"], 8);
+  EXPECT_EQ(p["vp"], 5);
+  EXPECT_EQ(p["dp"], 2);
+  EXPECT_EQ(p["precision"], "fp8");
+  EXPECT_EQ(p["grad_reduce_precision"], "bf16");  // ddp.grad_reduce_in_fp32: false
+  EXPECT_EQ(p["sequence_parallel"], true);
+  EXPECT_EQ(p["overlap_param_gather"], true);
+  EXPECT_EQ(s["model"]["hidden_act"], "swiglu");  // gated_linear_unit with silu
+  EXPECT_EQ(s["model"]["num_key_value_heads"], 8);
+  EXPECT_EQ(s["model"]["tie_word_embeddings"], false);
+  const json& imp = s["import"];
+  EXPECT_EQ(imp["format"], "megatron-bridge");
+  EXPECT_TRUE(Lists(imp["mapped"], "model.tensor_model_parallel_size (--tensor-model-parallel-size)"));
+  EXPECT_TRUE(Lists(imp["mapped"], "train.global_batch_size (--global-batch-size)"));
+  EXPECT_TRUE(Lists(imp["ignored"], "checkpoint.save_interval"));
+  EXPECT_TRUE(Lists(imp["ignored"], "dataset.sequence_length"));  // as model.seq_length
+  EXPECT_TRUE(imp["unmapped"].empty()) << imp["unmapped"].dump();
+}
+
+const std::string kBridgeMoe =
+    "_target_: megatron.bridge.training.config.ConfigContainer\n"
+    "model:\n"
+    "  num_layers: 48\n"
+    "  hidden_size: 2048\n"
+    "  num_attention_heads: 32\n"
+    "  num_query_groups: 4\n"
+    "  kv_channels: 128\n"
+    "  normalization: RMSNorm\n"
+    "  add_bias_linear: false\n"
+    "  share_embeddings_and_output_weights: false\n"
+    "  gated_linear_unit: true\n"
+    "  activation_func:\n"
+    "    _call_: false\n"
+    "    _target_: torch.nn.functional.silu\n"
+    "  num_moe_experts: 128\n"
+    "  moe_router_topk: 8\n"
+    "  moe_ffn_hidden_size: 768\n"
+    "  moe_token_dispatcher_type: flex\n"
+    "  expert_model_parallel_size: 16\n"
+    "  tensor_model_parallel_size: 1\n"
+    "  pipeline_model_parallel_size: 1\n"
+    "  seq_length: 4096\n"
+    "  recompute_granularity: selective\n"
+    "  recompute_modules:\n"
+    "  - moe_act\n"
+    "  softmax_type: learnable\n"
+    "mixed_precision:\n"
+    "  bf16: true\n"
+    "train:\n"
+    "  global_batch_size: 1024\n"
+    "  micro_batch_size: 1\n";
+
+// A MoE dump: the flex dispatcher (DeepEP/HybridEP) is the hierarchical one;
+// a field without a stacksim counterpart is listed, never dropped.
+TEST(MegatronBridgeImport, MapsExpertFieldsAndListsTheRest) {
+  ImportResult r = ImportText(kBridgeMoe, "run_config.yaml", Options("qwen3-30b-a3b", 16));
+  const json& p = r.scenario["plan"];
+  EXPECT_EQ(p["ep"], 16);
+  EXPECT_EQ(p["moe_dispatcher"], "hierarchical");
+  EXPECT_EQ(p["recompute"], "selective");
+  EXPECT_TRUE(Lists(r.scenario["import"]["unmapped"], "model.softmax_type"));
+  EXPECT_TRUE(Lists(r.scenario["import"]["mapped"], "model.moe_token_dispatcher_type (--moe-token-dispatcher-type flex)") ||
+              Lists(r.scenario["import"]["mapped"], "model.moe_token_dispatcher_type (--moe-token-dispatcher-type)"))
+      << r.scenario["import"]["mapped"].dump();
+}
+
+TEST(MegatronBridgeImport, ContradictionsNameTheYamlPath) {
+  std::string text = kBridgeMoe + "dataset:\n  sequence_length: 8192\n";
+  InputError e = ErrorFrom([&] { ImportText(text, "run_config.yaml", Options("qwen3-30b-a3b", 16)); });
+  EXPECT_EQ(e.key_path(), "dataset.sequence_length");
+  text = kBridgeMoe + "ddp:\n  overlap_grad_reduce: 1\n";
+  e = ErrorFrom([&] { ImportText(text, "run_config.yaml", Options("qwen3-30b-a3b", 16)); });
+  EXPECT_EQ(e.key_path(), "ddp.overlap_grad_reduce");
+  // A batch that does not multiply names the YAML path of the flag it came from.
+  text = kBridgeMoe;
+  text.replace(text.find("global_batch_size: 1024"), 23, "global_batch_size: 1000");
+  e = ErrorFrom([&] { ImportText(text, "run_config.yaml", Options("qwen3-30b-a3b", 16)); });
+  EXPECT_NE(e.key_path().find("train."), std::string::npos) << e.key_path() << ": " << e.what();
+}
+
 TEST(ImportFormatDetection, TellsTheFormatsApart) {
   EXPECT_EQ(DetectFormat("{\"zero_optimization\": {\"stage\": 2}}", "a.json"), ImportFormat::kDeepSpeed);
   EXPECT_EQ(DetectFormat("[training]\nseq_len = 1\n", "a.toml"), ImportFormat::kTorchtitan);
   EXPECT_EQ(DetectFormat("torchrun pretrain_gpt.py --bf16\n", "a.sh"), ImportFormat::kMegatron);
+  EXPECT_EQ(DetectFormat(kBridgeMoe, "run_config.yaml"), ImportFormat::kMegatronBridge);
+  EXPECT_EQ(DetectFormat(kBridgeMoe, "dump.txt"), ImportFormat::kMegatronBridge);  // by its _target_
+  InputError other = ErrorFrom([] { DetectFormat("a: 1\n", "other.yaml"); });
+  EXPECT_NE(std::string(other.what()).find("Megatron-Bridge"), std::string::npos);
   InputError hf = ErrorFrom([] { DetectFormat("{\"hidden_size\": 4096}", "config.json"); });
   EXPECT_NE(std::string(hf.what()).find("--model"), std::string::npos);
 }

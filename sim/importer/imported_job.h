@@ -21,8 +21,8 @@
 
 namespace stacksim::importer {
 
-enum class ImportFormat { kMegatron, kDeepSpeed, kTorchtitan };
-const char* ImportFormatName(ImportFormat f);  // "megatron", "deepspeed", "torchtitan"
+enum class ImportFormat { kMegatron, kDeepSpeed, kTorchtitan, kMegatronBridge };
+const char* ImportFormatName(ImportFormat f);  // "megatron", "deepspeed", "torchtitan", "megatron-bridge"
 
 // One flag or key of the file and what became of it: the scenario field it
 // set (mapped) or why it was left out (ignored, unmapped).
