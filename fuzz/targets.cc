@@ -22,6 +22,8 @@
 #include "sim/config/profile.h"
 #include "sim/config/scenario.h"
 #include "sim/config/topology.h"
+#include "sim/importer/megatron_bridge_config.h"
+#include "sim/importer/yaml_subset.h"
 #include "sim/ingest/kineto.h"
 #include "sim/search/economics.h"
 #include "sim/search/search.h"
@@ -281,6 +283,14 @@ void CliValues(const std::string& text) {
 
 }  // namespace
 
+// stacksim import of a Megatron-Bridge configuration dump: the YAML subset
+// reader, then the field mapping (megatron_bridge_config.h).
+void MegatronBridgeYaml(const std::string& text) {
+  const std::string file = "fuzz/run_config.yaml";
+  nlohmann::json doc = importer::ParseYamlSubset(text, file);
+  if (importer::LooksLikeMegatronBridge(doc)) importer::ReadMegatronBridge(doc, file);
+}
+
 const std::vector<FuzzTarget>& AllTargets() {
   static const std::vector<FuzzTarget> targets = {
       {"json", Json},
@@ -305,6 +315,7 @@ const std::vector<FuzzTarget>& AllTargets() {
       {"economics", Economics},
       {"straggler_distribution", StragglerDistribution},
       {"cli_values", CliValues},
+      {"megatron_bridge_yaml", MegatronBridgeYaml},
   };
   return targets;
 }

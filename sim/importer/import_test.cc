@@ -309,6 +309,11 @@ TEST(MegatronBridgeImport, ContradictionsNameTheYamlPath) {
   text = kBridgeMoe + "ddp:\n  overlap_grad_reduce: 1\n";
   e = ErrorFrom([&] { ImportText(text, "run_config.yaml", Options("qwen3-30b-a3b", 16)); });
   EXPECT_EQ(e.key_path(), "ddp.overlap_grad_reduce");
+  // A value the flag reader refuses names the YAML field, then the flag.
+  text = kBridgeMoe;
+  text.replace(text.find("normalization: RMSNorm"), 22, "normalization: ScaleNorm");
+  e = ErrorFrom([&] { ImportText(text, "run_config.yaml", Options("qwen3-30b-a3b", 16)); });
+  EXPECT_EQ(e.key_path(), "model.normalization (--normalization)");
   // A batch that does not multiply names the YAML path of the flag it came from.
   text = kBridgeMoe;
   text.replace(text.find("global_batch_size: 1024"), 23, "global_batch_size: 1000");

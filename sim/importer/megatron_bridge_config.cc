@@ -238,8 +238,17 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
   std::vector<FlagNote> ignored, unmapped;
   std::map<std::string, std::string> path_of_flag;
   std::string args;
-  auto emit = [&](const std::string& path, const std::string& flag, const std::string& values) {
-    args += flag + (values.empty() ? "" : " " + values) + "\n";
+  // The arguments go through the shell-word reader: each value is quoted, so
+  // it reaches the flag reader as written.
+  auto quoted = [](const std::string& v) {
+    std::string q = "'";
+    for (char c : v) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  auto emit = [&](const std::string& path, const std::string& flag, const std::vector<std::string>& values) {
+    args += flag;
+    for (const std::string& v : values) args += " " + quoted(v);
+    args += "\n";
     path_of_flag[flag] = path;
   };
 
@@ -252,8 +261,8 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
       if (value.is_null()) {
         ignored.push_back({path, "null", "unset: as many key/value heads as attention heads"});
       } else {
-        emit(path, "--group-query-attention", "");
-        emit(path, "--num-query-groups", Text(value));
+        emit(path, "--group-query-attention", {});
+        emit(path, "--num-query-groups", {Text(value)});
       }
       continue;
     }
@@ -265,9 +274,9 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
         return act.size() >= tail.size() && act.compare(act.size() - tail.size(), tail.size(), tail) == 0;
       };
       if (gated && ends("silu")) {
-        emit(path, "--swiglu", "");
+        emit(path, "--swiglu", {});
       } else if (!gated && (ends("squared_relu") || ends("relu2"))) {
-        emit(path, "--squared-relu", "");
+        emit(path, "--squared-relu", {});
       } else if (!gated && ends("gelu")) {
         ignored.push_back({path, act, "GELU, Megatron-LM's default activation"});
       } else {
@@ -278,7 +287,7 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
     }
     if (path == "model.cuda_graph_impl") {
       if (value.is_string() && value != "none") {
-        emit(path, "--enable-cuda-graph", "");
+        emit(path, "--enable-cuda-graph", {});
       } else {
         ignored.push_back({path, Text(value), "no CUDA graphs"});
       }
@@ -298,14 +307,14 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
       } else if (field->kind == Kind::kSwitch || field->kind == Kind::kOffSwitch) {
         if (!value.is_boolean()) throw InputError(file, path, "expected true or false, got " + Text(value));
         if (value.get<bool>() == (field->kind == Kind::kSwitch)) {
-          emit(path, field->flag, "");
+          emit(path, field->flag, {});
         } else {
           ignored.push_back({path, Text(value), std::string("without ") + field->flag + " (Megatron-LM's default)"});
         }
       } else if (field->kind == Kind::kList) {
         if (!value.is_array()) throw InputError(file, path, "expected a list, got " + Text(value));
-        std::string items;
-        for (const auto& v : value) items += (items.empty() ? "" : " ") + Text(v);
+        std::vector<std::string> items;
+        for (const auto& v : value) items.push_back(Text(v));
         if (items.empty()) {
           ignored.push_back({path, "[]", "empty"});
         } else {
@@ -315,7 +324,7 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
         if (value.is_object() || value.is_array()) {
           unmapped.push_back({path, Text(value), std::string("a structured value where ") + field->flag + " takes one"});
         } else {
-          emit(path, field->flag, Text(value));
+          emit(path, field->flag, {Text(value)});
         }
       }
       continue;
@@ -333,7 +342,19 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
   }
   if (args.empty()) throw InputError(file, "model", "no model, parallelism or batch field to read");
 
-  ImportedJob job = ReadMegatron(args, file);
+  ImportedJob job;
+  try {
+    job = ReadMegatron(args, file);
+  } catch (const InputError& e) {
+    // Name the YAML field the flag came from.
+    const std::string key = e.key_path();
+    const auto it = path_of_flag.find(key);
+    if (it == path_of_flag.end()) throw;
+    std::string what = e.what();
+    const std::string prefix = e.file() + ": " + key + ": ";
+    if (what.compare(0, prefix.size(), prefix) == 0) what = what.substr(prefix.size());
+    throw InputError(file, it->second + " (" + key + ")", what);
+  }
   job.format = ImportFormat::kMegatronBridge;
   job.framework = "megatron-bridge";
   // Name every note and source by the YAML path, the Megatron-LM flag after it.

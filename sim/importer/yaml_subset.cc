@@ -202,14 +202,18 @@ class Parser {
     if (v == "false" || v == "False" || v == "FALSE") return false;
     static const std::regex kInt("[-+]?[0-9]+");
     static const std::regex kFloat("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?");
-    if (std::regex_match(v, kInt)) {
-      try {
-        return static_cast<int64_t>(std::stoll(v));
-      } catch (const std::out_of_range&) {
-        return std::stod(v);
+    try {
+      if (std::regex_match(v, kInt)) {
+        try {
+          return static_cast<int64_t>(std::stoll(v));
+        } catch (const std::out_of_range&) {
+          return std::stod(v);  // beyond int64: a double, as YAML readers give it
+        }
       }
+      if (std::regex_match(v, kFloat)) return std::stod(v);
+    } catch (const std::out_of_range&) {
+      Fail(l, "a number out of range");
     }
-    if (std::regex_match(v, kFloat)) return std::stod(v);
     if (v == ".inf" || v == "+.inf") return std::numeric_limits<double>::infinity();
     if (v == "-.inf") return -std::numeric_limits<double>::infinity();
     return v;

@@ -78,7 +78,8 @@ TEST(YamlSubset, RefusesWhatItDoesNotReadNamingTheLine) {
   for (const Case& c : {Case{"a: 1\nb: &anchor 2\n", "line 2"}, Case{"a: 1\n  b: 2\n", "line 2"},
                         Case{"a: |\n  text\n", "line 1"}, Case{"a: {b: 1}\n", "line 1"},
                         Case{"a: 1\na: 2\n", "line 2"}, Case{"a: 'open\n", "line 1"},
-                        Case{"a:\n\t- b\n", "line 2"}, Case{"just words\n", "line 1"}}) {
+                        Case{"a:\n\t- b\n", "line 2"}, Case{"just words\n", "line 1"},
+                        Case{"a: 1\nb: 1e999\n", "line 2"}}) {
     try {
       ParseYamlSubset(c.text, "bad.yaml");
       ADD_FAILURE() << "accepted: " << c.text;
