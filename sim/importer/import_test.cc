@@ -252,6 +252,7 @@ TEST(MegatronBridgeImport, MapsTheShippedConfigDumpByItsYamlPaths) {
   EXPECT_TRUE(Lists(imp["mapped"], "train.global_batch_size (--global-batch-size)"));
   EXPECT_TRUE(Lists(imp["ignored"], "checkpoint.save_interval"));
   EXPECT_TRUE(Lists(imp["ignored"], "dataset.sequence_length"));  // as model.seq_length
+  EXPECT_TRUE(Lists(imp["ignored"], "model.gated_linear_unit"));  // read with model.activation_func
   EXPECT_TRUE(imp["unmapped"].empty()) << imp["unmapped"].dump();
 }
 

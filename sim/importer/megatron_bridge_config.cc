@@ -266,8 +266,17 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
       }
       continue;
     }
-    if (path == "model.activation_func" || path == "model.gated_linear_unit") {
-      if (path == "model.gated_linear_unit") continue;  // read with the activation
+    if (path == "model.gated_linear_unit") {
+      if (by_path.count("model.activation_func")) {
+        ignored.push_back({path, Text(value), "read with model.activation_func"});
+      } else if (value == true) {
+        unmapped.push_back({path, "true", "a gated unit without model.activation_func: give the model with --model"});
+      } else {
+        ignored.push_back({path, Text(value), "not gated: Megatron-LM's default"});
+      }
+      continue;
+    }
+    if (path == "model.activation_func") {
       const std::string act = Text(value);
       const bool gated = by_path.count("model.gated_linear_unit") && by_path["model.gated_linear_unit"] == true;
       const auto ends = [&](const std::string& tail) {
