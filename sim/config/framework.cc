@@ -61,6 +61,11 @@ bool ReadExpertTp(const JsonNode& v) {
   return false;
 }
 
+MoeDispatcher ReadMoeDispatcher(const JsonNode& v) {
+  return v.OneOf({"alltoall", "hierarchical"}) == "hierarchical" ? MoeDispatcher::kHierarchical
+                                                                 : MoeDispatcher::kAllToAll;
+}
+
 Precision GradPrecisionOf(const JsonNode& v) {
   std::string s = v.OneOf({"fp32", "bf16", "fp16"});
   return s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
@@ -218,11 +223,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     }
     f.selective_modules = ReadRecomputeModules(v);
   }
-  if (facts.Has("moe_dispatcher")) {
-    f.moe_dispatcher = Fact(facts, "moe_dispatcher").OneOf({"alltoall", "hierarchical"}) == "hierarchical"
-                           ? MoeDispatcher::kHierarchical
-                           : MoeDispatcher::kAllToAll;
-  }
+  if (facts.Has("moe_dispatcher")) f.moe_dispatcher = ReadMoeDispatcher(Fact(facts, "moe_dispatcher"));
   if (facts.Has("model_recipes")) {
     const JsonNode v = Fact(facts, "model_recipes");
     if (!v.IsArray() || v.Elements().empty()) v.Fail("expected a non-empty array of recipes");
@@ -232,10 +233,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
       const JsonNode models = recipe.Required("models");
       if (!models.IsArray() || models.Elements().empty()) models.Fail("expected a non-empty array of model names");
       for (const JsonNode& name : models.Elements()) m.models.push_back(name.String());
-      if (auto d = recipe.Optional("moe_dispatcher")) {
-        m.moe_dispatcher = d->OneOf({"alltoall", "hierarchical"}) == "hierarchical" ? MoeDispatcher::kHierarchical
-                                                                                   : MoeDispatcher::kAllToAll;
-      }
+      if (auto d = recipe.Optional("moe_dispatcher")) m.moe_dispatcher = ReadMoeDispatcher(*d);
       if (auto etp = recipe.Optional("expert_tensor_parallel")) m.expert_tp_follows_tp = ReadExpertTp(*etp);
       if (!m.moe_dispatcher && !m.expert_tp_follows_tp) {
         r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel)");

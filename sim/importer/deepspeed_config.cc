@@ -70,7 +70,6 @@ constexpr KnownKey kNotModelled[] = {
 };
 
 
-std::string Text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 class Reader {
  public:
@@ -89,11 +88,11 @@ class Reader {
     for (const auto& [path, v] : leaves_) {
       if (used_.count(path)) continue;
       if (const KnownKey* known = FindKnownKey(path, std::begin(kIgnored), std::end(kIgnored))) {
-        job_.Ignore(path, Text(*v), known->why);
+        job_.Ignore(path, LeafText(*v), known->why);
         continue;
       }
       const KnownKey* known = FindKnownKey(path, std::begin(kNotModelled), std::end(kNotModelled));
-      job_.Unmapped(path, Text(*v), known ? known->why : "not understood");
+      job_.Unmapped(path, LeafText(*v), known ? known->why : "not understood");
     }
     return std::move(job_);
   }
@@ -180,7 +179,7 @@ class Reader {
     job_.Map(fp16 ? "fp16.enabled" : bf16 ? "bf16.enabled" : "fp16/bf16 (not enabled: fp32, DeepSpeed's default)",
              fp16 || bf16 ? "true" : "", "plan.precision = " + precision_);
     for (const char* k : {"fp16.auto_cast", "fp16.fp16_master_weights_and_grads", "bf16.immediate_grad_update"}) {
-      if (const json* v = Get(k)) job_.Unmapped(k, Text(*v), "not modelled");
+      if (const json* v = Get(k)) job_.Unmapped(k, LeafText(*v), "not modelled");
     }
     if (auto c = String("communication_data_type")) {
       const std::string p = *c == "fp16" ? "fp16" : *c == "bf16" ? "bf16" : *c == "fp32" ? "fp32" : "";

@@ -242,10 +242,13 @@ json Assemble(ImportedJob& job, const ImportOptions& o) {
 const KnownKey* FindKnownKey(const std::string& path, const KnownKey* begin, const KnownKey* end) {
   for (const KnownKey* k = begin; k != end; ++k) {
     const std::string key = k->path;
-    if (key.back() == '.' ? path.compare(0, key.size(), key) == 0 : path == key) return k;
+    const bool prefix = key.back() == '.' || key.back() == '_';
+    if (prefix ? path.compare(0, key.size(), key) == 0 : path == key) return k;
   }
   return nullptr;
 }
+
+std::string LeafText(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 const char* ImportFormatName(ImportFormat f) {
   switch (f) {

@@ -52,14 +52,18 @@ struct ShapeClaim {
   nlohmann::json value;
 };
 
-// A key of the file (or a table prefix ending in '.') that a reader knows,
-// and why it is ignored or left unmapped.
+// A key of the file (or a prefix: a table ending in '.', or a field-name
+// stem ending in '_' such as "model.init_") that a reader knows, and why it
+// is ignored or left unmapped.
 struct KnownKey {
   const char* path;
   const char* why;
 };
 // The first entry of [begin, end) that `path` is or falls under; nullptr if none.
 const KnownKey* FindKnownKey(const std::string& path, const KnownKey* begin, const KnownKey* end);
+
+// A JSON leaf as the notes show it: a string as it is, anything else as JSON.
+std::string LeafText(const nlohmann::json& v);
 
 struct ImportedJob {
   std::string file;

@@ -170,31 +170,6 @@ constexpr KnownKey kIgnored[] = {
     {"model.moe_grouped_gemm", "grouped expert GEMMs, as stacksim prices them"},
 };
 
-// The kIgnored entry `path` is or falls under (entries ending in '.' or '_'
-// are prefixes); nullptr if none.
-const KnownKey* IgnoredKey(const std::string& path) {
-  for (const KnownKey& k : kIgnored) {
-    const std::string p = k.path;
-    const bool prefix = p.back() == '.' || p.back() == '_';
-    if (prefix ? path.compare(0, p.size(), p) == 0 : path == p) return &k;
-  }
-  return nullptr;
-}
-
-std::string Text(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) {
-    std::string s = std::to_string(v.get<double>());
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-  }
-  if (v.is_null()) return "null";
-  return v.dump();
-}
-
 // A class or function the dump names by reference only ({_target_: ...,
 // _call_: false}, such as model.activation_func): one leaf, its _target_.
 bool IsReference(const nlohmann::json& j) {
@@ -233,7 +208,10 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
   }
   std::vector<std::pair<std::string, nlohmann::json>> leaves;
   Flatten(doc, "", leaves);
-  std::map<std::string, nlohmann::json> by_path(leaves.begin(), leaves.end());
+  if (!doc.contains("model") || !doc["model"].is_object()) throw InputError(file, "model", "expected the model section");
+  // A model field the reading of another depends on (null when absent).
+  const nlohmann::json& model = doc["model"];
+  auto model_field = [&](const char* key) { return model.contains(key) ? model[key] : nlohmann::json(); };
 
   std::vector<FlagNote> ignored, unmapped;
   std::map<std::string, std::string> path_of_flag;
@@ -252,6 +230,7 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
     path_of_flag[flag] = path;
   };
 
+  const nlohmann::json model_seq = model_field("seq_length");
   for (const auto& [path, value] : leaves) {
     const FieldFlag* field = nullptr;
     for (const FieldFlag& f : kFields) {
@@ -262,23 +241,23 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
         ignored.push_back({path, "null", "unset: as many key/value heads as attention heads"});
       } else {
         emit(path, "--group-query-attention", {});
-        emit(path, "--num-query-groups", {Text(value)});
+        emit(path, "--num-query-groups", {LeafText(value)});
       }
       continue;
     }
     if (path == "model.gated_linear_unit") {
-      if (by_path.count("model.activation_func")) {
-        ignored.push_back({path, Text(value), "read with model.activation_func"});
+      if (model.contains("activation_func")) {
+        ignored.push_back({path, LeafText(value), "read with model.activation_func"});
       } else if (value == true) {
         unmapped.push_back({path, "true", "a gated unit without model.activation_func: give the model with --model"});
       } else {
-        ignored.push_back({path, Text(value), "not gated: Megatron-LM's default"});
+        ignored.push_back({path, LeafText(value), "not gated: Megatron-LM's default"});
       }
       continue;
     }
     if (path == "model.activation_func") {
-      const std::string act = Text(value);
-      const bool gated = by_path.count("model.gated_linear_unit") && by_path["model.gated_linear_unit"] == true;
+      const std::string act = LeafText(value);
+      const bool gated = model_field("gated_linear_unit") == true;
       const auto ends = [&](const std::string& tail) {
         return act.size() >= tail.size() && act.compare(act.size() - tail.size(), tail.size(), tail) == 0;
       };
@@ -298,32 +277,31 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
       if (value.is_string() && value != "none") {
         emit(path, "--enable-cuda-graph", {});
       } else {
-        ignored.push_back({path, Text(value), "no CUDA graphs"});
+        ignored.push_back({path, LeafText(value), "no CUDA graphs"});
       }
       continue;
     }
-    if (path == "dataset.sequence_length" && by_path.count("model.seq_length") && !value.is_null() &&
-        !by_path["model.seq_length"].is_null()) {
-      if (value != by_path["model.seq_length"]) {
-        throw InputError(file, path, Text(value) + " differs from model.seq_length " + Text(by_path["model.seq_length"]));
+    if (path == "dataset.sequence_length" && !value.is_null() && !model_seq.is_null()) {
+      if (value != model_seq) {
+        throw InputError(file, path, LeafText(value) + " differs from model.seq_length " + LeafText(model_seq));
       }
-      ignored.push_back({path, Text(value), "as model.seq_length"});
+      ignored.push_back({path, LeafText(value), "as model.seq_length"});
       continue;
     }
     if (field != nullptr) {
       if (value.is_null()) {
         ignored.push_back({path, "null", "unset: the framework's default"});
       } else if (field->kind == Kind::kSwitch || field->kind == Kind::kOffSwitch) {
-        if (!value.is_boolean()) throw InputError(file, path, "expected true or false, got " + Text(value));
+        if (!value.is_boolean()) throw InputError(file, path, "expected true or false, got " + LeafText(value));
         if (value.get<bool>() == (field->kind == Kind::kSwitch)) {
           emit(path, field->flag, {});
         } else {
-          ignored.push_back({path, Text(value), std::string("without ") + field->flag + " (Megatron-LM's default)"});
+          ignored.push_back({path, LeafText(value), std::string("without ") + field->flag + " (Megatron-LM's default)"});
         }
       } else if (field->kind == Kind::kList) {
-        if (!value.is_array()) throw InputError(file, path, "expected a list, got " + Text(value));
+        if (!value.is_array()) throw InputError(file, path, "expected a list, got " + LeafText(value));
         std::vector<std::string> items;
-        for (const auto& v : value) items.push_back(Text(v));
+        for (const auto& v : value) items.push_back(LeafText(v));
         if (items.empty()) {
           ignored.push_back({path, "[]", "empty"});
         } else {
@@ -331,22 +309,22 @@ ImportedJob ReadMegatronBridge(const nlohmann::json& doc, const std::string& fil
         }
       } else {
         if (value.is_object() || value.is_array()) {
-          unmapped.push_back({path, Text(value), std::string("a structured value where ") + field->flag + " takes one"});
+          unmapped.push_back({path, LeafText(value), std::string("a structured value where ") + field->flag + " takes one"});
         } else {
-          emit(path, field->flag, {Text(value)});
+          emit(path, field->flag, {LeafText(value)});
         }
       }
       continue;
     }
     const bool config_class = path == "_target_" || (path.size() > 9 && path.compare(path.size() - 9, 9, "._target_") == 0);
     if (config_class) {
-      ignored.push_back({path, Text(value), "the config class"});
-    } else if (const KnownKey* k = IgnoredKey(path)) {
-      ignored.push_back({path, Text(value), k->why});
+      ignored.push_back({path, LeafText(value), "the config class"});
+    } else if (const KnownKey* k = FindKnownKey(path, std::begin(kIgnored), std::end(kIgnored))) {
+      ignored.push_back({path, LeafText(value), k->why});
     } else if (value.is_null() || value == false || (value.is_array() && value.empty())) {
-      ignored.push_back({path, Text(value), "off or unset: the framework's default"});
+      ignored.push_back({path, LeafText(value), "off or unset: the framework's default"});
     } else {
-      unmapped.push_back({path, Text(value), "not modelled or not understood"});
+      unmapped.push_back({path, LeafText(value), "not modelled or not understood"});
     }
   }
   if (args.empty()) throw InputError(file, "model", "no model, parallelism or batch field to read");
