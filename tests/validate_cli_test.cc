@@ -35,7 +35,7 @@ TEST(ValidateCli, TwoFilesKeepEachRunsFileAndSummarizeBySource) {
   EXPECT_EQ(runs[4].at("id"), "dgxc-llama3.1-8b-bf16-8gpu");
   EXPECT_EQ(runs[4].at("file"), kB);
   EXPECT_EQ(runs[6].at("source"), "torchtitan");
-  EXPECT_TRUE(runs[6].contains("error"));  // no framework profile matches: not modelled, listed
+  EXPECT_TRUE(runs[6].contains("error"));  // a GPU with no shipped system: not modelled, listed
 
   // The plan names cp and ep, and the CP communication when cp > 1.
   EXPECT_NE(runs[0].at("plan").get<std::string>().find(" cp1 ep1 "), std::string::npos) << runs[0].at("plan");

@@ -176,6 +176,16 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
       Fact(facts, "virtual_stages_per_rank").Fail("only an interleaved-1f1b pipeline_schedule has virtual stages per rank");
     }
   }
+  if (facts.Has("model_parallelism")) {
+    const JsonNode v = Fact(facts, "model_parallelism");
+    if (!v.IsArray()) v.Fail("expected a list of \"tp\" and \"pp\" (empty: data parallelism only)");
+    f.offers_tp = f.offers_pp = false;
+    for (const JsonNode& kind : v.Elements()) {
+      bool& offered = kind.OneOf({"tp", "pp"}) == "tp" ? f.offers_tp : f.offers_pp;
+      if (offered) kind.Fail("listed twice");
+      offered = true;
+    }
+  }
   if (facts.Has("loss_logits")) {
     f.loss_logits = Fact(facts, "loss_logits").OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast
                                                                                       : LossLogits::kInPlace;
@@ -290,12 +300,14 @@ const FrameworkProfile& FrameworkNamed(const std::string& name, const std::strin
 }
 
 std::string FrameworkMatch::Describe(const std::string& text) const {
+  if (assumed) return profile->name + " (assumed: no profile matches '" + text + "'; " + entry + ")";
   if (!fallback) return profile->name;
   return profile->name + " (fallback entry '" + entry + "': no profile names '" + text + "' more specifically)";
 }
 
-FrameworkMatch FindFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
-                             const std::string& file, const std::string& key) {
+std::optional<FrameworkMatch> TryFindFramework(const std::vector<FrameworkProfile>& frameworks,
+                                               const std::string& text, const std::string& file,
+                                               const std::string& key) {
   // Three passes, each only when the ones before found nothing: `matches`
   // as written, `matches` ignoring case ("TorchTitan"), `fallback_matches`
   // ignoring case. Exact case first: an entry written as the text writes it
@@ -334,6 +346,12 @@ FrameworkMatch FindFramework(const std::vector<FrameworkProfile>& frameworks, co
     }
     return best;
   }
+  return std::nullopt;
+}
+
+FrameworkMatch FindFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
+                             const std::string& file, const std::string& key) {
+  if (std::optional<FrameworkMatch> m = TryFindFramework(frameworks, text, file, key)) return *m;
   std::string known;
   for (const auto& f : frameworks) known += (known.empty() ? "" : ", ") + f.name;
   throw InputError(file, key, "no framework profile matches '" + text + "' (frameworks/: " + known + ")");

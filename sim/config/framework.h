@@ -94,6 +94,12 @@ struct FrameworkProfile {
   // How MoE tokens reach their experts (fact "moe_dispatcher"; absent:
   // Megatron-Core's alltoall dispatcher).
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // The model parallelism the framework offers (fact "model_parallelism",
+  // a list of "tp" and "pp"; absent: both). Only validate's choice of a
+  // layout a run leaves open reads it: a layout the framework cannot run is
+  // not a candidate.
+  bool offers_tp = true;
+  bool offers_pp = true;
   // SMs the framework's communication kernels hold for the whole step
   // (fact "comm_sms"; PlanConfig::comm_sms).
   int comm_sms = 0;
@@ -150,6 +156,7 @@ struct FrameworkMatch {
   const FrameworkProfile* profile = nullptr;
   bool fallback = false;  // selected by a fallback_matches entry
   std::string entry;      // the entry that matched, its substrings joined by " + "
+  bool assumed = false;   // no entry matched: the profile stands in by the run's plan (`entry` says why)
   // "megatron-lm", or "megatron-lm (fallback entry 'Megatron-LM': no
   // profile names 'Megatron-LM core_r0.13.0' more specifically)".
   std::string Describe(const std::string& text) const;
@@ -163,6 +170,10 @@ struct FrameworkMatch {
 // specifically in the pass that decides.
 FrameworkMatch FindFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
                              const std::string& file, const std::string& key);
+// The same, with nullopt where no profile matches (a tie still throws).
+std::optional<FrameworkMatch> TryFindFramework(const std::vector<FrameworkProfile>& frameworks,
+                                               const std::string& text, const std::string& file,
+                                               const std::string& key);
 const FrameworkProfile& MatchFramework(const std::vector<FrameworkProfile>& frameworks, const std::string& text,
                                        const std::string& file, const std::string& key);
 

@@ -68,9 +68,24 @@ TEST(Framework, FallbackEntriesCountOnlyWhenNoProfileMatches) {
 }
 
 TEST(Framework, AnUnknownFrameworkIsStillAnError) {
-  InputError e = ErrorFrom([&] { Match("Nanotron"); });
+  InputError e = ErrorFrom([&] { Match("Zorblax trainer 0.1"); });
   EXPECT_EQ(e.key_path(), "runs[0].framework");
-  EXPECT_NE(std::string(e.what()).find("no framework profile matches 'Nanotron'"), std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("no framework profile matches 'Zorblax trainer 0.1'"), std::string::npos);
+  EXPECT_FALSE(TryFindFramework(ShippedFrameworks(), "Zorblax trainer 0.1", "f", "k").has_value());
+}
+
+// The model parallelism a framework offers bounds validate's choice of an
+// open layout: FSDP stacks shard data only, metaseq adds tensor parallelism.
+TEST(Framework, ModelParallelismItOffers) {
+  const FrameworkProfile& fsdp = Match("PyTorch FSDP");
+  EXPECT_FALSE(fsdp.offers_tp);
+  EXPECT_FALSE(fsdp.offers_pp);
+  const FrameworkProfile& metaseq = Match("metaseq (FairScale FSDP + Megatron tensor parallelism)");
+  EXPECT_TRUE(metaseq.offers_tp);
+  EXPECT_FALSE(metaseq.offers_pp);
+  const FrameworkProfile& mcore = Match("Megatron-Core r0.8.0");  // the fact left out: both
+  EXPECT_TRUE(mcore.offers_tp);
+  EXPECT_TRUE(mcore.offers_pp);
 }
 
 TEST(Framework, FactsDifferBetweenFrameworks) {
@@ -156,6 +171,26 @@ TEST_F(FrameworkFile, ExpertTensorParallelIsTpOrOne) {
   std::string path = Write(head + facts + R"(, "expert_tensor_parallel": {"value": 2, "source": "s"}}})");
   InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
   EXPECT_EQ(e.key_path(), "facts.expert_tensor_parallel.value");
+}
+
+TEST_F(FrameworkFile, ModelParallelismListsTpAndPpOnce) {
+  const std::string head = R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]], "facts": {)";
+  const std::string facts = R"("attention": {"value": "flash", "source": "s"}, "kernels": {"value": "fused", "source": "s"},
+    "sequence_parallel": {"value": true, "source": "s"}, "sharding": {"value": "zero1", "source": "s"},
+    "overlap_grad_reduce": {"value": true, "source": "s"},
+    "grad_precision": {"value": {"bf16": "bf16", "fp16": "fp16"}, "source": "s"},
+    "selective_recompute": {"value": "modules", "source": "s"}, "non_gated_family": {"value": "gpt", "source": "s"},
+    "micro_batching": {"value": "tuned", "source": "s"}, "pipeline_schedule": {"value": "tuned", "source": "s"})";
+  FrameworkProfile pp_only =
+      LoadFrameworkFile(Write(head + facts + R"(, "model_parallelism": {"value": ["pp"], "source": "s"}}})"));
+  EXPECT_FALSE(pp_only.offers_tp);
+  EXPECT_TRUE(pp_only.offers_pp);
+  std::string twice = Write(head + facts + R"(, "model_parallelism": {"value": ["tp", "tp"], "source": "s"}}})");
+  EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(twice); }).key_path(), "facts.model_parallelism.value[1]");
+  std::string other = Write(head + facts + R"(, "model_parallelism": {"value": ["cp"], "source": "s"}}})");
+  EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(other); }).key_path(), "facts.model_parallelism.value[0]");
+  std::string scalar = Write(head + facts + R"(, "model_parallelism": {"value": "tp", "source": "s"}}})");
+  EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(scalar); }).key_path(), "facts.model_parallelism.value");
 }
 
 // A MoE scenario under a framework whose expert TP follows TP gets etp = tp

@@ -254,7 +254,7 @@ std::vector<MemoryEntry> ReadMemoryRuns(const std::string& path) {
   }
   JsonNode runs = top.Required("runs");
   if (!runs.IsArray()) runs.Fail("expected an array of entries");
-  top.Ignore({"about"});
+  top.Ignore({"about", "notes"});
   top.Finish();
   std::vector<MemoryEntry> out;
   std::set<std::string> ids;

@@ -262,8 +262,8 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   given_int("tp", &plan.tp);
   given_int("pp", &plan.pp);
   given_int("dp", &plan.dp);
-  if (!p.Has("tp") || !p.Has("pp") || !p.Has("dp")) {
-    throw InputError(file, path + ".plan", "tp, pp and dp must be given (plan search is not part of validation)");
+  if (!p.Optional("tp") || !p.Optional("pp") || !p.Optional("dp")) {
+    throw InputError(file, path + ".plan", "tp, pp and dp must be set here (ChooseLayout fills the ones a run leaves open)");
   }
   int cp = 1, ep = 1;
   given_int("cp", &cp);
@@ -420,6 +420,36 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   p.Finish();
 }
 
+// The profile the run's framework text selects. A text no profile names
+// (a framework stacksim has no profile of) is modelled with the profile of
+// the stack its plan describes, said in the choices: a fully sharded
+// data-parallel run without model parallelism as PyTorch FSDP, any other
+// as Megatron-Core (the 3-D parallel framework the shipped recipes
+// descend from).
+config::FrameworkMatch FrameworkForRun(const nlohmann::json& run, const std::string& text, const std::string& file,
+                                       const std::string& path) {
+  const auto& frameworks = config::ShippedFrameworks();
+  if (auto m = config::TryFindFramework(frameworks, text, file, path + ".framework")) return *m;
+  auto given = [&](const char* key) -> const nlohmann::json* {
+    if (!run.contains("plan") || !run["plan"].is_object()) return nullptr;
+    const nlohmann::json& p = run["plan"];
+    return p.contains(key) && !p[key].is_null() ? &p[key] : nullptr;
+  };
+  auto at_most_one = [&](const char* key) {
+    const nlohmann::json* v = given(key);
+    return v == nullptr || (v->is_number_integer() && v->get<int64_t>() <= 1);
+  };
+  const nlohmann::json* sharding = given("sharding");
+  const bool fsdp = sharding && sharding->is_string() && sharding->get<std::string>() == "zero3" &&
+                    at_most_one("tp") && at_most_one("pp");
+  config::FrameworkMatch m;
+  m.assumed = true;
+  m.profile = &config::FrameworkNamed(fsdp ? "pytorch-fsdp" : "megatron-core", file, path + ".framework");
+  m.entry = fsdp ? "a fully sharded data-parallel run without model parallelism is taken as PyTorch FSDP"
+                 : "a run of this plan is taken as Megatron-Core's";
+  return m;
+}
+
 }  // namespace
 
 RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path) {
@@ -431,9 +461,9 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   s.name = obj.Required("id").String();
   const std::string framework = obj.Required("framework").String();
   obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats"});
-  const config::FrameworkMatch match =
-      config::FindFramework(config::ShippedFrameworks(), framework, file, path + ".framework");
+  const config::FrameworkMatch match = FrameworkForRun(run, framework, file, path);
   out.framework_text = framework;
+  out.framework = match.profile;
   ReadModel(obj, *match.profile, file, path, out);
   ReadHardware(obj, file, path, out);
   ReadPlan(obj, match, file, path, out);

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/config/framework.h"
 #include "sim/config/scenario.h"
 
 namespace stacksim::validate {
@@ -29,6 +30,7 @@ struct RunScenario {
   std::vector<std::string> open_fields;  // null plan fields to choose by search: "micro_batch", "vp", "recompute"
   std::vector<std::string> choices;      // what stacksim filled in, and how, in words
   std::string framework_text;            // the run's framework, as written
+  const config::FrameworkProfile* framework = nullptr;  // the profile it selected (a shipped one)
   bool predates_selective_recompute = false;  // the framework could only recompute whole layers
   // Wider selective module sets to try before full recomputation
   // (FrameworkProfile::recompute_escalation).

@@ -21,6 +21,7 @@
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 #include "sim/util/parallel.h"
+#include "sim/validate/layout_choice.h"
 #include "sim/validate/plan_choice.h"
 #include "sim/validate/run_scenario.h"
 
@@ -71,11 +72,20 @@ RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const Fitte
   }
   try {
     if (!o.measured_s) throw InputError(path, run.path() + ".measured.iteration_s", "the run has no measured iteration time");
-    RunScenario rs = ScenarioForRun(run.json(), path, run.path());
-    ApplyConstants(constants, rs.scenario);
-    o.choices = rs.choices;
+    RunScenario rs;
     simulate::SimulationResult result;
-    FillOpenFields(rs, &result, &o.choices);
+    if (LayoutIsOpen(run.json())) {
+      LayoutOutcome chosen = ChooseLayout(run.json(), path, run.path(),
+                                          [&](RunScenario& c) { ApplyConstants(constants, c.scenario); });
+      rs = std::move(chosen.run);
+      result = std::move(chosen.result);
+      o.choices = std::move(chosen.choices);
+    } else {
+      rs = ScenarioForRun(run.json(), path, run.path());
+      ApplyConstants(constants, rs.scenario);
+      o.choices = rs.choices;
+      FillOpenFields(rs, &result, &o.choices);
+    }
     o.plan = PlanLine(rs.scenario);
     if (result.out_of_memory) {
       double worst = 0;
@@ -151,6 +161,9 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
       throw InputError(path, "schema", "expected 'stacksim.validation.training/1', got '" + schema + "'");
     }
     file_runs[f] = top.Required("runs").Elements();
+    // The schema lets a "notes" string accompany "schema" and "runs"
+    // (shared/validation/README.md).
+    if (auto notes = top.Optional("notes")) notes->String();
     top.Finish();
   }
   for (size_t f = 0; f < paths.size(); ++f) {

@@ -1,0 +1,139 @@
+#include "sim/validate/layout_choice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
+#include "sim/validate/plan_choice.h"
+
+namespace stacksim::validate {
+namespace {
+
+// Tensor parallelism stays inside one NVLink domain and, in the published
+// recipes of every shipped framework, at 8 or below (frameworks/*.json
+// sources; Megatron-Core's tuning guides keep tp within a node).
+constexpr int kLargestTensorParallel = 8;
+
+bool Open(const nlohmann::json& plan, const char* key) {
+  return !plan.is_object() || !plan.contains(key) || plan[key].is_null();
+}
+
+std::optional<int64_t> GivenInt(JsonObject& obj, const char* key) {
+  if (auto v = obj.Optional(key)) return v->PositiveInt();
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool LayoutIsOpen(const nlohmann::json& run) {
+  if (!run.is_object() || !run.contains("plan")) return false;  // ScenarioForRun names the missing plan
+  const nlohmann::json& plan = run["plan"];
+  return Open(plan, "tp") || Open(plan, "pp") || Open(plan, "dp");
+}
+
+std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const std::string& file,
+                                             const std::string& path) {
+  // Read what the layout depends on through the checked reader, so a
+  // malformed field is named as a run that states its layout would name it
+  // (the rest of the run is read, and checked whole, by ScenarioForRun).
+  JsonNode node(run, file, path);
+  JsonObject obj(node);
+  JsonObject hw(obj.Required("hardware"));
+  const int64_t gpus = hw.Required("gpus").PositiveInt();
+  int64_t domain = kLargestTensorParallel;
+  if (auto gpn = GivenInt(hw, "gpus_per_node")) domain = std::min<int64_t>(domain, *gpn);
+  JsonObject model(obj.Required("model"));
+  const int64_t layers = model.Required("layers").PositiveInt();
+  JsonObject p(obj.Required("plan"));
+  const std::optional<int64_t> tp = GivenInt(p, "tp"), pp = GivenInt(p, "pp"), dp = GivenInt(p, "dp");
+  const int64_t cp = GivenInt(p, "cp").value_or(1);
+  const int64_t global_batch = p.Required("global_batch").PositiveInt();
+
+  // A given tp is the run's own, whatever its size; an open one is a power
+  // of two within the NVLink domain.
+  std::vector<int64_t> tps;
+  if (tp) {
+    tps.push_back(*tp);
+  } else {
+    for (int64_t t = 1; t <= domain; t *= 2) tps.push_back(t);
+  }
+  std::vector<nlohmann::json> out;
+  for (int64_t t : tps) {
+    for (int64_t q = pp.value_or(1); q <= pp.value_or(layers); ++q) {
+      const int64_t model_parallel = t * q * cp;
+      if (gpus % model_parallel != 0) continue;
+      const int64_t d = gpus / model_parallel;
+      if ((dp && d != *dp) || global_batch % d != 0) continue;
+      nlohmann::json c = run;
+      c["plan"]["tp"] = t;
+      c["plan"]["pp"] = q;
+      c["plan"]["dp"] = d;
+      out.push_back(std::move(c));
+    }
+  }
+  if (out.empty()) {
+    throw InputError(file, path + ".plan",
+                     fmt::format("no parallel layout fills the open tp, pp, dp: tp x pp x dp x cp ({}) must be the "
+                                 "{} GPUs, tp a power of two up to {}, pp at most the {} layers and dp a divisor of "
+                                 "the global batch {}",
+                                 cp, gpus, domain, layers, global_batch));
+  }
+  return out;
+}
+
+LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
+                           const std::function<void(RunScenario&)>& prepare) {
+  const std::vector<nlohmann::json> candidates = LayoutCandidates(run, file, path);
+  const nlohmann::json& given = run.at("plan");
+  const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");
+  std::optional<LayoutOutcome> best_fit, best_any;
+  int valid = 0, fitting = 0;
+  std::string first_error;
+  for (const nlohmann::json& c : candidates) {
+    LayoutOutcome o;
+    try {
+      o.run = ScenarioForRun(c, file, path);
+      // Only the model parallelism the framework offers (fact
+      // model_parallelism); what the run gives stays as given.
+      const config::PlanConfig& p = o.run.scenario.plan;
+      if ((tp_open && p.tp > 1 && !o.run.framework->offers_tp) || (pp_open && p.pp > 1 && !o.run.framework->offers_pp)) {
+        continue;
+      }
+      prepare(o.run);
+      o.choices = o.run.choices;
+      FillOpenFields(o.run, &o.result, &o.choices);
+    } catch (const InputError& e) {
+      if (first_error.empty()) first_error = e.what();
+      continue;  // not a valid plan for this model (heads, experts, batch)
+    }
+    ++valid;
+    const bool fits = !o.result.out_of_memory && FitsWithHeadroom(o.run.scenario);
+    const double t = o.result.iteration.seconds();
+    if (!best_any || t < best_any->result.iteration.seconds()) best_any = o;
+    if (fits) {
+      ++fitting;
+      if (!best_fit || t < best_fit->result.iteration.seconds()) best_fit = std::move(o);
+    }
+  }
+  if (!best_any) {
+    throw InputError(file, path + ".plan",
+                     fmt::format("none of the {} parallel layouts for the open tp, pp, dp is a valid plan (the first: "
+                                 "{})",
+                                 candidates.size(), first_error));
+  }
+  LayoutOutcome out = best_fit ? std::move(*best_fit) : std::move(*best_any);
+  const config::PlanConfig& plan = out.run.scenario.plan;
+  const std::string how =
+      best_fit ? fmt::format("the fastest of {} layouts that fit in memory, of {} valid", fitting, valid)
+               : fmt::format("the fastest of {} valid layouts; none fits in memory", valid);
+  out.choices.insert(out.choices.begin(),
+                     fmt::format("tp={} pp={} dp={} (the run leaves the layout open: {})", plan.tp, plan.pp, plan.dp, how));
+  return out;
+}
+
+}  // namespace stacksim::validate

@@ -1,0 +1,55 @@
+// The parallel layout a published run leaves open. The validation schema
+// allows null tp, pp and dp: the simulator then chooses what a tuned run of
+// the framework would use, the fastest layout that fits in memory, and says
+// which it chose (shared/validation/README.md). Each candidate layout is
+// the run with those fields filled; it becomes a scenario as a run that
+// gave them would (so the framework's defaults that depend on tp, such as
+// sequence parallelism, follow the layout), its own open fields are chosen
+// by FillOpenFields, and the fastest simulated step among the layouts that
+// fit wins.
+#ifndef STACKSIM_SIM_VALIDATE_LAYOUT_CHOICE_H_
+#define STACKSIM_SIM_VALIDATE_LAYOUT_CHOICE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulate/simulate.h"
+#include "sim/validate/run_scenario.h"
+
+namespace stacksim::validate {
+
+// Whether the run leaves tp, pp or dp null (or out).
+bool LayoutIsOpen(const nlohmann::json& run);
+
+// The layouts a tuned run could use: every (tp, pp, dp) with the given ones
+// kept, tp a power of two within one NVLink domain and at most 8, pp at most
+// the layers, tp x pp x dp x cp = the run's GPUs and dp dividing the global
+// batch; each as a copy of `run` with the three fields set, smallest tp
+// first, then smallest pp. Throws InputError (file, path + ".plan") when no
+// layout has these properties.
+std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const std::string& file,
+                                             const std::string& path);
+
+// What the choice settled on: the scenario (open fields filled), its
+// simulation and the choices made, the layout's first.
+struct LayoutOutcome {
+  RunScenario run;
+  simulate::SimulationResult result;
+  std::vector<std::string> choices;
+};
+
+// Builds and simulates every candidate layout (prepare applies what the
+// validation applies to each scenario before its search, e.g. fitted
+// constants) and returns the fastest that fits in memory; when none fits,
+// the fastest of all (its simulation says it is out of memory). Candidates
+// that are not valid plans (heads or experts that tp or ep do not divide)
+// are skipped. Throws InputError (file, path + ".plan") when none is valid.
+LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
+                           const std::function<void(RunScenario&)>& prepare);
+
+}  // namespace stacksim::validate
+
+#endif  // STACKSIM_SIM_VALIDATE_LAYOUT_CHOICE_H_

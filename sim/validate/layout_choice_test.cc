@@ -1,0 +1,148 @@
+#include "sim/validate/layout_choice.h"
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/validate/plan_choice.h"
+#include "tests/input_error.h"
+
+namespace stacksim::validate {
+namespace {
+
+const std::string kCoverageRuns = std::string(STACKSIM_SOURCE_DIR) + "/tests/data/validation/coverage_runs.json";
+
+nlohmann::json CoverageRun(const std::string& id) {
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kCoverageRuns));
+  for (const auto& r : doc.at("runs")) {
+    if (r.at("id") == id) return r;
+  }
+  ADD_FAILURE() << "no run " << id;
+  return {};
+}
+
+// A run on 16 B200 (8 per node) that states neither tp, pp nor dp.
+nlohmann::json OpenLayoutRun() {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"]["tp"] = nullptr;
+  run["plan"]["pp"] = nullptr;
+  run["plan"]["dp"] = nullptr;
+  run["plan"]["micro_batch"] = nullptr;
+  run["plan"]["recompute"] = nullptr;
+  return run;
+}
+
+std::tuple<int, int, int> Layout(const nlohmann::json& c) {
+  return {c["plan"]["tp"].get<int>(), c["plan"]["pp"].get<int>(), c["plan"]["dp"].get<int>()};
+}
+
+void Nothing(RunScenario&) {}
+
+TEST(LayoutChoice, OnlyRunsWithANullTpPpOrDpAreOpen) {
+  EXPECT_FALSE(LayoutIsOpen(CoverageRun("synthetic-b200-tp2")));
+  EXPECT_TRUE(LayoutIsOpen(OpenLayoutRun()));
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"].erase("pp");  // left out counts as null
+  EXPECT_TRUE(LayoutIsOpen(run));
+}
+
+// Every candidate uses all the GPUs, keeps tp within one 8-GPU node as a
+// power of two, and leaves each data-parallel rank whole sequences.
+TEST(LayoutChoice, CandidatesFillTheGpusWithinTheNode) {
+  nlohmann::json run = OpenLayoutRun();
+  const auto candidates = LayoutCandidates(run, kCoverageRuns, "runs[1]");
+  std::set<std::tuple<int, int, int>> seen;
+  for (const auto& c : candidates) {
+    const auto [tp, pp, dp] = Layout(c);
+    EXPECT_EQ(tp * pp * dp, 16);
+    EXPECT_LE(tp, 8);
+    EXPECT_EQ(tp & (tp - 1), 0) << tp;
+    EXPECT_LE(pp, 8);  // the model's layers
+    EXPECT_EQ(16 % dp, 0);  // global batch 16
+    EXPECT_TRUE(seen.insert(Layout(c)).second);
+    EXPECT_EQ(c["id"], run["id"]);  // the rest of the run as it was
+  }
+  EXPECT_TRUE(seen.count({1, 1, 16}));
+  EXPECT_TRUE(seen.count({8, 2, 1}));
+  EXPECT_FALSE(seen.count({16, 1, 1}));  // beyond one node
+
+  // Given fields stay as given.
+  run["plan"]["tp"] = 2;
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) EXPECT_EQ(std::get<0>(Layout(c)), 2);
+  run["plan"]["dp"] = 4;
+  const auto one = LayoutCandidates(run, kCoverageRuns, "runs[1]");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(Layout(one[0]), std::make_tuple(2, 2, 4));
+}
+
+TEST(LayoutChoice, NoLayoutOrAMalformedFieldIsAnErrorNamingTheField) {
+  nlohmann::json run = OpenLayoutRun();
+  run["hardware"]["gpus"] = 7;  // tp 2 divides no layout of 7 GPUs
+  run["plan"]["tp"] = 2;
+  InputError e = testing::ErrorFrom([&] { LayoutCandidates(run, kCoverageRuns, "runs[1]"); });
+  EXPECT_EQ(e.key_path(), "runs[1].plan");
+  EXPECT_NE(std::string(e.what()).find("no parallel layout"), std::string::npos);
+
+  nlohmann::json bad = OpenLayoutRun();
+  bad["plan"]["tp"] = "two";
+  EXPECT_EQ(testing::ErrorFrom([&] { LayoutCandidates(bad, kCoverageRuns, "runs[1]"); }).key_path(),
+            "runs[1].plan.tp");
+}
+
+// The chosen layout is the fastest of the candidates that fit, each built
+// and searched as a run that gave its layout would be; the choices say so.
+TEST(LayoutChoice, ChoosesTheFastestLayoutThatFits) {
+  const nlohmann::json run = OpenLayoutRun();
+  LayoutOutcome chosen = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  ASSERT_FALSE(chosen.choices.empty());
+  EXPECT_NE(chosen.choices.front().find("the run leaves the layout open"), std::string::npos);
+  EXPECT_TRUE(FitsWithHeadroom(chosen.run.scenario));
+  const config::PlanConfig& plan = chosen.run.scenario.plan;
+  EXPECT_EQ(plan.tp * plan.pp * plan.dp, 16);
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) {
+    RunScenario rs = ScenarioForRun(c, kCoverageRuns, "runs[1]");
+    simulate::SimulationResult r;
+    std::vector<std::string> choices;
+    FillOpenFields(rs, &r, &choices);
+    if (FitsWithHeadroom(rs.scenario)) EXPECT_LE(chosen.result.iteration, r.iteration) << c["plan"].dump();
+  }
+}
+
+// A framework without model parallelism is given none: PyTorch FSDP runs
+// data-parallel only, whatever would be faster.
+TEST(LayoutChoice, OnlyTheFrameworksOwnModelParallelism) {
+  nlohmann::json run = OpenLayoutRun();
+  run["framework"] = "PyTorch FSDP";
+  run["plan"]["sharding"] = "zero3";
+  LayoutOutcome chosen = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  EXPECT_EQ(chosen.run.scenario.plan.tp, 1);
+  EXPECT_EQ(chosen.run.scenario.plan.pp, 1);
+  EXPECT_EQ(chosen.run.scenario.plan.dp, 16);
+  // What the run states is kept even where the framework's profile lacks it.
+  run["plan"]["tp"] = 2;
+  EXPECT_EQ(ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing).run.scenario.plan.tp, 2);
+}
+
+// A framework no profile names is modelled with the profile of the stack its
+// plan describes, and the choice says it was assumed.
+TEST(LayoutChoice, AnUnknownFrameworkTakesTheProfileItsPlanDescribes) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["framework"] = "Zorblax trainer 0.1";
+  RunScenario model_parallel = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(model_parallel.framework->name, "megatron-core");
+  bool said = false;
+  for (const auto& c : model_parallel.choices) said |= c.find("assumed: no profile matches 'Zorblax trainer 0.1'") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  run["plan"]["tp"] = 1;
+  run["plan"]["dp"] = 16;
+  run["plan"]["sharding"] = "zero3";
+  EXPECT_EQ(ScenarioForRun(run, kCoverageRuns, "runs[1]").framework->name, "pytorch-fsdp");
+}
+
+}  // namespace
+}  // namespace stacksim::validate
