@@ -89,7 +89,7 @@ const std::vector<config::ModelConfig>& ShippedModels() {
 // over 64 heads), sliding windows (GPT-OSS: 128 tokens on every other
 // layer), chunked attention (Llama 4: 8192 tokens on 36 of 48 layers) and,
 // for the same experts, MoE on every n-th layer only (Llama 4 Maverick).
-void ReadPublishedArchitecture(RunScenario& out) {
+void ReadPublishedArchitecture(RunScenario& out, bool head_dim_given) {
   config::ModelConfig& model = out.scenario.model;
   const std::string key = config::AlnumNameKey(model.name);
   for (const config::ModelConfig& ref : ShippedModels()) {
@@ -98,7 +98,7 @@ void ReadPublishedArchitecture(RunScenario& out) {
       continue;
     }
     const std::string from = " from " + ref.name + "'s published config (models/)";
-    if (ref.head_dim != model.head_dim) {
+    if (ref.head_dim != model.head_dim && !head_dim_given) {
       model.head_dim = ref.head_dim;
       out.choices.push_back("head_dim=" + std::to_string(ref.head_dim) + from);
     }
@@ -122,6 +122,16 @@ void ReadPublishedArchitecture(RunScenario& out) {
   }
 }
 
+// The shipped published config whose name is the run's model name (in lower
+// case without punctuation), or nullptr.
+const config::ModelConfig* PublishedModelNamed(const std::string& name) {
+  const std::string key = config::AlnumNameKey(name);
+  for (const config::ModelConfig& ref : ShippedModels()) {
+    if (config::AlnumNameKey(ref.name) == key) return &ref;
+  }
+  return nullptr;
+}
+
 // The run's "model": shapes as given, architecture details by model family.
 void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::string& file, const std::string& path,
                RunScenario& out) {
@@ -131,15 +141,39 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   std::string attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
   config::ModelConfig& model = s.model;
   model.name = m.Required("name").String();
-  model.num_layers = m.Required("layers").PositiveInt();
-  model.hidden_size = m.Required("hidden").PositiveInt();
-  model.num_attention_heads = m.Required("heads").PositiveInt();
+  // A shape the source does not give (null) is the published config's of the
+  // same model, where one is shipped (models/), and the choices say so;
+  // otherwise it is an error at the field.
+  const config::ModelConfig* published = PublishedModelNamed(model.name);
+  auto shape = [&](const char* key, int64_t config::ModelConfig::*field) {
+    if (auto v = m.Optional(key); v || published == nullptr) return m.Required(key).PositiveInt();
+    out.choices.push_back(std::string(key) + "=" + std::to_string(published->*field) + " from " + published->name +
+                          "'s published config (models/; the run does not give it)");
+    return published->*field;
+  };
+  model.num_layers = shape("layers", &config::ModelConfig::num_layers);
+  model.hidden_size = shape("hidden", &config::ModelConfig::hidden_size);
+  model.num_attention_heads = shape("heads", &config::ModelConfig::num_attention_heads);
+  // No KV heads given: multi-head attention, unless the published config of
+  // the model groups them (MLA sets its own below).
   auto kv = m.Optional("kv_heads");
   model.num_kv_heads = kv ? kv->PositiveInt() : model.num_attention_heads;
+  if (!kv && published != nullptr && attention == "mha-gqa" && published->num_kv_heads != model.num_kv_heads &&
+      published->num_attention_heads == model.num_attention_heads) {
+    model.num_kv_heads = published->num_kv_heads;
+    out.choices.push_back("kv_heads=" + std::to_string(model.num_kv_heads) + " from " + published->name +
+                          "'s published config (models/; the run does not give it)");
+  }
   model.head_dim = model.hidden_size / model.num_attention_heads;
-  model.intermediate_size = m.Required("ffn_hidden").PositiveInt();
+  // Beyond the schema, for a source that gives the head width.
+  std::optional<int64_t> head_dim;
+  if (auto hd = m.Optional("head_dim")) head_dim = hd->PositiveInt();
+  if (head_dim) model.head_dim = *head_dim;
+  model.intermediate_size = shape("ffn_hidden", &config::ModelConfig::intermediate_size);
   if (auto vocab = m.Optional("vocab")) {
     model.vocab_size = vocab->PositiveInt();
+  } else if (published != nullptr && m.Required("activation").String() != "gelu") {
+    model.vocab_size = shape("vocab", &config::ModelConfig::vocab_size);
   } else if (m.Required("activation").String() == "gelu") {
     // GPT models without a stated vocabulary use GPT-2's BPE (50,257 tokens),
     // which Megatron-LM pads to a multiple of 128 x tp: 51,200 up to tp 8.
@@ -170,7 +204,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   if (attention == "mla") {
     ReadMlaRanks(file, path, out);
   } else {
-    ReadPublishedArchitecture(out);
+    ReadPublishedArchitecture(out, head_dim.has_value());
   }
   // Architecture details the schema leaves out follow the model family:
   // gated-MLP (Llama-style) models use RoPE, RMSNorm, no biases and untied
@@ -460,7 +494,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   s.file = file;
   s.name = obj.Required("id").String();
   const std::string framework = obj.Required("framework").String();
-  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats"});
+  obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats", "notes"});
   const config::FrameworkMatch match = FrameworkForRun(run, framework, file, path);
   out.framework_text = framework;
   out.framework = match.profile;

@@ -175,6 +175,43 @@ TEST(RunScenario, Llama4TakesItsLayoutFromThePublishedConfig) {
   EXPECT_NEAR(m.ParameterCount() / 400e9, 1.0, 0.01);
 }
 
+// A shape the source leaves null is the shipped published config's of the
+// same model (Llama 3 70B: GQA with 8 KV heads, not MHA), said in the
+// choices; with no config of that name it stays an error at the field. A
+// head width the run gives wins over the published one; run-level notes are
+// accepted.
+TEST(RunScenario, NullShapesComeFromThePublishedConfigOfTheSameModel) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "LLAMA3_70B"}, {"layers", nullptr}, {"hidden", 8192}, {"heads", 64},
+                  {"kv_heads", nullptr}, {"ffn_hidden", nullptr}, {"vocab", nullptr}, {"seq_len", 8192},
+                  {"activation", "swiglu"}, {"moe", nullptr}, {"attention", "mha-gqa"}};
+  run["plan"]["tp"] = 8;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 8;
+  run["notes"] = "a source's remark";
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  const config::ModelConfig& m = r.scenario.model;
+  EXPECT_EQ(m.num_layers, 80);
+  EXPECT_EQ(m.num_kv_heads, 8);
+  EXPECT_EQ(m.intermediate_size, 28672);
+  EXPECT_EQ(m.vocab_size, 128256);
+  EXPECT_TRUE(Chose(r, "layers=80 from Llama 3 70B's published config"));
+  EXPECT_TRUE(Chose(r, "kv_heads=8 from Llama 3 70B's published config"));
+
+  nlohmann::json gpt_oss = CoverageRun("synthetic-b200-tp2");
+  gpt_oss["model"] = {{"name", "GPT-OSS-120B"}, {"layers", 36}, {"hidden", 2880}, {"heads", 64}, {"kv_heads", 8},
+                      {"ffn_hidden", 2880}, {"vocab", 201088}, {"seq_len", 4096}, {"activation", "swiglu"},
+                      {"moe", {{"experts", 128}, {"top_k", 4}, {"expert_ffn_hidden", 2880}}}, {"attention", "mha-gqa"}};
+  gpt_oss["plan"]["tp"] = 8;
+  gpt_oss["plan"]["dp"] = gpt_oss["hardware"]["gpus"].get<int>() / 8;
+  EXPECT_EQ(ScenarioForRun(gpt_oss, kCoverageRuns, "runs[1]").scenario.model.head_dim, 64);  // published
+  gpt_oss["model"]["head_dim"] = 96;
+  EXPECT_EQ(ScenarioForRun(gpt_oss, kCoverageRuns, "runs[1]").scenario.model.head_dim, 96);  // the run's own
+
+  run["model"]["name"] = "Zorblax 70B";  // no published config of that name
+  EXPECT_EQ(testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); }).key_path(),
+            "runs[1].model.layers");
+}
+
 // The schema gives no MLA ranks: DeepSeek-V3's come from its published
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
