@@ -88,6 +88,68 @@ TEST(Framework, ModelParallelismItOffers) {
   EXPECT_TRUE(mcore.offers_pp);
 }
 
+// Nanotron as the Ultra-Scale Playbook's benchmarks ran it (bench_cluster's
+// base config): sequence parallelism, ZeRO-1 with fp32 gradients all-reduced
+// after the backward, 1F1B, whole-layer recomputation only.
+TEST(Framework, NanotronRunsThePlaybookBenchmarkConfig) {
+  for (const char* text : {"Nanotron", "nanotron (Ultra-Scale Playbook)", "Hugging Face Nanotron, bench_cluster"}) {
+    const FrameworkProfile& f = Match(text);
+    EXPECT_EQ(f.name, "nanotron") << text;
+    EXPECT_FALSE(FindFramework(ShippedFrameworks(), text, "f", "k").fallback) << text;
+    EXPECT_EQ(f.attention, AttentionImpl::kFlash2) << text;
+  }
+  const FrameworkProfile& f = Match("Nanotron");
+  EXPECT_EQ(f.kernels, KernelFusion::kEager);
+  EXPECT_TRUE(f.sequence_parallel);
+  EXPECT_EQ(f.sharding, Sharding::kZero1);
+  EXPECT_FALSE(f.overlap_grad_reduce);
+  EXPECT_EQ(f.GradPrecision(Precision::kBf16), Precision::kFp32);
+  EXPECT_EQ(f.GradPrecision(Precision::kFp16), Precision::kFp32);
+  EXPECT_EQ(f.selective_recompute, SelectiveRecomputeKind::kUnavailable);
+  EXPECT_EQ(f.non_gated_family, ModelFamily::kGpt);
+  EXPECT_FALSE(f.whole_local_batch);
+  EXPECT_EQ(f.default_vp, 1);
+  EXPECT_EQ(f.loss_logits, LossLogits::kInPlace);
+  EXPECT_TRUE(f.sp_keeps_gathered_inputs);
+  EXPECT_EQ(f.TpOverlapFor(false), TpCommOverlap::kNone);
+  EXPECT_TRUE(f.offers_tp);
+  EXPECT_TRUE(f.offers_pp);
+  EXPECT_FALSE(f.unstated_recompute.has_value());
+}
+
+// Colossal-AI as its LLaMA benchmark runs it: Gemini (chunked ZeRO-3,
+// gradients reduce-scattered in bf16 during the backward, tensor but no
+// pipeline parallelism), Hugging Face eager kernels with flash attention,
+// the whole local batch per step, and the launch scripts' bf16 with
+// gradient checkpointing.
+TEST(Framework, ColossalAiRunsItsGeminiBenchmark) {
+  for (const char* text :
+       {"Colossal-AI", "ColossalAI 0.4.6 (GeminiPlugin)", "colossalai", "Colossal-AI (Gemini, ZeRO-3)"}) {
+    const FrameworkProfile& f = Match(text);
+    EXPECT_EQ(f.name, "colossalai") << text;
+    EXPECT_FALSE(FindFramework(ShippedFrameworks(), text, "f", "k").fallback) << text;
+  }
+  const FrameworkProfile& f = Match("Colossal-AI");
+  EXPECT_EQ(f.attention, AttentionImpl::kFlash2);
+  EXPECT_EQ(f.kernels, KernelFusion::kEager);
+  EXPECT_FALSE(f.sequence_parallel);
+  EXPECT_EQ(f.sharding, Sharding::kZero3);
+  EXPECT_TRUE(f.overlap_grad_reduce);
+  EXPECT_EQ(f.GradPrecision(Precision::kBf16), Precision::kBf16);
+  EXPECT_EQ(f.GradPrecision(Precision::kFp16), Precision::kFp16);
+  EXPECT_EQ(f.selective_recompute, SelectiveRecomputeKind::kUnavailable);
+  EXPECT_EQ(f.non_gated_family, ModelFamily::kGpt);
+  EXPECT_TRUE(f.whole_local_batch);
+  EXPECT_EQ(f.default_vp, 1);
+  EXPECT_EQ(f.loss_logits, LossLogits::kUpcast);
+  EXPECT_TRUE(f.offers_tp);
+  EXPECT_FALSE(f.offers_pp);
+  ASSERT_TRUE(f.unstated_precision.has_value());
+  EXPECT_EQ(*f.unstated_precision, Precision::kBf16);
+  ASSERT_TRUE(f.unstated_recompute.has_value());
+  EXPECT_EQ(*f.unstated_recompute, Recompute::kFull);
+}
+
 TEST(Framework, FactsDifferBetweenFrameworks) {
   // NeMo's performance recipes keep gradients in bf16; Megatron-LM forces
   // fp32 main gradients for bf16 and keeps the parameters' dtype under fp16.
