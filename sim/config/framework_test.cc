@@ -151,11 +151,14 @@ TEST(Framework, ColossalAiRunsItsGeminiBenchmark) {
 }
 
 TEST(Framework, FactsDifferBetweenFrameworks) {
-  // NeMo's performance recipes keep gradients in bf16; Megatron-LM forces
-  // fp32 main gradients for bf16 and keeps the parameters' dtype under fp16.
+  // NeMo's performance recipes and NVIDIA's published Megatron-Core
+  // configurations keep gradients in bf16; Megatron-LM's argument defaults
+  // force fp32 main gradients for bf16 and keep the parameters' dtype under
+  // fp16.
   EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").GradPrecision(Precision::kBf16), Precision::kBf16);
   EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").GradPrecision(Precision::kFp8), Precision::kBf16);
-  EXPECT_EQ(Match("Megatron-Core r0.8.0").GradPrecision(Precision::kBf16), Precision::kFp32);
+  EXPECT_EQ(Match("Megatron-Core r0.8.0").GradPrecision(Precision::kBf16), Precision::kBf16);
+  EXPECT_EQ(Match("Megatron-LM (Megatron-Core r0.9)").GradPrecision(Precision::kBf16), Precision::kFp32);
   EXPECT_EQ(Match("Megatron-LM (2021)").GradPrecision(Precision::kFp16), Precision::kFp16);
   EXPECT_EQ(Match("torchtitan (FSDP)").kernels, KernelFusion::kEager);
   EXPECT_EQ(Match("torchtitan (FSDP + torch.compile)").kernels, KernelFusion::kFused);
@@ -567,11 +570,13 @@ TEST(FrameworkScenario, PlanKeysWin) {
 
 TEST(FrameworkScenario, GradientDtypeFollowsThePlansPrecision) {
   nlohmann::json doc = Scenario();
-  doc["framework"] = "megatron-core";
+  doc["framework"] = "megatron-lm";
   doc["plan"]["precision"] = "fp16";
   EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.GradReducePrecision(), Precision::kFp16);
   doc["plan"]["precision"] = "bf16";
   EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.GradReducePrecision(), Precision::kFp32);
+  doc["framework"] = "megatron-core";
+  EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.GradReducePrecision(), Precision::kBf16);
 }
 
 TEST(FrameworkScenario, AnUnknownNameIsAnError) {
