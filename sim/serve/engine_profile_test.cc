@@ -57,6 +57,23 @@ TEST(EngineProfile, ShippedProfilesParseWithTheirDocumentedDefaults) {
   EXPECT_DOUBLE_EQ(sglang.KvMemoryFraction(8), 0.81);
   EXPECT_EQ(sglang.max_batched_tokens, 16384);
   EXPECT_EQ(sglang.cuda_graph_max_batch, 160);
+  EngineProfile tgi = Shipped("tgi-3");
+  EXPECT_EQ(tgi.scheduler, "chunked-prefill");
+  EXPECT_EQ(tgi.max_sequences, 128);
+  EXPECT_EQ(tgi.MaxBatchedTokens("h100-sxm-80gb", 80 * gib), 59870);
+  EXPECT_EQ(tgi.kv_memory, KvMemoryRule::kTotal);
+  EXPECT_DOUBLE_EQ(tgi.KvMemoryFraction(8), 0.9);
+  EXPECT_EQ(tgi.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(tgi.cuda_graph_max_batch, 32);
+  EXPECT_TRUE(tgi.prefix_caching);
+  EXPECT_FALSE(tgi.sliding_window_kv);
+  EngineProfile tgi2 = Shipped("tgi-2");
+  EXPECT_EQ(tgi2.scheduler, "continuous");
+  EXPECT_EQ(tgi2.max_batched_tokens, 4145);
+  EXPECT_EQ(tgi2.kv_memory, KvMemoryRule::kFree);
+  EXPECT_DOUBLE_EQ(tgi2.KvMemoryFraction(1), 0.95);
+  EXPECT_EQ(tgi2.decode_attention, DecodeAttention::kPerQueryHead);
+  EXPECT_FALSE(tgi2.prefix_caching);
 }
 
 // Defaults that depend on the GPU (vLLM's larger batches on 70+ GiB GPUs

@@ -47,13 +47,15 @@ std::string Lower(std::string s) {
 // does not name its backend; its optimized fp8 profiles are TensorRT-LLM
 // engines. Sarathi-Serve is built on vLLM.
 // TensorRT-LLM releases before 0.8 (no XQA generation kernel) have their
-// own profile.
+// own profile. Text Generation Inference (TGI) has one per major release:
+// 3.x chunks prefills into the running batch, earlier releases prefill in
+// batches of their own (TGI's TensorRT-LLM backend is taken as TensorRT-LLM).
 std::string EngineProfileFor(const std::string& engine, const std::string& version, bool offline,
                              std::vector<std::string>& choices, const JsonNode& at) {
   // "0.8.5", "v0.4.6.post1": the release's major and minor.
   int major = 0, minor = 0;
-  const bool parsed =
-      std::sscanf(version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0), "%d.%d", &major, &minor) == 2;
+  const int fields = std::sscanf(version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0), "%d.%d", &major, &minor);
+  const bool parsed = fields == 2;
   if (Contains(engine, "NIM")) {
     choices.push_back("engine tensorrt-llm (NIM's backend is not stated; its fp8 profiles are TensorRT-LLM engines)");
     return "tensorrt-llm";
@@ -64,6 +66,14 @@ std::string EngineProfileFor(const std::string& engine, const std::string& versi
     return parsed && major == 0 && minor < 2 ? "lmdeploy-turbomind-0.1" : "lmdeploy-turbomind";
   }
   if (Contains(Lower(engine), "sglang")) return "sglang";
+  if (Contains(Lower(engine), "tgi") || Contains(Lower(engine), "text generation inference")) {
+    if (fields < 1) {  // "3" is enough: the profiles follow the major release
+      choices.push_back("engine tgi-3 (the release is not stated as a version number: the current 3.x server)");
+      return "tgi-3";
+    }
+    if (major < 2) choices.push_back("engine tgi-2 (TGI " + version + " has no profile of its own: the 2.x defaults stand in)");
+    return major >= 3 ? "tgi-3" : "tgi-2";
+  }
   if (Contains(engine, "Sarathi")) return "vllm";
   if (Contains(Lower(engine), "vllm")) {
     // The V1 engine is the default from 0.8.0 (VLLM_USE_V1 on); an offline
@@ -74,7 +84,7 @@ std::string EngineProfileFor(const std::string& engine, const std::string& versi
     choices.push_back("engine vllm (V0 scheduler: the release is not stated as a version number)");
     return "vllm";
   }
-  at.Fail("no engine profile for '" + engine + "' (engines/: vLLM, SGLang, TensorRT-LLM and NIM, LMDeploy)");
+  at.Fail("no engine profile for '" + engine + "' (engines/: vLLM, SGLang, TensorRT-LLM and NIM, LMDeploy, TGI)");
 }
 
 }  // namespace

@@ -158,10 +158,66 @@ TEST(ServeValidate, EachEngineReleaseTakesItsProfile) {
   EXPECT_EQ(sglang.config.scheduler, SchedulerKind::kPrefillFirst);
   EXPECT_EQ(sglang.config.kv_memory, KvMemoryRule::kStatic);
   // An engine without a profile is not taken for another.
-  e["engine"] = {{"name", "Text Generation Inference"}, {"version", "2.0"}};
+  e["engine"] = {{"name", "Zorblax Serve"}, {"version", "2.0"}};
   const std::string error = ErrorOf(e);
   EXPECT_NE(error.find("runs[0].engine.name"), std::string::npos) << error;
-  EXPECT_NE(error.find("no engine profile for 'Text Generation Inference'"), std::string::npos) << error;
+  EXPECT_NE(error.find("no engine profile for 'Zorblax Serve'"), std::string::npos) << error;
+}
+
+// TGI 3.x chunks prompts into the running batch under a large prefill
+// budget and sizes its KV cache from the whole memory; 2.x prefills in
+// batches of their own and takes a share of the free memory
+// (engines/tgi-3.json, engines/tgi-2.json).
+TEST(ServeValidate, TgiEntriesTakeTheProfileOfTheirMajorRelease) {
+  nlohmann::json e = OfflineEntry();
+  e["engine"] = {{"name", "TGI"}, {"version", "3.0.1"}};
+  e["precision"] = {{"weights", "bf16"}, {"kv_cache", nullptr}, {"compute", "bf16"}};
+  ServingRunPlan p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.engine, "tgi-3");
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kChunked);
+  EXPECT_EQ(p.config.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(p.config.kv_memory, KvMemoryRule::kTotal);
+  EXPECT_DOUBLE_EQ(p.config.gpu_memory_utilization, 0.9);
+  EXPECT_EQ(p.config.max_sequences, 128);
+  EXPECT_EQ(p.config.max_batched_tokens, 59870);
+  EXPECT_EQ(p.config.cuda_graph_max_batch, 32);
+  EXPECT_EQ(p.config.decode_attention, DecodeAttention::kPerKvHead);
+  EXPECT_TRUE(p.config.prefix_caching);
+  EXPECT_EQ(p.config.kv, KvFormat::kBf16);
+  const std::string choices = nlohmann::json(p.choices).dump();
+  EXPECT_NE(choices.find("max_batched_tokens=59870 (engine default)"), std::string::npos) << choices;
+  EXPECT_NE(choices.find("max_sequences=128 (engine default)"), std::string::npos) << choices;
+  // An fp8 checkpoint keeps a 16-bit cache unless told otherwise.
+  e["precision"] = {{"weights", "fp8"}, {"kv_cache", nullptr}, {"compute", "fp8"}};
+  EXPECT_EQ(PlanServingRun(e, "runs.json", "runs[0]").config.kv, KvFormat::kBf16);
+  e["precision"] = {{"weights", "bf16"}, {"kv_cache", nullptr}, {"compute", "bf16"}};
+
+  e["engine"] = {{"name", "Hugging Face Text Generation Inference"}, {"version", "v2.0.4"}};
+  p = PlanServingRun(e, "runs.json", "runs[0]");
+  EXPECT_EQ(p.config.engine, "tgi-2");
+  EXPECT_EQ(p.config.scheduler, SchedulerKind::kContinuous);
+  EXPECT_EQ(p.config.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(p.config.kv_memory, KvMemoryRule::kFree);
+  EXPECT_DOUBLE_EQ(p.config.gpu_memory_utilization, 0.95);
+  EXPECT_EQ(p.config.max_batched_tokens, 4145);
+  EXPECT_EQ(p.config.decode_attention, DecodeAttention::kPerQueryHead);
+  EXPECT_FALSE(p.config.prefix_caching);
+
+  auto engine_of = [&](const char* name, const char* version) {
+    e["engine"] = {{"name", name}, {"version", version}};
+    p = PlanServingRun(e, "runs.json", "runs[0]");
+    return p.config.engine;
+  };
+  EXPECT_EQ(engine_of("tgi", "3"), "tgi-3");  // the major release is enough
+  EXPECT_EQ(engine_of("TGI", "2.4.1"), "tgi-2");
+  // 1.x has no profile of its own: the 2.x defaults, said among the choices.
+  EXPECT_EQ(engine_of("TGI", "1.4.5"), "tgi-2");
+  EXPECT_NE(nlohmann::json(p.choices).dump().find("TGI 1.4.5 has no profile of its own"), std::string::npos);
+  // No release number: the current server.
+  EXPECT_EQ(engine_of("text generation inference", "latest"), "tgi-3");
+  EXPECT_NE(nlohmann::json(p.choices).dump().find("the current 3.x server"), std::string::npos);
+  // TGI's TensorRT-LLM backend batches as TensorRT-LLM does.
+  EXPECT_EQ(engine_of("TGI (TensorRT-LLM backend)", "3.0.1"), "tensorrt-llm");
 }
 
 TEST(ServeValidate, AModelNamedAsPublishedFindsItsFile) {
