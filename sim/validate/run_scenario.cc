@@ -307,8 +307,15 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   plan.global_batch = p.Required("global_batch").PositiveInt();
 
   if (auto prec = p.Optional("precision")) {
-    std::string v = prec->OneOf({"fp16", "bf16", "fp8"});
-    // FP8 as Megatron-Core runs it: Transformer Engine FP8 for the linear layers.
+    std::string v = prec->OneOf({"fp16", "bf16", "fp8", "mxfp8"});
+    // FP8 as Megatron-Core runs it: Transformer Engine FP8 for the linear
+    // layers. MXFP8 (a scale per 32 values, Blackwell's block-scaled tensor
+    // cores) runs its GEMMs at the FP8 rate (NVIDIA Blackwell datasheets give
+    // one FP8/FP6 dense figure for both).
+    if (v == "mxfp8") {
+      v = "fp8";
+      out.choices.push_back("precision mxfp8 read as fp8 (block-scaled FP8 GEMMs at the FP8 rate)");
+    }
     plan.precision = v == "fp16" ? Precision::kFp16 : v == "fp8" ? Precision::kFp8 : Precision::kBf16;
   } else if (fw.unstated_precision) {
     plan.precision = *fw.unstated_precision;

@@ -212,6 +212,19 @@ TEST(RunScenario, NullShapesComeFromThePublishedConfigOfTheSameModel) {
             "runs[1].model.layers");
 }
 
+// A Blackwell run in MXFP8 is simulated as FP8 GEMMs, and says so; a
+// precision the simulator has no rate for stays an error at the field.
+TEST(RunScenario, MxFp8RunsAtTheFp8Rate) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"]["precision"] = "mxfp8";
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(r.scenario.plan.precision, config::Precision::kFp8);
+  EXPECT_TRUE(Chose(r, "precision mxfp8 read as fp8"));
+  run["plan"]["precision"] = "nvfp4";
+  EXPECT_EQ(testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); }).key_path(),
+            "runs[1].plan.precision");
+}
+
 // The schema gives no MLA ranks: DeepSeek-V3's come from its published
 // config.json (models/deepseek-v3.json); an unknown MLA family is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
