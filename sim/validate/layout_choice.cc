@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <utility>
 
@@ -92,7 +91,7 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   const nlohmann::json& given = run.at("plan");
   const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");
   std::optional<LayoutOutcome> best_fit, best_any;
-  int valid = 0, fitting = 0;
+  int valid = 0, fitting = 0, not_offered = 0;
   std::string first_error;
   for (const nlohmann::json& c : candidates) {
     LayoutOutcome o;
@@ -102,6 +101,7 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
       // model_parallelism); what the run gives stays as given.
       const config::PlanConfig& p = o.run.scenario.plan;
       if ((tp_open && p.tp > 1 && !o.run.framework->offers_tp) || (pp_open && p.pp > 1 && !o.run.framework->offers_pp)) {
+        ++not_offered;
         continue;
       }
       prepare(o.run);
@@ -121,10 +121,11 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
     }
   }
   if (!best_any) {
+    const std::string why = first_error.empty() ? "" : "; the first refused: " + first_error;
     throw InputError(file, path + ".plan",
-                     fmt::format("none of the {} parallel layouts for the open tp, pp, dp is a valid plan (the first: "
-                                 "{})",
-                                 candidates.size(), first_error));
+                     fmt::format("none of the {} parallel layouts for the open tp, pp, dp is a valid plan ({} need model "
+                                 "parallelism the framework does not offer{})",
+                                 candidates.size(), not_offered, why));
   }
   LayoutOutcome out = best_fit ? std::move(*best_fit) : std::move(*best_any);
   const config::PlanConfig& plan = out.run.scenario.plan;

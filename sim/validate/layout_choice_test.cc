@@ -125,6 +125,12 @@ TEST(LayoutChoice, OnlyTheFrameworksOwnModelParallelism) {
   // What the run states is kept even where the framework's profile lacks it.
   run["plan"]["tp"] = 2;
   EXPECT_EQ(ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing).run.scenario.plan.tp, 2);
+  // One sequence per step over 16 GPUs needs model parallelism FSDP lacks.
+  run["plan"]["tp"] = nullptr;
+  run["plan"]["global_batch"] = 1;
+  InputError e = testing::ErrorFrom([&] { ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing); });
+  EXPECT_EQ(e.key_path(), "runs[1].plan");
+  EXPECT_NE(std::string(e.what()).find("model parallelism the framework does not offer"), std::string::npos) << e.what();
 }
 
 // A framework no profile names is modelled with the profile of the stack its
