@@ -398,6 +398,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   }
   if (auto v = obj.Optional("cuda_graphs")) p.cuda_graphs = v->Bool();
   if (auto v = obj.Optional("moe_a2a_overlap")) p.moe_a2a_overlap = v->Bool();
+  if (auto v = obj.Optional("microbatch_group")) p.microbatch_group = static_cast<int>(v->PositiveInt());
   if (auto v = obj.Optional("comm_sms")) {
     const int64_t n = v->Int();
     if (n < 0) v->Fail("comm_sms must be 0 or more SMs");
@@ -464,6 +465,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
   if (p.etp != 1) j["etp"] = p.etp;
   if (p.comm_sms > 0) j["comm_sms"] = p.comm_sms;
   if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;  // only when set: older readers know no etp
+  if (p.microbatch_group > 0) j["microbatch_group"] = p.microbatch_group;
   // Only with an offload target: ParsePlan rejects a fraction of nothing.
   if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
   if (p.shard_group > 0) j["shard_group"] = p.shard_group;  // only with zero3: ParsePlan rejects it otherwise

@@ -300,6 +300,14 @@ struct PlanConfig {
   // all-to-alls on a stream of their own behind the other's compute; one
   // more warm-up micro-batch is held. MoE with ep > 1, 1F1B or interleaved.
   bool moe_a2a_overlap = false;
+  // Interleaved 1F1B: how many micro-batches run each model chunk before the
+  // next chunk starts (Megatron-Core's microbatch_group_size_per_vp_stage);
+  // 0 is Megatron-Core's default, pp. The warm-up holds (vp-1) x group chunk
+  // forwards beside the 2 (pp-1-rank) of the fill, and a micro-batch count
+  // that is not a multiple of pp runs (ValidatePlan: pp <= group <= the
+  // micro-batches, the last group empty or at least pp). Other schedules
+  // ignore it.
+  int microbatch_group = 0;
   // Offload (ZeRO-Offload / ZeRO-Infinity, Megatron-Core's optimizer CPU
   // offload): the optimizer step runs on the host for the offloaded fraction
   // of this rank's optimizer shard; gradients go down and updated 16-bit

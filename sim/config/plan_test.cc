@@ -128,6 +128,14 @@ TEST(Plan, AllToAllOverlapIsReadAndWrittenBack) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 2, "dp": 4, "moe_a2a_overlap": "yes"})").key_path(), "plan.moe_a2a_overlap");
 }
 
+TEST(Plan, MicroBatchGroupIsWrittenBackOnlyWhenSet) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 2, "dp": 4, "vp": 2, "microbatch_group": 3})");
+  EXPECT_EQ(p.microbatch_group, 3);
+  EXPECT_EQ(ParsePlan(JsonNode(PlanToJson(p), "s.json", "plan"), PlanConfig{}).microbatch_group, 3);
+  EXPECT_FALSE(PlanToJson(Parse(R"({"tp": 1, "pp": 2, "dp": 4})")).contains("microbatch_group"));
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 2, "dp": 4, "microbatch_group": 0})").key_path(), "plan.microbatch_group");
+}
+
 TEST(Plan, CommSmsAreWrittenBackOnlyWhenSet) {
   PlanConfig p = Parse(R"({"tp": 1, "pp": 2, "dp": 4, "comm_sms": 20})");
   EXPECT_EQ(p.comm_sms, 20);

@@ -414,10 +414,26 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     fail("training.global_batch", "global batch " + Str(p.global_batch) + " is not a multiple of micro_batch x dp = " +
                                       Str(p.micro_batch) + " x " + Str(p.dp) + " = " + Str(per_step));
   }
-  if (p.schedule == PipelineScheduleKind::kInterleaved && p.micro_batches() % p.pp != 0) {
+  // Megatron-LM's interleaved schedule runs whole rounds of pp micro-batches;
+  // with micro-batch groups (Megatron-Core's microbatch_group_size_per_vp_stage)
+  // a group holds pp to all of the micro-batches and the last one what
+  // remains, none or at least pp (schedules.py refuses the rest: a smaller
+  // group waits on inputs its own order puts later).
+  if (p.schedule == PipelineScheduleKind::kInterleaved && p.microbatch_group > 0) {
+    const int64_t m = p.micro_batches(), g = p.microbatch_group;
+    if (g < p.pp || g > m) {
+      fail("plan.microbatch_group", "a micro-batch group of the interleaved schedule holds pp (" + Str(p.pp) +
+                                        ") to all " + Str(m) + " micro-batches, not " + Str(g));
+    }
+    if (m % g != 0 && m % g < p.pp) {
+      fail("plan.microbatch_group", "the last group would hold " + Str(m % g) + " of the " + Str(m) +
+                                        " micro-batches; it must hold none or at least pp (" + Str(p.pp) + ")");
+    }
+  } else if (p.schedule == PipelineScheduleKind::kInterleaved && p.micro_batches() % p.pp != 0) {
     fail("training.global_batch", "the interleaved schedule needs the number of micro-batches (" +
                                       Str(p.micro_batches()) + " = global batch / (micro_batch x dp)) to be a " +
-                                      "multiple of pp (" + Str(p.pp) + "), as Megatron-LM requires");
+                                      "multiple of pp (" + Str(p.pp) + "), as Megatron-LM requires (or a "
+                                      "plan.microbatch_group)");
   }
   if (p.schedule == PipelineScheduleKind::kDualPipe) {
     if (p.pp % 2 != 0) {

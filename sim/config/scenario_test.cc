@@ -69,6 +69,29 @@ TEST(Scenario, ParsesAndJoinsTheParts) {
   EXPECT_EQ(s.tokens_per_step(), 16 * 1024);
 }
 
+// Megatron-Core's micro-batch groups: pp to all of the micro-batches per
+// group, the last group empty or at least pp; with them a micro-batch count
+// that is not a multiple of pp runs.
+TEST(Scenario, MicroBatchGroupsFollowMegatronCoresRules) {
+  nlohmann::json doc = Base();
+  doc["plan"] = {{"tp", 2}, {"pp", 4}, {"dp", 1}, {"vp", 2}, {"schedule", "interleaved"}};  // 16 micro-batches
+  doc["plan"]["microbatch_group"] = 6;  // groups of 6, 6, 4
+  EXPECT_EQ(Parse(doc).plan.microbatch_group, 6);
+  for (int bad : {3, 5, 17}) {  // below pp; a last group of 1; more than the micro-batches
+    doc["plan"]["microbatch_group"] = bad;
+    EXPECT_EQ(ParseError(doc).key_path(), "plan.microbatch_group") << bad;
+  }
+  doc["training"]["global_batch"] = 10;  // 10 micro-batches: not a multiple of pp
+  doc["plan"].erase("microbatch_group");
+  EXPECT_EQ(ParseError(doc).key_path(), "training.global_batch");
+  doc["plan"]["microbatch_group"] = 6;  // groups of 6 and 4
+  EXPECT_EQ(Parse(doc).plan.micro_batches(), 10);
+  doc["plan"]["schedule"] = "1f1b";  // other schedules ignore it
+  doc["plan"]["vp"] = 1;
+  doc["plan"]["microbatch_group"] = 2;
+  EXPECT_EQ(Parse(doc).plan.microbatch_group, 2);
+}
+
 TEST(Scenario, ResolvesPathsRelativeToTheScenarioFile) {
   ScenarioConfig s = LoadScenario(kData + "scenario-relative.json", {});
   EXPECT_EQ(s.model_file, std::filesystem::path(kData + "tiny-model.json").lexically_normal().string());

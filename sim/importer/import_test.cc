@@ -70,6 +70,25 @@ TEST(MegatronImport, MapsExpertParallelDispatchAndAllToAllOverlap) {
   EXPECT_EQ(p["moe_a2a_overlap"], true);
 }
 
+// Megatron-Core's micro-batch groups of the interleaved schedule map to the
+// plan; without virtual stages the flag changes nothing and says so.
+TEST(MegatronImport, MapsMicroBatchGroupsOfTheInterleavedSchedule) {
+  const std::string args =
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2\n"
+      "--microbatch-group-size-per-virtual-pipeline-stage 4\n"
+      "--micro-batch-size 1 --global-batch-size 64 --seq-length 4096 --bf16\n";
+  ImportResult r = ImportText(args, "args.txt", Options("llama3-8b", 16));
+  EXPECT_EQ(r.scenario["plan"]["microbatch_group"], 4);
+  std::string flat = args;
+  const std::string vp = "--num-virtual-stages-per-pipeline-rank 2";
+  flat.replace(flat.find(vp), vp.size(), "");
+  ImportResult plain = ImportText(flat, "args.txt", Options("llama3-8b", 16));
+  EXPECT_FALSE(plain.scenario["plan"].contains("microbatch_group"));
+  bool ignored = false;
+  for (const auto& n : plain.job.ignored) ignored |= n.flag == "--microbatch-group-size-per-virtual-pipeline-stage";
+  EXPECT_TRUE(ignored);
+}
+
 TEST(MegatronImport, UnknownFlagsAreListedNeverDropped) {
   ImportResult r = ImportText(kMegatron, "args.txt", Options("llama3-8b", 32));
   const json& imp = r.scenario["import"];
@@ -301,6 +320,17 @@ TEST(MegatronBridgeImport, MapsExpertFieldsAndListsTheRest) {
   EXPECT_TRUE(Lists(r.scenario["import"]["mapped"], "model.moe_token_dispatcher_type (--moe-token-dispatcher-type flex)") ||
               Lists(r.scenario["import"]["mapped"], "model.moe_token_dispatcher_type (--moe-token-dispatcher-type)"))
       << r.scenario["import"]["mapped"].dump();
+}
+
+// Megatron-Core's micro-batch groups come through the flag of the same
+// meaning: this dump has no virtual stages, so the field is listed ignored.
+TEST(MegatronBridgeImport, MicroBatchGroupsGoThroughTheFlagTable) {
+  std::string text = kBridgeMoe;
+  text.insert(text.find("  seq_length: 4096\n"), "  microbatch_group_size_per_vp_stage: 4\n");
+  ImportResult r = ImportText(text, "run_config.yaml", Options("qwen3-30b-a3b", 16));
+  EXPECT_FALSE(r.scenario["plan"].contains("microbatch_group"));
+  EXPECT_TRUE(Lists(r.scenario["import"]["ignored"], "model.microbatch_group_size_per_vp_stage (--microbatch-group-size-per-virtual-pipeline-stage)"))
+      << r.scenario["import"]["ignored"].dump();
 }
 
 TEST(MegatronBridgeImport, ContradictionsNameTheYamlPath) {

@@ -273,6 +273,15 @@ class Reader {
       job_.plan["vp"] = vp;
       job_.plan["schedule"] = "interleaved";
     }
+    if (Arg* a = Take("--microbatch-group-size-per-virtual-pipeline-stage")) {
+      const int64_t g = Int(*a);
+      if (vp > 1) {
+        job_.plan["microbatch_group"] = g;
+        job_.Map(a->flag, std::to_string(g), "plan.microbatch_group");
+      } else {
+        job_.Ignore(a->flag, std::to_string(g), "only the interleaved schedule groups micro-batches (no virtual stages here)");
+      }
+    }
     const bool sp = Switch("--sequence-parallel");
     job_.plan["sequence_parallel"] = sp;
     job_.Map("--sequence-parallel", sp ? "" : "(not given)", std::string("plan.sequence_parallel = ") + (sp ? "true" : "false"));

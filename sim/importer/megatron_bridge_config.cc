@@ -35,6 +35,7 @@ constexpr FieldFlag kFields[] = {
     {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", Kind::kValue},
     {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", Kind::kValue},
     {"model.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", Kind::kValue},
+    {"model.microbatch_group_size_per_vp_stage", "--microbatch-group-size-per-virtual-pipeline-stage", Kind::kValue},
     {"model.context_parallel_size", "--context-parallel-size", Kind::kValue},
     {"model.expert_model_parallel_size", "--expert-model-parallel-size", Kind::kValue},
     {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", Kind::kValue},

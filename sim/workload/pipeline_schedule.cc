@@ -34,14 +34,28 @@ std::vector<PipelineStep> OneFOneB(int p, int s, int m, int extra_warmup = 0) {
   return out;
 }
 
-// Interleaved 1F1B as Megatron-LM orders it: virtual micro-batch k (0..m*v-1)
-// runs chunk (k / p) % v of micro-batch (k / (p*v)) * p + k % p in the forward
-// direction; backwards visit the chunks in reverse.
-std::vector<PipelineStep> Interleaved(int p, int v, int s, int m, int extra_warmup = 0) {
+// Interleaved 1F1B as Megatron-LM orders it: the micro-batches go in groups
+// of g (g = p unless microbatch_group says otherwise; the last group what
+// remains), each group running chunk 0 for all its micro-batches, then
+// chunk 1, ... (Megatron-Core get_schedule_table); with g = p, virtual
+// micro-batch k runs chunk (k / p) % v of micro-batch (k / (p*v)) * p + k % p.
+// Backwards visit the same table with the chunks reversed.
+std::vector<PipelineStep> Interleaved(int p, int v, int s, int m, int extra_warmup = 0, int g = 0) {
   const int total = m * v;
-  auto fwd = [&](int k) { return Forward((k / (p * v)) * p + k % p, (k / p) % v); };
-  auto bwd = [&](int k) { return Backward((k / (p * v)) * p + k % p, v - 1 - (k / p) % v); };
-  int warmup = m == p ? total : std::min(total, (p - s - 1) * 2 + (v - 1) * p + extra_warmup);
+  if (g <= 0) g = p;
+  g = std::min(g, m);
+  std::vector<std::pair<int, int>> table;  // (micro-batch, chunk) by virtual micro-batch
+  for (int first = 0; first < m; first += g) {
+    const int last = std::min(m, first + g);
+    for (int c = 0; c < v; ++c) {
+      for (int mb = first; mb < last; ++mb) table.push_back({mb, c});
+    }
+  }
+  auto fwd = [&](int k) { return Forward(table[k].first, table[k].second); };
+  auto bwd = [&](int k) { return Backward(table[k].first, v - 1 - table[k].second); };
+  // Megatron-LM's schedule of a single round (m == p) runs every forward
+  // first; Megatron-Core's grouped schedule has no such case.
+  int warmup = m == p && g == p ? total : std::min(total, (p - s - 1) * 2 + (v - 1) * g + extra_warmup);
   std::vector<PipelineStep> out;
   int f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back(fwd(f));
@@ -166,6 +180,7 @@ PipelineLayout PipelineLayout::Of(const config::PlanConfig& plan) {
   l.v = plan.schedule == PipelineScheduleKind::kInterleaved ? plan.vp : 1;
   l.m = static_cast<int>(plan.micro_batches());
   l.a2a_overlap = plan.moe_a2a_overlap;
+  l.group = plan.microbatch_group;
   return l;
 }
 
@@ -195,7 +210,7 @@ std::vector<int> PipelineLayout::StagesOfRank(int rank) const {
 }
 
 std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, int p, int v, int m,
-                                                     bool a2a_overlap) {
+                                                     bool a2a_overlap, int group) {
   if (a2a_overlap && kind != PipelineScheduleKind::kOneFOneB && kind != PipelineScheduleKind::kInterleaved) {
     throw std::invalid_argument("the all-to-all overlap pairs 1F1B's (or interleaved 1F1B's) forwards and backwards");
   }
@@ -212,7 +227,7 @@ std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, 
         out[s] = OneFOneB(p, s, m, extra);
         break;
       case PipelineScheduleKind::kInterleaved:
-        out[s] = v == 1 ? OneFOneB(p, s, m, extra) : Interleaved(p, v, s, m, extra);
+        out[s] = v == 1 ? OneFOneB(p, s, m, extra) : Interleaved(p, v, s, m, extra, group);
         break;
       case PipelineScheduleKind::kZeroBubbleH1:
         out[s] = ZeroBubbleH1(p, s, m);
@@ -242,7 +257,7 @@ std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, 
 }
 
 std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout) {
-  return BuildSchedule(layout.kind, layout.p, layout.v, layout.m, layout.a2a_overlap);
+  return BuildSchedule(layout.kind, layout.p, layout.v, layout.m, layout.a2a_overlap, layout.group);
 }
 
 int PeakInFlightChunks(const std::vector<PipelineStep>& steps) {

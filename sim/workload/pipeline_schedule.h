@@ -31,6 +31,7 @@ struct PipelineStep {
   bool overlap_with_next = false;
 
   bool forward() const { return pass == Pass::kForward; }
+  bool operator==(const PipelineStep&) const = default;
 };
 
 // Where the pieces of the model live. The layer stack is cut into stages()
@@ -42,6 +43,7 @@ struct PipelineStep {
 struct PipelineLayout {
   config::PipelineScheduleKind kind = config::PipelineScheduleKind::kOneFOneB;
   int p = 1, v = 1, m = 1;
+  int group = 0;             // interleaved: micro-batches per chunk group (PlanConfig::microbatch_group; 0: p)
   bool a2a_overlap = false;  // PlanConfig::moe_a2a_overlap
 
   static PipelineLayout Of(const config::PlanConfig& plan);
@@ -67,8 +69,13 @@ struct PipelineLayout {
 // a2a_overlap (1F1B and interleaved only, else std::invalid_argument): one
 // more warm-up forward per rank and every steady-state forward-backward pair
 // marked overlap_with_next.
+// group (interleaved only; 0: p): micro-batches that run a chunk before the
+// next chunk starts, Megatron-Core's microbatch_group_size_per_vp_stage
+// (schedules.py get_schedule_table: groups of `group` micro-batches, chunk
+// by chunk, the last group what remains; warm-up (p-1-rank) x 2 +
+// (v-1) x group).
 std::vector<std::vector<PipelineStep>> BuildSchedule(config::PipelineScheduleKind kind, int p, int v, int m,
-                                                     bool a2a_overlap = false);
+                                                     bool a2a_overlap = false, int group = 0);
 std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout);
 
 // The most chunk forwards whose activations are still held, over the

@@ -19,12 +19,13 @@ using config::PipelineScheduleKind;
 // forward 1 ms per stage of a 1/p model piece, backward 2 ms, split into B 1 ms
 // and W 1 ms, DualPipe's overlapped pairs back to back. Every rank then works
 // 3 ms per micro-batch; returns the idle time on the slowest rank in ms.
-double IdleMs(PipelineScheduleKind kind, int p, int v, int m) {
+double IdleMs(PipelineScheduleKind kind, int p, int v, int m, int group = 0) {
   PipelineLayout layout;
   layout.kind = kind;
   layout.p = p;
   layout.v = v;
   layout.m = m;
+  layout.group = group;
   auto sched = BuildSchedule(layout);
   const double scale = static_cast<double>(p) / layout.stages();  // 1/v of a stage per chunk
   trace::Trace t;
@@ -158,6 +159,43 @@ TEST(PipelineSchedule, InterleavedFirstStageHoldsMoreChunks) {
   // Megatron: warm-up of (p - 1) * 2 + (v - 1) * p chunk forwards, plus one.
   auto s = BuildSchedule(PipelineScheduleKind::kInterleaved, 4, 2, 8);
   EXPECT_EQ(PeakInFlightChunks(s[0]), (4 - 1) * 2 + (2 - 1) * 4 + 1);
+}
+
+// Megatron-Core's micro-batch groups (microbatch_group_size_per_vp_stage):
+// its own example table for PP 2, group 3, 5 micro-batches, VP 2
+// (schedules.py forward_backward_pipelining_with_interleaving) is the order
+// of the forwards; a group of p is the classic order.
+TEST(PipelineSchedule, InterleavedGroupsFollowMegatronCoresTable) {
+  auto s = BuildSchedule(PipelineScheduleKind::kInterleaved, 2, 2, 5, false, 3);
+  const std::vector<std::pair<int, int>> table = {{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1},
+                                                  {2, 1}, {3, 0}, {4, 0}, {3, 1}, {4, 1}};
+  for (const auto& steps : s) {
+    std::vector<std::pair<int, int>> forwards, backwards;
+    for (const auto& st : steps) {
+      (st.forward() ? forwards : backwards).push_back({st.micro_batch, st.chunk});
+    }
+    EXPECT_EQ(forwards, table);
+    ASSERT_EQ(backwards.size(), table.size());
+    for (size_t k = 0; k < table.size(); ++k) {
+      EXPECT_EQ(backwards[k], std::make_pair(table[k].first, 1 - table[k].second));  // chunks reversed
+    }
+  }
+  EXPECT_EQ(BuildSchedule(PipelineScheduleKind::kInterleaved, 4, 2, 8, false, 4),
+            BuildSchedule(PipelineScheduleKind::kInterleaved, 4, 2, 8));
+}
+
+// A larger group holds more chunks in the warm-up, (v-1) x group beside
+// the fill; a micro-batch count that is not a multiple of p runs when the
+// last group still has p micro-batches (Megatron-Core's rule, which
+// ValidatePlan enforces: below p the order deadlocks).
+TEST(PipelineSchedule, LargerGroupsHoldMoreAndAnyCountRuns) {
+  const int p = 4, v = 2;
+  auto g4 = BuildSchedule(PipelineScheduleKind::kInterleaved, p, v, 8, false, 4);
+  EXPECT_EQ(PeakInFlightChunks(g4[0]), (p - 1) * 2 + (v - 1) * 4 + 1);
+  auto g8 = BuildSchedule(PipelineScheduleKind::kInterleaved, p, v, 8, false, 8);
+  EXPECT_EQ(PeakInFlightChunks(g8[0]), (p - 1) * 2 + (v - 1) * 8 + 1);
+  EXPECT_GE(IdleMs(PipelineScheduleKind::kInterleaved, p, v, 10, 6), 0);  // groups of 6 and 4
+  EXPECT_GE(IdleMs(PipelineScheduleKind::kInterleaved, p, v, 8, 8), 0);
 }
 
 TEST(PipelineSchedule, ZeroBubbleH1CutsTheBubbleToAThird) {
