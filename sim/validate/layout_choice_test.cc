@@ -144,10 +144,15 @@ TEST(LayoutChoice, AnUnknownFrameworkTakesTheProfileItsPlanDescribes) {
   for (const auto& c : model_parallel.choices) said |= c.find("assumed: no profile matches 'Zorblax trainer 0.1'") != std::string::npos;
   EXPECT_TRUE(said);
 
-  run["plan"]["tp"] = 1;
-  run["plan"]["dp"] = 16;
-  run["plan"]["sharding"] = "zero3";
+  run["plan"]["sharding"] = "zero3";  // fully sharded, even beside tp 2
   EXPECT_EQ(ScenarioForRun(run, kCoverageRuns, "runs[1]").framework->name, "pytorch-fsdp");
+  // Every layout tried for an open run takes the same profile: data parallel
+  // only, as PyTorch FSDP offers.
+  run["plan"]["tp"] = nullptr;
+  run["plan"]["dp"] = nullptr;
+  LayoutOutcome chosen = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  EXPECT_EQ(chosen.run.framework->name, "pytorch-fsdp");
+  EXPECT_EQ(chosen.run.scenario.plan.dp, 16);
 }
 
 }  // namespace

@@ -464,30 +464,19 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
 // The profile the run's framework text selects. A text no profile names
 // (a framework stacksim has no profile of) is modelled with the profile of
 // the stack its plan describes, said in the choices: a fully sharded
-// data-parallel run without model parallelism as PyTorch FSDP, any other
-// as Megatron-Core (the 3-D parallel framework the shipped recipes
-// descend from).
+// (zero3) run as PyTorch FSDP, any other as Megatron-Core (the 3-D
+// parallel framework the shipped recipes descend from). Only the sharding
+// decides, so every layout ChooseLayout tries for the run gets the same.
 config::FrameworkMatch FrameworkForRun(const nlohmann::json& run, const std::string& text, const std::string& file,
                                        const std::string& path) {
   const auto& frameworks = config::ShippedFrameworks();
   if (auto m = config::TryFindFramework(frameworks, text, file, path + ".framework")) return *m;
-  auto given = [&](const char* key) -> const nlohmann::json* {
-    if (!run.contains("plan") || !run["plan"].is_object()) return nullptr;
-    const nlohmann::json& p = run["plan"];
-    return p.contains(key) && !p[key].is_null() ? &p[key] : nullptr;
-  };
-  auto at_most_one = [&](const char* key) {
-    const nlohmann::json* v = given(key);
-    return v == nullptr || (v->is_number_integer() && v->get<int64_t>() <= 1);
-  };
-  const nlohmann::json* sharding = given("sharding");
-  const bool fsdp = sharding && sharding->is_string() && sharding->get<std::string>() == "zero3" &&
-                    at_most_one("tp") && at_most_one("pp");
+  const nlohmann::json* plan = run.contains("plan") && run["plan"].is_object() ? &run["plan"] : nullptr;
+  const bool fsdp = plan != nullptr && plan->contains("sharding") && (*plan)["sharding"] == "zero3";
   config::FrameworkMatch m;
   m.assumed = true;
   m.profile = &config::FrameworkNamed(fsdp ? "pytorch-fsdp" : "megatron-core", file, path + ".framework");
-  m.entry = fsdp ? "a fully sharded data-parallel run without model parallelism is taken as PyTorch FSDP"
-                 : "a run of this plan is taken as Megatron-Core's";
+  m.entry = fsdp ? "a fully sharded (zero3) run is taken as PyTorch FSDP" : "a run of this plan is taken as Megatron-Core's";
   return m;
 }
 
