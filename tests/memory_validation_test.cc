@@ -103,6 +103,18 @@ TEST(MemoryValidation, TextThatIsNotUnderstoodNamesFileAndField) {
                    "measured.definition");
 }
 
+// A framework no profile names stands in as the profile its sharding
+// describes, said among the choices, as validate does for step times.
+TEST(MemoryValidation, AnUnknownFrameworkIsModelledWithAStandInProfile) {
+  nlohmann::json e = Entry(0);
+  e["framework"] = "Zorblax trainer 0.1";
+  const MemoryEntry m = ReadMemoryEntry(e, kFile, "runs[0]");
+  ASSERT_EQ(m.scenario.plan.sharding, config::Sharding::kZero3);  // torchtitan's FSDP2 entry
+  bool said = false;
+  for (const auto& c : m.choices) said |= c.find("framework=pytorch-fsdp (assumed") != std::string::npos;
+  EXPECT_TRUE(said) << nlohmann::json(m.choices).dump();
+}
+
 TEST(MemoryValidation, ReservedPeakAddsTheCacheAndStopsAtCapacity) {
   const MemoryEntry tt = ReadMemoryEntry(Entry(0), kFile, "runs[0]");
   const memory::AllocatorReserve r{0.1, ""};

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/config/framework.h"
+#include "sim/validate/run_scenario.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -187,7 +188,9 @@ MemoryEntry ReadMemoryEntry(const nlohmann::json& entry, const std::string& file
   s.file = file;
   s.name = out.id;
   const std::string framework = obj.Required("framework").String();
-  const config::FrameworkMatch match = config::FindFramework(config::ShippedFrameworks(), framework, file, path + ".framework");
+  const config::Sharding sharding = ShardingOf(obj.Required("sharding"));
+  const config::FrameworkMatch match =
+      FrameworkForText(framework, sharding == config::Sharding::kZero3, file, path + ".framework");
   const config::FrameworkProfile& fw = *match.profile;
   out.choices.push_back("framework=" + match.Describe(framework));
   s.seq_len = obj.Required("seq_len").PositiveInt();
@@ -221,7 +224,7 @@ MemoryEntry ReadMemoryEntry(const nlohmann::json& entry, const std::string& file
   plan.micro_batch = obj.Required("micro_batch").PositiveInt();
   plan.global_batch = obj.Required("global_batch").PositiveInt();
   plan.recompute = RecomputeOf(obj.Required("recompute"));
-  plan.sharding = ShardingOf(obj.Required("sharding"));
+  plan.sharding = sharding;
   if (s.model.num_layers % (static_cast<int64_t>(plan.pp) * plan.vp) != 0) {
     plan.uneven_stages = true;
     out.choices.push_back("uneven_stages (end stages one layer fewer)");

@@ -461,26 +461,19 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   p.Finish();
 }
 
-// The profile the run's framework text selects. A text no profile names
-// (a framework stacksim has no profile of) is modelled with the profile of
-// the stack its plan describes, said in the choices: a fully sharded
-// (zero3) run as PyTorch FSDP, any other as Megatron-Core (the 3-D
-// parallel framework the shipped recipes descend from). Only the sharding
-// decides, so every layout ChooseLayout tries for the run gets the same.
-config::FrameworkMatch FrameworkForRun(const nlohmann::json& run, const std::string& text, const std::string& file,
-                                       const std::string& path) {
+}  // namespace
+
+config::FrameworkMatch FrameworkForText(const std::string& text, bool fully_sharded, const std::string& file,
+                                        const std::string& key) {
   const auto& frameworks = config::ShippedFrameworks();
-  if (auto m = config::TryFindFramework(frameworks, text, file, path + ".framework")) return *m;
-  const nlohmann::json* plan = run.contains("plan") && run["plan"].is_object() ? &run["plan"] : nullptr;
-  const bool fsdp = plan != nullptr && plan->contains("sharding") && (*plan)["sharding"] == "zero3";
+  if (auto m = config::TryFindFramework(frameworks, text, file, key)) return *m;
   config::FrameworkMatch m;
   m.assumed = true;
-  m.profile = &config::FrameworkNamed(fsdp ? "pytorch-fsdp" : "megatron-core", file, path + ".framework");
-  m.entry = fsdp ? "a fully sharded (zero3) run is taken as PyTorch FSDP" : "a run of this plan is taken as Megatron-Core's";
+  m.profile = &config::FrameworkNamed(fully_sharded ? "pytorch-fsdp" : "megatron-core", file, key);
+  m.entry = fully_sharded ? "a fully sharded (zero3) run is taken as PyTorch FSDP"
+                          : "a run of this plan is taken as Megatron-Core's";
   return m;
 }
-
-}  // namespace
 
 RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path) {
   JsonNode node(run, file, path);
@@ -491,7 +484,11 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   s.name = obj.Required("id").String();
   const std::string framework = obj.Required("framework").String();
   obj.Ignore({"source", "tier", "scored", "measured", "derived_fields", "unverified_fields", "caveats", "notes"});
-  const config::FrameworkMatch match = FrameworkForRun(run, framework, file, path);
+  // Only the sharding decides an unknown framework's stand-in, so every
+  // layout ChooseLayout tries for the run gets the same profile.
+  const nlohmann::json* plan_json = run.contains("plan") && run["plan"].is_object() ? &run["plan"] : nullptr;
+  const bool zero3 = plan_json != nullptr && plan_json->contains("sharding") && (*plan_json)["sharding"] == "zero3";
+  const config::FrameworkMatch match = FrameworkForText(framework, zero3, file, path + ".framework");
   out.framework_text = framework;
   out.framework = match.profile;
   ReadModel(obj, *match.profile, file, path, out);

@@ -37,6 +37,16 @@ struct RunScenario {
   std::vector<config::RecomputeModules> recompute_escalation;
 };
 
+// The framework profile a published run's (or memory entry's) framework
+// text selects (config::FindFramework). A text no profile names, a
+// framework stacksim has no profile of, is modelled with the profile of the
+// stack its plan describes, marked assumed (FrameworkMatch::Describe says
+// so): a fully sharded (zero3) run as PyTorch FSDP, any other as
+// Megatron-Core, the 3-D parallel framework the shipped recipes descend
+// from. `key` names the field in errors (a tie between two profiles).
+config::FrameworkMatch FrameworkForText(const std::string& text, bool fully_sharded, const std::string& file,
+                                        const std::string& key);
+
 // Builds the scenario for one run: `run` is the run's JSON object, `file` the
 // validation file and `path` the run's key path in it (both named in errors).
 // Throws InputError for malformed runs and for runs stacksim cannot model yet
