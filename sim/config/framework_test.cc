@@ -183,6 +183,17 @@ TEST(Framework, EqualMatchesAreAnError) {
   EXPECT_NE(std::string(e.what()).find("equally"), std::string::npos);
 }
 
+// A framework file's opening and every required fact; optional facts
+// follow, then "}}" closes it.
+const std::string kHead = R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]], "facts": {)";
+const std::string kRequiredFacts =
+    R"("attention": {"value": "flash", "source": "s"}, "kernels": {"value": "fused", "source": "s"},
+    "sequence_parallel": {"value": true, "source": "s"}, "sharding": {"value": "zero1", "source": "s"},
+    "overlap_grad_reduce": {"value": true, "source": "s"},
+    "grad_precision": {"value": {"bf16": "bf16", "fp16": "fp16"}, "source": "s"},
+    "selective_recompute": {"value": "modules", "source": "s"}, "non_gated_family": {"value": "gpt", "source": "s"},
+    "micro_batching": {"value": "tuned", "source": "s"}, "pipeline_schedule": {"value": "tuned", "source": "s"})";
+
 class FrameworkFile : public ::testing::Test {
  protected:
   std::string Write(const std::string& text) {
@@ -221,40 +232,26 @@ TEST_F(FrameworkFile, AnEmptyFallbackSubstringIsRejected) {
 }
 
 TEST_F(FrameworkFile, ExpertTensorParallelIsTpOrOne) {
-  const std::string head = R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]], "facts": {)";
-  const std::string facts = R"("attention": {"value": "flash", "source": "s"}, "kernels": {"value": "fused", "source": "s"},
-    "sequence_parallel": {"value": true, "source": "s"}, "sharding": {"value": "zero1", "source": "s"},
-    "overlap_grad_reduce": {"value": true, "source": "s"},
-    "grad_precision": {"value": {"bf16": "bf16", "fp16": "fp16"}, "source": "s"},
-    "selective_recompute": {"value": "modules", "source": "s"}, "non_gated_family": {"value": "gpt", "source": "s"},
-    "micro_batching": {"value": "tuned", "source": "s"}, "pipeline_schedule": {"value": "tuned", "source": "s"})";
-  EXPECT_FALSE(LoadFrameworkFile(Write(head + facts + "}}")).expert_tp_follows_tp);
-  EXPECT_TRUE(LoadFrameworkFile(Write(head + facts + R"(, "expert_tensor_parallel": {"value": "tp", "source": "s"}}})"))
+  EXPECT_FALSE(LoadFrameworkFile(Write(kHead + kRequiredFacts + "}}")).expert_tp_follows_tp);
+  EXPECT_TRUE(LoadFrameworkFile(Write(kHead + kRequiredFacts + R"(, "expert_tensor_parallel": {"value": "tp", "source": "s"}}})"))
                   .expert_tp_follows_tp);
-  EXPECT_FALSE(LoadFrameworkFile(Write(head + facts + R"(, "expert_tensor_parallel": {"value": 1, "source": "s"}}})"))
+  EXPECT_FALSE(LoadFrameworkFile(Write(kHead + kRequiredFacts + R"(, "expert_tensor_parallel": {"value": 1, "source": "s"}}})"))
                    .expert_tp_follows_tp);
-  std::string path = Write(head + facts + R"(, "expert_tensor_parallel": {"value": 2, "source": "s"}}})");
+  std::string path = Write(kHead + kRequiredFacts + R"(, "expert_tensor_parallel": {"value": 2, "source": "s"}}})");
   InputError e = ErrorFrom([&] { LoadFrameworkFile(path); });
   EXPECT_EQ(e.key_path(), "facts.expert_tensor_parallel.value");
 }
 
 TEST_F(FrameworkFile, ModelParallelismListsTpAndPpOnce) {
-  const std::string head = R"({"schema": "stacksim.framework/1", "title": "t", "matches": [["T"]], "facts": {)";
-  const std::string facts = R"("attention": {"value": "flash", "source": "s"}, "kernels": {"value": "fused", "source": "s"},
-    "sequence_parallel": {"value": true, "source": "s"}, "sharding": {"value": "zero1", "source": "s"},
-    "overlap_grad_reduce": {"value": true, "source": "s"},
-    "grad_precision": {"value": {"bf16": "bf16", "fp16": "fp16"}, "source": "s"},
-    "selective_recompute": {"value": "modules", "source": "s"}, "non_gated_family": {"value": "gpt", "source": "s"},
-    "micro_batching": {"value": "tuned", "source": "s"}, "pipeline_schedule": {"value": "tuned", "source": "s"})";
   FrameworkProfile pp_only =
-      LoadFrameworkFile(Write(head + facts + R"(, "model_parallelism": {"value": ["pp"], "source": "s"}}})"));
+      LoadFrameworkFile(Write(kHead + kRequiredFacts + R"(, "model_parallelism": {"value": ["pp"], "source": "s"}}})"));
   EXPECT_FALSE(pp_only.offers_tp);
   EXPECT_TRUE(pp_only.offers_pp);
-  std::string twice = Write(head + facts + R"(, "model_parallelism": {"value": ["tp", "tp"], "source": "s"}}})");
+  std::string twice = Write(kHead + kRequiredFacts + R"(, "model_parallelism": {"value": ["tp", "tp"], "source": "s"}}})");
   EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(twice); }).key_path(), "facts.model_parallelism.value[1]");
-  std::string other = Write(head + facts + R"(, "model_parallelism": {"value": ["cp"], "source": "s"}}})");
+  std::string other = Write(kHead + kRequiredFacts + R"(, "model_parallelism": {"value": ["cp"], "source": "s"}}})");
   EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(other); }).key_path(), "facts.model_parallelism.value[0]");
-  std::string scalar = Write(head + facts + R"(, "model_parallelism": {"value": "tp", "source": "s"}}})");
+  std::string scalar = Write(kHead + kRequiredFacts + R"(, "model_parallelism": {"value": "tp", "source": "s"}}})");
   EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(scalar); }).key_path(), "facts.model_parallelism.value");
 }
 

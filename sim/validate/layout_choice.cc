@@ -91,7 +91,8 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   const std::vector<nlohmann::json> candidates = LayoutCandidates(run, file, path);
   const nlohmann::json& given = run.at("plan");
   const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");
-  std::optional<LayoutOutcome> best_fit, best_any;
+  // The fastest that fits, and (for when none does) the fastest of the rest.
+  std::optional<LayoutOutcome> best_fit, best_other;
   int valid = 0, fitting = 0, not_offered = 0;
   std::string first_error;
   for (const nlohmann::json& c : candidates) {
@@ -114,21 +115,18 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
     }
     ++valid;
     const bool fits = !o.result.out_of_memory && FitsWithHeadroom(o.run.scenario);
-    const double t = o.result.iteration.seconds();
-    if (!best_any || t < best_any->result.iteration.seconds()) best_any = o;
-    if (fits) {
-      ++fitting;
-      if (!best_fit || t < best_fit->result.iteration.seconds()) best_fit = std::move(o);
-    }
+    fitting += fits ? 1 : 0;
+    std::optional<LayoutOutcome>& best = fits ? best_fit : best_other;
+    if (!best || o.result.iteration < best->result.iteration) best = std::move(o);
   }
-  if (!best_any) {
+  if (!best_fit && !best_other) {
     const std::string why = first_error.empty() ? "" : "; the first refused: " + first_error;
     throw InputError(file, path + ".plan",
                      fmt::format("none of the {} parallel layouts for the open tp, pp, dp is a valid plan ({} need model "
                                  "parallelism the framework does not offer{})",
                                  candidates.size(), not_offered, why));
   }
-  LayoutOutcome out = best_fit ? std::move(*best_fit) : std::move(*best_any);
+  LayoutOutcome out = best_fit ? std::move(*best_fit) : std::move(*best_other);
   const config::PlanConfig& plan = out.run.scenario.plan;
   const std::string how =
       best_fit ? fmt::format("the fastest of {} layouts that fit in memory, of {} valid", fitting, valid)

@@ -1,6 +1,5 @@
 #include "sim/validate/layout_choice.h"
 
-#include <fstream>
 #include <set>
 #include <string>
 #include <tuple>
@@ -9,21 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/validate/plan_choice.h"
+#include "tests/coverage_runs.h"
 #include "tests/input_error.h"
 
 namespace stacksim::validate {
 namespace {
 
-const std::string kCoverageRuns = std::string(STACKSIM_SOURCE_DIR) + "/tests/data/validation/coverage_runs.json";
-
-nlohmann::json CoverageRun(const std::string& id) {
-  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kCoverageRuns));
-  for (const auto& r : doc.at("runs")) {
-    if (r.at("id") == id) return r;
-  }
-  ADD_FAILURE() << "no run " << id;
-  return {};
-}
+using testing::CoverageRun;
+using testing::kCoverageRuns;
 
 // A run on 16 B200 (8 per node) that states neither tp, pp nor dp.
 nlohmann::json OpenLayoutRun() {

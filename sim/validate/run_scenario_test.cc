@@ -1,28 +1,20 @@
 #include "sim/validate/run_scenario.h"
 
-#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/validate/plan_choice.h"
+#include "tests/coverage_runs.h"
 #include "tests/input_error.h"
 #include "tests/run_stacksim.h"
 
 namespace stacksim::validate {
 namespace {
 
-const std::string kCoverageRuns = std::string(STACKSIM_SOURCE_DIR) + "/tests/data/validation/coverage_runs.json";
-
-nlohmann::json CoverageRun(const std::string& id) {
-  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kCoverageRuns));
-  for (const auto& r : doc.at("runs")) {
-    if (r.at("id") == id) return r;
-  }
-  ADD_FAILURE() << "no run " << id;
-  return {};
-}
+using testing::CoverageRun;
+using testing::kCoverageRuns;
 
 // DeepSeek-V3's architecture as the development files give it.
 nlohmann::json DeepSeekV3Model() {
