@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -100,7 +101,35 @@ TEST(ValidateCli, ProgressGoesToStandardErrorOnly) {
   // The text report: the source table and the leave-one-source-out line.
   EXPECT_NE(r.out.find("all files: MAPE"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  torchtitan         1      1        0       -         0%  -"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("leave-one-source-out: no constants are fitted to these runs"), std::string::npos);
+  // The constant fitted on the development runs, its stored check, its source.
+  EXPECT_NE(r.out.find("leave-one-source-out: overlap_comm_sms refitted without each source"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fitted constants used: overlap_comm_sms "), std::string::npos) << r.out;
+}
+
+// --fit-overlap-sms: every run at each grid value, the best value written
+// with the grid and each source's left-out fit, other constants kept.
+TEST(ValidateCli, FitsTheOverlapSmsWithALeaveOneSourceOutCheck) {
+  const std::string out = (std::filesystem::temp_directory_path() / "stacksim_fit_overlap.json").string();
+  std::ofstream(out) << R"({"schema": "stacksim.fitted_constants/1", "about": "kept"})";
+  auto r = testing::Stacksim("validate " + kA + " " + kB + " --fit-overlap-sms " + out + " --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("overlap_comm_sms: "), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(std::ifstream(out));
+  EXPECT_EQ(doc.at("about"), "kept");
+  const auto& c = doc.at("overlap_comm_sms");
+  EXPECT_EQ(c.at("grid").size(), 17u);
+  double best = 1e9;
+  for (const auto& p : c.at("grid")) best = std::min(best, p.at("mape_pct").get<double>());
+  EXPECT_DOUBLE_EQ(c.at("fitted_mape_pct").get<double>(), best);
+  EXPECT_GE(c.at("value").get<int>(), 0);
+  EXPECT_LE(c.at("value").get<int>(), 32);
+  EXPECT_FALSE(c.at("leave_one_source_out").at("groups").empty());
+  EXPECT_NE(c.at("fitted_by").get<std::string>().find("--fit-overlap-sms"), std::string::npos);
+  // Fitting needs every run.
+  auto bad = testing::Stacksim("validate " + kA + " --run x --fit-overlap-sms " + out);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--fit-overlap-sms"), std::string::npos) << bad.err;
 }
 
 TEST(ValidateCli, TheErrorTableHoldsTheRunsOfEveryFileGiven) {

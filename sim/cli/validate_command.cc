@@ -1,7 +1,13 @@
 // stacksim validate FILE...: predictions against published training runs, and
 // the error table the uncertainty ranges come from (--write-error-table).
 // Progress goes to standard error (--quiet: none); results to standard output.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,6 +18,7 @@
 #include "sim/config/scenario.h"
 #include "sim/uncertainty/error_table.h"
 #include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 #include "sim/util/progress.h"
 #include "sim/validate/validate.h"
 
@@ -26,9 +33,62 @@ struct ValidateArgs {
   std::string format = "text";
   int threads = 0;
   bool quiet = false;
+  std::string fit_path;  // --fit-overlap-sms
 };
 
+// The SMs an in-flight collective may take: 0 to 32 in steps of 2 (NCCL
+// runs at most 32 channels, one CTA each, on the GPUs the runs use).
+std::vector<int> OverlapGrid() {
+  std::vector<int> grid;
+  for (int sms = 0; sms <= 32; sms += 2) grid.push_back(sms);
+  return grid;
+}
+
+int RunFitOverlap(const ValidateArgs& a) {
+  std::unique_ptr<ProgressMeter> progress;
+  int64_t reported = 0;
+  std::function<void(int, int)> on_progress;
+  if (!a.quiet) {
+    on_progress = [&](int done, int total) {
+      if (!progress) progress = std::make_unique<ProgressMeter>("fit overlap_comm_sms", "runs", total);
+      progress->Add(done - reported);
+      reported = done;
+    };
+  }
+  const validate::OverlapFit fit = validate::FitOverlapCommSms(a.files, OverlapGrid(), a.threads, on_progress);
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  std::string command = "stacksim validate";
+  for (const auto& f : a.files) command += " " + f;
+  command += " --fit-overlap-sms " + a.fit_path;
+  nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path)
+                                                            : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
+  doc["overlap_comm_sms"] = validate::OverlapFitJson(fit, a.files, command, date);
+  std::ofstream out(a.fit_path);
+  out << doc.dump(2) << "\n";
+  if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
+  std::string text = fmt::format("overlap_comm_sms: {} SMs ({:.2f}% over {} runs); leave one source out {:.2f}%\n",
+                                 fit.sms, fit.mape_pct, fit.runs, fit.loso_mape_pct);
+  text += "  grid:";
+  for (const auto& p : fit.grid) text += fmt::format(" {}={:.2f}%", p.sms, p.mape_pct);
+  text += "\n";
+  for (const auto& g : fit.groups) {
+    text += fmt::format("  without {:<12} fitted {:>2} SMs, its {} runs {:.1f}%\n", g.held_out, g.sms, g.runs, g.mape_pct);
+  }
+  text += "written to " + a.fit_path + "\n";
+  std::cout << text;
+  return 0;
+}
+
 int RunValidate(const ValidateArgs& a) {
+  if (!a.fit_path.empty()) {
+    if (!a.only.empty() || !a.error_table_path.empty() || !a.scenario_path.empty()) {
+      throw InputError("--fit-overlap-sms", "", "fits on every run of the files: it cannot be combined with --run, "
+                                                "--write-error-table or --write-scenario");
+    }
+    return RunFitOverlap(a);
+  }
   if (!a.only.empty() && !a.error_table_path.empty()) {
     throw InputError("--write-error-table", "", "needs every run: it cannot be combined with --run");
   }
@@ -80,6 +140,9 @@ RunFunction AddValidateOptions(CLI::App* cmd) {
                   "Also write the per-run errors and features of every file given to FILE (validation/error_table.json)");
   cmd->add_option("--write-scenario", a->scenario_path,
                   "With --run: also write the scenario simulated (open plan fields filled) to FILE, for simulate");
+  cmd->add_option("--fit-overlap-sms", a->fit_path,
+                  "Fit overlap_comm_sms (SMs an in-flight collective takes from compute) on the scored runs of the "
+                  "files, with its leave-one-source-out check, and write it to FILE (validation/fitted_constants.json)");
   AddThreads(cmd, &a->threads, "Runs simulated at once (default: all cores)");
   cmd->add_flag("--quiet", a->quiet, "No progress on standard error");
   AddFormat(cmd, &a->format);

@@ -404,6 +404,11 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     if (n < 0) v->Fail("comm_sms must be 0 or more SMs");
     p.comm_sms = static_cast<int>(n);
   }
+  if (auto v = obj.Optional("overlap_comm_sms")) {
+    const int64_t n = v->Int();
+    if (n < 0) v->Fail("overlap_comm_sms must be 0 or more SMs");
+    p.overlap_comm_sms = static_cast<int>(n);
+  }
   if (auto v = obj.Optional("attention")) {
     p.attention = ReadAttention(*v);
   }
@@ -464,6 +469,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"moe_capacity_factor", p.capacity_factor > 0 ? nlohmann::json(p.capacity_factor) : nlohmann::json()}};
   if (p.etp != 1) j["etp"] = p.etp;
   if (p.comm_sms > 0) j["comm_sms"] = p.comm_sms;
+  if (p.overlap_comm_sms) j["overlap_comm_sms"] = *p.overlap_comm_sms;
   if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;  // only when set: older readers know no etp
   if (p.microbatch_group > 0) j["microbatch_group"] = p.microbatch_group;
   // Only with an offload target: ParsePlan rejects a fraction of nothing.

@@ -273,6 +273,10 @@ struct PlanConfig {
   // attention run on the rest (DeepSeek-V3's DualPipe: 20 of 132 for the
   // all-to-all and pipeline transfers, arXiv:2412.19437 §3.2.2). 0: none.
   int comm_sms = 0;
+  // SMs a collective's kernels take from GEMMs and attention that start while
+  // it is in flight on the same GPU (sim/cost/comm_overlap.h). Unset: the
+  // fitted constant (validation/fitted_constants.json overlap_comm_sms).
+  std::optional<int> overlap_comm_sms;
   AttentionImpl attention = AttentionImpl::kFlash;
   KernelFusion kernels = KernelFusion::kFused;
   // Allow layer counts that do not divide into equal stages: the first and

@@ -357,6 +357,11 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     fail("plan.comm_sms", "communication holds " + Str(p.comm_sms) + " SMs, but " + s.profile.name + " has " +
                               Str(s.profile.sm_count.value) + ": none would be left to compute");
   }
+  if (p.overlap_comm_sms && p.comm_sms + *p.overlap_comm_sms >= s.profile.sm_count.value) {
+    fail("plan.overlap_comm_sms", "collectives would take " + Str(p.comm_sms + *p.overlap_comm_sms) + " SMs, but " +
+                                      s.profile.name + " has " + Str(s.profile.sm_count.value) +
+                                      ": none would be left to compute beside them");
+  }
 
   // The product in double first: four degrees of up to 2^24 overflow an int.
   const double degree_product = static_cast<double>(p.tp) * p.pp * p.dp * p.cp;

@@ -92,6 +92,20 @@ TEST(Scenario, MicroBatchGroupsFollowMegatronCoresRules) {
   EXPECT_EQ(Parse(doc).plan.microbatch_group, 2);
 }
 
+// overlap_comm_sms: unset by default (the fitted constant decides), 0 or
+// more, and with comm_sms below the profile's SMs.
+TEST(Scenario, OverlapCommSmsIsReadAndBounded) {
+  nlohmann::json doc = Base();
+  EXPECT_FALSE(Parse(doc).plan.overlap_comm_sms.has_value());
+  doc["plan"]["overlap_comm_sms"] = 16;
+  EXPECT_EQ(Parse(doc).plan.overlap_comm_sms, 16);
+  doc["plan"]["overlap_comm_sms"] = -1;
+  EXPECT_EQ(ParseError(doc).key_path(), "plan.overlap_comm_sms");
+  const int64_t sms = Parse(Base()).profile.sm_count.value;
+  doc["plan"]["overlap_comm_sms"] = sms;
+  EXPECT_EQ(ParseError(doc).key_path(), "plan.overlap_comm_sms");
+}
+
 TEST(Scenario, ResolvesPathsRelativeToTheScenarioFile) {
   ScenarioConfig s = LoadScenario(kData + "scenario-relative.json", {});
   EXPECT_EQ(s.model_file, std::filesystem::path(kData + "tiny-model.json").lexically_normal().string());

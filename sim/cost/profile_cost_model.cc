@@ -19,20 +19,26 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-ProfileCostModel::ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms)
+ProfileCostModel::ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms,
+                                   int overlap_sms)
     : profile_(profile),
       memory_bw_(profile.hbm_bandwidth.value * profile.copy_efficiency.value),
       launch_(cuda_graphs ? Time::Us(kGraphKernelUs) : profile.kernel_launch.value),
       compute_sms_(profile.sm_count.value - comm_sms),
-      compute_share_(static_cast<double>(compute_sms_) / static_cast<double>(profile.sm_count.value)) {
-  if (comm_sms < 0 || compute_sms_ < 1) {
-    throw std::invalid_argument("comm_sms " + std::to_string(comm_sms) + " leaves no SM of " + profile.name +
-                                " to compute");
+      beside_comm_sms_(compute_sms_ - overlap_sms) {
+  if (comm_sms < 0 || overlap_sms < 0 || beside_comm_sms_ < 1) {
+    throw std::invalid_argument("comm_sms " + std::to_string(comm_sms) + " and overlap_sms " +
+                                std::to_string(overlap_sms) + " leave no SM of " + profile.name + " to compute");
   }
 }
 
 double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t batch,
                                         config::Precision p) const {
+  return GemmEfficiencyOn(m, n, k, batch, p, compute_sms_);
+}
+
+double ProfileCostModel::GemmEfficiencyOn(int64_t m, int64_t n, int64_t k, int64_t batch, config::Precision p,
+                                          int64_t sms) const {
   const auto& eff = profile_.gemm.max_efficiency[static_cast<int>(p)];
   if (!eff) {
     throw std::invalid_argument(std::string("profile ") + profile_.name + " has no GEMM efficiency for " +
@@ -42,7 +48,6 @@ double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t
   // over the SMs that communication leaves it.
   const int64_t tm = profile_.gemm.tile.value.first;
   const int64_t tn = profile_.gemm.tile.value.second;
-  const int64_t sms = compute_sms_;
   const int64_t tiles = CeilDiv(m, tm) * CeilDiv(n, tn) * batch;
   const int64_t waves = CeilDiv(tiles, sms);
   double useful = static_cast<double>(m) * n * batch;
@@ -56,10 +61,10 @@ double ProfileCostModel::GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t
     quantization = std::min(1.0, useful * splits / computed);
   }
   const double k_factor = static_cast<double>(k) / (static_cast<double>(k) + profile_.gemm.k_overhead.value);
-  return eff->value * quantization * k_factor * compute_share_;
+  return eff->value * quantization * k_factor * static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value);
 }
 
-Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
+Time ProfileCostModel::KernelTime(const trace::ComputeOp& op, int64_t sms) const {
   const double bytes_time = op.bytes.value / memory_bw_.value;
   switch (op.op_class) {
     case trace::OpClass::kGemm: {
@@ -70,7 +75,7 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
         throw InputError("", "plan.precision", std::string("profile '") + profile_.name + "' has no " +
                                                    config::PrecisionName(op.precision) + " GEMM rate");
       }
-      double eff = GemmEfficiency(op.m, op.n, op.k, op.batch, op.precision);
+      double eff = GemmEfficiencyOn(op.m, op.n, op.k, op.batch, op.precision, sms);
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
@@ -78,7 +83,8 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op) const {
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
       double eff = AttentionEfficiency(op.attention_kernel, op.backward) *
-                   profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) * compute_share_;
+                   profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) *
+                   static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value);
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
@@ -100,10 +106,17 @@ double ProfileCostModel::AttentionEfficiency(trace::AttentionKernel kernel, bool
   return profile_.attention_fwd_efficiency.value;
 }
 
-Time ProfileCostModel::ComputeTime(const trace::ComputeOp& op) const {
-  Time kernel = KernelTime(op);
+Time ProfileCostModel::TaskTime(const trace::ComputeOp& op, int64_t sms) const {
+  Time kernel = KernelTime(op, sms);
   Time issue = launch_ * static_cast<double>(op.kernels);
   return std::max(kernel, issue);
+}
+
+Time ProfileCostModel::ComputeTime(const trace::ComputeOp& op) const { return TaskTime(op, compute_sms_); }
+
+Time ProfileCostModel::ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId /*rank*/) const {
+  if (beside_comm_sms_ == compute_sms_) return ComputeTime(op);
+  return TaskTime(op, beside_comm_sms_);
 }
 
 }  // namespace stacksim::cost

@@ -24,10 +24,14 @@ class ProfileCostModel : public engine::CostModel {
   // drops to the graph's per-node cost). comm_sms: SMs that communication
   // kernels hold for the whole step (PlanConfig::comm_sms); GEMMs and
   // attention run on the rest, memory-bound kernels keep the full HBM rate.
-  // REQUIRES: 0 <= comm_sms < profile.sm_count.
-  ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms = 0);
+  // overlap_sms: SMs that a collective's kernels take from GEMMs and
+  // attention that start while it is in flight (PlanConfig::overlap_comm_sms);
+  // memory-bound kernels keep the full HBM rate.
+  // REQUIRES: 0 <= comm_sms, 0 <= overlap_sms, comm_sms + overlap_sms < profile.sm_count.
+  ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms = 0, int overlap_sms = 0);
 
   Time ComputeTime(const trace::ComputeOp& op) const override;
+  Time ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId rank) const override;
 
   // Fraction of dense peak a GEMM of this shape reaches (for tests and reports).
   // REQUIRES: the profile has a peak and GEMM efficiency for `p`.
@@ -35,7 +39,10 @@ class ProfileCostModel : public engine::CostModel {
   Bandwidth memory_bandwidth() const { return memory_bw_; }
 
  private:
-  Time KernelTime(const trace::ComputeOp& op) const;
+  // On `sms` of the GPU's SMs (the rest held by communication).
+  Time KernelTime(const trace::ComputeOp& op, int64_t sms) const;
+  Time TaskTime(const trace::ComputeOp& op, int64_t sms) const;
+  double GemmEfficiencyOn(int64_t m, int64_t n, int64_t k, int64_t batch, config::Precision p, int64_t sms) const;
   // Fraction of bf16 peak the given attention kernel reaches.
   double AttentionEfficiency(trace::AttentionKernel kernel, bool backward) const;
 
@@ -43,7 +50,7 @@ class ProfileCostModel : public engine::CostModel {
   Bandwidth memory_bw_;
   Time launch_;
   int64_t compute_sms_;   // SMs left to GEMMs and attention
-  double compute_share_;  // compute_sms_ / sm_count
+  int64_t beside_comm_sms_;  // ... while a collective is in flight
 };
 
 }  // namespace stacksim::cost

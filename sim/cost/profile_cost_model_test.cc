@@ -77,6 +77,29 @@ TEST(ProfileCostModel, SmsHeldByCommunicationSlowComputeOnly) {
   EXPECT_THROW(ProfileCostModel(testing::RoundProfile(), false, -1), std::invalid_argument);
 }
 
+// A collective in flight takes overlap_sms more from GEMMs and attention
+// that start beside it, on top of the SMs held all step; alone they keep the
+// SMs comm_sms leaves, and memory-bound kernels keep the HBM rate.
+TEST(ProfileCostModel, ComputeBesideACollectiveLosesTheOverlapSms) {
+  const ProfileCostModel cost(testing::RoundProfile(), false, 0, 20);
+  const ProfileCostModel held(testing::RoundProfile(), false, 20);
+  const ProfileCostModel whole(testing::RoundProfile(), false);
+  const trace::ComputeOp gemm = Gemm(1280, 1280, 8192);
+  EXPECT_EQ(cost.ComputeTime(gemm), whole.ComputeTime(gemm));
+  EXPECT_EQ(cost.ComputeTimeBesideComm(gemm, 0), held.ComputeTime(gemm));
+  EXPECT_GT(cost.ComputeTimeBesideComm(gemm, 0), whole.ComputeTime(gemm));
+  trace::ComputeOp copy;
+  copy.op_class = trace::OpClass::kMemoryBound;
+  copy.bytes = Bytes{4e9};
+  EXPECT_EQ(cost.ComputeTimeBesideComm(copy, 0), whole.ComputeTime(copy));
+  // Both together: 10 held all step, 20 more beside a collective.
+  const ProfileCostModel both(testing::RoundProfile(), false, 10, 20);
+  const ProfileCostModel thirty(testing::RoundProfile(), false, 30);
+  EXPECT_EQ(both.ComputeTimeBesideComm(gemm, 0), thirty.ComputeTime(gemm));
+  EXPECT_THROW(ProfileCostModel(testing::RoundProfile(), false, 50, 50), std::invalid_argument);
+  EXPECT_THROW(ProfileCostModel(testing::RoundProfile(), false, 0, -1), std::invalid_argument);
+}
+
 TEST(ProfileCostModel, TinyKernelsCostTheirLaunchAndLessWithGraphs) {
   trace::ComputeOp op;
   op.op_class = trace::OpClass::kMemoryBound;

@@ -25,6 +25,13 @@ class CostModel {
     (void)rank;
     return ComputeTime(op);
   }
+  // The time of `op` on `rank` when it starts while a collective of the same
+  // GPU is in flight: the collective's kernels hold SMs that the op then
+  // lacks. The engine decides once, when the op starts. By default
+  // communication takes nothing from compute.
+  virtual Time ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId rank) const {
+    return ComputeTimeOnRank(op, rank);
+  }
 };
 
 // Test double: every compute task takes flops / rate (+ a fixed time).

@@ -88,7 +88,12 @@ class Replayer {
   // would be larger than the trace (imported traces of all-distinct ops).
   static constexpr Time kUnknown = Time::Ns(std::numeric_limits<int64_t>::min());
   std::vector<Time> compute_time_;
+  std::vector<Time> beside_comm_time_;  // the same, for ops that start beside a collective
   Time ComputeTime(TaskId t);
+
+  // Collectives in flight per rank (started, not ended): a compute task that
+  // starts while its rank has one takes the cost model's contended time.
+  std::vector<int32_t> collectives_in_flight_;
 
   // Communication.
   std::vector<int32_t> op_of_task_;  // -1 for compute and delay tasks
@@ -199,7 +204,11 @@ ReplayResult Replayer::Run() {
   BuildCommOps();
   const size_t n = trace_.size();
   const size_t memo = trace_.compute_op_count() * static_cast<size_t>(trace_.rank_count());
-  if (memo <= std::max<size_t>(n, size_t{1} << 16)) compute_time_.assign(memo, kUnknown);
+  if (memo <= std::max<size_t>(n, size_t{1} << 16)) {
+    compute_time_.assign(memo, kUnknown);
+    beside_comm_time_.assign(memo, kUnknown);
+  }
+  collectives_in_flight_.assign(static_cast<size_t>(trace_.rank_count()), 0);
   result_.timings.assign(n, TaskTiming{});
   result_.contention.assign(n, Time::Zero());
   events_.Reserve(1024);
@@ -286,10 +295,16 @@ void Replayer::StartTask(TaskId t, Time now) {
 Time Replayer::ComputeTime(TaskId t) {
   const trace::Trace::ComputeRef ref = trace_.compute_ref(t);
   const trace::RankId rank = trace_.rank(t);
-  if (ref < 0 || compute_time_.empty()) return cost_.ComputeTimeOnRank(trace_.compute(t), rank);
-  Time& known = compute_time_[static_cast<size_t>(ref) * trace_.rank_count() + rank];
+  const bool beside = collectives_in_flight_[rank] > 0;
+  auto ask = [&] {
+    return beside ? cost_.ComputeTimeBesideComm(trace_.compute(t), rank)
+                  : cost_.ComputeTimeOnRank(trace_.compute(t), rank);
+  };
+  if (ref < 0 || compute_time_.empty()) return ask();
+  std::vector<Time>& table = beside ? beside_comm_time_ : compute_time_;
+  Time& known = table[static_cast<size_t>(ref) * trace_.rank_count() + rank];
   if (known == kUnknown) {
-    const Time d = cost_.ComputeTimeOnRank(trace_.compute(t), rank);
+    const Time d = ask();
     if (d < Time::Zero()) return d;  // StartTask reports it
     known = d;
   }
@@ -337,6 +352,7 @@ void Replayer::StartCommOp(int32_t op_id, Time now) {
     TaskId m = op_members_[op.members_begin + i];
     state_[m] = TaskState::kStarted;
     result_.timings[m].start = now;
+    if (task.kind == TaskKind::kCollective) ++collectives_in_flight_[trace_.rank(m)];
   }
   if (op.latency > Time::Zero()) {
     events_.Push(CheckedSum(now, op.latency), EventPayload{EventKind::kLatencyEnd, op_id});
@@ -359,6 +375,11 @@ void Replayer::StartTransferPhase(int32_t op_id, Time now) {
 
 void Replayer::EndCommOp(int32_t op_id, Time now) {
   const CommOp& op = ops_[op_id];
+  // Every member leaves its rank's count before any successor starts.
+  for (int32_t i = 0; i < op.members_count; ++i) {
+    TaskId m = op_members_[op.members_begin + i];
+    if (trace_.kind(m) == TaskKind::kCollective) --collectives_in_flight_[trace_.rank(m)];
+  }
   for (int32_t i = 0; i < op.members_count; ++i) {
     TaskId m = op_members_[op.members_begin + i];
     result_.contention[m] = now - (result_.timings[m].start + op.latency + op.transfer);

@@ -7,6 +7,9 @@
 // phase, then a bandwidth phase that a FlowSession shares with concurrent
 // ones (the network model's own, or EqualShareLinks: transfers that use the
 // same link of the same rank at the same time share its bandwidth equally).
+// A compute task that starts while a collective of its rank is in flight
+// takes CostModel::ComputeTimeBesideComm (the collective's kernels hold SMs);
+// the choice is made once, at the start.
 //
 // The engine knows nothing about what the tasks mean. It is deterministic:
 // ties in time resolve by task id. No global state: engines are independent.

@@ -125,6 +125,48 @@ ReplayResult ReplayFixed(const trace::Trace& trace, Time alpha = Time::Zero()) {
   return Engine(cost, network).Replay(trace);
 }
 
+// Compute takes twice as long when it starts beside a collective.
+class SlowBesideCommCost : public FixedCostModel {
+ public:
+  SlowBesideCommCost() : FixedCostModel(kRate) {}
+  Time ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId rank) const override {
+    return ComputeTimeOnRank(op, rank) * 2.0;
+  }
+};
+
+TEST(Engine, ComputeThatStartsBesideACollectiveTakesTheContendedTime) {
+  TraceBuilder b(2);
+  GroupId g = b.Group("dp", {0, 1});
+  // Rank 0: the collective runs 0-10000 ns on the comm stream; compute that
+  // starts at 0 and at 1000 is beside it, compute starting at 12000 is not.
+  TaskId c0 = b.Collective(0, b.comm(), g, 0, 10000);
+  b.Collective(1, b.comm(), g, 0, 10000);
+  TaskId a = b.Compute(0, b.compute(), 1000);
+  TaskId after = b.Compute(0, b.compute(), 1000, {c0});
+  TaskId other = b.Compute(1, b.compute(), 500, {c0});
+  SlowBesideCommCost cost;
+  FixedNetworkModel network(Time::Zero(), kBandwidth);
+  ReplayResult r = Engine(cost, network).Replay(b.trace());
+  EXPECT_EQ(r.timings[c0].end, Time::Ns(10000));
+  EXPECT_EQ(r.timings[a].end - r.timings[a].start, Time::Ns(2000));         // beside the collective
+  EXPECT_EQ(r.timings[after].end - r.timings[after].start, Time::Ns(1000));  // after it ended
+  EXPECT_EQ(r.timings[other].end - r.timings[other].start, Time::Ns(500));
+  // The default cost model takes nothing from compute beside communication.
+  ReplayResult plain = ReplayFixed(b.trace());
+  EXPECT_EQ(plain.timings[a].end - plain.timings[a].start, Time::Ns(1000));
+}
+
+TEST(Engine, TransfersTakeNoSmsFromCompute) {
+  TraceBuilder b(2);
+  GroupId pair = b.Group("pp", {0, 1});
+  b.Send(0, b.comm(), 1, pair, 10000);
+  TaskId a = b.Compute(0, b.compute(), 1000);
+  SlowBesideCommCost cost;
+  FixedNetworkModel network(Time::Zero(), kBandwidth);
+  ReplayResult r = Engine(cost, network).Replay(b.trace());
+  EXPECT_EQ(r.timings[a].end - r.timings[a].start, Time::Ns(1000));
+}
+
 TEST(Engine, ChainOnOneStreamSumsDurations) {
   TraceBuilder b(1);
   TaskId a = b.Compute(0, b.compute(), 1000);

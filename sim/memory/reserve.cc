@@ -75,7 +75,8 @@ AllocatorReserve LoadAllocatorReserve(const std::string& path) {
   const std::string date = c.Required("date").String();
   c.Ignore({"fitted_on", "what", "leave_one_source_out"});
   c.Finish();
-  top.Ignore({"about", "serving_iteration_overhead"});  // serving's constant (sim/serve/engine_profile.h)
+  // serving's constant (sim/serve/engine_profile.h), training's (sim/cost/comm_overlap.h)
+  top.Ignore({"about", "serving_iteration_overhead", "overlap_comm_sms"});
   top.Finish();
   r.source = path + " (" + command + ", " + date + ")";
   return r;

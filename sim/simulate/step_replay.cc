@@ -1,5 +1,6 @@
 #include "sim/simulate/step_replay.h"
 
+#include "sim/cost/comm_overlap.h"
 #include "sim/cost/profile_cost_model.h"
 #include "sim/engine/engine.h"
 #include "sim/net/network_factory.h"
@@ -10,7 +11,8 @@ namespace stacksim::simulate {
 StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network, workload::DpSyncPhase phase) {
   StepModels m;
   m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s, phase));
-  m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs, s.plan.comm_sms);
+  m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs, s.plan.comm_sms,
+                                                    cost::OverlapCommSms(s.plan, s.profile));
   m.network = net::MakeNetwork(network, s.topology, s.profile, s.gpus, s.node_order);
   return m;
 }

@@ -147,10 +147,18 @@ trace::Trace ExpandReplicas(const trace::Trace& base, int variants) {
   return out;
 }
 
-Time SlowRankCostModel::ComputeTimeOnRank(const trace::ComputeOp& op, trace::RankId rank) const {
-  Time t = base_.ComputeTime(op);
+Time SlowRankCostModel::Scaled(Time t, trace::RankId rank) const {
   if (rank < 0 || rank >= static_cast<trace::RankId>(factors_.size()) || factors_[rank] == 1.0) return t;
   return t * factors_[rank];
+}
+
+Time SlowRankCostModel::ComputeTimeOnRank(const trace::ComputeOp& op, trace::RankId rank) const {
+  return Scaled(base_.ComputeTime(op), rank);
+}
+
+Time SlowRankCostModel::ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId rank) const {
+  // The base model's contended time of the same op (its ranks run alike).
+  return Scaled(base_.ComputeTimeBesideComm(op, 0), rank);
 }
 
 Time ReplayPatterns(const trace::Trace& base, const std::vector<Pattern>& patterns, const engine::CostModel& cost,

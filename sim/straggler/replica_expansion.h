@@ -65,8 +65,10 @@ class SlowRankCostModel : public engine::CostModel {
       : base_(base), factors_(std::move(factors)) {}
   Time ComputeTime(const trace::ComputeOp& op) const override { return base_.ComputeTime(op); }
   Time ComputeTimeOnRank(const trace::ComputeOp& op, trace::RankId rank) const override;
+  Time ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId rank) const override;
 
  private:
+  Time Scaled(Time t, trace::RankId rank) const;
   const engine::CostModel& base_;
   std::vector<double> factors_;
 };

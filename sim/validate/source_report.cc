@@ -57,8 +57,12 @@ Summary Summarize(const std::vector<RunOutcome>& runs) {
 
 FittedConstants RefitConstants(const std::vector<RunOutcome>& /*fit_on*/) { return {}; }
 
-void ApplyConstants(const FittedConstants& constants, config::ScenarioConfig& /*scenario*/) {
+void ApplyConstants(const FittedConstants& constants, config::ScenarioConfig& scenario) {
   for (const auto& [name, value] : constants.values) {
+    if (name == kOverlapCommSms) {
+      scenario.plan.overlap_comm_sms = static_cast<int>(std::lround(value));
+      continue;
+    }
     throw std::logic_error(fmt::format("fitted constant '{}' = {} has no application in ApplyConstants", name, value));
   }
 }

@@ -10,12 +10,13 @@
 // Leave-one-source-out: a constant fitted to end-to-end step times would make
 // the error over the runs it was fitted on optimistic. Refitting it without
 // one source and predicting that source with the refitted value measures how
-// it transfers. stacksim fits no constant to these runs today (profiles come
-// from micro-benchmarks and datasheets, see docs/validation.md), so
-// RefitConstants returns an empty set and the leave-one-source-out error
-// equals the error over all runs. The mechanism is the hook for the day one
-// is fitted: RefitConstants fits it, ApplyConstants sets it in a run's
-// scenario, and LeaveOneSourceOutError re-predicts each source with the
+// it transfers. One constant is fitted to these runs, kOverlapCommSms; its
+// fit is a grid of whole validations (FitOverlapCommSms, validate.h), so its
+// leave-one-source-out check is made when it is fitted and stored with it
+// (validation/fitted_constants.json), and `validate` prints it. The hooks
+// below serve a constant cheap enough to refit at every validation:
+// RefitConstants fits it (nothing today), ApplyConstants sets constants in a
+// run's scenario, and LeaveOneSourceOutError re-predicts each source with the
 // constants fitted on the others.
 #ifndef STACKSIM_SIM_VALIDATE_SOURCE_REPORT_H_
 #define STACKSIM_SIM_VALIDATE_SOURCE_REPORT_H_
@@ -59,7 +60,11 @@ struct Summary {
 Summary Summarize(const std::vector<RunOutcome>& runs);
 
 // Constants fitted to end-to-end measurements, by name (the unit in the
-// name). Empty today: nothing is fitted to the validation runs.
+// name). The one a validation run takes: kOverlapCommSms (SMs a collective
+// takes from the compute beside it, sim/cost/comm_overlap.h), fitted by
+// FitOverlapCommSms (validate.h); a run without it in the set uses the
+// value in validation/fitted_constants.json.
+inline constexpr const char* kOverlapCommSms = "overlap_comm_sms";
 struct FittedConstants {
   std::map<std::string, double> values;
   bool empty() const { return values.empty(); }

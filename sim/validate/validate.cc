@@ -12,10 +12,12 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "sim/memory/memory_model.h"
+#include "sim/cost/comm_overlap.h"
 #include "sim/memory/reserve.h"
 #include "sim/simulate/simulate.h"
 #include "sim/util/error.h"
@@ -199,7 +201,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
   if (options.progress) options.progress(0, total);  // the work starts: say so before the first run ends
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
-    rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], FittedConstants{}, options.keep_scenarios);
+    rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], options.constants, options.keep_scenarios);
     if (options.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       options.progress(++done, total);
@@ -288,6 +290,94 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   };
   rep.leave_one_source_out = LeaveOneSourceOutError(rep.runs, options.refit, repredict);
   return rep;
+}
+
+OverlapFit FitOverlapCommSms(const std::vector<std::string>& paths, const std::vector<int>& grid, int threads,
+                             const std::function<void(int done, int total)>& progress) {
+  if (grid.empty()) throw std::invalid_argument("FitOverlapCommSms: empty grid");
+  // errors[g][id]: the scored, predicted runs' |error| at grid value g. A
+  // run that cannot be predicted at some value is left out of the fit.
+  std::vector<std::map<std::string, double>> errors(grid.size());
+  std::map<std::string, std::string> source_of;
+  for (size_t g = 0; g < grid.size(); ++g) {
+    ValidationOptions opts;
+    opts.threads = threads;
+    opts.constants.values[kOverlapCommSms] = grid[g];
+    if (progress) {
+      opts.progress = [&, g](int done, int total) { progress(static_cast<int>(g) * total + done, total * static_cast<int>(grid.size())); };
+    }
+    const ValidationReport rep = RunValidation(paths, opts);
+    for (const RunOutcome& o : rep.runs) {
+      if (!o.scored || !o.predicted_s) continue;
+      const std::string key = o.file + "#" + o.id;
+      errors[g][key] = std::fabs(o.error_pct);
+      source_of[key] = o.source;
+    }
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, src] : source_of) {
+    bool everywhere = true;
+    for (const auto& e : errors) everywhere = everywhere && e.count(key) > 0;
+    if (everywhere) keys.push_back(key);
+  }
+  auto mape = [&](size_t g, const std::string& skip, const std::string& only) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& key : keys) {
+      const std::string& src = source_of.at(key);
+      if ((!skip.empty() && src == skip) || (!only.empty() && src != only)) continue;
+      sum += errors[g].at(key);
+      ++n;
+    }
+    return std::make_pair(n > 0 ? sum / n : 0.0, n);
+  };
+  auto best = [&](const std::string& skip) {
+    size_t arg = 0;
+    for (size_t g = 1; g < grid.size(); ++g) {
+      if (mape(g, skip, "").first < mape(arg, skip, "").first) arg = g;
+    }
+    return arg;
+  };
+  OverlapFit fit;
+  for (size_t g = 0; g < grid.size(); ++g) fit.grid.push_back({grid[g], mape(g, "", "").first});
+  const size_t all = best("");
+  fit.sms = grid[all];
+  std::tie(fit.mape_pct, fit.runs) = mape(all, "", "");
+  std::set<std::string> sources;
+  for (const auto& key : keys) sources.insert(source_of.at(key));
+  double loso_sum = 0;
+  for (const std::string& src : sources) {
+    const size_t g = best(src);
+    OverlapFitGroup group;
+    group.held_out = src;
+    group.sms = grid[g];
+    std::tie(group.mape_pct, group.runs) = mape(g, "", src);
+    loso_sum += group.mape_pct * group.runs;
+    fit.groups.push_back(group);
+  }
+  fit.loso_mape_pct = keys.empty() ? 0 : loso_sum / static_cast<double>(keys.size());
+  return fit;
+}
+
+nlohmann::json OverlapFitJson(const OverlapFit& fit, const std::vector<std::string>& paths, const std::string& command,
+                              const std::string& date) {
+  nlohmann::json grid = nlohmann::json::array();
+  for (const auto& p : fit.grid) grid.push_back({{"sms", p.sms}, {"mape_pct", p.mape_pct}});
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : fit.groups) {
+    groups.push_back({{"held_out", g.held_out}, {"runs", g.runs}, {"sms", g.sms}, {"mape_pct", g.mape_pct}});
+  }
+  std::string on;
+  for (const auto& p : paths) on += (on.empty() ? "" : ", ") + std::filesystem::path(p).filename().string();
+  return {{"value", fit.sms},
+          {"what", "SMs a collective's kernels take from GEMMs and attention that start while it is in flight on "
+                   "the same GPU (sim/cost/comm_overlap.h)"},
+          {"fitted_by", command},
+          {"date", date},
+          {"fitted_on", on + " (the scored runs every grid value predicts: " + std::to_string(fit.runs) + ")"},
+          {"fitted_mape_pct", fit.mape_pct},
+          {"grid", grid},
+          {"leave_one_source_out", {{"mape_pct", fit.loso_mape_pct}, {"groups", groups}}}};
 }
 
 void StampErrorTable(uncertainty::ErrorTable& table, const std::string& source_dir) {
@@ -480,6 +570,12 @@ nlohmann::json ValidationJson(const ValidationReport& report) {
                 {"sources", loso_sources},
                 {"note", loso.note}}},
               {"uncertainty", calibration}});
+  const cost::FittedCommOverlap& overlap = cost::FittedCommOverlapSms();
+  if (!overlap.source.empty()) {
+    out["fitted_constants"]["overlap_comm_sms"] = {{"value", overlap.sms},
+                                                   {"source", overlap.source},
+                                                   {"leave_one_source_out_mape_pct", overlap.loso_mape_pct}};
+  }
   return out;
 }
 
@@ -521,12 +617,28 @@ std::string ValidationText(const ValidationReport& report) {
     out += "\nall files: " + SummaryLine(report.summary);
     out += SourceTable(report.summary);
   }
-  out += "leave-one-source-out: " + report.leave_one_source_out.note +
-         (report.leave_one_source_out.fitted ? "" : fmt::format(" ({:.1f}% over {} runs)", report.leave_one_source_out.mape_pct,
-                                                           report.leave_one_source_out.runs)) +
-         "\n";
-  // The one constant fitted on end-to-end data that these predictions use,
-  // named as the project's rule asks: it decides which plans fit in memory.
+  // The constants fitted on end-to-end data that these predictions use,
+  // named as the project's rule asks. overlap_comm_sms is fitted on the
+  // development runs themselves; its leave-one-source-out check is made when
+  // it is fitted (a grid of full validations) and stored with it.
+  const cost::FittedCommOverlap& overlap = cost::FittedCommOverlapSms();
+  if (!overlap.source.empty() && overlap.loso_mape_pct >= 0) {
+    out += fmt::format("leave-one-source-out: overlap_comm_sms refitted without each source, that source predicted "
+                       "with it: {:.1f}% over the development runs when it was fitted ({})\n",
+                       overlap.loso_mape_pct, overlap.source);
+  } else {
+    out += "leave-one-source-out: " + report.leave_one_source_out.note +
+           (report.leave_one_source_out.fitted
+                ? ""
+                : fmt::format(" ({:.1f}% over {} runs)", report.leave_one_source_out.mape_pct,
+                              report.leave_one_source_out.runs)) +
+           "\n";
+  }
+  if (!overlap.source.empty()) {
+    out += fmt::format("fitted constants used: overlap_comm_sms {} (SMs an in-flight collective takes from the "
+                       "compute beside it; fitted on the development runs: {})\n",
+                       overlap.sms, overlap.source);
+  }
   const memory::AllocatorReserve& reserve = memory::FittedAllocatorReserve();
   out += fmt::format("fitted constants used: allocator cache fraction {:.4f} (memory fit check; fitted on "
                      "validation/memory_runs.json, not on these runs: {})\n",

@@ -72,6 +72,8 @@ struct ValidationOptions {
   std::function<void(int done, int total)> progress;
   // The leave-one-source-out refit (RefitConstants; tests pass their own).
   RefitFunction refit = RefitConstants;
+  // Constants set in every run's scenario (empty: the fitted file's values).
+  FittedConstants constants;
 };
 
 // The error table of a report is that of its one file; with several files,
@@ -83,6 +85,36 @@ ValidationReport RunValidation(const std::string& path, const ValidationOptions&
 // uncommitted changes" when sim/, profiles/, topologies/ or models/ differ
 // from it; "unknown" without git) and today's date (UTC).
 void StampErrorTable(uncertainty::ErrorTable& table, const std::string& source_dir);
+
+// The fit of kOverlapCommSms on the scored runs of `paths`: every run
+// validated at each value of `grid`, the value with the least mean |error|
+// over all of them (ties: the smaller), and the leave-one-source-out check
+// (each source predicted at the value that fits the other sources best).
+struct OverlapFitPoint {
+  int sms = 0;
+  double mape_pct = 0;
+};
+struct OverlapFitGroup {
+  std::string held_out;
+  int runs = 0;
+  int sms = 0;           // fitted without this source
+  double mape_pct = 0;   // this source's runs at that value
+};
+struct OverlapFit {
+  int sms = 0;
+  double mape_pct = 0;
+  int runs = 0;
+  std::vector<OverlapFitPoint> grid;
+  std::vector<OverlapFitGroup> groups;
+  double loso_mape_pct = 0;  // over all runs, each at its source's left-out value
+};
+// REQUIRES: grid not empty. `progress` as ValidationOptions::progress, over
+// grid.size() x runs.
+OverlapFit FitOverlapCommSms(const std::vector<std::string>& paths, const std::vector<int>& grid, int threads,
+                             const std::function<void(int done, int total)>& progress = {});
+// The fit as a stacksim.fitted_constants/1 entry.
+nlohmann::json OverlapFitJson(const OverlapFit& fit, const std::vector<std::string>& paths, const std::string& command,
+                              const std::string& date);
 
 nlohmann::json ValidationJson(const ValidationReport& report);
 std::string ValidationText(const ValidationReport& report);
