@@ -208,7 +208,8 @@ TEST(ReplicaExpansion, PipelineInnerOrderPutsANodeAcrossStages) {
 // stage does, and one slow node is enough. Less than 1.5x: only compute is
 // stretched (66% of this step); the blocking TP collectives (14%) and the
 // pipeline fill and drain of the other stages (20%) are not, so the step
-// grows by about 0.5 x the compute share: 1.33x.
+// grows by about 0.5 x the compute share: 1.33x, a little less where the
+// weight-gradient GEMMs that hide TP collectives stretch behind them.
 TEST(Stragglers, OneSlowNodeInAThousandSlowsTheWholeLargeJob) {
   config::ScenarioConfig s =
       config::LoadScenario(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/llama3-405b-16384xh100.json", {});
@@ -218,7 +219,7 @@ TEST(Stragglers, OneSlowNodeInAThousandSlowsTheWholeLargeJob) {
   simulate::SimulationResult healthy = simulate::Simulate(s);
   EXPECT_EQ(r.baseline, healthy.iteration);  // the same replay as simulate's
   const double compute_share = healthy.breakdown.compute().seconds() / healthy.iteration.seconds();
-  EXPECT_NEAR(r.slowdown, 1 + 0.5 * compute_share, 0.03);
+  EXPECT_NEAR(r.slowdown, 1 + 0.5 * compute_share, 0.04);
   EXPECT_GT(r.slowdown, 1.25);
   EXPECT_LT(r.slowdown, 1.5);
   ASSERT_EQ(r.recovery.size(), 2u);
