@@ -28,13 +28,40 @@ std::optional<int64_t> GivenInt(JsonObject& obj, const char* key) {
   return std::nullopt;
 }
 
+// A mixture-of-experts model ("model.moe" an object): its expert
+// parallelism is part of the layout.
+int64_t Experts(const nlohmann::json& run) {
+  if (!run.contains("model") || !run["model"].is_object()) return 0;
+  const nlohmann::json& model = run["model"];
+  if (!model.contains("moe") || !model["moe"].is_object()) return 0;
+  const nlohmann::json& moe = model["moe"];
+  return moe.contains("experts") && moe["experts"].is_number_integer() ? moe["experts"].get<int64_t>() : 0;
+}
+
+bool EpOpen(const nlohmann::json& run) { return Experts(run) > 0 && Open(run["plan"], "ep"); }
+
+// Context parallelism splits a sequence into pieces of at least this many
+// tokens when the run leaves cp open: a bound on the search (each piece
+// still fills the attention kernels' tiles), not a framework rule.
+constexpr int64_t kSmallestContextPiece = 4096;
+
 }  // namespace
 
 bool LayoutIsOpen(const nlohmann::json& run) {
   if (!run.is_object() || !run.contains("plan")) return false;  // ScenarioForRun names the missing plan
   const nlohmann::json& plan = run["plan"];
-  return Open(plan, "tp") || Open(plan, "pp") || Open(plan, "dp");
+  return Open(plan, "tp") || Open(plan, "pp") || Open(plan, "dp") || Open(plan, "cp") || EpOpen(run);
 }
+
+namespace {
+
+std::vector<int64_t> PowersOfTwo(int64_t from, int64_t to) {
+  std::vector<int64_t> out;
+  for (int64_t v = from; v <= to; v *= 2) out.push_back(v);
+  return out;
+}
+
+}  // namespace
 
 std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const std::string& file,
                                              const std::string& path) {
@@ -49,10 +76,20 @@ std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const st
   if (auto gpn = GivenInt(hw, "gpus_per_node")) domain = std::min<int64_t>(domain, *gpn);
   JsonObject model(obj.Required("model"));
   const int64_t layers = model.Required("layers").PositiveInt();
+  const int64_t seq_len = model.Required("seq_len").PositiveInt();
   JsonObject p(obj.Required("plan"));
   const std::optional<int64_t> tp = GivenInt(p, "tp"), pp = GivenInt(p, "pp"), dp = GivenInt(p, "dp");
-  const int64_t cp = GivenInt(p, "cp").value_or(1);
+  const std::optional<int64_t> given_cp = GivenInt(p, "cp"), given_ep = GivenInt(p, "ep");
   const int64_t global_batch = p.Required("global_batch").PositiveInt();
+  const int64_t experts = Experts(run);
+  // An open cp: powers of two that leave pieces of at least
+  // kSmallestContextPiece tokens (1 for shorter sequences). An open ep of a
+  // mixture-of-experts model: powers of two up to the experts (ScenarioForRun
+  // refuses those that do not divide the experts or tp x dp x cp).
+  const std::vector<int64_t> cps =
+      given_cp ? std::vector<int64_t>{*given_cp}
+               : PowersOfTwo(1, std::max<int64_t>(1, seq_len / kSmallestContextPiece));
+  const bool ep_open = experts > 0 && !given_ep;
 
   // A given tp is the run's own, whatever its size; an open one is a power
   // of two within the NVLink domain.
@@ -65,23 +102,35 @@ std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const st
   std::vector<nlohmann::json> out;
   for (int64_t t : tps) {
     for (int64_t q = pp.value_or(1); q <= pp.value_or(layers); ++q) {
-      const int64_t model_parallel = t * q * cp;
-      if (gpus % model_parallel != 0) continue;
-      const int64_t d = gpus / model_parallel;
-      if ((dp && d != *dp) || global_batch % d != 0) continue;
-      nlohmann::json c = run;
-      c["plan"]["tp"] = t;
-      c["plan"]["pp"] = q;
-      c["plan"]["dp"] = d;
-      out.push_back(std::move(c));
+      for (int64_t cp : cps) {
+        const int64_t model_parallel = t * q * cp;
+        if (gpus % model_parallel != 0) continue;
+        const int64_t d = gpus / model_parallel;
+        if ((dp && d != *dp) || global_batch % d != 0) continue;
+        const std::vector<int64_t> eps =
+            ep_open ? PowersOfTwo(1, std::min(experts, t * d * cp)) : std::vector<int64_t>{given_ep.value_or(1)};
+        for (int64_t e : eps) {
+          nlohmann::json c = run;
+          c["plan"]["tp"] = t;
+          c["plan"]["pp"] = q;
+          c["plan"]["dp"] = d;
+          c["plan"]["cp"] = cp;
+          if (experts > 0) c["plan"]["ep"] = e;
+          out.push_back(std::move(c));
+        }
+      }
     }
   }
   if (out.empty()) {
     throw InputError(file, path + ".plan",
-                     fmt::format("no parallel layout fills the open tp, pp, dp: tp x pp x dp x cp ({}) must be the "
-                                 "{} GPUs, tp a power of two up to {}, pp at most the {} layers and dp a divisor of "
-                                 "the global batch {}",
-                                 cp, gpus, domain, layers, global_batch));
+                     fmt::format("no parallel layout fills the open fields: tp x pp x dp x cp must be the {} GPUs, "
+                                 "tp a power of two up to {}, pp at most the {} layers, cp {} and dp a divisor of the "
+                                 "global batch {}",
+                                 gpus, domain, layers,
+                                 given_cp ? "as given (" + std::to_string(*given_cp) + ")"
+                                          : "a power of two leaving pieces of at least " +
+                                                std::to_string(kSmallestContextPiece) + " tokens",
+                                 global_batch));
   }
   return out;
 }
@@ -122,7 +171,7 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   if (!best_fit && !best_other) {
     const std::string why = first_error.empty() ? "" : "; the first refused: " + first_error;
     throw InputError(file, path + ".plan",
-                     fmt::format("none of the {} parallel layouts for the open tp, pp, dp is a valid plan ({} need model "
+                     fmt::format("none of the {} parallel layouts for the open fields is a valid plan ({} need model "
                                  "parallelism the framework does not offer{})",
                                  candidates.size(), not_offered, why));
   }
@@ -131,8 +180,10 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   const std::string how =
       best_fit ? fmt::format("the fastest of {} layouts that fit in memory, of {} valid", fitting, valid)
                : fmt::format("the fastest of {} valid layouts; none fits in memory", valid);
-  out.choices.insert(out.choices.begin(),
-                     fmt::format("tp={} pp={} dp={} (the run leaves the layout open: {})", plan.tp, plan.pp, plan.dp, how));
+  std::string layout = fmt::format("tp={} pp={} dp={}", plan.tp, plan.pp, plan.dp);
+  if (Open(given, "cp")) layout += fmt::format(" cp={}", plan.cp);
+  if (EpOpen(run)) layout += fmt::format(" ep={}", plan.ep);
+  out.choices.insert(out.choices.begin(), fmt::format("{} (the run leaves the layout open: {})", layout, how));
   return out;
 }
 

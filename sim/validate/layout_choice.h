@@ -1,9 +1,10 @@
 // The parallel layout a published run leaves open. The validation schema
-// allows null tp, pp and dp: the simulator then chooses what a tuned run of
+// allows null plan fields: the simulator then chooses what a tuned run of
 // the framework would use, the fastest layout that fits in memory, and says
-// which it chose (shared/validation/README.md). Each candidate layout is
-// the run with those fields filled; it becomes a scenario as a run that
-// gave them would (so the framework's defaults that depend on tp, such as
+// which it chose (shared/validation/README.md). The layout is tp, pp, dp,
+// cp and, for a mixture-of-experts model, ep. Each candidate layout is the
+// run with those fields filled; it becomes a scenario as a run that gave
+// them would (so the framework's defaults that depend on tp, such as
 // sequence parallelism, follow the layout), its own open fields are chosen
 // by FillOpenFields, and the fastest simulated step among the layouts that
 // fit wins.
@@ -21,15 +22,18 @@
 
 namespace stacksim::validate {
 
-// Whether the run leaves tp, pp or dp null (or out).
+// Whether the run leaves tp, pp, dp or cp null (or out), or ep of a
+// mixture-of-experts model.
 bool LayoutIsOpen(const nlohmann::json& run);
 
-// The layouts a tuned run could use: every (tp, pp, dp) with the given ones
-// kept, tp a power of two within one NVLink domain and at most 8, pp at most
-// the layers, tp x pp x dp x cp = the run's GPUs and dp dividing the global
-// batch; each as a copy of `run` with the three fields set, smallest tp
-// first, then smallest pp. Throws InputError (file, path + ".plan") when no
-// layout has these properties.
+// The layouts a tuned run could use: every (tp, pp, dp, cp, ep) with the
+// given ones kept, tp a power of two within one NVLink domain and at most 8,
+// pp at most the layers, an open cp a power of two that leaves pieces of at
+// least 4,096 tokens, tp x pp x dp x cp = the run's GPUs, dp dividing the
+// global batch, and an open ep (mixture-of-experts models) a power of two
+// up to the experts and tp x dp x cp; each as a copy of `run` with the
+// fields set, smallest tp first, then pp, cp and ep. Throws InputError
+// (file, path + ".plan") when no layout has these properties.
 std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const std::string& file,
                                              const std::string& path);
 

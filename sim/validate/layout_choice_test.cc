@@ -127,6 +127,65 @@ TEST(LayoutChoice, OnlyTheFrameworksOwnModelParallelism) {
 
 // A framework no profile names is modelled with the profile of the stack its
 // plan describes, and the choice says it was assumed.
+// The synthetic 16-B200 run as a mixture-of-experts model (8 experts, top 2)
+// whose ep the run leaves open.
+nlohmann::json OpenEpRun() {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"]["moe"] = {{"experts", 8}, {"top_k", 2}, {"expert_ffn_hidden", 2048}, {"shared_experts", 0},
+                         {"dense_layers", 0}};
+  run["plan"]["ep"] = nullptr;
+  return run;
+}
+
+// A null ep is part of the layout for a mixture-of-experts model only: the
+// candidates are the powers of two up to the experts and tp x dp x cp, and
+// the choice names the one it took.
+TEST(LayoutChoice, AnOpenEpOfAMixtureOfExpertsModelIsChosen) {
+  nlohmann::json dense = CoverageRun("synthetic-b200-tp2");
+  dense["plan"]["ep"] = nullptr;
+  EXPECT_FALSE(LayoutIsOpen(dense));
+  const nlohmann::json run = OpenEpRun();
+  ASSERT_TRUE(LayoutIsOpen(run));
+  std::set<int> eps;
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) {
+    EXPECT_EQ(Layout(c), std::make_tuple(2, 1, 8));  // as given
+    eps.insert(c["plan"]["ep"].get<int>());
+  }
+  EXPECT_EQ(eps, (std::set<int>{1, 2, 4, 8}));
+  const LayoutOutcome chosen = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  const int ep = chosen.run.scenario.plan.ep;
+  EXPECT_TRUE(eps.count(ep)) << ep;
+  ASSERT_FALSE(chosen.choices.empty());
+  EXPECT_NE(chosen.choices.front().find("ep=" + std::to_string(ep) + " (the run leaves the layout open"),
+            std::string::npos)
+      << chosen.choices.front();
+  // No candidate that fits is faster.
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) {
+    RunScenario rs = ScenarioForRun(c, kCoverageRuns, "runs[1]");
+    simulate::SimulationResult r;
+    std::vector<std::string> why;
+    FillOpenFields(rs, &r, &why);
+    if (!r.out_of_memory && FitsWithHeadroom(rs.scenario)) EXPECT_GE(r.iteration, chosen.result.iteration);
+  }
+}
+
+// A null cp splits a sequence only into pieces of at least 4,096 tokens.
+TEST(LayoutChoice, AnOpenCpSplitsOnlyLongSequences) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"]["cp"] = nullptr;
+  ASSERT_TRUE(LayoutIsOpen(run));
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) EXPECT_EQ(c["plan"]["cp"], 1);  // 2,048 tokens
+  run["model"]["seq_len"] = 16384;
+  run["plan"]["dp"] = nullptr;
+  std::set<int> cps;
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) {
+    const int cp = c["plan"]["cp"].get<int>();
+    cps.insert(cp);
+    EXPECT_EQ(c["plan"]["tp"].get<int>() * c["plan"]["pp"].get<int>() * c["plan"]["dp"].get<int>() * cp, 16);
+  }
+  EXPECT_EQ(cps, (std::set<int>{1, 2, 4}));
+}
+
 TEST(LayoutChoice, AnUnknownFrameworkTakesTheProfileItsPlanDescribes) {
   nlohmann::json run = CoverageRun("synthetic-b200-tp2");
   run["framework"] = "Zorblax trainer 0.1";
