@@ -87,6 +87,24 @@ TEST(CliInputs, AnUnknownRunIdIsAnErrorNotZeroOfZero) {
                    "--run: no entry has the id 'no-such-run'");
 }
 
+// A benchmark client's result file replaces the scenario's workload and
+// its measurements sit beside the predictions; it cannot be mixed with the
+// workload flags.
+TEST(CliInputs, ServeReplaysABenchmarkResultAndComparesWithIt) {
+  const std::string result = kRoot + "/tests/data/serve/vllm_result.json";
+  CmdResult r = Stacksim("serve " + kServe + " --requests-from " + result);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("measured by the benchmark client (5 requests (1 failed, left out)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mean_ttft_ms"), std::string::npos) << r.out;
+  CmdResult j = Stacksim("serve " + kServe + " --requests-from " + result + " --format json");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc.at("benchmark").at("failed"), 1);
+  EXPECT_GE(doc.at("benchmark").at("compared").size(), 10u);
+  ExpectInputError(Stacksim("serve " + kServe + " --requests-from " + result + " --rate 3"), "--requests-from");
+  ExpectInputError(Stacksim("serve " + kServe + " --requests-from " + kRoot + "/README.md"), "README.md");
+}
+
 TEST(CliInputs, NumericFlagsAreCheckedAlikeEverywhere) {
   ExpectInputError(Stacksim("run-campaign " + kSmall + " --tokens 1T --seed -1"), "--seed: '-1' is not a seed");
   ExpectInputError(Stacksim("serve " + kServe + " --seed -1"), "--seed");

@@ -20,9 +20,12 @@ struct Request {
   int64_t output_tokens = 0;  // >= 1: the first comes out of the prefill
   // Closed loop: >= 0 makes this request arrive when request `after` (an
   // earlier index) finishes, as a client that sends its next request when
-  // the previous answer is complete; `arrival` is then ignored.
+  // the previous answer is complete; kAfterAnyFinish makes it arrive when
+  // any request finishes, in index order (a benchmark client's concurrency
+  // limit); `arrival` is then ignored.
   int64_t after = -1;
 };
+inline constexpr int64_t kAfterAnyFinish = -2;
 
 // Sorted by arrival. Throws InputError for an unreadable or malformed trace
 // (naming the file and line).

@@ -107,7 +107,9 @@ class Simulation {
                                                  " tokens of KV cache; a replica holds " +
                                                  std::to_string(total_blocks_ * block_));
       }
-      if (r.after < 0) {
+      if (r.after == kAfterAnyFinish) {
+        after_any_.push_back(static_cast<int>(i));
+      } else if (r.after < 0) {
         Push(r.arrival, 1, -1, static_cast<int>(i));
       } else {
         if (r.after >= static_cast<int64_t>(i) || next_of_[r.after] >= 0) {
@@ -421,6 +423,11 @@ class Simulation {
       result_.requests[next].arrival = now_;
       Push(now_, 1, -1, next);
     }
+    if (next_after_any_ < after_any_.size()) {  // a concurrency slot frees: the next waiting request goes
+      const int next = after_any_[next_after_any_++];
+      result_.requests[next].arrival = now_;
+      Push(now_, 1, -1, next);
+    }
     if (c_.scheduler != SchedulerKind::kStatic) {
       Release(r, s);
       r.running.erase(std::find(r.running.begin(), r.running.end(), id));
@@ -499,6 +506,8 @@ class Simulation {
   std::vector<Seq> seqs_;
   std::vector<int> arrived_;  // replicas that received requests at now_, not yet scheduled
   std::vector<int> next_of_;  // closed loop: the request that arrives when this one finishes (-1: none)
+  std::vector<int> after_any_;  // kAfterAnyFinish requests, in index order
+  size_t next_after_any_ = 0;   // the next of them to arrive
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   int64_t order_ = 0;
   size_t rr_ = 0, rr_decode_ = 0;
