@@ -103,11 +103,6 @@ BenchmarkRun ReadBenchmarkResult(const std::string& path, uint64_t seed) {
   }
   if (auto b = field("burstiness")) run.burstiness = b->PositiveNumber();
   if (auto mc = field("max_concurrency")) run.max_concurrency = mc->PositiveInt();
-  if (run.rate_per_s && run.max_concurrency) {
-    throw InputError(path, "max_concurrency",
-                     "a request rate and a concurrency limit together are not modelled (the client's semaphore "
-                     "delays requests that the rate released); replay the run with an unlimited rate or no limit");
-  }
 
   for (size_t i = 0; i < ins.size(); ++i) {
     if (!errors.empty() && errors[i].IsString() && !errors[i].json().get<std::string>().empty()) {

@@ -16,8 +16,9 @@
 //   its gaps with its own random generator; stacksim draws the same process
 //   with its seed, the first request at time 0 as the client sends it.
 // - max_concurrency (absent or null: none): at most that many requests in
-//   flight; the next request goes when any one finishes (the client's
-//   semaphore). Modelled with an unlimited rate only.
+//   flight (the client's FIFO semaphore): past the first N, a request goes
+//   when the rate releases it or when a request finishes, whichever is
+//   later.
 // - Measured statistics, where present: duration, completed,
 //   request_throughput, output_throughput, mean/median/p99 TTFT, TPOT, ITL
 //   and end-to-end latency (ms).
@@ -49,8 +50,8 @@ struct BenchmarkRun {
 };
 
 // Throws InputError naming the file and the field when it is not such a
-// result (no input_lens / output_lens, arrays of different lengths, a rate
-// and a concurrency limit together, a request without output).
+// result (no input_lens / output_lens, arrays of different lengths, a
+// request without output).
 BenchmarkRun ReadBenchmarkResult(const std::string& path, uint64_t seed);
 
 // JSON text with Python's bare Infinity, -Infinity and NaN (outside strings)

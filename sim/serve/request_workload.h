@@ -20,9 +20,10 @@ struct Request {
   int64_t output_tokens = 0;  // >= 1: the first comes out of the prefill
   // Closed loop: >= 0 makes this request arrive when request `after` (an
   // earlier index) finishes, as a client that sends its next request when
-  // the previous answer is complete; kAfterAnyFinish makes it arrive when
-  // any request finishes, in index order (a benchmark client's concurrency
-  // limit); `arrival` is then ignored.
+  // the previous answer is complete; `arrival` is then ignored.
+  // kAfterAnyFinish: it takes the slot of the next request to finish, in
+  // index order, and goes then or at `arrival`, whichever is later (a
+  // benchmark client's concurrency limit, a FIFO semaphore).
   int64_t after = -1;
 };
 inline constexpr int64_t kAfterAnyFinish = -2;

@@ -423,10 +423,11 @@ class Simulation {
       result_.requests[next].arrival = now_;
       Push(now_, 1, -1, next);
     }
-    if (next_after_any_ < after_any_.size()) {  // a concurrency slot frees: the next waiting request goes
+    if (next_after_any_ < after_any_.size()) {  // a concurrency slot frees: the next waiting request takes it
       const int next = after_any_[next_after_any_++];
-      result_.requests[next].arrival = now_;
-      Push(now_, 1, -1, next);
+      const Time at = std::max(now_, result_.requests[next].arrival);  // not before the client has it
+      result_.requests[next].arrival = at;
+      Push(at, 1, -1, next);
     }
     if (c_.scheduler != SchedulerKind::kStatic) {
       Release(r, s);
