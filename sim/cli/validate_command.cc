@@ -36,8 +36,8 @@ struct ValidateArgs {
   std::string fit_path;  // --fit-overlap-sms
 };
 
-// The SMs an in-flight collective may take: 0 to 32 in steps of 2 (NCCL
-// runs at most 32 channels, one CTA each, on the GPUs the runs use).
+// The SMs an in-flight collective may take: 0 to 32 in steps of 2 (the
+// fit's range; 32 is a quarter of an H100's 132 SMs).
 std::vector<int> OverlapGrid() {
   std::vector<int> grid;
   for (int sms = 0; sms <= 32; sms += 2) grid.push_back(sms);
