@@ -57,7 +57,10 @@ std::vector<Compared> CompareWithBenchmark(const serve::BenchmarkRun& run, const
       {"p99_itl_ms", m.token_gap.p99 * 1e3},
       {"mean_e2el_ms", m.e2e.mean * 1e3},
       {"median_e2el_ms", m.e2e.p50 * 1e3},
-      {"p99_e2el_ms", m.e2e.p99 * 1e3}};
+      {"p99_e2el_ms", m.e2e.p99 * 1e3},
+      {"mean_e2e_latency_ms", m.e2e.mean * 1e3},
+      {"median_e2e_latency_ms", m.e2e.p50 * 1e3},
+      {"p99_e2e_latency_ms", m.e2e.p99 * 1e3}};
   std::vector<Compared> out;
   for (const auto& [name, value] : predicted) {
     auto it = run.measured.find(name);

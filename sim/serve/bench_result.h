@@ -21,7 +21,7 @@
 //   later.
 // - Measured statistics, where present: duration, completed,
 //   request_throughput, output_throughput, mean/median/p99 TTFT, TPOT, ITL
-//   and end-to-end latency (ms).
+//   and end-to-end latency (ms; vLLM's e2el, SGLang's e2e_latency).
 // Python writes infinities and NaNs as the bare words Infinity and NaN; they
 // are read as "inf" and as absent.
 #ifndef STACKSIM_SIM_SERVE_BENCH_RESULT_H_

@@ -115,11 +115,13 @@ TEST(BenchResult, ARateDrawsTheClientsArrivalsAndJsonLinesTakeTheLastRecord) {
     lens += (i ? ", " : "") + std::string("100");
     outs += (i ? ", " : "") + std::string("10");
   }
-  const std::string record = "{" + lens + "], " + outs + R"(], "request_rate": 4.0, "burstiness": 1.0})";
+  const std::string record =
+      "{" + lens + "], " + outs + R"(], "request_rate": 4.0, "burstiness": 1.0, "mean_e2e_latency_ms": 812.5})";
   const std::string path = Write("stacksim_bench_rate.jsonl", R"({"input_lens": [1], "output_lens": [1]})"
                                                                   "\n" + record + "\n");
   const BenchmarkRun run = ReadBenchmarkResult(path, 3);
   ASSERT_EQ(run.requests.size(), 2000u);
+  EXPECT_DOUBLE_EQ(run.measured.at("mean_e2e_latency_ms"), 812.5);  // SGLang's name
   EXPECT_EQ(run.requests.front().arrival, Time::Zero());
   const double mean_gap = run.requests.back().arrival.seconds() / 1999.0;
   EXPECT_NEAR(mean_gap, 0.25, 0.02);
