@@ -12,6 +12,7 @@
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
+#include "sim/config/fitted_constants.h"
 #include "sim/serve/engine_profile.h"
 #include "sim/serve/serve_uncertainty.h"
 #include "sim/serve/serve_validate.h"
@@ -33,16 +34,10 @@ int RunServeValidate(const ServeValidateArgs& a) {
   if (!a.fit_path.empty()) {
     // Fit first, write, then validate with what was written.
     const serve::OverheadFit fit = serve::FitIterationOverhead(a.file);
-    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    char date[16];
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path)
-                                                              : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
-    doc["serving_iteration_overhead"] = serve::OverheadFitJson(
-        fit, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path, date);
-    std::ofstream out(a.fit_path);
-    out << doc.dump(2) << "\n";
-    if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
+    config::WriteFittedConstant(
+        a.fit_path, "serving_iteration_overhead",
+        serve::OverheadFitJson(fit, a.file, "stacksim serve-validate " + a.file + " --fit-overhead " + a.fit_path,
+                               config::FitDate()));
     std::cerr << fmt::format("fitted host time per iteration: {:.3f} ms ({} entries, {:.1f}%, {:.1f}% without; leave one "
                              "source out {:.1f}%)\n",
                              fit.value_s * 1e3, fit.entries, fit.mape_pct, fit.unfitted_mape_pct, fit.loso_mape_pct);

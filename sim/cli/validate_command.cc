@@ -3,9 +3,6 @@
 // Progress goes to standard error (--quiet: none); results to standard output.
 #include <fmt/format.h>
 
-#include <chrono>
-#include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -15,10 +12,10 @@
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
+#include "sim/config/fitted_constants.h"
 #include "sim/config/scenario.h"
 #include "sim/uncertainty/error_table.h"
 #include "sim/util/error.h"
-#include "sim/util/json_reader.h"
 #include "sim/util/progress.h"
 #include "sim/validate/validate.h"
 
@@ -44,30 +41,36 @@ std::vector<int> OverlapGrid() {
   return grid;
 }
 
-int RunFitOverlap(const ValidateArgs& a) {
-  std::unique_ptr<ProgressMeter> progress;
-  int64_t reported = 0;
-  std::function<void(int, int)> on_progress;
-  if (!a.quiet) {
-    on_progress = [&](int done, int total) {
-      if (!progress) progress = std::make_unique<ProgressMeter>("fit overlap_comm_sms", "runs", total);
-      progress->Add(done - reported);
-      reported = done;
+// Progress on standard error (util/progress.h), from the first count on:
+// the (done, total) callback the validation calls; none when quiet.
+class RunProgress {
+ public:
+  RunProgress(std::string what, bool quiet) : what_(std::move(what)), quiet_(quiet) {}
+  std::function<void(int, int)> Callback() {
+    if (quiet_) return {};
+    return [this](int done, int total) {
+      if (!meter_) meter_ = std::make_unique<ProgressMeter>(what_, "runs", total);
+      meter_->Add(done - reported_);
+      reported_ = done;
     };
   }
-  const validate::OverlapFit fit = validate::FitOverlapCommSms(a.files, OverlapGrid(), a.threads, on_progress);
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[16];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+
+ private:
+  std::string what_;
+  bool quiet_;
+  std::unique_ptr<ProgressMeter> meter_;
+  int64_t reported_ = 0;
+};
+
+int RunFitOverlap(const ValidateArgs& a) {
+  RunProgress progress("fit overlap_comm_sms", a.quiet);
+  const validate::OverlapFit fit =
+      validate::FitOverlapCommSms(a.files, OverlapGrid(), a.threads, progress.Callback());
   std::string command = "stacksim validate";
   for (const auto& f : a.files) command += " " + f;
   command += " --fit-overlap-sms " + a.fit_path;
-  nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path)
-                                                            : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
-  doc["overlap_comm_sms"] = validate::OverlapFitJson(fit, a.files, command, date);
-  std::ofstream out(a.fit_path);
-  out << doc.dump(2) << "\n";
-  if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
+  config::WriteFittedConstant(a.fit_path, "overlap_comm_sms",
+                              validate::OverlapFitJson(fit, a.files, command, config::FitDate()));
   std::string text = fmt::format("overlap_comm_sms: {} SMs ({:.2f}% over {} runs); leave one source out {:.2f}%\n",
                                  fit.sms, fit.mape_pct, fit.runs, fit.loso_mape_pct);
   text += "  grid:";
@@ -99,17 +102,10 @@ int RunValidate(const ValidateArgs& a) {
   opts.only_id = a.only;
   opts.keep_scenarios = !a.scenario_path.empty();
   opts.threads = a.threads;
-  // Progress on standard error (util/progress.h), from the moment the runs
-  // are read: the heaviest runs go first and take most of a minute.
-  std::unique_ptr<ProgressMeter> progress;
-  int64_t reported = 0;
-  if (!a.quiet) {
-    opts.progress = [&](int done, int total) {
-      if (!progress) progress = std::make_unique<ProgressMeter>("validate", "runs", total);
-      progress->Add(done - reported);
-      reported = done;
-    };
-  }
+  // From the moment the runs are read: the heaviest go first and take most
+  // of a minute.
+  RunProgress progress("validate", a.quiet);
+  opts.progress = progress.Callback();
   validate::ValidationReport rep = validate::RunValidation(a.files, opts);
   if (!a.error_table_path.empty()) {
     validate::StampErrorTable(rep.error_table, config::DataRoot());

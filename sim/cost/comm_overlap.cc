@@ -3,41 +3,29 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
-#include "sim/config/scenario.h"
-#include "sim/util/error.h"
-#include "sim/util/json_reader.h"
+#include "sim/config/fitted_constants.h"
 
 namespace stacksim::cost {
 
 FittedCommOverlap LoadFittedCommOverlap(const std::string& path) {
-  nlohmann::json doc = ReadJsonFile(path);
-  JsonNode root(doc, path, "");
-  JsonObject top(root);
-  const std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.fitted_constants/1") {
-    throw InputError(path, "schema", "expected 'stacksim.fitted_constants/1', got '" + schema + "'");
-  }
   FittedCommOverlap out;
-  auto entry = top.Optional("overlap_comm_sms");
-  top.Ignore({"about", "allocator_cache_fraction", "serving_iteration_overhead"});
-  top.Finish();
-  if (!entry) return out;
-  JsonObject c(*entry);
-  const int64_t n = c.Required("value").Int();
-  if (n < 0) c.Required("value").Fail("must be 0 or more SMs");
-  out.sms = static_cast<int>(n);
-  const std::string command = c.Required("fitted_by").String();
-  const std::string date = c.Required("date").String();
-  if (auto loso = c.Optional("leave_one_source_out")) {
-    JsonObject l(*loso);
-    out.loso_mape_pct = l.Required("mape_pct").NonNegativeNumber();
-    l.Ignore({"groups"});
-    l.Finish();
-  }
-  c.Ignore({"fitted_on", "what", "fitted_mape_pct", "grid"});
-  c.Finish();
-  out.source = path + " (" + command + ", " + date + ")";
+  const std::optional<std::string> source =
+      config::ReadFittedConstant(path, "overlap_comm_sms", false, [&](JsonObject& c) {
+        const JsonNode value = c.Required("value");
+        const int64_t sms = value.Int();
+        if (sms < 0) value.Fail("must be 0 or more SMs");
+        out.sms = static_cast<int>(sms);
+        if (auto loso = c.Optional("leave_one_source_out")) {
+          JsonObject l(*loso);
+          out.loso_mape_pct = l.Required("mape_pct").NonNegativeNumber();
+          l.Ignore({"groups"});
+          l.Finish();
+        }
+        c.Ignore({"fitted_on", "what", "fitted_mape_pct", "grid"});
+      });
+  if (source) out.source = *source;
   return out;
 }
 
@@ -45,8 +33,8 @@ const FittedCommOverlap& FittedCommOverlapSms() {
   static std::once_flag once;
   static FittedCommOverlap fitted;
   std::call_once(once, [] {
-    const auto path = std::filesystem::path(config::DataRoot()) / "validation" / "fitted_constants.json";
-    if (std::filesystem::exists(path)) fitted = LoadFittedCommOverlap(path.string());
+    const std::string path = config::FittedConstantsPath();
+    if (std::filesystem::exists(path)) fitted = LoadFittedCommOverlap(path);
   });
   return fitted;
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/config/fitted_constants.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -61,24 +62,11 @@ RuntimeParts RuntimeMemory(const config::ScenarioConfig& s) {
 }
 
 AllocatorReserve LoadAllocatorReserve(const std::string& path) {
-  nlohmann::json doc = ReadJsonFile(path);
-  JsonNode root(doc, path, "");
-  JsonObject top(root);
-  const std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.fitted_constants/1") {
-    throw InputError(path, "schema", "expected 'stacksim.fitted_constants/1', got '" + schema + "'");
-  }
-  JsonObject c(top.Required("allocator_cache_fraction"));
   AllocatorReserve r;
-  r.cache_fraction = c.Required("value").NonNegativeNumber();
-  const std::string command = c.Required("fitted_by").String();
-  const std::string date = c.Required("date").String();
-  c.Ignore({"fitted_on", "what", "leave_one_source_out"});
-  c.Finish();
-  // serving's constant (sim/serve/engine_profile.h), training's (sim/cost/comm_overlap.h)
-  top.Ignore({"about", "serving_iteration_overhead", "overlap_comm_sms"});
-  top.Finish();
-  r.source = path + " (" + command + ", " + date + ")";
+  r.source = *config::ReadFittedConstant(path, "allocator_cache_fraction", true, [&](JsonObject& c) {
+    r.cache_fraction = c.Required("value").NonNegativeNumber();
+    c.Ignore({"fitted_on", "what", "leave_one_source_out"});
+  });
   return r;
 }
 
@@ -86,8 +74,8 @@ const AllocatorReserve& FittedAllocatorReserve() {
   static std::once_flag once;
   static AllocatorReserve fitted;
   std::call_once(once, [] {
-    const auto path = std::filesystem::path(config::DataRoot()) / "validation" / "fitted_constants.json";
-    if (std::filesystem::exists(path)) fitted = LoadAllocatorReserve(path.string());
+    const std::string path = config::FittedConstantsPath();
+    if (std::filesystem::exists(path)) fitted = LoadAllocatorReserve(path);
   });
   return fitted;
 }

@@ -11,15 +11,6 @@
 namespace stacksim::serve {
 namespace {
 
-// The statistics a result may hold, compared with stacksim's when present.
-constexpr const char* kMeasuredKeys[] = {
-    "duration",         "completed",        "request_throughput", "output_throughput", "total_token_throughput",
-    "mean_ttft_ms",     "median_ttft_ms",   "p99_ttft_ms",        "mean_tpot_ms",      "median_tpot_ms",
-    "p99_tpot_ms",      "mean_itl_ms",      "median_itl_ms",      "p99_itl_ms",        "mean_e2el_ms",
-    "median_e2el_ms",   "p99_e2el_ms",
-    // SGLang's bench_serving names the end-to-end latency so.
-    "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms"};
-
 // The last non-empty line of a JSON-lines file, or the whole text.
 std::string LastRecord(const std::string& text) {
   std::string trimmed = text;
@@ -136,8 +127,8 @@ BenchmarkRun ReadBenchmarkResult(const std::string& path, uint64_t seed) {
     }
   }
 
-  for (const char* key : kMeasuredKeys) {
-    if (auto v = field(key); v && v->IsNumber()) run.measured[key] = v->Number();
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it->is_number()) run.measured[it.key()] = it->get<double>();
   }
   std::string client = doc.contains("backend") && doc["backend"].is_string() ? doc["backend"].get<std::string>() : "";
   run.source = fmt::format("{} requests{} from {}{}, {}{}", run.requests.size(),

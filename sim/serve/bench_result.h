@@ -44,7 +44,8 @@ struct BenchmarkRun {
   std::optional<double> rate_per_s;  // nullopt: all at once (request_rate inf)
   double burstiness = 1;
   std::optional<int64_t> max_concurrency;
-  // Measured statistics by their name in the file (e.g. "mean_ttft_ms").
+  // The file's numeric top-level values by name (e.g. "mean_ttft_ms"): the
+  // measured statistics among them (NaN ones are absent).
   std::map<std::string, double> measured;
   std::string source;              // one line: the client, the rate and the concurrency
 };

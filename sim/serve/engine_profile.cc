@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "sim/config/fitted_constants.h"
 #include "sim/config/scenario.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
@@ -160,7 +161,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
 
 EngineProfile LoadEngineProfile(const std::string& path) { return ParseEngineProfile(ReadJsonFile(path), path); }
 
-std::string DefaultFittedConstantsPath() { return config::DataRoot() + "/validation/fitted_constants.json"; }
+std::string DefaultFittedConstantsPath() { return config::FittedConstantsPath(); }
 
 Time FittedIterationOverhead(const std::string& engine, const std::string& path) {
   if (engine.empty() || !std::filesystem::exists(path)) return Time::Zero();

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <set>
 
+#include "sim/config/fitted_constants.h"
 #include "sim/config/framework.h"
 #include "sim/validate/run_scenario.h"
 #include "sim/util/error.h"
@@ -404,9 +403,7 @@ MemoryValidationReport RunMemoryValidation(const std::string& path) {
 }
 
 nlohmann::json FittedConstantsJson(const MemoryValidationReport& rep, double fraction, const std::string& command) {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[16];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  const std::string date = config::FitDate();
   nlohmann::json loso = nlohmann::json::array();
   for (const auto& l : rep.loso) {
     loso.push_back({{"held_out", l.group}, {"cache_fraction", l.cache_fraction}, {"entries", l.entries},

@@ -331,10 +331,12 @@ OverlapFit FitOverlapCommSms(const std::vector<std::string>& paths, const std::v
     }
     return std::make_pair(n > 0 ? sum / n : 0.0, n);
   };
-  auto best = [&](const std::string& skip) {
+  auto best = [&](const std::string& skip) {  // the first least, i.e. the smaller value on a tie
     size_t arg = 0;
+    double least = mape(0, skip, "").first;
     for (size_t g = 1; g < grid.size(); ++g) {
-      if (mape(g, skip, "").first < mape(arg, skip, "").first) arg = g;
+      const double m = mape(g, skip, "").first;
+      if (m < least) std::tie(arg, least) = std::make_pair(g, m);
     }
     return arg;
   };

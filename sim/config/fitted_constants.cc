@@ -1,0 +1,54 @@
+#include "sim/config/fitted_constants.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/config/scenario.h"
+#include "sim/util/error.h"
+
+namespace stacksim::config {
+
+std::string FittedConstantsPath() { return DataRoot() + "/validation/fitted_constants.json"; }
+
+std::optional<std::string> ReadFittedConstant(const std::string& path, std::string_view key, bool required,
+                                              const std::function<void(JsonObject& entry)>& read) {
+  nlohmann::json doc = ReadJsonFile(path);
+  JsonNode root(doc, path, "");
+  JsonObject top(root);
+  const std::string schema = top.Required("schema").String();
+  if (schema != "stacksim.fitted_constants/1") {
+    throw InputError(path, "schema", "expected 'stacksim.fitted_constants/1', got '" + schema + "'");
+  }
+  std::optional<JsonNode> node = required ? std::optional<JsonNode>(top.Required(key)) : top.Optional(key);
+  top.Ignore({"about", "allocator_cache_fraction", "overlap_comm_sms", "serving_iteration_overhead"});
+  top.Finish();
+  if (!node) return std::nullopt;
+  JsonObject entry(*node);
+  read(entry);
+  const std::string command = entry.Required("fitted_by").String();
+  const std::string date = entry.Required("date").String();
+  entry.Finish();
+  return path + " (" + command + ", " + date + ")";
+}
+
+std::string FitDate() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+  return date;
+}
+
+void WriteFittedConstant(const std::string& path, std::string_view key, const nlohmann::json& entry) {
+  nlohmann::json doc = std::filesystem::exists(path) ? ReadJsonFile(path)
+                                                     : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
+  doc[std::string(key)] = entry;
+  std::ofstream out(path);
+  out << doc.dump(2) << "\n";
+  if (!out) throw InputError(path, "", "cannot write the fitted constants");
+}
+
+}  // namespace stacksim::config
