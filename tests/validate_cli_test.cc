@@ -172,5 +172,24 @@ TEST(ValidateCli, TheWrittenScenarioSimulatesToThePredictedStep) {
   EXPECT_NE(unmodelled.err.find("was not simulated"), std::string::npos) << unmodelled.err;
 }
 
+// --fit-reserve: the allocator fraction is written with its left-out fits,
+// beside the file's other constants, and the file stays valid JSON.
+TEST(ValidateCli, FitsTheAllocatorReserveKeepingTheOtherConstants) {
+  const std::string out = ::testing::TempDir() + "validate_cli_fit_reserve_" + std::to_string(getpid()) + ".json";
+  std::ofstream(out) << R"({"schema": "stacksim.fitted_constants/1", "about": "kept",
+                            "overlap_comm_sms": {"value": 7, "fitted_by": "x", "date": "d"}})";
+  const std::string runs = std::string(STACKSIM_SOURCE_DIR) + "/validation/memory_runs.json";
+  auto r = testing::Stacksim("validate-memory " + runs + " --fit-reserve " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(std::ifstream(out));
+  std::filesystem::remove(out);
+  EXPECT_EQ(doc.at("about"), "kept");
+  EXPECT_EQ(doc.at("overlap_comm_sms").at("value"), 7);
+  const auto& c = doc.at("allocator_cache_fraction");
+  EXPECT_GE(c.at("value").get<double>(), 0.0);
+  EXPECT_EQ(c.at("leave_one_source_out").at("groups").size(), 2u);
+  EXPECT_NE(c.at("fitted_by").get<std::string>().find("--fit-reserve"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stacksim

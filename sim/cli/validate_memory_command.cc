@@ -2,15 +2,12 @@
 // peaks (schema stacksim.validation.memory/1), and --fit-reserve OUT, which
 // fits the caching allocator's one constant and writes it with its
 // leave-one-source-out error.
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "sim/cli/command.h"
 #include "sim/cli/flags.h"
-#include "sim/util/error.h"
-#include "sim/util/json_reader.h"
+#include "sim/config/fitted_constants.h"
 #include "sim/validate/memory_validation.h"
 
 namespace stacksim::cli {
@@ -28,12 +25,9 @@ int RunValidateMemory(const ValidateMemoryArgs& a) {
     validate::MemoryValidationReport rep =
         validate::RunMemoryValidation(a.file, memory::AllocatorReserve{fraction, a.fit_path + " (just fitted)"});
     const std::string command = "stacksim validate-memory " + a.file + " --fit-reserve " + a.fit_path;
-    // Other constants in the file (serving's) stay as they are.
-    nlohmann::json doc = std::filesystem::exists(a.fit_path) ? ReadJsonFile(a.fit_path) : nlohmann::json::object();
-    for (const auto& [k, v] : validate::FittedConstantsJson(rep, fraction, command).items()) doc[k] = v;
-    std::ofstream out(a.fit_path);
-    out << doc.dump(2) << "\n";
-    if (!out) throw InputError(a.fit_path, "", "cannot write the fitted constants");
+    // Other constants in the file (the overlap and serving ones) stay as they are.
+    const nlohmann::json fitted = validate::FittedConstantsJson(rep, fraction, command);
+    config::WriteFittedConstant(a.fit_path, "allocator_cache_fraction", fitted.at("allocator_cache_fraction"));
     PrintResult(a.format, [&] { return validate::MemoryValidationJson(rep); },
                 [&] { return validate::MemoryValidationText(rep); });
     return 0;

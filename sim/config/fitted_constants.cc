@@ -46,9 +46,19 @@ void WriteFittedConstant(const std::string& path, std::string_view key, const nl
   nlohmann::json doc = std::filesystem::exists(path) ? ReadJsonFile(path)
                                                      : nlohmann::json{{"schema", "stacksim.fitted_constants/1"}};
   doc[std::string(key)] = entry;
-  std::ofstream out(path);
-  out << doc.dump(2) << "\n";
-  if (!out) throw InputError(path, "", "cannot write the fitted constants");
+  // The whole text first, then a file beside it renamed over the old one: a
+  // failure leaves the old file as it was.
+  const std::string text = doc.dump(2) + "\n";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    out.close();
+    if (!out) throw InputError(path, "", "cannot write the fitted constants (" + tmp + ")");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(path, "", "cannot replace the fitted constants: " + ec.message());
 }
 
 }  // namespace stacksim::config

@@ -32,8 +32,9 @@ std::optional<std::string> ReadFittedConstant(const std::string& path, std::stri
 std::string FitDate();
 
 // Sets the entry `key` of the fitted-constants file at `path`, keeping its
-// other entries (a new file gets the schema). Throws InputError naming the
-// file when it cannot be written.
+// other entries (a new file gets the schema). The file is replaced whole, so
+// a failure leaves it as it was. Throws InputError naming the file when it
+// cannot be written.
 void WriteFittedConstant(const std::string& path, std::string_view key, const nlohmann::json& entry);
 
 }  // namespace stacksim::config
