@@ -20,9 +20,9 @@ const std::string kFile = std::string(STACKSIM_SOURCE_DIR) + "/validation/memory
 
 nlohmann::json Entry(size_t i) { return ReadJsonFile(kFile)["runs"][i]; }
 
-// The MAPE reached when this test was written (6.1%, 2026-12-01), with the fitted
-// allocator cache fraction of validation/fitted_constants.json.
-constexpr double kMapeGuard = 6.5;
+// The MAPE reached (5.6%, 2026-12-03; 6.1% when this test was written), with
+// the fitted allocator cache fraction of validation/fitted_constants.json.
+constexpr double kMapeGuard = 6.0;
 
 TEST(MemoryValidation, EveryShippedEntryIsModelledWithinTheGuardedMape) {
   const MemoryValidationReport rep = RunMemoryValidation(kFile);

@@ -98,6 +98,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
+  base.single_round_all_forwards = single_round_all_forwards;
   base.fp8_tp_gather = fp8_tp_gather;
   base.cp_comm = cp_comm;
   base.zero3_gather = zero3_gather;
@@ -212,6 +213,9 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     }
   }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
+  if (facts.Has("single_round_all_forwards")) {
+    f.single_round_all_forwards = Fact(facts, "single_round_all_forwards").Bool();
+  }
   if (facts.Has("fp8_tp_gather")) f.fp8_tp_gather = Fact(facts, "fp8_tp_gather").Bool();
   if (facts.Has("cp_comm")) {
     f.cp_comm = Fact(facts, "cp_comm").OneOf({"p2p", "allgather"}) == "allgather" ? CpComm::kAllGather : CpComm::kP2p;

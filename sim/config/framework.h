@@ -128,6 +128,7 @@ struct FrameworkProfile {
   // default for an unset expert_tensor_parallel_size).
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
+  bool single_round_all_forwards = false;  // PlanConfig::single_round_all_forwards
   bool fp8_tp_gather = false;  // PlanConfig::fp8_tp_gather
   CpComm cp_comm = CpComm::kP2p;  // PlanConfig::cp_comm (Megatron-Core's ring of K/V blocks)
   Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;

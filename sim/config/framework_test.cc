@@ -555,6 +555,18 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   doc["framework"] = "llm-foundry";
   s = ParseScenario(doc, "s.json", {});
   EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash1);
+
+  // One round of interleaved micro-batches: every forward first in Megatron-LM
+  // through Megatron-Core 0.9, the usual warm-up since 0.10; a plan key wins.
+  doc["framework"] = "megatron-lm-2023";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_TRUE(s.plan.single_round_all_forwards);
+  doc["framework"] = "megatron-core";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_FALSE(s.plan.single_round_all_forwards);
+  doc["plan"]["single_round_all_forwards"] = true;
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_TRUE(s.plan.single_round_all_forwards);
 }
 
 TEST(FrameworkScenario, PlanKeysWin) {

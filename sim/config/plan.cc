@@ -322,6 +322,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
+  if (auto v = obj.Optional("single_round_all_forwards")) p.single_round_all_forwards = v->Bool();
   if (auto v = obj.Optional("fp8_tp_gather")) p.fp8_tp_gather = v->Bool();
   if (auto v = obj.Optional("zero3_gather")) {
     p.zero3_gather = ReadZero3Gather(*v);
@@ -446,6 +447,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
           {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},
           {"cp_torch_ring", p.cp_torch_ring},
+          {"single_round_all_forwards", p.single_round_all_forwards},
           {"fp8_tp_gather", p.fp8_tp_gather},
           {"zero3_gather", Zero3GatherName(p.zero3_gather)},
           {"zero3_max_reuse_distance", p.zero3_max_reuse_distance},

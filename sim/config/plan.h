@@ -312,6 +312,13 @@ struct PlanConfig {
   // micro-batches, the last group empty or at least pp). Other schedules
   // ignore it.
   int microbatch_group = 0;
+  // Interleaved 1F1B with exactly pp micro-batches (one round): every
+  // forward runs before the first backward (Megatron-LM's schedule from its
+  // 2020 interleaving through Megatron-Core 0.9: "if num_microbatches ==
+  // pipeline_parallel_size", all warm-up). Megatron-Core 0.10 (commit
+  // 4295be1a6c, 2024-11-01) dropped the case: one round takes the usual
+  // warm-up, 2 (pp-1-rank) + (vp-1) x group, and holds fewer chunks.
+  bool single_round_all_forwards = false;
   // Offload (ZeRO-Offload / ZeRO-Infinity, Megatron-Core's optimizer CPU
   // offload): the optimizer step runs on the host for the offloaded fraction
   // of this rank's optimizer shard; gradients go down and updated 16-bit

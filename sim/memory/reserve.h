@@ -88,7 +88,7 @@ struct PlanReserve {
 PlanReserve PlanningReserve(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy,
                             const AllocatorReserve& fitted);
 PlanReserve PlanningReserve(const config::ScenarioConfig& s, Bytes footprint_peak, const HeadroomPolicy& policy = {});
-// One line for reports: "max(1 GiB, allocator cache = 5.05% of the allocated
+// One line for reports: "max(1 GiB, allocator cache = 8.55% of the allocated
 // peak, fitted: validation/fitted_constants.json ...)" or "--min-headroom 2 GiB".
 std::string PlanningReserveBasis(const HeadroomPolicy& policy, const AllocatorReserve& fitted);
 std::string PlanningReserveBasis(const HeadroomPolicy& policy = {});

@@ -233,7 +233,8 @@ Time StepTimeBound::Bound(const config::PlanConfig& plan, int gpus) {
 }
 
 const std::vector<std::vector<workload::PipelineStep>>& StepTimeBound::Schedule(const workload::PipelineLayout& l) {
-  auto key = std::make_tuple(static_cast<int>(l.kind), l.p, l.v, l.m, l.a2a_overlap, l.group);
+  auto key =
+      std::make_tuple(static_cast<int>(l.kind), l.p, l.v, l.m, l.a2a_overlap, l.group, l.single_round_all_forwards);
   auto it = schedules_.find(key);
   if (it == schedules_.end()) it = schedules_.emplace(key, workload::BuildSchedule(l)).first;
   return it->second;

@@ -206,10 +206,13 @@ TEST(ReplicaExpansion, PipelineInnerOrderPutsANodeAcrossStages) {
 // replica's pipeline runs at its slow stage's pace and every data-parallel
 // reduction waits for it, so the whole job slows down by about what the slow
 // stage does, and one slow node is enough. Less than 1.5x: only compute is
-// stretched (66% of this step); the blocking TP collectives (14%) and the
+// stretched (65% of this step); the blocking TP collectives (13%) and the
 // pipeline fill and drain of the other stages (20%) are not, so the step
-// grows by about 0.5 x the compute share: 1.33x, a little less where the
-// weight-gradient GEMMs that hide TP collectives stretch behind them.
+// grows by at most 0.5 x the compute share (1.33x), less where the slow
+// stage's extra time lands in other stages' idle fill and drain (bounded by
+// the bubble's share) or behind the weight-gradient GEMMs that hide TP
+// collectives: 1.27x with the interleaved warm-up of one round of micro-
+// batches (m = pp), 1.29x with every forward first.
 TEST(Stragglers, OneSlowNodeInAThousandSlowsTheWholeLargeJob) {
   config::ScenarioConfig s =
       config::LoadScenario(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/llama3-405b-16384xh100.json", {});
@@ -219,7 +222,9 @@ TEST(Stragglers, OneSlowNodeInAThousandSlowsTheWholeLargeJob) {
   simulate::SimulationResult healthy = simulate::Simulate(s);
   EXPECT_EQ(r.baseline, healthy.iteration);  // the same replay as simulate's
   const double compute_share = healthy.breakdown.compute().seconds() / healthy.iteration.seconds();
-  EXPECT_NEAR(r.slowdown, 1 + 0.5 * compute_share, 0.04);
+  const double bubble_share = healthy.breakdown.bubble.seconds() / healthy.iteration.seconds();
+  EXPECT_LE(r.slowdown, 1 + 0.5 * compute_share + 0.01);
+  EXPECT_GE(r.slowdown, 1 + 0.5 * compute_share * (1 - bubble_share));
   EXPECT_GT(r.slowdown, 1.25);
   EXPECT_LT(r.slowdown, 1.5);
   ASSERT_EQ(r.recovery.size(), 2u);

@@ -40,7 +40,8 @@ std::vector<PipelineStep> OneFOneB(int p, int s, int m, int extra_warmup = 0) {
 // chunk 1, ... (Megatron-Core get_schedule_table); with g = p, virtual
 // micro-batch k runs chunk (k / p) % v of micro-batch (k / (p*v)) * p + k % p.
 // Backwards visit the same table with the chunks reversed.
-std::vector<PipelineStep> Interleaved(int p, int v, int s, int m, int extra_warmup = 0, int g = 0) {
+std::vector<PipelineStep> Interleaved(int p, int v, int s, int m, int extra_warmup, int g,
+                                      bool single_round_all_forwards) {
   const int total = m * v;
   if (g <= 0) g = p;
   g = std::min(g, m);
@@ -53,9 +54,11 @@ std::vector<PipelineStep> Interleaved(int p, int v, int s, int m, int extra_warm
   }
   auto fwd = [&](int k) { return Forward(table[k].first, table[k].second); };
   auto bwd = [&](int k) { return Backward(table[k].first, v - 1 - table[k].second); };
-  // Megatron-LM's schedule of a single round (m == p) runs every forward
-  // first; Megatron-Core's grouped schedule has no such case.
-  int warmup = m == p && g == p ? total : std::min(total, (p - s - 1) * 2 + (v - 1) * g + extra_warmup);
+  // A single round (m == p) runs every forward first up to Megatron-Core
+  // 0.9; Megatron-Core 0.10's grouped schedule has no such case.
+  int warmup = single_round_all_forwards && m == p && g == p
+                   ? total
+                   : std::min(total, (p - s - 1) * 2 + (v - 1) * g + extra_warmup);
   std::vector<PipelineStep> out;
   int f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back(fwd(f));
@@ -181,6 +184,7 @@ PipelineLayout PipelineLayout::Of(const config::PlanConfig& plan) {
   l.m = static_cast<int>(plan.micro_batches());
   l.a2a_overlap = plan.moe_a2a_overlap;
   l.group = plan.microbatch_group;
+  l.single_round_all_forwards = plan.single_round_all_forwards;
   return l;
 }
 
@@ -210,7 +214,7 @@ std::vector<int> PipelineLayout::StagesOfRank(int rank) const {
 }
 
 std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, int p, int v, int m,
-                                                     bool a2a_overlap, int group) {
+                                                     bool a2a_overlap, int group, bool single_round_all_forwards) {
   if (a2a_overlap && kind != PipelineScheduleKind::kOneFOneB && kind != PipelineScheduleKind::kInterleaved) {
     throw std::invalid_argument("the all-to-all overlap pairs 1F1B's (or interleaved 1F1B's) forwards and backwards");
   }
@@ -227,7 +231,7 @@ std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, 
         out[s] = OneFOneB(p, s, m, extra);
         break;
       case PipelineScheduleKind::kInterleaved:
-        out[s] = v == 1 ? OneFOneB(p, s, m, extra) : Interleaved(p, v, s, m, extra, group);
+        out[s] = v == 1 ? OneFOneB(p, s, m, extra) : Interleaved(p, v, s, m, extra, group, single_round_all_forwards);
         break;
       case PipelineScheduleKind::kZeroBubbleH1:
         out[s] = ZeroBubbleH1(p, s, m);
@@ -257,7 +261,8 @@ std::vector<std::vector<PipelineStep>> BuildSchedule(PipelineScheduleKind kind, 
 }
 
 std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout) {
-  return BuildSchedule(layout.kind, layout.p, layout.v, layout.m, layout.a2a_overlap, layout.group);
+  return BuildSchedule(layout.kind, layout.p, layout.v, layout.m, layout.a2a_overlap, layout.group,
+                       layout.single_round_all_forwards);
 }
 
 int PeakInFlightChunks(const std::vector<PipelineStep>& steps) {

@@ -45,6 +45,7 @@ struct PipelineLayout {
   int p = 1, v = 1, m = 1;
   int group = 0;             // interleaved: micro-batches per chunk group (PlanConfig::microbatch_group; 0: p)
   bool a2a_overlap = false;  // PlanConfig::moe_a2a_overlap
+  bool single_round_all_forwards = false;  // PlanConfig::single_round_all_forwards
 
   static PipelineLayout Of(const config::PlanConfig& plan);
   int chunks() const;
@@ -74,8 +75,11 @@ struct PipelineLayout {
 // (schedules.py get_schedule_table: groups of `group` micro-batches, chunk
 // by chunk, the last group what remains; warm-up (p-1-rank) x 2 +
 // (v-1) x group).
+// single_round_all_forwards (interleaved only): with m == p and the default
+// group, every forward first (Megatron-LM through Megatron-Core 0.9).
 std::vector<std::vector<PipelineStep>> BuildSchedule(config::PipelineScheduleKind kind, int p, int v, int m,
-                                                     bool a2a_overlap = false, int group = 0);
+                                                     bool a2a_overlap = false, int group = 0,
+                                                     bool single_round_all_forwards = false);
 std::vector<std::vector<PipelineStep>> BuildSchedule(const PipelineLayout& layout);
 
 // The most chunk forwards whose activations are still held, over the

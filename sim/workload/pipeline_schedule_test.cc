@@ -161,6 +161,22 @@ TEST(PipelineSchedule, InterleavedFirstStageHoldsMoreChunks) {
   EXPECT_EQ(PeakInFlightChunks(s[0]), (4 - 1) * 2 + (2 - 1) * 4 + 1);
 }
 
+// One round (as many micro-batches as stages): Megatron-LM through
+// Megatron-Core 0.9 runs every forward before the first backward; 0.10's
+// schedule keeps the usual warm-up, so the last rank holds (v-1) x p + 1
+// chunks instead of all m x v (plan.single_round_all_forwards).
+TEST(PipelineSchedule, OneRoundRunsEveryForwardFirstOnlyInOldMegatron) {
+  const int p = 4, v = 8, m = 4;
+  auto now = BuildSchedule(PipelineScheduleKind::kInterleaved, p, v, m);
+  auto old = BuildSchedule(PipelineScheduleKind::kInterleaved, p, v, m, false, 0, true);
+  EXPECT_EQ(PeakInFlightChunks(now[p - 1]), (v - 1) * p + 1);
+  EXPECT_EQ(PeakInFlightChunks(now[0]), m * v);  // (p-1) x 2 + (v-1) x p >= m x v: all of them anyway
+  for (int s = 0; s < p; ++s) EXPECT_EQ(PeakInFlightChunks(old[s]), m * v);
+  // Only a single round with the default group takes the old rule.
+  EXPECT_EQ(BuildSchedule(PipelineScheduleKind::kInterleaved, p, v, 2 * p, false, 0, true),
+            BuildSchedule(PipelineScheduleKind::kInterleaved, p, v, 2 * p));
+}
+
 // Megatron-Core's micro-batch groups (microbatch_group_size_per_vp_stage):
 // its own example table for PP 2, group 3, 5 micro-batches, VP 2
 // (schedules.py forward_backward_pipelining_with_interleaving) is the order
