@@ -60,7 +60,7 @@ TEST(Validation, BothDevelopmentFilesModelEveryScoredRun) {
   EXPECT_EQ(m.at("scored_predicted").get<int>(), m.at("scored_total").get<int>());
   EXPECT_EQ(m.at("scored_total").get<int>(), 133);
   EXPECT_LE(t.at("mape_pct").get<double>(), 9.3);
-  EXPECT_LE(m.at("mape_pct").get<double>(), 8.0);
+  EXPECT_LE(m.at("mape_pct").get<double>(), 7.8);  // 7.74% (2026-12-03)
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
   base.single_round_all_forwards = single_round_all_forwards;
+  base.optimizer_state = optimizer_state;
   base.fp8_tp_gather = fp8_tp_gather;
   base.cp_comm = cp_comm;
   base.zero3_gather = zero3_gather;
@@ -213,6 +214,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     }
   }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
+  if (facts.Has("optimizer_state")) f.optimizer_state = ReadOptimizerState(Fact(facts, "optimizer_state"));
   if (facts.Has("single_round_all_forwards")) {
     f.single_round_all_forwards = Fact(facts, "single_round_all_forwards").Bool();
   }
@@ -249,8 +251,9 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
       for (const JsonNode& name : models.Elements()) m.models.push_back(name.String());
       if (auto d = recipe.Optional("moe_dispatcher")) m.moe_dispatcher = ReadMoeDispatcher(*d);
       if (auto etp = recipe.Optional("expert_tensor_parallel")) m.expert_tp_follows_tp = ReadExpertTp(*etp);
-      if (!m.moe_dispatcher && !m.expert_tp_follows_tp) {
-        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel)");
+      if (auto o = recipe.Optional("optimizer_state")) m.optimizer_state = ReadOptimizerState(*o);
+      if (!m.moe_dispatcher && !m.expert_tp_follows_tp && !m.optimizer_state) {
+        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel, optimizer_state)");
       }
       recipe.Finish();
       f.model_recipes.push_back(std::move(m));

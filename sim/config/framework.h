@@ -111,6 +111,7 @@ struct FrameworkProfile {
     std::vector<std::string> models;
     std::optional<MoeDispatcher> moe_dispatcher;
     std::optional<bool> expert_tp_follows_tp;  // "expert_tensor_parallel": 1 or "tp", as the fact
+    std::optional<OptimizerState> optimizer_state;  // "optimizer_state", as the fact
   };
   std::vector<ModelRecipe> model_recipes;
   // The recipe for the model called `model_name`, or nullptr.
@@ -129,6 +130,7 @@ struct FrameworkProfile {
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
   bool single_round_all_forwards = false;  // PlanConfig::single_round_all_forwards
+  OptimizerState optimizer_state;          // PlanConfig::optimizer_state (fact "optimizer_state")
   bool fp8_tp_gather = false;  // PlanConfig::fp8_tp_gather
   CpComm cp_comm = CpComm::kP2p;  // PlanConfig::cp_comm (Megatron-Core's ring of K/V blocks)
   Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;

@@ -567,6 +567,29 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   doc["plan"]["single_round_all_forwards"] = true;
   s = ParseScenario(doc, "s.json", {});
   EXPECT_TRUE(s.plan.single_round_all_forwards);
+  doc["plan"].erase("single_round_all_forwards");
+
+  // NeMo's distributed_fused_adam over bf16 weights keeps 16-bit remainders
+  // of the master weights; Megatron-Core an fp32 copy.
+  doc["framework"] = "nemo";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.optimizer_state.master, MasterWeights::kRemainders);
+  doc["framework"] = "megatron-core";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.optimizer_state, OptimizerState{});
+}
+
+// A model's recipe can set its optimizer state (NeMo's Nemotron-4 340B:
+// bf16 moments, no master); a recipe that sets nothing is refused.
+TEST(Framework, ModelRecipesCanSetTheOptimizerState) {
+  const FrameworkProfile& nemo = FrameworkNamed("nemo", "s.json", "framework");
+  const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor("Nemotron-4 340B");
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->optimizer_state.has_value());
+  EXPECT_EQ(r->optimizer_state->moments, Precision::kBf16);
+  EXPECT_EQ(r->optimizer_state->master, MasterWeights::kNone);
+  EXPECT_EQ(nemo.RecipeFor("Nemotron-4 15B")->optimizer_state, OptimizerState{});
+  EXPECT_EQ(nemo.RecipeFor("Llama 3.1 70B"), nullptr);
 }
 
 TEST(FrameworkScenario, PlanKeysWin) {

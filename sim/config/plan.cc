@@ -70,6 +70,48 @@ const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 
+const char* MasterWeightsName(MasterWeights m) {
+  switch (m) {
+    case MasterWeights::kFp32: return "fp32";
+    case MasterWeights::kRemainders: return "remainders";
+    case MasterWeights::kBf16: return "bf16";
+    case MasterWeights::kNone: return "none";
+  }
+  return "?";
+}
+
+double OptimizerState::BytesPerParam(Precision training) const {
+  if (training == Precision::kFp32) return 8.0;  // fp32 moments, the weights are the master
+  if (training == Precision::kFp8) return 12.0;  // fp32 moments and master (see plan.h)
+  const double m = moments == Precision::kBf16 ? 4.0 : 8.0;
+  switch (master) {
+    case MasterWeights::kFp32: return m + 4.0;
+    case MasterWeights::kRemainders:
+    case MasterWeights::kBf16: return m + 2.0;
+    case MasterWeights::kNone: return m;
+  }
+  return m + 4.0;
+}
+
+OptimizerState ReadOptimizerState(const JsonNode& v) {
+  JsonObject o(v);
+  OptimizerState s;
+  if (auto m = o.Optional("moments")) s.moments = m->OneOf({"fp32", "bf16"}) == "bf16" ? Precision::kBf16 : Precision::kFp32;
+  if (auto m = o.Optional("master")) {
+    const std::string name = m->OneOf({"fp32", "remainders", "bf16", "none"});
+    s.master = name == "remainders" ? MasterWeights::kRemainders
+               : name == "bf16"     ? MasterWeights::kBf16
+               : name == "none"     ? MasterWeights::kNone
+                                    : MasterWeights::kFp32;
+  }
+  o.Finish();
+  return s;
+}
+
+nlohmann::json OptimizerStateJson(const OptimizerState& s) {
+  return {{"moments", PrecisionName(s.moments)}, {"master", MasterWeightsName(s.master)}};
+}
+
 const char* TpCommOverlapName(TpCommOverlap o) {
   switch (o) {
     case TpCommOverlap::kNone:
@@ -323,6 +365,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
   if (auto v = obj.Optional("single_round_all_forwards")) p.single_round_all_forwards = v->Bool();
+  if (auto v = obj.Optional("optimizer_state")) p.optimizer_state = ReadOptimizerState(*v);
   if (auto v = obj.Optional("fp8_tp_gather")) p.fp8_tp_gather = v->Bool();
   if (auto v = obj.Optional("zero3_gather")) {
     p.zero3_gather = ReadZero3Gather(*v);
@@ -444,6 +487,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"recompute", RecomputeName(p.recompute)},
           {"selective_policy", SelectivePolicyName(p.selective_policy)},
           {"loss_logits", LossLogitsName(p.loss_logits)},
+          {"optimizer_state", OptimizerStateJson(p.optimizer_state)},
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
           {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},
           {"cp_torch_ring", p.cp_torch_ring},

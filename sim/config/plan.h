@@ -140,6 +140,25 @@ const char* SelectivePolicyName(SelectivePolicy p);  // "modules", "op-policy"
 enum class LossLogits { kInPlace, kUpcast };
 const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 
+// What the optimizer keeps for each trained parameter of 16-bit training,
+// beside the 16-bit weights: Adam's two moments (fp32, or bf16) and the
+// master weights: an fp32 copy (Megatron-Core's distributed optimizer,
+// PyTorch's AMP), the 16-bit remainders that with the bf16 weight make the
+// fp32 value (Apex DistributedFusedAdam's store_param_remainders, which
+// NeMo's distributed_fused_adam uses for bf16 models), a bf16 copy, or none
+// (the bf16 weights are updated in place: NeMo's distributed_fused_adam with
+// an optimizer dtype of bf16). FP32 training keeps no master copy, and FP8
+// training keeps fp32 moments and an fp32 master whatever this says.
+enum class MasterWeights { kFp32, kRemainders, kBf16, kNone };
+const char* MasterWeightsName(MasterWeights m);  // "fp32", "remainders", "bf16", "none"
+struct OptimizerState {
+  Precision moments = Precision::kFp32;  // kFp32 or kBf16
+  MasterWeights master = MasterWeights::kFp32;
+  // Bytes per trained parameter (the shard is what the caller divides by).
+  double BytesPerParam(Precision training) const;
+  bool operator==(const OptimizerState&) const = default;
+};
+
 // How ZeRO-3 gathers a layer's parameters and reduce-scatters its gradients.
 // kPrefetchPerLayer: one flat all-gather per layer, issued one layer ahead
 // so it overlaps compute, and one flat reduce-scatter (FSDP's wrapped
@@ -159,6 +178,10 @@ const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter, kPipelined };
 const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter", "pipelined"
 Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
+// {"moments": "fp32" | "bf16", "master": one of MasterWeightsName's}; a key
+// left out keeps the default (fp32).
+OptimizerState ReadOptimizerState(const JsonNode& v);
+nlohmann::json OptimizerStateJson(const OptimizerState& s);
 // Bytes per logit at the loss's peak.
 double LossLogitBytes(LossLogits l);
 
@@ -227,6 +250,7 @@ struct PlanConfig {
   // With recompute kSelective: module-based (recompute_modules) or the op policy.
   SelectivePolicy selective_policy = SelectivePolicy::kModules;
   LossLogits loss_logits = LossLogits::kInPlace;
+  OptimizerState optimizer_state;
   // ZeRO-3 with pipeline parallelism: false keeps the gathered 16-bit
   // parameters and unsharded fp32 gradient accumulators through the step, as
   // torchtitan's FSDP2 does under PP (reshard_after_forward=False, gradient

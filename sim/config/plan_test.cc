@@ -70,6 +70,27 @@ TEST(Plan, ParsesTpCommOverlap) {
             "plan.tp_comm_overlap");
 }
 
+TEST(Plan, ParsesTheOptimizerState) {
+  const PlanConfig p = Parse(
+      R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"moments": "bf16", "master": "none"}})");
+  EXPECT_EQ(p.optimizer_state.moments, Precision::kBf16);
+  EXPECT_EQ(p.optimizer_state.master, MasterWeights::kNone);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4})").optimizer_state, OptimizerState{});
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"master": "remainders"}})")
+                .optimizer_state.BytesPerParam(Precision::kBf16),
+            10.0);
+  EXPECT_EQ(OptimizerState{}.BytesPerParam(Precision::kBf16), 12.0);
+  EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kBf16), 4.0);
+  EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kFp32), 8.0);  // no master, fp32 moments
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"master": "fp16"}})").key_path(),
+            "plan.optimizer_state.master");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"moment": "bf16"}})").key_path(),
+            "plan.optimizer_state.moment");
+  // The written plan reads back.
+  nlohmann::json written = PlanToJson(p);
+  EXPECT_EQ(ParsePlan(JsonNode(written, "s.json", "plan"), PlanConfig{}).optimizer_state, p.optimizer_state);
+}
+
 TEST(Plan, ScheduleDefaultsToInterleavedWhenVpAboveOne) {
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 4, "dp": 1, "vp": 2})").schedule, PipelineScheduleKind::kInterleaved);
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 4, "dp": 1, "schedule": "gpipe"})").schedule, PipelineScheduleKind::kGpipe);

@@ -237,7 +237,9 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     const double Pe = D(workload::StageExpertParameters(s, st));
     const double Psharded = (P - Pe) / dp + Pe / edp;  // one rank's optimizer shard
     const double Pzero3 = (P - Pe) / plan.FsdpShardRanks() + Pe / edp;  // one rank's ZeRO-3 parameter shard
-    const double master = plan.precision == config::Precision::kFp32 ? 0.0 : 4.0;  // fp32 training needs no copy
+    // Moments and master weights per parameter (8 + 4 bytes unless the
+    // framework keeps less: plan.optimizer_state; fp32 training has no copy).
+    const double state = plan.optimizer_state.BytesPerParam(plan.precision);
     // Gradient buffers in the dtype the framework reduces and keeps them in
     // (Megatron's fp32 main gradients; bf16 in NeMo's performance recipes).
     const double g = config::PrecisionBytes(plan.GradReducePrecision());
@@ -245,18 +247,18 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
       case config::Sharding::kNone:
         f.weights = Bytes{e * P};
         f.gradients = Bytes{g * P};
-        f.optimizer = Bytes{(master + 8.0) * P};
+        f.optimizer = Bytes{state * P};
         break;
       case config::Sharding::kZero1:
         f.weights = Bytes{e * P};
         f.gradients = Bytes{g * P};
-        f.optimizer = Bytes{(master + 8.0) * Psharded};
+        f.optimizer = Bytes{state * Psharded};
         break;
       case config::Sharding::kZero2:
         f.weights = Bytes{e * P};
         // Sharded gradients, plus one layer's full gradient before its reduce-scatter.
         f.gradients = Bytes{g * Psharded + g * largest_layer};
-        f.optimizer = Bytes{(master + 8.0) * Psharded};
+        f.optimizer = Bytes{state * Psharded};
         break;
       case config::Sharding::kZero3:
         if (p > 1 && !plan.fsdp_pp_reshard) {
@@ -269,7 +271,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
           // Adam state stay sharded.
           f.weights = Bytes{e * P};
           f.gradients = Bytes{4.0 * P + e * layer_params};
-          f.optimizer = Bytes{(master + 8.0) * Pzero3};
+          f.optimizer = Bytes{state * Pzero3};
           break;
         }
         // Sharded weights plus the gathered layer in use and the one
@@ -280,7 +282,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
         f.weights = Bytes{e * Pzero3 + 2.0 * e * largest_layer};
         if (plan.precision == config::Precision::kFp8) f.weights += Bytes{(Pzero3 + 2.0 * largest_layer)};
         f.gradients = Bytes{4.0 * Pzero3 + 4.0 * largest_layer};
-        f.optimizer = Bytes{(master + 8.0) * Pzero3};
+        f.optimizer = Bytes{state * Pzero3};
         break;
     }
     if (plan.finetune.frozen_base()) {

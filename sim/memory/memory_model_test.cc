@@ -62,6 +62,29 @@ TEST(MemoryModel, OptimizerStateShardsWithZero) {
   EXPECT_NEAR(none.gradients.value, 4 * params, 1.0);
 }
 
+// What the optimizer keeps per parameter (plan.optimizer_state): 16-bit
+// remainders instead of an fp32 master (NeMo's distributed_fused_adam over
+// bf16 weights) save 2 bytes, bf16 moments without a master keep 4; fp32
+// training has no master whatever the state says.
+TEST(MemoryModel, OptimizerBytesFollowTheOptimizerState) {
+  auto model = testing::GptModel(8, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.global_batch = 8;
+  plan.sharding = config::Sharding::kZero1;
+  auto s = testing::Scenario(model, 8, 1024, plan);
+  const auto full = EstimateMemory(s)[0];
+  const double shard = full.optimizer.value / 12;
+  s.plan.optimizer_state.master = config::MasterWeights::kRemainders;
+  EXPECT_NEAR(EstimateMemory(s)[0].optimizer.value, 10 * shard, 1.0);
+  s.plan.optimizer_state = {config::Precision::kBf16, config::MasterWeights::kNone};
+  EXPECT_NEAR(EstimateMemory(s)[0].optimizer.value, 4 * shard, 1.0);
+  EXPECT_DOUBLE_EQ(EstimateMemory(s)[0].weights.value, full.weights.value);
+  s.plan.precision = config::Precision::kFp32;
+  s.plan.optimizer_state = {};
+  EXPECT_NEAR(EstimateMemory(s)[0].optimizer.value, 8 * shard, 1.0);
+}
+
 TEST(MemoryModel, OneFOneBFirstStageHoldsPMicroBatches) {
   auto model = testing::GptModel(8, 1024, 16, 32000);
   config::PlanConfig plan;

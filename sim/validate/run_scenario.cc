@@ -341,6 +341,8 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
     plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
     plan.cp_torch_ring = d.cp_torch_ring;
+    plan.single_round_all_forwards = d.single_round_all_forwards;
+    plan.optimizer_state = d.optimizer_state;
     plan.fp8_tp_gather = d.fp8_tp_gather;
     plan.cp_comm = d.cp_comm;
     plan.tp_comm_overlap = fw.TpOverlapFor(s.model.is_moe());
@@ -367,6 +369,13 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   if (s.model.is_moe() && plan.dispatcher != config::MoeDispatcher::kAllToAll) {
     out.choices.push_back(std::string("moe_dispatcher=") + config::MoeDispatcherName(plan.dispatcher) +
                           (recipe && recipe->moe_dispatcher ? " (the framework's recipe for " + s.model.name + ")" : ""));
+  }
+  if (recipe && recipe->optimizer_state) plan.optimizer_state = *recipe->optimizer_state;
+  if (plan.optimizer_state != config::OptimizerState{} && plan.precision != Precision::kFp8 &&
+      plan.precision != Precision::kFp32) {
+    out.choices.push_back(std::string("optimizer state: ") + config::PrecisionName(plan.optimizer_state.moments) +
+                          " moments, master " + config::MasterWeightsName(plan.optimizer_state.master) +
+                          (recipe && recipe->optimizer_state ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
     out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap));
