@@ -96,7 +96,9 @@ double OptimizerState::BytesPerParam(Precision training) const {
 OptimizerState ReadOptimizerState(const JsonNode& v) {
   JsonObject o(v);
   OptimizerState s;
-  if (auto m = o.Optional("moments")) s.moments = m->OneOf({"fp32", "bf16"}) == "bf16" ? Precision::kBf16 : Precision::kFp32;
+  if (auto m = o.Optional("moments")) {
+    s.moments = m->OneOf({"fp32", "bf16"}) == "bf16" ? Precision::kBf16 : Precision::kFp32;
+  }
   if (auto m = o.Optional("master")) {
     const std::string name = m->OneOf({"fp32", "remainders", "bf16", "none"});
     s.master = name == "remainders" ? MasterWeights::kRemainders
