@@ -586,7 +586,8 @@ TEST(Framework, ModelRecipesCanSetTheOptimizerState) {
   const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor("Nemotron-4 340B");
   ASSERT_NE(r, nullptr);
   ASSERT_TRUE(r->optimizer_state.has_value());
-  EXPECT_EQ(r->optimizer_state->moments, Precision::kBf16);
+  EXPECT_EQ(r->optimizer_state->exp_avg, StateDtype::kBf16);
+  EXPECT_EQ(r->optimizer_state->exp_avg_sq, StateDtype::kBf16);
   EXPECT_EQ(r->optimizer_state->master, MasterWeights::kNone);
   EXPECT_EQ(nemo.RecipeFor("Nemotron-4 15B")->optimizer_state, OptimizerState{});
   EXPECT_EQ(nemo.RecipeFor("Llama 3.1 70B"), nullptr);

@@ -70,11 +70,26 @@ const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 
+const char* StateDtypeName(StateDtype d) {
+  switch (d) {
+    case StateDtype::kFp32: return "fp32";
+    case StateDtype::kBf16: return "bf16";
+    case StateDtype::kFp16: return "fp16";
+    case StateDtype::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+double StateDtypeBytes(StateDtype d) {
+  return d == StateDtype::kFp32 ? 4.0 : d == StateDtype::kFp8 ? 1.0 : 2.0;
+}
+
 const char* MasterWeightsName(MasterWeights m) {
   switch (m) {
     case MasterWeights::kFp32: return "fp32";
-    case MasterWeights::kRemainders: return "remainders";
     case MasterWeights::kBf16: return "bf16";
+    case MasterWeights::kFp16: return "fp16";
+    case MasterWeights::kRemainders: return "remainders";
     case MasterWeights::kNone: return "none";
   }
   return "?";
@@ -83,35 +98,43 @@ const char* MasterWeightsName(MasterWeights m) {
 double OptimizerState::BytesPerParam(Precision training) const {
   if (training == Precision::kFp32) return 8.0;  // fp32 moments, the weights are the master
   if (training == Precision::kFp8) return 12.0;  // fp32 moments and master (see plan.h)
-  const double m = moments == Precision::kBf16 ? 4.0 : 8.0;
+  const double moments = StateDtypeBytes(exp_avg) + StateDtypeBytes(exp_avg_sq);
   switch (master) {
-    case MasterWeights::kFp32: return m + 4.0;
-    case MasterWeights::kRemainders:
-    case MasterWeights::kBf16: return m + 2.0;
-    case MasterWeights::kNone: return m;
+    case MasterWeights::kFp32: return moments + 4.0;
+    case MasterWeights::kBf16:
+    case MasterWeights::kFp16:
+    case MasterWeights::kRemainders: return moments + 2.0;
+    case MasterWeights::kNone: return moments;
   }
-  return m + 4.0;
+  return moments + 4.0;
 }
 
 OptimizerState ReadOptimizerState(const JsonNode& v) {
   JsonObject o(v);
   OptimizerState s;
-  if (auto m = o.Optional("moments")) {
-    s.moments = m->OneOf({"fp32", "bf16"}) == "bf16" ? Precision::kBf16 : Precision::kFp32;
-  }
+  auto dtype = [](const JsonNode& n) {
+    const std::string name = n.OneOf({"fp32", "bf16", "fp16", "fp8"});
+    return name == "bf16" ? StateDtype::kBf16 : name == "fp16" ? StateDtype::kFp16
+                          : name == "fp8" ? StateDtype::kFp8 : StateDtype::kFp32;
+  };
+  if (auto m = o.Optional("exp_avg")) s.exp_avg = dtype(*m);
+  if (auto m = o.Optional("exp_avg_sq")) s.exp_avg_sq = dtype(*m);
   if (auto m = o.Optional("master")) {
-    const std::string name = m->OneOf({"fp32", "remainders", "bf16", "none"});
-    s.master = name == "remainders" ? MasterWeights::kRemainders
-               : name == "bf16"     ? MasterWeights::kBf16
-               : name == "none"     ? MasterWeights::kNone
-                                    : MasterWeights::kFp32;
+    const std::string name = m->OneOf({"fp32", "bf16", "fp16", "remainders", "none"});
+    s.master = name == "bf16"         ? MasterWeights::kBf16
+               : name == "fp16"       ? MasterWeights::kFp16
+               : name == "remainders" ? MasterWeights::kRemainders
+               : name == "none"       ? MasterWeights::kNone
+                                      : MasterWeights::kFp32;
   }
   o.Finish();
   return s;
 }
 
 nlohmann::json OptimizerStateJson(const OptimizerState& s) {
-  return {{"moments", PrecisionName(s.moments)}, {"master", MasterWeightsName(s.master)}};
+  return {{"exp_avg", StateDtypeName(s.exp_avg)},
+          {"exp_avg_sq", StateDtypeName(s.exp_avg_sq)},
+          {"master", MasterWeightsName(s.master)}};
 }
 
 const char* TpCommOverlapName(TpCommOverlap o) {

@@ -141,18 +141,24 @@ enum class LossLogits { kInPlace, kUpcast };
 const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 
 // What the optimizer keeps for each trained parameter of 16-bit training,
-// beside the 16-bit weights: Adam's two moments (fp32, or bf16) and the
-// master weights: an fp32 copy (Megatron-Core's distributed optimizer,
-// PyTorch's AMP), the 16-bit remainders that with the bf16 weight make the
-// fp32 value (Apex DistributedFusedAdam's store_param_remainders, which
-// NeMo's distributed_fused_adam uses for bf16 models), a bf16 copy, or none
-// (the bf16 weights are updated in place: NeMo's distributed_fused_adam with
-// an optimizer dtype of bf16). FP32 training keeps no master copy, and FP8
-// training keeps fp32 moments and an fp32 master whatever this says.
-enum class MasterWeights { kFp32, kRemainders, kBf16, kNone };
-const char* MasterWeightsName(MasterWeights m);  // "fp32", "remainders", "bf16", "none"
+// beside the 16-bit weights, in Megatron-LM's terms (--exp-avg-dtype,
+// --exp-avg-sq-dtype, --main-params-dtype of its precision-aware optimizer):
+// Adam's two moments and the master weights. A master is an fp32 copy
+// (Megatron-Core's distributed optimizer, PyTorch's AMP), a 16-bit copy, the
+// 16-bit remainders that with the bf16 weight make the fp32 value (Apex
+// DistributedFusedAdam's store_param_remainders, which NeMo's
+// distributed_fused_adam uses for bf16 models), or none (the 16-bit weights
+// are updated in place: NeMo's distributed_fused_adam with an optimizer dtype
+// of bf16). FP32 training keeps fp32 moments and no master, FP8 training fp32
+// moments and master, whatever this says.
+enum class StateDtype { kFp32, kBf16, kFp16, kFp8 };
+const char* StateDtypeName(StateDtype d);  // "fp32", "bf16", "fp16", "fp8"
+double StateDtypeBytes(StateDtype d);      // 4, 2, 2, 1
+enum class MasterWeights { kFp32, kBf16, kFp16, kRemainders, kNone };
+const char* MasterWeightsName(MasterWeights m);  // "fp32", "bf16", "fp16", "remainders", "none"
 struct OptimizerState {
-  Precision moments = Precision::kFp32;  // kFp32 or kBf16
+  StateDtype exp_avg = StateDtype::kFp32;
+  StateDtype exp_avg_sq = StateDtype::kFp32;
   MasterWeights master = MasterWeights::kFp32;
   // Bytes per trained parameter (the shard is what the caller divides by).
   double BytesPerParam(Precision training) const;
@@ -178,8 +184,8 @@ struct OptimizerState {
 enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter, kPipelined };
 const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter", "pipelined"
 Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
-// {"moments": "fp32" | "bf16", "master": one of MasterWeightsName's}; a key
-// left out keeps the default (fp32).
+// {"exp_avg": one of StateDtypeName's, "exp_avg_sq": the same, "master": one
+// of MasterWeightsName's}; a key left out keeps the default (fp32).
 OptimizerState ReadOptimizerState(const JsonNode& v);
 nlohmann::json OptimizerStateJson(const OptimizerState& s);
 // Bytes per logit at the loss's peak.

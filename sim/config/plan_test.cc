@@ -71,21 +71,25 @@ TEST(Plan, ParsesTpCommOverlap) {
 }
 
 TEST(Plan, ParsesTheOptimizerState) {
-  const PlanConfig p = Parse(
-      R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"moments": "bf16", "master": "none"}})");
-  EXPECT_EQ(p.optimizer_state.moments, Precision::kBf16);
+  const PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 4,
+      "optimizer_state": {"exp_avg": "bf16", "exp_avg_sq": "bf16", "master": "none"}})");
+  EXPECT_EQ(p.optimizer_state.exp_avg, StateDtype::kBf16);
+  EXPECT_EQ(p.optimizer_state.exp_avg_sq, StateDtype::kBf16);
   EXPECT_EQ(p.optimizer_state.master, MasterWeights::kNone);
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4})").optimizer_state, OptimizerState{});
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"master": "remainders"}})")
                 .optimizer_state.BytesPerParam(Precision::kBf16),
             10.0);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"exp_avg_sq": "fp8", "master": "fp16"}})")
+                .optimizer_state.BytesPerParam(Precision::kBf16),
+            4.0 + 1.0 + 2.0);
   EXPECT_EQ(OptimizerState{}.BytesPerParam(Precision::kBf16), 12.0);
   EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kBf16), 4.0);
-  EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kFp32), 8.0);  // no master, fp32 moments
-  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"master": "fp16"}})").key_path(),
+  EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kFp32), 8.0);  // fp32 moments, no master
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"master": "fp64"}})").key_path(),
             "plan.optimizer_state.master");
-  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"moment": "bf16"}})").key_path(),
-            "plan.optimizer_state.moment");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"moments": "bf16"}})").key_path(),
+            "plan.optimizer_state.moments");
   // The written plan reads back.
   nlohmann::json written = PlanToJson(p);
   EXPECT_EQ(ParsePlan(JsonNode(written, "s.json", "plan"), PlanConfig{}).optimizer_state, p.optimizer_state);

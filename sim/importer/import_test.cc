@@ -89,6 +89,31 @@ TEST(MegatronImport, MapsMicroBatchGroupsOfTheInterleavedSchedule) {
   EXPECT_TRUE(ignored);
 }
 
+// Megatron-Core's precision-aware optimizer: the state dtypes map to
+// plan.optimizer_state, and without the switch they are listed as ignored.
+TEST(MegatronImport, MapsThePrecisionAwareOptimizersDtypes) {
+  const std::string args =
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --use-distributed-optimizer\n"
+      "--micro-batch-size 1 --global-batch-size 64 --seq-length 4096 --bf16\n"
+      "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 --main-params-dtype fp16\n";
+  ImportResult r = ImportText(args, "args.txt", Options("llama3-8b", 16));
+  const json& o = r.scenario["plan"]["optimizer_state"];
+  EXPECT_EQ(o["exp_avg"], "bf16");
+  EXPECT_EQ(o["exp_avg_sq"], "bf16");
+  EXPECT_EQ(o["master"], "fp16");
+  std::string without = args;
+  const std::string sw = "--use-precision-aware-optimizer ";
+  without.replace(without.find(sw), sw.size(), "");
+  ImportResult plain = ImportText(without, "args.txt", Options("llama3-8b", 16));
+  EXPECT_FALSE(plain.scenario["plan"].contains("optimizer_state"));
+  EXPECT_TRUE(Lists(plain.scenario["import"]["ignored"], "--exp-avg-dtype"));
+  // A dtype Megatron-LM does not offer names the flag.
+  std::string bad = args;
+  bad.replace(bad.find("--main-params-dtype fp16"), 24, "--main-params-dtype bf16");
+  const InputError e = testing::ErrorFrom([&] { ImportText(bad, "args.txt", Options("llama3-8b", 16)); });
+  EXPECT_NE(std::string(e.what()).find("--main-params-dtype"), std::string::npos) << e.what();
+}
+
 TEST(MegatronImport, UnknownFlagsAreListedNeverDropped) {
   ImportResult r = ImportText(kMegatron, "args.txt", Options("llama3-8b", 32));
   const json& imp = r.scenario["import"];

@@ -347,6 +347,40 @@ class Reader {
       job_.plan["grad_reduce_precision"] = "fp32";
       job_.Map("--accumulate-allreduce-grads-in-fp32", "", "plan.grad_reduce_precision = fp32");
     }
+    OptimizerState();
+  }
+
+  // Megatron-Core's precision-aware optimizer: the moments' and main
+  // params' dtypes apply "when enabling precision-aware-optimizer"
+  // (megatron/training/arguments.py), so without the switch they are ignored.
+  void OptimizerState() {
+    const bool aware = Switch("--use-precision-aware-optimizer");
+    struct Field {
+      const char* flag;
+      const char* key;
+      std::initializer_list<const char*> choices;
+    };
+    const Field fields[] = {{"--exp-avg-dtype", "exp_avg", {"fp32", "fp16", "bf16", "fp8"}},
+                            {"--exp-avg-sq-dtype", "exp_avg_sq", {"fp32", "fp16", "bf16", "fp8"}},
+                            {"--main-params-dtype", "master", {"fp32", "fp16"}}};
+    nlohmann::json state = nlohmann::json::object();
+    for (const Field& f : fields) {
+      Arg* a = Take(f.flag);
+      if (!a) continue;
+      const std::string v = OneOf(*a, f.choices);
+      if (!aware) {
+        job_.Ignore(a->flag, v, "applies with --use-precision-aware-optimizer only");
+        continue;
+      }
+      state[f.key] = v;
+      job_.Map(a->flag, v, std::string("plan.optimizer_state.") + f.key + " = " + v);
+    }
+    if (!state.empty()) job_.plan["optimizer_state"] = state;
+    if (aware && state.empty()) {
+      job_.Map("--use-precision-aware-optimizer", "", "the default dtypes: fp32 moments and main params");
+    } else if (aware) {
+      job_.Map("--use-precision-aware-optimizer", "", "plan.optimizer_state (the dtypes below)");
+    }
   }
 
   void Recompute() {

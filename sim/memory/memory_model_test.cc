@@ -77,7 +77,7 @@ TEST(MemoryModel, OptimizerBytesFollowTheOptimizerState) {
   const double shard = full.optimizer.value / 12;
   s.plan.optimizer_state.master = config::MasterWeights::kRemainders;
   EXPECT_NEAR(EstimateMemory(s)[0].optimizer.value, 10 * shard, 1.0);
-  s.plan.optimizer_state = {config::Precision::kBf16, config::MasterWeights::kNone};
+  s.plan.optimizer_state = {config::StateDtype::kBf16, config::StateDtype::kBf16, config::MasterWeights::kNone};
   EXPECT_NEAR(EstimateMemory(s)[0].optimizer.value, 4 * shard, 1.0);
   EXPECT_DOUBLE_EQ(EstimateMemory(s)[0].weights.value, full.weights.value);
   s.plan.precision = config::Precision::kFp32;

@@ -373,8 +373,10 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   if (recipe && recipe->optimizer_state) plan.optimizer_state = *recipe->optimizer_state;
   if (plan.optimizer_state != config::OptimizerState{} && plan.precision != Precision::kFp8 &&
       plan.precision != Precision::kFp32) {
-    out.choices.push_back(std::string("optimizer state: ") + config::PrecisionName(plan.optimizer_state.moments) +
-                          " moments, master " + config::MasterWeightsName(plan.optimizer_state.master) +
+    out.choices.push_back(std::string("optimizer state: exp_avg ") +
+                          config::StateDtypeName(plan.optimizer_state.exp_avg) + ", exp_avg_sq " +
+                          config::StateDtypeName(plan.optimizer_state.exp_avg_sq) + ", master " +
+                          config::MasterWeightsName(plan.optimizer_state.master) +
                           (recipe && recipe->optimizer_state ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
