@@ -97,13 +97,13 @@ const char* MasterWeightsName(MasterWeights m) {
 
 double OptimizerState::BytesPerParam(Precision training) const {
   if (training == Precision::kFp32) return 8.0;  // fp32 moments, the weights are the master
-  if (training == Precision::kFp8) return 12.0;  // fp32 moments and master (see plan.h)
   const double moments = StateDtypeBytes(exp_avg) + StateDtypeBytes(exp_avg_sq);
   switch (master) {
     case MasterWeights::kFp32: return moments + 4.0;
     case MasterWeights::kBf16:
-    case MasterWeights::kFp16:
-    case MasterWeights::kRemainders: return moments + 2.0;
+    case MasterWeights::kFp16: return moments + 2.0;
+    // Remainders complete bf16 weights; FP8 weights have none to complete.
+    case MasterWeights::kRemainders: return moments + (training == Precision::kFp8 ? 4.0 : 2.0);
     case MasterWeights::kNone: return moments;
   }
   return moments + 4.0;

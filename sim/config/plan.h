@@ -149,8 +149,9 @@ const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 // DistributedFusedAdam's store_param_remainders, which NeMo's
 // distributed_fused_adam uses for bf16 models), or none (the 16-bit weights
 // are updated in place: NeMo's distributed_fused_adam with an optimizer dtype
-// of bf16). FP32 training keeps fp32 moments and no master, FP8 training fp32
-// moments and master, whatever this says.
+// of bf16). FP32 training keeps fp32 moments and no master whatever this
+// says; FP8 training has no bf16 weights for remainders to complete, so
+// there they count as an fp32 master.
 enum class StateDtype { kFp32, kBf16, kFp16, kFp8 };
 const char* StateDtypeName(StateDtype d);  // "fp32", "bf16", "fp16", "fp8"
 double StateDtypeBytes(StateDtype d);      // 4, 2, 2, 1

@@ -86,6 +86,10 @@ TEST(Plan, ParsesTheOptimizerState) {
   EXPECT_EQ(OptimizerState{}.BytesPerParam(Precision::kBf16), 12.0);
   EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kBf16), 4.0);
   EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kFp32), 8.0);  // fp32 moments, no master
+  EXPECT_EQ(p.optimizer_state.BytesPerParam(Precision::kFp8), 4.0);   // Megatron's FP8 with bf16 moments, no master
+  OptimizerState remainders;
+  remainders.master = MasterWeights::kRemainders;
+  EXPECT_EQ(remainders.BytesPerParam(Precision::kFp8), 12.0);  // no bf16 weights to complete
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"master": "fp64"}})").key_path(),
             "plan.optimizer_state.master");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "optimizer_state": {"moments": "bf16"}})").key_path(),

@@ -371,8 +371,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
                           (recipe && recipe->moe_dispatcher ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
   if (recipe && recipe->optimizer_state) plan.optimizer_state = *recipe->optimizer_state;
-  if (plan.optimizer_state != config::OptimizerState{} && plan.precision != Precision::kFp8 &&
-      plan.precision != Precision::kFp32) {
+  if (plan.optimizer_state != config::OptimizerState{} && plan.precision != Precision::kFp32) {
     out.choices.push_back(std::string("optimizer state: exp_avg ") +
                           config::StateDtypeName(plan.optimizer_state.exp_avg) + ", exp_avg_sq " +
                           config::StateDtypeName(plan.optimizer_state.exp_avg_sq) + ", master " +
