@@ -17,10 +17,7 @@ std::optional<std::string> ReadFittedConstant(const std::string& path, std::stri
   nlohmann::json doc = ReadJsonFile(path);
   JsonNode root(doc, path, "");
   JsonObject top(root);
-  const std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.fitted_constants/1") {
-    throw InputError(path, "schema", "expected 'stacksim.fitted_constants/1', got '" + schema + "'");
-  }
+  RequireSchema(top, "stacksim.fitted_constants/1");
   std::optional<JsonNode> node = required ? std::optional<JsonNode>(top.Required(key)) : top.Optional(key);
   top.Ignore({"about", "allocator_cache_fraction", "overlap_comm_sms", "serving_iteration_overhead"});
   top.Finish();

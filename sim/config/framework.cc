@@ -116,10 +116,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   nlohmann::json doc = ReadJsonFile(path);
   JsonNode root(doc, path, "");
   JsonObject top(root);
-  const std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.framework/1") {
-    throw InputError(path, "schema", "expected 'stacksim.framework/1', got '" + schema + "'");
-  }
+  RequireSchema(top, "stacksim.framework/1");
   FrameworkProfile f;
   f.file = path;
   f.name = fs::path(path).stem().string();

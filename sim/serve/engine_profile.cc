@@ -95,8 +95,7 @@ EngineProfile ParseEngineProfile(const nlohmann::json& doc, const std::string& f
   e.name = std::filesystem::path(file).stem().string();
   JsonNode root_node(doc, file, "");
   JsonObject root(root_node);
-  const std::string schema = root.Required("schema").String();
-  if (schema != "stacksim.engine/1") root.Required("schema").Fail("expected 'stacksim.engine/1', got '" + schema + "'");
+  RequireSchema(root, "stacksim.engine/1");
   e.title = root.Required("title").String();
   root.Ignore({"notes"});
   JsonObject facts(root.Required("facts"));

@@ -67,10 +67,7 @@ nlohmann::json ServingErrorTableToJson(const ServingErrorTable& t) {
 ServingErrorTable ParseServingErrorTable(const nlohmann::json& doc, const std::string& file) {
   JsonNode root_node(doc, file, "");
   JsonObject root(root_node);
-  JsonNode schema = root.Required("schema");
-  if (schema.String() != kServingErrorTableSchema) {
-    schema.Fail(std::string("expected '") + kServingErrorTableSchema + "', got '" + schema.String() + "'");
-  }
+  RequireSchema(root, kServingErrorTableSchema);
   root.Ignore({"about"});
   ServingErrorTable t;
   t.validation_file = root.Required("validation_file").String();

@@ -530,10 +530,7 @@ ServingValidationReport RunServingValidation(const std::string& path, const std:
   nlohmann::json doc = ReadJsonFile(path);
   JsonNode root(doc, path, "");
   JsonObject top(root);
-  std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.validation.serving/1") {
-    throw InputError(path, "schema", "expected 'stacksim.validation.serving/1', got '" + schema + "'");
-  }
+  RequireSchema(top, "stacksim.validation.serving/1");
   top.Ignore({"notes"});
   auto runs = top.Required("runs").Elements();
   top.Finish();

@@ -130,10 +130,7 @@ nlohmann::json ErrorTableToJson(const ErrorTable& t) {
 ErrorTable ParseErrorTable(const nlohmann::json& doc, const std::string& file) {
   JsonNode root(doc, file, "");
   JsonObject top(root);
-  std::string schema = top.Required("schema").String();
-  if (schema != kErrorTableSchema) {
-    throw InputError(file, "schema", std::string("expected '") + kErrorTableSchema + "', got '" + schema + "'");
-  }
+  RequireSchema(top, kErrorTableSchema);
   top.Ignore({"about"});
   ErrorTable t;
   t.validation_file = top.Required("validation_file").String();

@@ -472,4 +472,10 @@ void ApplyOverride(nlohmann::json& doc, const std::string& assignment, const std
   }
 }
 
+void RequireSchema(JsonObject& top, std::string_view expected) {
+  JsonNode node = top.Required("schema");
+  const std::string schema = node.String();
+  if (schema != expected) node.Fail("expected '" + std::string(expected) + "', got '" + schema + "'");
+}
+
 }  // namespace stacksim

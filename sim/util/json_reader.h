@@ -124,6 +124,10 @@ class JsonObject {
 // a string otherwise. Intermediate objects must exist. Throws InputError.
 void ApplyOverride(nlohmann::json& doc, const std::string& assignment, const std::string& origin);
 
+// Reads the document's "schema" key and fails naming it unless it is
+// `expected` ("expected 'stacksim.x/1', got '...'").
+void RequireSchema(JsonObject& top, std::string_view expected);
+
 }  // namespace stacksim
 
 #endif  // STACKSIM_SIM_UTIL_JSON_READER_H_

@@ -250,10 +250,7 @@ std::vector<MemoryEntry> ReadMemoryRuns(const std::string& path) {
   nlohmann::json doc = ReadJsonFile(path);
   JsonNode root(doc, path, "");
   JsonObject top(root);
-  const std::string schema = top.Required("schema").String();
-  if (schema != "stacksim.validation.memory/1") {
-    throw InputError(path, "schema", "expected 'stacksim.validation.memory/1', got '" + schema + "'");
-  }
+  RequireSchema(top, "stacksim.validation.memory/1");
   JsonNode runs = top.Required("runs");
   if (!runs.IsArray()) runs.Fail("expected an array of entries");
   top.Ignore({"about", "notes"});

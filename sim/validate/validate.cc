@@ -158,10 +158,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
     docs[f] = ReadJsonFile(path);
     JsonNode root(docs[f], path, "");
     JsonObject top(root);
-    std::string schema = top.Required("schema").String();
-    if (schema != "stacksim.validation.training/1") {
-      throw InputError(path, "schema", "expected 'stacksim.validation.training/1', got '" + schema + "'");
-    }
+    RequireSchema(top, "stacksim.validation.training/1");
     file_runs[f] = top.Required("runs").Elements();
     // The schema lets a "notes" string accompany "schema" and "runs"
     // (shared/validation/README.md).
