@@ -99,6 +99,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
   base.single_round_all_forwards = single_round_all_forwards;
+  base.overlap_param_gather = overlap_param_gather;
   base.optimizer_state = optimizer_state;
   base.fp8_tp_gather = fp8_tp_gather;
   base.cp_comm = cp_comm;
@@ -212,6 +213,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("optimizer_state")) f.optimizer_state = ReadOptimizerState(Fact(facts, "optimizer_state"));
+  if (facts.Has("overlap_param_gather")) f.overlap_param_gather = Fact(facts, "overlap_param_gather").Bool();
   if (facts.Has("single_round_all_forwards")) {
     f.single_round_all_forwards = Fact(facts, "single_round_all_forwards").Bool();
   }

@@ -130,6 +130,7 @@ struct FrameworkProfile {
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
   bool single_round_all_forwards = false;  // PlanConfig::single_round_all_forwards
+  bool overlap_param_gather = true;        // PlanConfig::overlap_param_gather (ZeRO-1/2: the gather after the step)
   OptimizerState optimizer_state;          // PlanConfig::optimizer_state (fact "optimizer_state")
   bool fp8_tp_gather = false;  // PlanConfig::fp8_tp_gather
   CpComm cp_comm = CpComm::kP2p;  // PlanConfig::cp_comm (Megatron-Core's ring of K/V blocks)

@@ -577,6 +577,19 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   doc["framework"] = "megatron-core";
   s = ParseScenario(doc, "s.json", {});
   EXPECT_EQ(s.plan.optimizer_state, OptimizerState{});
+
+  // The distributed optimizer's parameter all-gather: overlapped with the
+  // next forward in Megatron-Core's performance runs, after the step in
+  // Megatron-LM of 2023 and in DeepSpeed ZeRO-1/2; a plan key wins.
+  EXPECT_TRUE(s.plan.overlap_param_gather);
+  for (const char* name : {"megatron-lm-2023", "megatron-deepspeed", "deepspeed", "megatron-lm"}) {
+    doc["framework"] = name;
+    s = ParseScenario(doc, "s.json", {});
+    EXPECT_FALSE(s.plan.overlap_param_gather) << name;
+  }
+  doc["plan"]["overlap_param_gather"] = true;
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_TRUE(s.plan.overlap_param_gather);
 }
 
 // A model's recipe can set its optimizer state (NeMo's Nemotron-4 340B:

@@ -342,6 +342,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
     plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
     plan.cp_torch_ring = d.cp_torch_ring;
     plan.single_round_all_forwards = d.single_round_all_forwards;
+    plan.overlap_param_gather = d.overlap_param_gather;
     plan.optimizer_state = d.optimizer_state;
     plan.fp8_tp_gather = d.fp8_tp_gather;
     plan.cp_comm = d.cp_comm;
@@ -412,6 +413,10 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   }
   if (plan.sharding == config::Sharding::kZero3 && plan.zero3_gather == config::Zero3Gather::kPipelined) {
     out.choices.push_back("FSDP gathers pipelined (the backward's next gather ahead of the reduce-scatter)");
+  }
+  if ((plan.sharding == config::Sharding::kZero1 || plan.sharding == config::Sharding::kZero2) && plan.dp > 1 &&
+      !plan.overlap_param_gather) {
+    out.choices.push_back("parameter all-gather after the optimizer step (no overlap)");
   }
   if (auto sg = p.Optional("shard_group")) {
     // Hybrid sharding (HSDP): FSDP within groups of shard_group data-parallel

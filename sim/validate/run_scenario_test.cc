@@ -88,6 +88,22 @@ TEST(RunScenario, MaxTextGathersArePipelined) {
   EXPECT_TRUE(Chose(maxtext, "FSDP gathers pipelined"));
 }
 
+// Megatron-LM of 2023 all-gathers the distributed optimizer's parameters
+// after the step; Megatron-Core's performance runs overlap it. The plan and
+// the choices say which.
+TEST(RunScenario, DistributedOptimizerGatherFollowsTheFramework) {
+  nlohmann::json run = CoverageRun("synthetic-h200-hsdp");
+  run["plan"]["sharding"] = "zero1";
+  run["plan"]["shard_group"] = nullptr;
+  RunScenario core = ScenarioForRun(run, kCoverageRuns, "runs[0]");
+  EXPECT_TRUE(core.scenario.plan.overlap_param_gather);
+  EXPECT_FALSE(Chose(core, "parameter all-gather after the optimizer step"));
+  run["framework"] = "Megatron-LM commit 285068c8 (baseline)";
+  RunScenario old = ScenarioForRun(run, kCoverageRuns, "runs[0]");
+  EXPECT_FALSE(old.scenario.plan.overlap_param_gather);
+  EXPECT_TRUE(Chose(old, "parameter all-gather after the optimizer step (no overlap)"));
+}
+
 // A run trained with DeepSeek-V3's framework gets its schedule, dispatch,
 // communication SMs and recomputed modules from frameworks/hai-llm.json.
 TEST(RunScenario, HaiLlmRunsGetDualPipe) {
