@@ -330,28 +330,13 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   // (frameworks/*.json).
   out.predates_selective_recompute = fw.selective_recompute == config::SelectiveRecomputeKind::kUnavailable;
   out.recompute_escalation = fw.recompute_escalation;
-  plan.attention = fw.attention;
-  plan.overlap_grad_reduce = fw.overlap_grad_reduce;
-  plan.kernels = fw.kernels;
-  plan.grad_reduce_precision = fw.GradPrecision(plan.precision);
+  // Every fact is a plan default (FrameworkProfile::PlanDefaults, as for a
+  // scenario naming the framework); what the run states, read below, wins.
   {
-    const config::PlanConfig d = fw.PlanDefaults(plan);  // memory facts: recompute policy, loss, FSDP under PP
-    plan.selective_policy = d.selective_policy;
-    plan.loss_logits = d.loss_logits;
-    plan.fsdp_pp_reshard = d.fsdp_pp_reshard;
-    plan.sp_keeps_gathered_inputs = d.sp_keeps_gathered_inputs;
-    plan.cp_torch_ring = d.cp_torch_ring;
-    plan.single_round_all_forwards = d.single_round_all_forwards;
-    plan.overlap_param_gather = d.overlap_param_gather;
-    plan.optimizer_state = d.optimizer_state;
-    plan.fp8_tp_gather = d.fp8_tp_gather;
-    plan.cp_comm = d.cp_comm;
+    const config::MoeDispatcher dispatcher = plan.dispatcher;
+    plan = fw.PlanDefaults(plan);
     plan.tp_comm_overlap = fw.TpOverlapFor(s.model.is_moe());
-    plan.zero3_gather = d.zero3_gather;
-    plan.zero3_max_reuse_distance = d.zero3_max_reuse_distance;
-    if (s.model.is_moe()) plan.dispatcher = d.dispatcher;
-    plan.comm_sms = d.comm_sms;
-    plan.recompute_modules = d.recompute_modules;
+    if (!s.model.is_moe()) plan.dispatcher = dispatcher;
   }
   out.choices.push_back("framework=" + match.Describe(out.framework_text));
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
