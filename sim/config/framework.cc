@@ -86,6 +86,16 @@ Precision FrameworkProfile::GradPrecision(Precision training) const {
   return training == Precision::kFp16 ? grad_precision_fp16 : grad_precision_bf16;
 }
 
+GradAccumulation FrameworkProfile::GradAccumulationFor(Precision training) const {
+  if (training == Precision::kFp32) return GradAccumulation::kFused;
+  return training == Precision::kFp16 ? grad_accumulation_fp16 : grad_accumulation_bf16;
+}
+
+bool FrameworkProfile::ZeroGradAllReduceFor(Precision training) const {
+  if (training == Precision::kFp32) return false;
+  return training == Precision::kFp16 ? zero_grad_all_reduce_fp16 : zero_grad_all_reduce_bf16;
+}
+
 PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.attention = attention;
   base.kernels = kernels;
@@ -94,6 +104,8 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.overlap_grad_reduce = overlap_grad_reduce;
   base.tp_comm_overlap = tp_comm_overlap;
   base.grad_reduce_precision = GradPrecision(base.precision);
+  base.grad_accumulation = GradAccumulationFor(base.precision);
+  base.zero_grad_all_reduce = ZeroGradAllReduceFor(base.precision);
   base.loss_logits = loss_logits;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
@@ -214,6 +226,18 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("optimizer_state")) f.optimizer_state = ReadOptimizerState(Fact(facts, "optimizer_state"));
   if (facts.Has("overlap_param_gather")) f.overlap_param_gather = Fact(facts, "overlap_param_gather").Bool();
+  if (facts.Has("grad_accumulation")) {
+    JsonObject g(Fact(facts, "grad_accumulation"));
+    f.grad_accumulation_bf16 = ReadGradAccumulation(g.Required("bf16"));
+    f.grad_accumulation_fp16 = ReadGradAccumulation(g.Required("fp16"));
+    g.Finish();
+  }
+  if (facts.Has("zero_grad_all_reduce")) {
+    JsonObject g(Fact(facts, "zero_grad_all_reduce"));
+    f.zero_grad_all_reduce_bf16 = g.Required("bf16").Bool();
+    f.zero_grad_all_reduce_fp16 = g.Required("fp16").Bool();
+    g.Finish();
+  }
   if (facts.Has("single_round_all_forwards")) {
     f.single_round_all_forwards = Fact(facts, "single_round_all_forwards").Bool();
   }

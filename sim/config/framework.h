@@ -69,6 +69,13 @@ struct FrameworkProfile {
   std::optional<Recompute> unstated_recompute;
   Precision grad_precision_bf16 = Precision::kFp32;  // gradient buffers and their reduction, bf16/fp8 training
   Precision grad_precision_fp16 = Precision::kFp32;  // the same under fp16 training
+  // How micro-batch gradients accumulate and whether ZeRO-1/2 all-reduces
+  // them, per training dtype like grad_precision (optional facts
+  // "grad_accumulation" and "zero_grad_all_reduce"; absent: fused, false).
+  GradAccumulation grad_accumulation_bf16 = GradAccumulation::kFused;
+  GradAccumulation grad_accumulation_fp16 = GradAccumulation::kFused;
+  bool zero_grad_all_reduce_bf16 = false;
+  bool zero_grad_all_reduce_fp16 = false;
   SelectiveRecomputeKind selective_recompute = SelectiveRecomputeKind::kModules;
   // The wider selective module sets the framework's own tuning guide turns
   // to, narrowest first, before full recomputation (fact
@@ -139,6 +146,10 @@ struct FrameworkProfile {
 
   // The gradient dtype of training in `training` precision.
   Precision GradPrecision(Precision training) const;
+  // The gradient accumulation and ZeRO gradient reduction of training in
+  // `training` precision (fp32 training: fused, reduce-scatter).
+  GradAccumulation GradAccumulationFor(Precision training) const;
+  bool ZeroGradAllReduceFor(Precision training) const;
   // `base` with this framework's defaults: attention, kernels, sequence
   // parallelism, sharding, overlap, the selective-recompute policy and the
   // gradient dtype for base.precision.

@@ -590,6 +590,29 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   doc["plan"]["overlap_param_gather"] = true;
   s = ParseScenario(doc, "s.json", {});
   EXPECT_TRUE(s.plan.overlap_param_gather);
+  doc["plan"].erase("overlap_param_gather");
+
+  // DeepSpeed's BF16_Optimizer under the pipeline engine: bf16 training adds
+  // each micro-batch's gradients into fp32 and all-reduces them in full;
+  // fp16 training does neither, whatever the plan's precision read first.
+  doc["framework"] = "megatron-deepspeed";
+  doc["plan"]["precision"] = "bf16";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFp32Add);
+  EXPECT_TRUE(s.plan.zero_grad_all_reduce);
+  doc["plan"]["precision"] = "fp16";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFused);
+  EXPECT_FALSE(s.plan.zero_grad_all_reduce);
+  doc["plan"]["precision"] = "bf16";
+  doc["plan"]["grad_accumulation"] = "fused";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFused);  // a plan key wins
+  doc["framework"] = "megatron-core";
+  doc["plan"].erase("grad_accumulation");
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFused);
+  EXPECT_FALSE(s.plan.zero_grad_all_reduce);
 }
 
 // A model's recipe can set its optimizer state (NeMo's Nemotron-4 340B:

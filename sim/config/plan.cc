@@ -170,6 +170,14 @@ Zero3Gather ReadZero3Gather(const JsonNode& v) {
                                       : Zero3Gather::kPrefetchPerLayer;
 }
 
+const char* GradAccumulationName(GradAccumulation g) {
+  return g == GradAccumulation::kFp32Add ? "fp32-add" : "fused";
+}
+
+GradAccumulation ReadGradAccumulation(const JsonNode& v) {
+  return v.OneOf({"fused", "fp32-add"}) == "fp32-add" ? GradAccumulation::kFp32Add : GradAccumulation::kFused;
+}
+
 double LossLogitBytes(LossLogits l) { return l == LossLogits::kUpcast ? 12.0 : 6.0; }
 
 const char* RecomputeName(Recompute r) {
@@ -395,6 +403,8 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("zero3_gather")) {
     p.zero3_gather = ReadZero3Gather(*v);
   }
+  if (auto v = obj.Optional("grad_accumulation")) p.grad_accumulation = ReadGradAccumulation(*v);
+  if (auto v = obj.Optional("zero_grad_all_reduce")) p.zero_grad_all_reduce = v->Bool();
   if (auto v = obj.Optional("zero3_max_reuse_distance")) {
     p.zero3_max_reuse_distance = v->NonNegativeNumber();
   }
@@ -541,6 +551,8 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
   if (p.etp != 1) j["etp"] = p.etp;
   if (p.comm_sms > 0) j["comm_sms"] = p.comm_sms;
   if (p.overlap_comm_sms) j["overlap_comm_sms"] = *p.overlap_comm_sms;
+  if (p.grad_accumulation != GradAccumulation::kFused) j["grad_accumulation"] = GradAccumulationName(p.grad_accumulation);
+  if (p.zero_grad_all_reduce) j["zero_grad_all_reduce"] = true;
   if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;  // only when set: older readers know no etp
   if (p.microbatch_group > 0) j["microbatch_group"] = p.microbatch_group;
   // Only with an offload target: ParsePlan rejects a fraction of nothing.

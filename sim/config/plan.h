@@ -183,6 +183,18 @@ struct OptimizerState {
 // and reduce-scatters); kPrefetchPerLayer queues it behind that
 // reduce-scatter, which waits for this layer's backward.
 enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter, kPipelined };
+// How a micro-batch's weight gradients join the step's gradient buffer.
+// kFused: the weight-gradient GEMMs accumulate into it (Megatron's fp32
+// main_grad with gradient_accumulation_fusion), no pass of their own.
+// kFp32Add: after each micro-batch's backward the 16-bit gradients are
+// upcast and added into fp32 buffers, one memory-bound pass over the rank's
+// parameters (DeepSpeed's BF16_Optimizer, update_hp_grads: the upcast reads
+// 2 B and writes 4 B per parameter, the add reads 8 B and writes 4 B).
+enum class GradAccumulation { kFused, kFp32Add };
+const char* GradAccumulationName(GradAccumulation g);  // "fused", "fp32-add"
+GradAccumulation ReadGradAccumulation(const JsonNode& v);
+// Bytes the kFp32Add pass moves per parameter (18).
+inline constexpr double kFp32AddBytesPerParam = 2.0 + 4.0 + 8.0 + 4.0;
 const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter", "pipelined"
 Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
 // {"exp_avg": one of StateDtypeName's, "exp_avg_sq": the same, "master": one
@@ -286,6 +298,11 @@ struct PlanConfig {
   // between) under which a gathered tensor is kept for its next use
   // (DeepSpeed's stage3_max_reuse_distance).
   double zero3_max_reuse_distance = 1e9;
+  GradAccumulation grad_accumulation = GradAccumulation::kFused;
+  // ZeRO-1/2: the gradients are all-reduced in full, not reduce-scattered,
+  // before each rank steps on its shard (DeepSpeed's BF16_Optimizer under the
+  // pipeline engine). The parameter all-gather after the step stays.
+  bool zero_grad_all_reduce = false;
   Sharding sharding = Sharding::kNone;
   // ZeRO-3/FSDP only: the data-parallel ranks one copy of the parameters is
   // sharded over (hybrid sharding, PyTorch's HSDP / torchtitan's dp_shard;

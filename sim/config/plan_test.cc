@@ -99,6 +99,25 @@ TEST(Plan, ParsesTheOptimizerState) {
   EXPECT_EQ(ParsePlan(JsonNode(written, "s.json", "plan"), PlanConfig{}).optimizer_state, p.optimizer_state);
 }
 
+TEST(Plan, ParsesGradientAccumulationAndZeroAllReduce) {
+  const PlanConfig fused = Parse(R"({"tp": 1, "pp": 1, "dp": 4})");
+  EXPECT_EQ(fused.grad_accumulation, GradAccumulation::kFused);
+  EXPECT_FALSE(fused.zero_grad_all_reduce);
+  EXPECT_FALSE(PlanToJson(fused).contains("grad_accumulation"));  // defaults stay out of written plans
+  const PlanConfig p =
+      Parse(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "fp32-add", "zero_grad_all_reduce": true})");
+  EXPECT_EQ(p.grad_accumulation, GradAccumulation::kFp32Add);
+  EXPECT_TRUE(p.zero_grad_all_reduce);
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "fp32"})").key_path(),
+            "plan.grad_accumulation");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "zero_grad_all_reduce": "yes"})").key_path(),
+            "plan.zero_grad_all_reduce");
+  nlohmann::json written = PlanToJson(p);
+  const PlanConfig back = ParsePlan(JsonNode(written, "s.json", "plan"), PlanConfig{});
+  EXPECT_EQ(back.grad_accumulation, GradAccumulation::kFp32Add);
+  EXPECT_TRUE(back.zero_grad_all_reduce);
+}
+
 TEST(Plan, ScheduleDefaultsToInterleavedWhenVpAboveOne) {
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 4, "dp": 1, "vp": 2})").schedule, PipelineScheduleKind::kInterleaved);
   EXPECT_EQ(Parse(R"({"tp": 1, "pp": 4, "dp": 1, "schedule": "gpipe"})").schedule, PipelineScheduleKind::kGpipe);

@@ -167,10 +167,16 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     base = framework->PlanDefaults(base);
   }
   s.plan = ParsePlan(plan_node, base);
-  // The framework's gradient dtype follows the precision the plan trains in,
-  // unless the plan says it.
+  // The framework's gradient dtype and accumulation follow the precision the
+  // plan trains in, unless the plan says them.
   if (framework && !plan_node.json().contains("grad_reduce_precision")) {
     s.plan.grad_reduce_precision = framework->GradPrecision(s.plan.precision);
+  }
+  if (framework && !plan_node.json().contains("grad_accumulation")) {
+    s.plan.grad_accumulation = framework->GradAccumulationFor(s.plan.precision);
+  }
+  if (framework && !plan_node.json().contains("zero_grad_all_reduce")) {
+    s.plan.zero_grad_all_reduce = framework->ZeroGradAllReduceFor(s.plan.precision);
   }
   s.plan.global_batch = gb;
   obj.Finish();

@@ -403,6 +403,13 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
       !plan.overlap_param_gather) {
     out.choices.push_back("parameter all-gather after the optimizer step (no overlap)");
   }
+  if ((plan.sharding == config::Sharding::kZero1 || plan.sharding == config::Sharding::kZero2) && plan.dp > 1 &&
+      plan.zero_grad_all_reduce) {
+    out.choices.push_back("gradients all-reduced in full before the sharded optimizer step");
+  }
+  if (plan.grad_accumulation == config::GradAccumulation::kFp32Add) {
+    out.choices.push_back("each micro-batch's gradients added into fp32 buffers (grad_accumulation fp32-add)");
+  }
   if (auto sg = p.Optional("shard_group")) {
     // Hybrid sharding (HSDP): FSDP within groups of shard_group data-parallel
     // ranks (x cp), gradient all-reduce across the dp / shard_group replicas.

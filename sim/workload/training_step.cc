@@ -84,6 +84,9 @@ class StepBuilder {
   // The list API's copies of each rank's piece of a `bytes` collective to or
   // from a flat buffer: one copy per group member, on the dp stream.
   TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb);
+  // GradAccumulation::kFp32Add: the pass that adds a micro-batch's 16-bit
+  // gradients into the fp32 buffers, on the compute stream after `after`.
+  TaskId Fp32GradientAdd(int rank, int mb, TaskId after);
   // A layer kind's weight tensors in forward order: elements on this rank
   // (after tp) and share of the layer's dense parameters.
   struct FsdpTensor {
@@ -460,8 +463,9 @@ void StepBuilder::AddGradients(int rank, Bytes dense, Bytes expert, TaskId after
 
 void StepBuilder::FlushGradients(int rank, TaskId after) {
   const GradientBuckets::Pending pending = buckets_.Take(rank);
-  const CollectiveKind kind =
-      plan_.sharding == Sharding::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+  const CollectiveKind kind = plan_.sharding == Sharding::kNone || plan_.zero_grad_all_reduce
+                                  ? CollectiveKind::kAllReduce
+                                  : CollectiveKind::kReduceScatter;
   // Expert gradients go over the expert-data-parallel group (the ranks that
   // hold the same experts); in the same bucket cadence as the rest.
   if (pending.expert > 0 && edp_ > 1) {
@@ -601,8 +605,33 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     }
     last = Emit(rank, emb_b_, deps, -1, mb);
   }
+  if (!split && plan_.grad_accumulation == config::GradAccumulation::kFp32Add) {
+    last = last_compute_[rank] = Fp32GradientAdd(rank, mb, last);
+  }
   if (vs > 0) bwd_out_[mb][vs] = SendOut(rank, vs, mb, false, last);
   if (grads_done) StageGradientsDone(rank, vs, last);
+}
+
+TaskId StepBuilder::Fp32GradientAdd(int rank, int mb, TaskId after) {
+  // DeepSpeed's BF16_Optimizer (update_hp_grads, called by the pipeline
+  // engine after each micro-batch's backward): every 16-bit gradient of the
+  // rank is upcast and added into its fp32 buffer before the next pipeline
+  // instruction, so the gradient sent upstream waits for it. One pass per
+  // chunk, over the chunk's share of the rank's parameters.
+  trace::Task c;
+  c.kind = TaskKind::kCompute;
+  c.rank = rank;
+  c.stream = compute_;
+  c.role = trace::TaskRole::kMemoryBound;
+  c.label = t_.RoleLabel(c.role);
+  c.name = t_.InternName("grad-fp32-add");
+  c.micro_batch = mb;
+  c.compute.op_class = trace::OpClass::kMemoryBound;
+  c.compute.precision = plan_.precision;
+  c.compute.bytes = Bytes{StageTrainableParameters(s_, rank) / v_ * config::kFp32AddBytesPerParam};
+  c.compute.flops = Flops{0};
+  c.compute.kernels = 2;
+  return t_.Add(c, {after});
 }
 
 void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {

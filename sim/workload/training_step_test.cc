@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/stage_layers.h"
 #include "tests/fixtures.h"
 
 namespace stacksim::workload {
@@ -158,6 +159,64 @@ TEST(TrainingStep, TraceIsConsistentForEveryScheduleAndSharding) {
       EXPECT_EQ(t.rank_count(), pp);
     }
   }
+}
+
+// DeepSpeed's BF16_Optimizer under the pipeline engine: after each
+// micro-batch's backward the rank's 16-bit gradients are added into fp32
+// buffers (18 bytes a parameter), before the gradient goes upstream; the
+// step all-reduces the fp32 gradients in full instead of reduce-scattering
+// them, and still all-gathers the parameters after the step.
+TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
+  auto model = testing::GptModel(8, 512, 8, 4096);
+  auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline
+  plan.sharding = config::Sharding::kZero1;
+  plan.overlap_param_gather = false;
+  auto count = [](const trace::Trace& t, int rank, const std::string& name) {
+    int n = 0;
+    for (const auto& task : t.tasks()) n += task.rank == rank && t.name(task.name) == name;
+    return n;
+  };
+  auto dp_kinds = [](const trace::Trace& t) {
+    std::map<trace::CollectiveKind, int> kinds;
+    for (const auto& task : t.tasks()) {
+      if (task.kind == trace::TaskKind::kCollective && task.role == trace::TaskRole::kDpComm) ++kinds[task.comm.kind];
+    }
+    return kinds;
+  };
+  const auto plain_s = testing::Scenario(model, 4, 1024, plan);
+  const auto plain = BuildTrainingStep(plain_s);
+  EXPECT_EQ(count(plain, 1, "grad-fp32-add"), 0);
+  EXPECT_GT(dp_kinds(plain)[trace::CollectiveKind::kReduceScatter], 0);
+
+  plan.grad_accumulation = config::GradAccumulation::kFp32Add;
+  plan.zero_grad_all_reduce = true;
+  const auto s = testing::Scenario(model, 4, 1024, plan);
+  const auto t = BuildTrainingStep(s);
+  EXPECT_EQ(t.Check(), "");
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(count(t, rank, "grad-fp32-add"), 4) << rank;
+    for (const auto& task : t.tasks()) {
+      if (task.rank == rank && t.name(task.name) == "grad-fp32-add") {
+        EXPECT_DOUBLE_EQ(task.compute.bytes.value, StageTrainableParameters(s, rank) * 18.0);
+      }
+    }
+  }
+  // Stage 1's gradient for stage 0 leaves after the add.
+  int sends_after_add = 0;
+  for (trace::TaskId id = 0; id < static_cast<trace::TaskId>(t.tasks().size()); ++id) {
+    for (const trace::TaskId* d = t.deps_begin(id); d != t.deps_end(id); ++d) {
+      const trace::TaskId dep = *d;
+      if (t.tasks()[dep].rank == 1 && t.name(t.tasks()[dep].name) == "grad-fp32-add" &&
+          t.tasks()[id].kind == trace::TaskKind::kTransfer) {
+        ++sends_after_add;
+      }
+    }
+  }
+  EXPECT_EQ(sends_after_add, 4);
+  auto kinds = dp_kinds(t);
+  EXPECT_EQ(kinds[trace::CollectiveKind::kReduceScatter], 0);
+  EXPECT_GT(kinds[trace::CollectiveKind::kAllReduce], 0);
+  EXPECT_GT(kinds[trace::CollectiveKind::kAllGather], 0);  // the parameters, after the step
 }
 
 }  // namespace
