@@ -598,7 +598,7 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   doc["framework"] = "megatron-deepspeed";
   doc["plan"]["precision"] = "bf16";
   s = ParseScenario(doc, "s.json", {});
-  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFp32Add);
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFp32UpcastAdd);
   EXPECT_TRUE(s.plan.zero_grad_all_reduce);
   doc["plan"]["precision"] = "fp16";
   s = ParseScenario(doc, "s.json", {});
@@ -613,6 +613,15 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   s = ParseScenario(doc, "s.json", {});
   EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFused);
   EXPECT_FALSE(s.plan.zero_grad_all_reduce);
+  // Megatron-LM of 2021, before the accumulation moved into the GEMM:
+  // autograd's .grad += under fp16, a hook into fp32 main gradients under bf16.
+  doc["framework"] = "megatron-lm-2021";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kFp32Add);
+  doc["plan"]["precision"] = "fp16";
+  s = ParseScenario(doc, "s.json", {});
+  EXPECT_EQ(s.plan.grad_accumulation, GradAccumulation::kAutogradAdd);
+  doc["plan"].erase("precision");
 }
 
 // A model's recipe can set its optimizer state (NeMo's Nemotron-4 340B:

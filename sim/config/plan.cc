@@ -171,12 +171,34 @@ Zero3Gather ReadZero3Gather(const JsonNode& v) {
 }
 
 const char* GradAccumulationName(GradAccumulation g) {
-  return g == GradAccumulation::kFp32Add ? "fp32-add" : "fused";
+  switch (g) {
+    case GradAccumulation::kAutogradAdd: return "autograd-add";
+    case GradAccumulation::kFp32Add: return "fp32-add";
+    case GradAccumulation::kFp32UpcastAdd: return "fp32-upcast-add";
+    case GradAccumulation::kFused: break;
+  }
+  return "fused";
 }
 
 GradAccumulation ReadGradAccumulation(const JsonNode& v) {
-  return v.OneOf({"fused", "fp32-add"}) == "fp32-add" ? GradAccumulation::kFp32Add : GradAccumulation::kFused;
+  const std::string name = v.OneOf({"fused", "autograd-add", "fp32-add", "fp32-upcast-add"});
+  return name == "autograd-add"      ? GradAccumulation::kAutogradAdd
+         : name == "fp32-add"        ? GradAccumulation::kFp32Add
+         : name == "fp32-upcast-add" ? GradAccumulation::kFp32UpcastAdd
+                                     : GradAccumulation::kFused;
 }
+
+double GradAccumulationBytesPerParam(GradAccumulation g) {
+  switch (g) {
+    case GradAccumulation::kAutogradAdd: return 2.0 + 2.0 + 2.0;
+    case GradAccumulation::kFp32Add: return 2.0 + 4.0 + 4.0;
+    case GradAccumulation::kFp32UpcastAdd: return 2.0 + 4.0 + 4.0 + 4.0 + 4.0;
+    case GradAccumulation::kFused: break;
+  }
+  return 0.0;
+}
+
+bool GradAccumulationOnFirstMicroBatch(GradAccumulation g) { return g != GradAccumulation::kAutogradAdd; }
 
 double LossLogitBytes(LossLogits l) { return l == LossLogits::kUpcast ? 12.0 : 6.0; }
 

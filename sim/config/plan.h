@@ -186,15 +186,23 @@ enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter, kPipelined };
 // How a micro-batch's weight gradients join the step's gradient buffer.
 // kFused: the weight-gradient GEMMs accumulate into it (Megatron's fp32
 // main_grad with gradient_accumulation_fusion), no pass of their own.
-// kFp32Add: after each micro-batch's backward the 16-bit gradients are
-// upcast and added into fp32 buffers, one memory-bound pass over the rank's
-// parameters (DeepSpeed's BF16_Optimizer, update_hp_grads: the upcast reads
-// 2 B and writes 4 B per parameter, the add reads 8 B and writes 4 B).
-enum class GradAccumulation { kFused, kFp32Add };
-const char* GradAccumulationName(GradAccumulation g);  // "fused", "fp32-add"
+// kAutogradAdd: autograd adds each micro-batch's 16-bit gradient into the
+// parameter's .grad from the second micro-batch on (read 2 + 2, write 2
+// bytes a parameter; Megatron-LM 2021 under fp16 without contiguous
+// buffers). kFp32Add: a hook adds the 16-bit gradient into an fp32 main
+// gradient every micro-batch (read 2 + 4, write 4; Megatron-LM 2021's local
+// DDP with fp32 accumulation). kFp32UpcastAdd: after each micro-batch's
+// backward the 16-bit gradients are upcast, then added into fp32 buffers
+// (upcast: read 2, write 4; add: read 8, write 4; DeepSpeed's
+// BF16_Optimizer, update_hp_grads).
+enum class GradAccumulation { kFused, kAutogradAdd, kFp32Add, kFp32UpcastAdd };
+const char* GradAccumulationName(GradAccumulation g);  // "fused", "autograd-add", "fp32-add", "fp32-upcast-add"
 GradAccumulation ReadGradAccumulation(const JsonNode& v);
-// Bytes the kFp32Add pass moves per parameter (18).
-inline constexpr double kFp32AddBytesPerParam = 2.0 + 4.0 + 8.0 + 4.0;
+// Bytes the accumulation pass moves per parameter (16-bit gradients).
+double GradAccumulationBytesPerParam(GradAccumulation g);
+// Whether the pass also runs for the first micro-batch of a step (autograd
+// takes the first gradient as .grad without an add).
+bool GradAccumulationOnFirstMicroBatch(GradAccumulation g);
 const char* Zero3GatherName(Zero3Gather g);  // "prefetch-per-layer", "sync-per-parameter", "pipelined"
 Zero3Gather ReadZero3Gather(const JsonNode& v);  // one of Zero3GatherName's
 // {"exp_avg": one of StateDtypeName's, "exp_avg_sq": the same, "master": one

@@ -105,8 +105,12 @@ TEST(Plan, ParsesGradientAccumulationAndZeroAllReduce) {
   EXPECT_FALSE(fused.zero_grad_all_reduce);
   EXPECT_FALSE(PlanToJson(fused).contains("grad_accumulation"));  // defaults stay out of written plans
   const PlanConfig p =
-      Parse(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "fp32-add", "zero_grad_all_reduce": true})");
-  EXPECT_EQ(p.grad_accumulation, GradAccumulation::kFp32Add);
+      Parse(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "fp32-upcast-add", "zero_grad_all_reduce": true})");
+  EXPECT_EQ(p.grad_accumulation, GradAccumulation::kFp32UpcastAdd);
+  EXPECT_EQ(GradAccumulationBytesPerParam(p.grad_accumulation), 18.0);
+  EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::kFp32Add), 10.0);
+  EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::kAutogradAdd), 6.0);
+  EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::kFused), 0.0);
   EXPECT_TRUE(p.zero_grad_all_reduce);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "fp32"})").key_path(),
             "plan.grad_accumulation");
@@ -114,7 +118,7 @@ TEST(Plan, ParsesGradientAccumulationAndZeroAllReduce) {
             "plan.zero_grad_all_reduce");
   nlohmann::json written = PlanToJson(p);
   const PlanConfig back = ParsePlan(JsonNode(written, "s.json", "plan"), PlanConfig{});
-  EXPECT_EQ(back.grad_accumulation, GradAccumulation::kFp32Add);
+  EXPECT_EQ(back.grad_accumulation, GradAccumulation::kFp32UpcastAdd);
   EXPECT_TRUE(back.zero_grad_all_reduce);
 }
 

@@ -407,8 +407,9 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
       plan.zero_grad_all_reduce) {
     out.choices.push_back("gradients all-reduced in full before the sharded optimizer step");
   }
-  if (plan.grad_accumulation == config::GradAccumulation::kFp32Add) {
-    out.choices.push_back("each micro-batch's gradients added into fp32 buffers (grad_accumulation fp32-add)");
+  if (plan.grad_accumulation != config::GradAccumulation::kFused) {
+    out.choices.push_back(std::string("gradient accumulation in a pass of its own (grad_accumulation ") +
+                          config::GradAccumulationName(plan.grad_accumulation) + ")");
   }
   if (auto sg = p.Optional("shard_group")) {
     // Hybrid sharding (HSDP): FSDP within groups of shard_group data-parallel

@@ -84,9 +84,9 @@ class StepBuilder {
   // The list API's copies of each rank's piece of a `bytes` collective to or
   // from a flat buffer: one copy per group member, on the dp stream.
   TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb);
-  // GradAccumulation::kFp32Add: the pass that adds a micro-batch's 16-bit
-  // gradients into the fp32 buffers, on the compute stream after `after`.
-  TaskId Fp32GradientAdd(int rank, int mb, TaskId after);
+  // PlanConfig::grad_accumulation's pass over a micro-batch's gradients, on
+  // the compute stream after `after`.
+  TaskId GradientAccumulation(int rank, int mb, TaskId after);
   // A layer kind's weight tensors in forward order: elements on this rank
   // (after tp) and share of the layer's dense parameters.
   struct FsdpTensor {
@@ -122,6 +122,7 @@ class StepBuilder {
   void LayerGradientsDone(int rank, int layer, TaskId last);
   void StageGradientsDone(int rank, int stage, TaskId last);
   int LastMicroBatch(int chunk) const { return layout_.dual() && chunk == 0 ? m_ / 2 - 1 : m_ - 1; }
+  int FirstMicroBatch(int chunk) const { return layout_.dual() && chunk == 1 ? m_ / 2 : 0; }
   // Adds gradients to the rank's bucket; reduces it when full (overlapped reduction).
   void AddGradients(int rank, Bytes dense, Bytes expert, TaskId after);
   void FlushGradients(int rank, TaskId after);
@@ -605,30 +606,33 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     }
     last = Emit(rank, emb_b_, deps, -1, mb);
   }
-  if (!split && plan_.grad_accumulation == config::GradAccumulation::kFp32Add) {
-    last = last_compute_[rank] = Fp32GradientAdd(rank, mb, last);
+  if (!split && plan_.grad_accumulation != config::GradAccumulation::kFused &&
+      (mb != FirstMicroBatch(st.chunk) || config::GradAccumulationOnFirstMicroBatch(plan_.grad_accumulation))) {
+    last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
   }
   if (vs > 0) bwd_out_[mb][vs] = SendOut(rank, vs, mb, false, last);
   if (grads_done) StageGradientsDone(rank, vs, last);
 }
 
-TaskId StepBuilder::Fp32GradientAdd(int rank, int mb, TaskId after) {
-  // DeepSpeed's BF16_Optimizer (update_hp_grads, called by the pipeline
-  // engine after each micro-batch's backward): every 16-bit gradient of the
-  // rank is upcast and added into its fp32 buffer before the next pipeline
-  // instruction, so the gradient sent upstream waits for it. One pass per
-  // chunk, over the chunk's share of the rank's parameters.
+TaskId StepBuilder::GradientAccumulation(int rank, int mb, TaskId after) {
+  // The pass that adds this micro-batch's 16-bit gradients into the step's
+  // buffer (PlanConfig::grad_accumulation), on the compute stream after the
+  // chunk's backward, so the gradient sent upstream waits for it: DeepSpeed's
+  // pipeline engine calls update_hp_grads before its next instruction;
+  // Megatron-LM's hooks and autograd's accumulation run inside the backward,
+  // priced here at its end. Over the chunk's share of the rank's parameters.
   trace::Task c;
   c.kind = TaskKind::kCompute;
   c.rank = rank;
   c.stream = compute_;
   c.role = trace::TaskRole::kMemoryBound;
   c.label = t_.RoleLabel(c.role);
-  c.name = t_.InternName("grad-fp32-add");
+  c.name = t_.InternName("grad-accumulate");
   c.micro_batch = mb;
   c.compute.op_class = trace::OpClass::kMemoryBound;
   c.compute.precision = plan_.precision;
-  c.compute.bytes = Bytes{StageTrainableParameters(s_, rank) / v_ * config::kFp32AddBytesPerParam};
+  c.compute.bytes =
+      Bytes{StageTrainableParameters(s_, rank) / v_ * config::GradAccumulationBytesPerParam(plan_.grad_accumulation)};
   c.compute.flops = Flops{0};
   c.compute.kernels = 2;
   return t_.Add(c, {after});

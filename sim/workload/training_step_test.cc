@@ -185,18 +185,18 @@ TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   };
   const auto plain_s = testing::Scenario(model, 4, 1024, plan);
   const auto plain = BuildTrainingStep(plain_s);
-  EXPECT_EQ(count(plain, 1, "grad-fp32-add"), 0);
+  EXPECT_EQ(count(plain, 1, "grad-accumulate"), 0);
   EXPECT_GT(dp_kinds(plain)[trace::CollectiveKind::kReduceScatter], 0);
 
-  plan.grad_accumulation = config::GradAccumulation::kFp32Add;
+  plan.grad_accumulation = config::GradAccumulation::kFp32UpcastAdd;
   plan.zero_grad_all_reduce = true;
   const auto s = testing::Scenario(model, 4, 1024, plan);
   const auto t = BuildTrainingStep(s);
   EXPECT_EQ(t.Check(), "");
   for (int rank : {0, 1}) {
-    EXPECT_EQ(count(t, rank, "grad-fp32-add"), 4) << rank;
+    EXPECT_EQ(count(t, rank, "grad-accumulate"), 4) << rank;
     for (const auto& task : t.tasks()) {
-      if (task.rank == rank && t.name(task.name) == "grad-fp32-add") {
+      if (task.rank == rank && t.name(task.name) == "grad-accumulate") {
         EXPECT_DOUBLE_EQ(task.compute.bytes.value, StageTrainableParameters(s, rank) * 18.0);
       }
     }
@@ -206,13 +206,26 @@ TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   for (trace::TaskId id = 0; id < static_cast<trace::TaskId>(t.tasks().size()); ++id) {
     for (const trace::TaskId* d = t.deps_begin(id); d != t.deps_end(id); ++d) {
       const trace::TaskId dep = *d;
-      if (t.tasks()[dep].rank == 1 && t.name(t.tasks()[dep].name) == "grad-fp32-add" &&
+      if (t.tasks()[dep].rank == 1 && t.name(t.tasks()[dep].name) == "grad-accumulate" &&
           t.tasks()[id].kind == trace::TaskKind::kTransfer) {
         ++sends_after_add;
       }
     }
   }
   EXPECT_EQ(sends_after_add, 4);
+  // Autograd's accumulation skips each step's first micro-batch (6 bytes a
+  // parameter); Megatron-LM 2021's fp32 hook runs on every one (10 bytes).
+  plan.grad_accumulation = config::GradAccumulation::kAutogradAdd;
+  const auto autograd = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(count(autograd, 0, "grad-accumulate"), 3);
+  plan.grad_accumulation = config::GradAccumulation::kFp32Add;
+  const auto hook = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(count(hook, 0, "grad-accumulate"), 4);
+  for (const auto& task : hook.tasks()) {
+    if (task.rank == 0 && hook.name(task.name) == "grad-accumulate") {
+      EXPECT_DOUBLE_EQ(task.compute.bytes.value, StageTrainableParameters(s, 0) * 10.0);
+    }
+  }
   auto kinds = dp_kinds(t);
   EXPECT_EQ(kinds[trace::CollectiveKind::kReduceScatter], 0);
   EXPECT_GT(kinds[trace::CollectiveKind::kAllReduce], 0);
