@@ -105,6 +105,11 @@ TEST(Framework, NanotronRunsThePlaybookBenchmarkConfig) {
   EXPECT_FALSE(f.overlap_grad_reduce);
   EXPECT_EQ(f.GradPrecision(Precision::kBf16), Precision::kFp32);
   EXPECT_EQ(f.GradPrecision(Precision::kFp16), Precision::kFp32);
+  // FP32GradientAccumulator: each micro-batch added into fp32 after the
+  // backward; ZeRO-1 all-reduces the whole buffer, then gathers after the step.
+  EXPECT_EQ(f.GradAccumulationFor(Precision::kBf16), GradAccumulation::kFp32Add);
+  EXPECT_TRUE(f.ZeroGradAllReduceFor(Precision::kBf16));
+  EXPECT_FALSE(f.overlap_param_gather);
   EXPECT_EQ(f.selective_recompute, SelectiveRecomputeKind::kUnavailable);
   EXPECT_EQ(f.non_gated_family, ModelFamily::kGpt);
   EXPECT_FALSE(f.whole_local_batch);
