@@ -260,6 +260,14 @@ class ProfileFitter {
                shape_text + ", max_efficiency " + Fixed(d.max_efficiency, 3) + "; " + residuals;
         SetMeasured({"gemm", "tile"}, json::array({fit.tile.first, fit.tile.second}), "gemm.csv", what);
         SetMeasured({"gemm", "k_overhead"}, KOverheadValue(fit.k_overhead), "gemm.csv", what);
+      } else if (d.dtype == "fp8_e4m3") {
+        what = "fit of the GEMM cost model (sim/cost/profile_cost_model.cc) to " + n + " with the " +
+               (fit.shape_fitted ? "bf16 fit's " : "base profile's ") + "tile " + TileText(fit.tile) +
+               ": grid over fp8's own k_overhead {" + Fixed(FitFp8KOverheads().front(), 0) + " .. " +
+               Fixed(FitFp8KOverheads().back(), 0) + "} x max_efficiency in 0.005 steps, " + floors +
+               ": k_overhead " + Fixed(d.k_overhead, 0) + ", max_efficiency " + Fixed(d.max_efficiency, 3) + "; " +
+               residuals;
+        SetMeasured({"gemm", "k_overhead_fp8"}, KOverheadValue(d.k_overhead), "gemm.csv", what);
       } else {
         what = "fit of max_efficiency alone in the GEMM cost model (sim/cost/profile_cost_model.cc) to " + n +
                ", with the " + (fit.shape_fitted ? "bf16 fit's " : "base profile's ") + shape_text + " and " +
@@ -292,7 +300,7 @@ class ProfileFitter {
       if (dtype == nullptr || peak == peaks.end() || d == fit.dtypes.end() || s.median_us <= 0) continue;
       GemmParams p;
       p.tile = fit.tile;
-      p.k_overhead = fit.k_overhead;
+      p.k_overhead = d->k_overhead;
       p.max_efficiency = d->max_efficiency;
       const double predicted_us = PredictedGemmSeconds(s, peak->second, dtype->element_bytes, p, machine) * 1e6;
       compared.push_back({s, predicted_us, std::log(predicted_us / s.median_us)});
@@ -336,12 +344,12 @@ class ProfileFitter {
     L.push_back("");
     L.push_back("Fitted: tile " + TileText(fit.tile) + ", k_overhead " + Fixed(fit.k_overhead, 0) + ".");
     L.push_back("");
-    L.push_back(TableRow({"precision", "max_efficiency", "shapes", "mean abs log error", "within 10%", "within 15%",
-                          "within 25%", "median pred/meas", "best measured"}));
-    L.push_back(TableRule(9));
+    L.push_back(TableRow({"precision", "max_efficiency", "k_overhead", "shapes", "mean abs log error", "within 10%",
+                          "within 15%", "within 25%", "median pred/meas", "best measured"}));
+    L.push_back(TableRule(10));
     for (const DtypeFit& d : fit.dtypes) {
       auto [tflops, shape] = best_gemm_tflops_[d.dtype];
-      L.push_back(TableRow({d.dtype, Fixed(d.max_efficiency, 3), std::to_string(d.shapes.size()),
+      L.push_back(TableRow({d.dtype, Fixed(d.max_efficiency, 3), Fixed(d.k_overhead, 0), std::to_string(d.shapes.size()),
                             Percent(d.mean_abs_log), Percent(d.within_10), Percent(d.within_15), Percent(d.within_25),
                             Fixed(d.median_ratio, 3),
                             Fixed(tflops, 1) + " TFLOP/s (" + shape.label + " " + std::to_string(shape.m) + "x" +

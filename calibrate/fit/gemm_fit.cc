@@ -63,6 +63,7 @@ DtypeFit Evaluate(const GemmDtype& dtype, const std::vector<const GemmSample*>& 
   DtypeFit fit;
   fit.dtype = dtype.csv_name;
   fit.max_efficiency = params.max_efficiency;
+  fit.k_overhead = params.k_overhead;
   std::vector<double> ratios;
   int w10 = 0, w15 = 0, w25 = 0;
   for (const GemmSample* s : rows) {
@@ -109,6 +110,11 @@ const std::vector<GemmTile>& FitTiles() {
 
 const std::vector<double>& FitKOverheads() {
   static const std::vector<double> kOverheads = {0, 32, 64, 96, 128, 192, 256, 384, 512};
+  return kOverheads;
+}
+
+const std::vector<double>& FitFp8KOverheads() {
+  static const std::vector<double> kOverheads = {0, 32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024};
   return kOverheads;
 }
 
@@ -168,8 +174,16 @@ GemmFit FitGemmModel(const std::vector<GemmSample>& samples, const std::map<std:
     auto peak = peaks.find(dtype.csv_name);
     if (rows.empty() || peak == peaks.end()) continue;
     GemmParams params{fit.tile, fit.k_overhead, 0};
-    params.max_efficiency =
-        FitEfficiency(Prepare(rows, peak->second, dtype.element_bytes, fit.tile, fit.k_overhead, machine)).first;
+    double best_err = 0;
+    const bool own_k = std::string(dtype.csv_name) == "fp8_e4m3";
+    for (double kov : own_k ? FitFp8KOverheads() : std::vector<double>{fit.k_overhead}) {
+      auto [eff, err] = FitEfficiency(Prepare(rows, peak->second, dtype.element_bytes, fit.tile, kov, machine));
+      if (params.max_efficiency == 0 || err < best_err - 1e-12) {
+        params.k_overhead = kov;
+        params.max_efficiency = eff;
+        best_err = err;
+      }
+    }
     fit.dtypes.push_back(Evaluate(dtype, rows, peak->second, params, machine));
   }
   return fit;

@@ -7,7 +7,8 @@
 //
 // bf16 first: a grid over tile x k_overhead x max_efficiency (steps of 0.005)
 // for the least mean |log(predicted / measured time)|; then max_efficiency
-// alone for each other precision, with bf16's tile and k_overhead fixed.
+// alone for fp16 and tf32, with bf16's tile and k_overhead fixed, and
+// k_overhead x max_efficiency for fp8 with bf16's tile.
 // Times are in seconds and microseconds as the names say.
 #ifndef STACKSIM_CALIBRATE_FIT_GEMM_FIT_H_
 #define STACKSIM_CALIBRATE_FIT_GEMM_FIT_H_
@@ -76,6 +77,7 @@ struct GemmResidual {
 struct DtypeFit {
   std::string dtype;         // gemm.csv spelling
   double max_efficiency = 0;
+  double k_overhead = 0;     // the shape fit's, or fp8's own (FitFp8KOverheads)
   std::vector<GemmResidual> shapes;  // in gemm.csv order
   double mean_abs_log = 0;
   double within_10 = 0, within_15 = 0, within_25 = 0;  // share with |pred/meas - 1| <= 10/15/25%
@@ -100,6 +102,10 @@ struct GemmFit {
 // The search grid of fit_profile_h200.py.
 const std::vector<GemmTile>& FitTiles();
 const std::vector<double>& FitKOverheads();
+// fp8_e4m3 gets its own k_overhead on this grid (bf16's tile fixed): an FP8
+// MMA covers twice the K of a 16-bit one, so each tile's fixed cost is worth
+// more elements of K (on the H200 of 2026-11-30 640 against bf16's 128).
+const std::vector<double>& FitFp8KOverheads();
 inline constexpr int kFitEfficiencySteps = 200;  // max_efficiency in {0.005, 0.010, ..., 1}
 
 // Fits the rows whose dtype has a peak in `peaks` (keyed by gemm.csv name);

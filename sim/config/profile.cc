@@ -156,6 +156,7 @@ std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const Profi
       out.emplace_back(std::string("gemm.max_efficiency.") + PrecisionName(prec), eff->source);
     }
   }
+  if (p.gemm.k_overhead_fp8) out.emplace_back("gemm.k_overhead_fp8", p.gemm.k_overhead_fp8->source);
   out.insert(out.end(), {{"gemm.tile", p.gemm.tile.source},
                          {"gemm.k_overhead", p.gemm.k_overhead.source},
                          {"attention.fwd_efficiency", p.attention_fwd_efficiency.source},
@@ -361,11 +362,13 @@ ProfileConfig ParseProfile(const JsonNode& node) {
       if (c > 65536) rc[1].Fail("implausible tile size");
       return std::pair<int, int>(static_cast<int>(r), static_cast<int>(c));
     });
-    p.gemm.k_overhead = ReadSourced<double>(gemm.Required("k_overhead"), [](const JsonNode& v) {
+    auto k_overhead = [](const JsonNode& v) {
       double k = v.NonNegativeNumber();
       if (k > 65536) v.Fail("implausible K overhead (elements of K)");
       return k;
-    });
+    };
+    p.gemm.k_overhead = ReadSourced<double>(gemm.Required("k_overhead"), k_overhead);
+    if (auto fp8 = gemm.Optional("k_overhead_fp8")) p.gemm.k_overhead_fp8 = ReadSourced<double>(*fp8, k_overhead);
     gemm.Finish();
   }
 
@@ -457,6 +460,7 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
   j["gemm"] = {{"max_efficiency", effs},
                {"tile", SourcedJson(p.gemm.tile, {p.gemm.tile.value.first, p.gemm.tile.value.second})},
                {"k_overhead", SourcedJson(p.gemm.k_overhead, p.gemm.k_overhead.value)}};
+  if (p.gemm.k_overhead_fp8) j["gemm"]["k_overhead_fp8"] = SourcedJson(*p.gemm.k_overhead_fp8, p.gemm.k_overhead_fp8->value);
   j["attention"] = {{"fwd_efficiency", SourcedJson(p.attention_fwd_efficiency, p.attention_fwd_efficiency.value)},
                     {"bwd_efficiency", SourcedJson(p.attention_bwd_efficiency, p.attention_bwd_efficiency.value)},
                     {"flash2_fwd_efficiency", SourcedJson(p.flash2_fwd_efficiency, p.flash2_fwd_efficiency.value)},

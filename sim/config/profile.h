@@ -72,6 +72,14 @@ struct GemmModel {
   // Fixed per-tile cost of a GEMM, in elements of K: efficiency scales by
   // k / (k + k_overhead) (prologue, epilogue and pipeline fill of each tile).
   Sourced<double> k_overhead;
+  // FP8's own per-tile cost, where measured (optional; absent: k_overhead).
+  // An FP8 MMA covers twice the K of a 16-bit one, so the fixed prologue and
+  // epilogue of each tile are worth more elements of K.
+  std::optional<Sourced<double>> k_overhead_fp8;
+  // The per-tile cost in elements of K for GEMMs in precision `p`.
+  double KOverhead(Precision p) const {
+    return p == Precision::kFp8 && k_overhead_fp8 ? k_overhead_fp8->value : k_overhead.value;
+  }
 };
 
 // Memory-bound kernel families whose generic (eager PyTorch) kernels reach

@@ -179,6 +179,25 @@ TEST(Profile, GemmEfficiencyKeysArePrecisions) {
   EXPECT_EQ(ParseError(doc).key_path(), "gemm.max_efficiency.fp8");
 }
 
+// FP8's own per-tile cost is optional, sourced like every value, read back as
+// written, and used for FP8 only.
+TEST(Profile, Fp8KOverheadIsOptionalAndSourced) {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  ProfileConfig without = ParseProfile(JsonNode(doc, "p.json", ""));
+  EXPECT_FALSE(without.gemm.k_overhead_fp8.has_value());
+  EXPECT_EQ(without.gemm.KOverhead(Precision::kFp8), without.gemm.k_overhead.value);
+  doc["gemm"]["k_overhead_fp8"] = {{"value", 640}, {"source", "measured"}};
+  ProfileConfig with = ParseProfile(JsonNode(doc, "p.json", ""));
+  EXPECT_EQ(with.gemm.KOverhead(Precision::kFp8), 640);
+  EXPECT_EQ(with.gemm.KOverhead(Precision::kBf16), with.gemm.k_overhead.value);
+  nlohmann::json again = ProfileToJson(with);
+  EXPECT_EQ(again["gemm"]["k_overhead_fp8"]["value"], 640);
+  doc["gemm"]["k_overhead_fp8"] = {{"value", -1}, {"source", "measured"}};
+  EXPECT_EQ(ParseError(doc).key_path(), "gemm.k_overhead_fp8.value");
+  doc["gemm"]["k_overhead_fp8"] = 640;
+  EXPECT_EQ(ParseError(doc).key_path(), "gemm.k_overhead_fp8");
+}
+
 TEST(Profile, SchemaAndKindAreChecked) {
   nlohmann::json doc = ReadJsonFile(kFixture);
   doc["schema"] = "stacksim.profile/2";

@@ -60,7 +60,7 @@ double ProfileCostModel::GemmEfficiencyOn(int64_t m, int64_t n, int64_t k, int64
     int64_t splits = std::max<int64_t>(1, std::min<int64_t>(sms / tiles, k / 256));
     quantization = std::min(1.0, useful * splits / computed);
   }
-  const double k_factor = static_cast<double>(k) / (static_cast<double>(k) + profile_.gemm.k_overhead.value);
+  const double k_factor = static_cast<double>(k) / (static_cast<double>(k) + profile_.gemm.KOverhead(p));
   return eff->value * quantization * k_factor * static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value);
 }
 

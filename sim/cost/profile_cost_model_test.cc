@@ -166,6 +166,21 @@ TEST(ProfileCostModel, ShortReductionsPayTheKOverhead) {
   EXPECT_NEAR(cost.GemmEfficiency(1280, 1280, 1152, 1, config::Precision::kBf16), 0.8 * 0.9, 1e-12);
 }
 
+// FP8 pays its own per-tile cost where the profile measured one (an FP8 MMA
+// covers twice the K, so the fixed cost is worth more K); 16-bit GEMMs keep
+// the shared one, and without the field FP8 does too.
+TEST(ProfileCostModel, Fp8PaysItsOwnKOverheadWhereMeasured) {
+  auto profile = testing::RoundProfile();
+  profile.gemm.k_overhead.value = 128;
+  profile.gemm.max_efficiency[static_cast<int>(Precision::kFp8)] = config::Sourced<double>{0.8, "test"};
+  const double shared = ProfileCostModel(profile, false).GemmEfficiency(1280, 1280, 1152, 1, Precision::kFp8);
+  EXPECT_NEAR(shared, 0.8 * 0.9, 1e-12);
+  profile.gemm.k_overhead_fp8 = config::Sourced<double>{640, "test"};
+  ProfileCostModel cost(profile, false);
+  EXPECT_NEAR(cost.GemmEfficiency(1280, 1280, 1152, 1, Precision::kFp8), 0.8 * 1152.0 / (1152.0 + 640.0), 1e-12);
+  EXPECT_NEAR(cost.GemmEfficiency(1280, 1280, 1152, 1, Precision::kBf16), 0.8 * 0.9, 1e-12);
+}
+
 }  // namespace
 }  // namespace stacksim::cost
 

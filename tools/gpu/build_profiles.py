@@ -237,6 +237,11 @@ class Derived:
         self.r_fp8 = cb["fp8_e4m3"] / cb["bf16"]
         self.model = self.cal["model"]
         self.r_sus = self.model["per_dtype"]["bf16"]["eff"] / ge["bf16"]
+        # FP8's own k_overhead: the fit with it over the fit with bf16's
+        # k_overhead, which r_sustained (from bf16) assumes.
+        f8 = self.model["per_dtype"]["fp8_e4m3"]
+        self.fp8_kov = f8["k_overhead"]
+        self.r_fp8_kov = f8["eff"] / f8["eff_at_shape_k"]
 
         self.mamf = {k: t / p for k, (t, p) in MAMF.items()}
         self.pcie_power = self.mamf["a100_pcie_bf16"] / self.mamf["a100_sxm_bf16"]
@@ -370,8 +375,17 @@ def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
           f"{CAL}fit_report.md) fitted bf16 max_efficiency {m['per_dtype']['bf16']['eff']:.3f} over "
           f"{m['per_dtype']['bf16']['n']} cuBLASLt GEMMs / best bf16 shape of torch.mm, the published figures' "
           f"method, {d.h200_gemm['bf16']:.4f} ({FIT}gemm.csv))")
-    return {p: v(r3(x * d.r_sus), f"sustained: best-shape figure {x:.3f} {rs}; best-shape figure: {src}")
-            for p, (x, src) in best.items()}
+    out = {p: v(r3(x * d.r_sus), f"sustained: best-shape figure {x:.3f} {rs}; best-shape figure: {src}")
+           for p, (x, src) in best.items()}
+    if "fp8" in best:
+        x, src = best["fp8"]
+        f8 = m["per_dtype"]["fp8_e4m3"]
+        out["fp8"] = v(r3(x * d.r_sus * d.r_fp8_kov),
+                       f"sustained: best-shape figure {x:.3f} {rs} x {d.r_fp8_kov:.4f}, the H200's fp8 fit with fp8's "
+                       f"own k_overhead {d.fp8_kov} over the fit with bf16's {m['k_overhead']} "
+                       f"({f8['eff']:.3f}/{f8['eff_at_shape_k']:.3f}, {f8['n']} fp8 cuBLASLt GEMMs of {CAL_DIR}/"
+                       f"gemm.csv), since r comes from bf16; best-shape figure: {src}")
+    return out
 
 
 def gemm_block(d, max_efficiency, what):
@@ -382,9 +396,23 @@ def gemm_block(d, max_efficiency, what):
            f"cuBLASLt GEMMs of {CAL_DIR}/gemm.csv (stacksim calibrate, "
            f"{d.cal['env']['date_utc'][:10]}) by {GEN} calibrate_fit, mean |log error| "
            f"{100 * m['per_dtype']['bf16']['mean_abs_log']:.1f}% (fit_report.md there)")
-    return {"max_efficiency": max_efficiency,
-            "tile": v(list(m["tile"]), why),
-            "k_overhead": v(m["k_overhead"], why + "; elements of K, efficiency x k / (k + k_overhead)")}
+    out = {"max_efficiency": max_efficiency,
+           "tile": v(list(m["tile"]), why),
+           "k_overhead": v(m["k_overhead"], why + "; elements of K, efficiency x k / (k + k_overhead)")}
+    if "fp8" in max_efficiency:
+        out["k_overhead_fp8"] = fp8_k_overhead(d, what)
+    return out
+
+
+def fp8_k_overhead(d, what):
+    """gemm.k_overhead_fp8: the H200 fit of fp8's own per-tile cost (an FP8 MMA covers twice the K of a 16-bit one)."""
+    f8 = d.model["per_dtype"]["fp8_e4m3"]
+    whose = "measured on H200" if what == "H200" else f"H200 fit (applied to {what} as the closest measured GPU [U])"
+    return v(d.fp8_kov,
+             f"{whose}: fp8's own k_overhead on the grid {{0 .. 1024}} with bf16's tile {d.model['tile'][0]}x{d.model['tile'][1]}, "
+             f"fitted to {f8['n']} fp8 cuBLASLt GEMMs of {CAL_DIR}/gemm.csv (stacksim calibrate, "
+             f"{d.cal['env']['date_utc'][:10]}) by {GEN} calibrate_fit: max_efficiency {f8['eff']:.3f}, mean |log "
+             f"error| {100 * f8['mean_abs_log']:.1f}%; elements of K, efficiency x k / (k + k_overhead_fp8)")
 
 
 def attention_from_gemm(d, bf16, what):
@@ -982,9 +1010,22 @@ def calibrate_fit(directory):
     return {"env": env, "gemm": best, "model": model, "launch_us": launch_us}
 
 
-def calibrated(path):
+def calibrated(d, path):
+    """calibrate's own profile of the H200, with fp8's GEMM fit redone as calibrate has fitted it since: its own
+    k_overhead (calibrate/fit/gemm_fit.cc FitFp8KOverheads) on the same raw gemm.csv."""
     with open(path) as f:
-        return json.load(f)
+        p = json.load(f)
+    f8 = d.model["per_dtype"]["fp8_e4m3"]
+    g = p["gemm"]
+    old = g["max_efficiency"]["fp8"]["value"]
+    g["max_efficiency"]["fp8"] = v(r3(f8["eff"]),
+                                   f"measured on {d.cal['env']['gpu_name']} ({d.cal['env']['date_utc'][:10]}): refit "
+                                   f"of calibrate's {CAL_DIR}/gemm.csv with fp8's own k_overhead {d.fp8_kov} and bf16's "
+                                   f"tile (calibrate's fit since; its profile.json of that day kept bf16's k_overhead "
+                                   f"{d.model['k_overhead']} and gave {old}): {f8['n']} fp8 cuBLASLt GEMMs, mean |log "
+                                   f"error| {100 * f8['mean_abs_log']:.1f}% by {GEN} calibrate_fit")
+    g["k_overhead_fp8"] = fp8_k_overhead(d, "H200")
+    return p
 
 
 # FlashAttention-2 paper (Dao, arXiv:2307.08691), abstract: FlashAttention
@@ -1037,7 +1078,7 @@ def with_flash1(p):
 
 def all_profiles(fit):
     d = Derived(fit)
-    profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(CALIBRATED_H200),
+    profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(d, CALIBRATED_H200),
                 blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
     return d, [with_seq_factors(with_flash1(with_eager_kernels(d, p))) for p in profiles]
 
