@@ -655,6 +655,12 @@ void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
     deps = {last};
     WeightGradientsDone(rank, l, mb, last, grads_done);
   }
+  // Split backward: the weight gradients exist after W, so the accumulation
+  // pass follows it.
+  if (plan_.grad_accumulation != config::GradAccumulation::kFused &&
+      (mb != FirstMicroBatch(st.chunk) || config::GradAccumulationOnFirstMicroBatch(plan_.grad_accumulation))) {
+    last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
+  }
   if (grads_done) StageGradientsDone(rank, vs, last);
 }
 

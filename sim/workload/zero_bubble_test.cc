@@ -63,6 +63,21 @@ TEST(ZeroBubble, TracesAreConsistentAndDoTheSameWorkAsOneFOneB) {
   }
 }
 
+// A split backward's gradient accumulation pass follows its W pass, once per
+// micro-batch and chunk, as an unsplit backward's follows the backward.
+TEST(ZeroBubble, GradientAccumulationFollowsTheWeightPass) {
+  auto model = testing::GptModel(8, 1024, 16, 8192);
+  for (auto kind : {PipelineScheduleKind::kOneFOneB, PipelineScheduleKind::kZeroBubbleH1}) {
+    auto plan = PipePlan(4, 2, 32, kind);
+    plan.grad_accumulation = config::GradAccumulation::kFp32Add;
+    auto t = BuildTrainingStep(testing::Scenario(model, 16, 1024, plan));
+    EXPECT_EQ(t.Check(), "");
+    int passes = 0;
+    for (const auto& task : t.tasks()) passes += task.rank == 0 && t.name(task.name) == "grad-accumulate";
+    EXPECT_EQ(passes, 16) << config::ScheduleName(kind);  // 32 sequences over dp 2, micro-batch 1
+  }
+}
+
 TEST(ZeroBubble, ZeroBubbleH1ShrinksTheBubble) {
   // Balanced stages (small vocabulary) and no tensor parallelism, so the
   // bubble is the schedule's.
