@@ -173,6 +173,7 @@ Zero3Gather ReadZero3Gather(const JsonNode& v) {
 const char* GradAccumulationName(GradAccumulation g) {
   switch (g) {
     case GradAccumulation::kAutogradAdd: return "autograd-add";
+    case GradAccumulation::k16BitAdd: return "16bit-add";
     case GradAccumulation::kFp32Add: return "fp32-add";
     case GradAccumulation::kFp32UpcastAdd: return "fp32-upcast-add";
     case GradAccumulation::kFused: break;
@@ -181,8 +182,9 @@ const char* GradAccumulationName(GradAccumulation g) {
 }
 
 GradAccumulation ReadGradAccumulation(const JsonNode& v) {
-  const std::string name = v.OneOf({"fused", "autograd-add", "fp32-add", "fp32-upcast-add"});
+  const std::string name = v.OneOf({"fused", "autograd-add", "16bit-add", "fp32-add", "fp32-upcast-add"});
   return name == "autograd-add"      ? GradAccumulation::kAutogradAdd
+         : name == "16bit-add"       ? GradAccumulation::k16BitAdd
          : name == "fp32-add"        ? GradAccumulation::kFp32Add
          : name == "fp32-upcast-add" ? GradAccumulation::kFp32UpcastAdd
                                      : GradAccumulation::kFused;
@@ -190,7 +192,8 @@ GradAccumulation ReadGradAccumulation(const JsonNode& v) {
 
 double GradAccumulationBytesPerParam(GradAccumulation g) {
   switch (g) {
-    case GradAccumulation::kAutogradAdd: return 2.0 + 2.0 + 2.0;
+    case GradAccumulation::kAutogradAdd:
+    case GradAccumulation::k16BitAdd: return 2.0 + 2.0 + 2.0;
     case GradAccumulation::kFp32Add: return 2.0 + 4.0 + 4.0;
     case GradAccumulation::kFp32UpcastAdd: return 2.0 + 4.0 + 4.0 + 4.0 + 4.0;
     case GradAccumulation::kFused: break;

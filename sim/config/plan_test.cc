@@ -110,6 +110,11 @@ TEST(Plan, ParsesGradientAccumulationAndZeroAllReduce) {
   EXPECT_EQ(GradAccumulationBytesPerParam(p.grad_accumulation), 18.0);
   EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::kFp32Add), 10.0);
   EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::kAutogradAdd), 6.0);
+  EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::k16BitAdd), 6.0);
+  EXPECT_TRUE(GradAccumulationOnFirstMicroBatch(GradAccumulation::k16BitAdd));
+  EXPECT_FALSE(GradAccumulationOnFirstMicroBatch(GradAccumulation::kAutogradAdd));
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "16bit-add"})").grad_accumulation,
+            GradAccumulation::k16BitAdd);
   EXPECT_EQ(GradAccumulationBytesPerParam(GradAccumulation::kFused), 0.0);
   EXPECT_TRUE(p.zero_grad_all_reduce);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "grad_accumulation": "fp32"})").key_path(),
