@@ -84,8 +84,13 @@ class StepBuilder {
   // The list API's copies of each rank's piece of a `bytes` collective to or
   // from a flat buffer: one copy per group member, on the dp stream.
   TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb);
+  // A memory-bound task of `bytes` that the workload adds itself (not from a
+  // layer's op list).
+  trace::Task MemoryPass(int rank, trace::StreamId stream, trace::TaskRole role, const char* name, Bytes bytes,
+                         int kernels, int layer, int mb);
   // PlanConfig::grad_accumulation's pass over a micro-batch's gradients, on
-  // the compute stream after `after`.
+  // the compute stream after `after`, where the plan has one for `mb`.
+  bool AccumulatesSeparately(int chunk, int mb) const;
   TaskId GradientAccumulation(int rank, int mb, TaskId after);
   // A layer kind's weight tensors in forward order: elements on this rank
   // (after tp) and share of the layer's dense parameters.
@@ -157,6 +162,7 @@ class StepBuilder {
   GradientBuckets buckets_;
   std::vector<std::vector<TaskId>> dp_tasks_;  // per rank: its data-parallel collectives
   std::vector<TaskId> last_compute_;
+  std::vector<double> accumulation_bytes_;  // per rank, GradientAccumulation's bytes (0: not yet computed)
   // ZeRO-3: per rank, the last parameter gather and the compute that must
   // finish before the next gather may start (prefetch depth one layer).
   std::vector<TaskId> last_gather_;
@@ -224,21 +230,29 @@ TaskId StepBuilder::ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> dep
   // NCCL call works on a flat buffer, and each of the group's ranks' pieces is
   // copied out of it (all-gather) or into it (reduce-scatter) by its own
   // copy_: every byte read and written once, one launch per rank.
+  // Part of the collective call, as the framework issues it: on the dp stream, counted as DP communication.
+  trace::Task c = MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "zero3-list-copies", bytes * 2.0,
+                             std::min(plan_.FsdpShardRanks(), 32767), l, mb);
+  return t_.Add(c, deps);
+}
+
+trace::Task StepBuilder::MemoryPass(int rank, trace::StreamId stream, trace::TaskRole role, const char* name,
+                                    Bytes bytes, int kernels, int layer, int mb) {
   trace::Task c;
   c.kind = TaskKind::kCompute;
   c.rank = rank;
-  c.stream = dp_stream_;
-  c.role = trace::TaskRole::kDpComm;  // part of the collective call, as the framework issues it
-  c.label = t_.RoleLabel(c.role);
-  c.name = t_.InternName("zero3-list-copies");
-  c.layer = l;
+  c.stream = stream;
+  c.role = role;
+  c.label = t_.RoleLabel(role);
+  c.name = t_.InternName(name);
+  c.layer = layer;
   c.micro_batch = mb;
   c.compute.op_class = trace::OpClass::kMemoryBound;
   c.compute.precision = plan_.precision;
-  c.compute.bytes = bytes * 2.0;
+  c.compute.bytes = bytes;
   c.compute.flops = Flops{0};
-  c.compute.kernels = static_cast<int16_t>(std::min(plan_.FsdpShardRanks(), 32767));
-  return t_.Add(c, deps);
+  c.compute.kernels = static_cast<int16_t>(kernels);
+  return c;
 }
 
 TaskId StepBuilder::SyncParameterGathers(int rank, int l, int mb, const std::vector<int>& tensors) {
@@ -606,12 +620,15 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     }
     last = Emit(rank, emb_b_, deps, -1, mb);
   }
-  if (!split && plan_.grad_accumulation != config::GradAccumulation::kFused &&
-      (mb != FirstMicroBatch(st.chunk) || config::GradAccumulationOnFirstMicroBatch(plan_.grad_accumulation))) {
-    last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
-  }
+  if (!split && AccumulatesSeparately(st.chunk, mb)) last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
   if (vs > 0) bwd_out_[mb][vs] = SendOut(rank, vs, mb, false, last);
   if (grads_done) StageGradientsDone(rank, vs, last);
+}
+
+bool StepBuilder::AccumulatesSeparately(int chunk, int mb) const {
+  const config::GradAccumulation g = plan_.grad_accumulation;
+  return g != config::GradAccumulation::kFused &&
+         (mb != FirstMicroBatch(chunk) || config::GradAccumulationOnFirstMicroBatch(g));
 }
 
 TaskId StepBuilder::GradientAccumulation(int rank, int mb, TaskId after) {
@@ -621,21 +638,12 @@ TaskId StepBuilder::GradientAccumulation(int rank, int mb, TaskId after) {
   // pipeline engine calls update_hp_grads before its next instruction;
   // Megatron-LM's hooks and autograd's accumulation run inside the backward,
   // priced here at its end. Over the chunk's share of the rank's parameters.
-  trace::Task c;
-  c.kind = TaskKind::kCompute;
-  c.rank = rank;
-  c.stream = compute_;
-  c.role = trace::TaskRole::kMemoryBound;
-  c.label = t_.RoleLabel(c.role);
-  c.name = t_.InternName("grad-accumulate");
-  c.micro_batch = mb;
-  c.compute.op_class = trace::OpClass::kMemoryBound;
-  c.compute.precision = plan_.precision;
-  c.compute.bytes =
-      Bytes{StageTrainableParameters(s_, rank) / v_ * config::GradAccumulationBytesPerParam(plan_.grad_accumulation)};
-  c.compute.flops = Flops{0};
-  c.compute.kernels = 2;
-  return t_.Add(c, {after});
+  double& bytes = accumulation_bytes_[rank];
+  if (bytes == 0) {
+    bytes = StageTrainableParameters(s_, rank) / v_ * config::GradAccumulationBytesPerParam(plan_.grad_accumulation);
+  }
+  return t_.Add(MemoryPass(rank, compute_, trace::TaskRole::kMemoryBound, "grad-accumulate", Bytes{bytes}, 2, -1, mb),
+                {after});
 }
 
 void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
@@ -657,10 +665,7 @@ void StepBuilder::EmitWeight(int rank, const PipelineStep& st) {
   }
   // Split backward: the weight gradients exist after W, so the accumulation
   // pass follows it.
-  if (plan_.grad_accumulation != config::GradAccumulation::kFused &&
-      (mb != FirstMicroBatch(st.chunk) || config::GradAccumulationOnFirstMicroBatch(plan_.grad_accumulation))) {
-    last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
-  }
+  if (AccumulatesSeparately(st.chunk, mb)) last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
   if (grads_done) StageGradientsDone(rank, vs, last);
 }
 
@@ -819,6 +824,7 @@ trace::Trace StepBuilder::Build() {
   buckets_ = GradientBuckets(p_, plan_.grad_bucket, plan_.overlap_grad_reduce);
   dp_tasks_.assign(p_, {});
   last_compute_.assign(p_, -1);
+  accumulation_bytes_.assign(p_, 0.0);
   last_gather_.assign(p_, -1);
   gather_gate_.assign(p_, -1);
   chunk_gather_.assign(p_, {});
