@@ -536,11 +536,13 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   EXPECT_EQ(s.plan.sharding, Sharding::kZero1);
   EXPECT_EQ(s.plan.GradReducePrecision(), Precision::kBf16);
   EXPECT_FALSE(s.plan.cp_torch_ring);
+  EXPECT_FALSE(s.plan.fsdp_copies);
   EXPECT_TRUE(s.plan.fp8_tp_gather);  // Transformer Engine gathers FP8 under SP
 
   doc["framework"] = "torchtitan";
   s = ParseScenario(doc, "s.json", {});
   EXPECT_TRUE(s.plan.cp_torch_ring);  // PyTorch's ring attention
+  EXPECT_TRUE(s.plan.fsdp_copies);    // FSDP2's per-parameter sharding
   EXPECT_TRUE(s.plan.fp8_tp_gather);  // torchao's float8 TP
   EXPECT_EQ(s.plan.cp_comm, CpComm::kP2p);
   EXPECT_EQ(s.plan.kernels, KernelFusion::kEager);

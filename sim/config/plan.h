@@ -305,6 +305,16 @@ struct PlanConfig {
   // fused kernel (Transformer Engine).
   bool cp_torch_ring = false;
   Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
+  // ZeRO-3 as PyTorch's FSDP2 (fully_shard) runs it: parameters are sharded
+  // one by one, so each all-gather's flat output is copied out into the
+  // unsharded parameters on the compute stream before the layer runs (read
+  // and write the gathered bytes), and each reduce-scatter's flat input is
+  // copied in from the unsharded gradients on the reduce-scatter stream,
+  // cast to the reduce dtype (read the gradients, write the input); false:
+  // the collectives work in place (FSDP1's flat parameter, Megatron's
+  // buffers, DeepSpeed). torch/distributed/_composable/fsdp/_fsdp_collectives.py
+  // foreach_all_gather_copy_out, foreach_reduce_scatter_copy_in.
+  bool fsdp_copies = false;
   // kSyncPerParameter: the reuse distance (parameter elements used in
   // between) under which a gathered tensor is kept for its next use
   // (DeepSpeed's stage3_max_reuse_distance).

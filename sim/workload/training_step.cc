@@ -73,6 +73,10 @@ class StepBuilder {
   // ZeRO-3/FSDP: gathers layer `l`'s parameters before its forward or
   // backward; returns the collective the layer's compute waits for.
   TaskId FsdpGather(int rank, int l, int mb);
+  // PlanConfig::fsdp_copies: the copy of layer `l`'s gathered parameters out
+  // of the all-gather's flat buffer, on the compute stream after `gather`;
+  // returns what the layer waits for (`gather` itself without the copies).
+  TaskId FsdpCopyOut(int rank, int l, int mb, TaskId gather);
   // Zero3Gather::kSyncPerParameter: one all-gather per weight tensor of
   // layer `l` (those in `tensors`, indices into fsdp_tensors_), each after
   // the device is idle and followed by the list API's per-rank copies.
@@ -322,6 +326,19 @@ TaskId StepBuilder::FsdpGather(int rank, int l, int mb) {
   return g;
 }
 
+TaskId StepBuilder::FsdpCopyOut(int rank, int l, int mb, TaskId gather) {
+  if (!plan_.fsdp_copies || SyncGathers()) return gather;
+  // FSDP2 (foreach_all_gather_copy_out): one split_with_sizes_copy from the
+  // flat all-gather output into the unsharded parameters, on the current
+  // (compute) stream once the gather is done: the gathered bytes read and
+  // written.
+  const FsdpShard shard = FsdpShardOf(l);
+  const double experts = edp_ > 1 ? static_cast<double>(edp_) : 0.0;
+  const Bytes gathered = shard.dense * static_cast<double>(plan_.FsdpShardRanks()) + shard.expert * experts;
+  return t_.Add(MemoryPass(rank, compute_, trace::TaskRole::kMemoryBound, "fsdp-copy-out", gathered * 2.0, 1, l, mb),
+                {gather});
+}
+
 void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapped) {
   const OpList& list = *c.list;
   if (c.ids.empty()) c.ids.assign(list.ops.size(), -1);
@@ -454,7 +471,7 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
     deps = {last};
   }
   for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
-    if (zero3) deps.push_back(FsdpGather(rank, l, mb));
+    if (zero3) deps.push_back(FsdpCopyOut(rank, l, mb, FsdpGather(rank, l, mb)));
     Cursor c;
     c.list = &fwd_[Kind(l)];
     c.first_deps = deps;
@@ -521,8 +538,18 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
         dp_tasks_[rank].push_back(reduced);
       }
     } else if (plan_.FsdpShardRanks() > 1) {
+      TaskId input = last;
+      if (plan_.fsdp_copies) {
+        // FSDP2 (foreach_reduce_scatter_copy_in): the unsharded gradients
+        // (16-bit) are copied into the flat reduce-scatter input, in the
+        // reduce dtype, on the reduce-scatter stream.
+        const double elements = sizes_.dense[k].value / config::PrecisionBytes(plan_.GradReducePrecision());
+        const Bytes bytes = sizes_.dense[k] + Bytes{elements * shape_.element_bytes()};
+        input = t_.Add(MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-copy-in", bytes, 1, layer, mb),
+                       {last});
+      }
       reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
-                           CollectiveKind::kReduceScatter, sizes_.dense[k], groups_.fsdp[rank], {last}, -1, layer, mb);
+                           CollectiveKind::kReduceScatter, sizes_.dense[k], groups_.fsdp[rank], {input}, -1, layer, mb);
       dp_tasks_[rank].push_back(reduced);
     }
     if (sizes_.expert[k].value > 0 && edp_ > 1) {
@@ -583,7 +610,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
   TaskId prefetched = -1;
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
     if (zero3) {
-      deps.push_back(prefetched >= 0 ? prefetched : FsdpGather(rank, l, mb));
+      deps.push_back(FsdpCopyOut(rank, l, mb, prefetched >= 0 ? prefetched : FsdpGather(rank, l, mb)));
       prefetched = -1;
       if (pipelined && l > first_layer_[vs]) {
         gather_gate_[rank] = last_compute_[rank];

@@ -166,6 +166,51 @@ TEST(TrainingStep, TraceIsConsistentForEveryScheduleAndSharding) {
 // buffers (18 bytes a parameter), before the gradient goes upstream; the
 // step all-reduces the fp32 gradients in full instead of reduce-scattering
 // them, and still all-gathers the parameters after the step.
+// FSDP2 (plan.fsdp_copies): every gather of a layer is followed by a copy of
+// its gathered bytes out of the flat buffer on the compute stream, which the
+// layer waits for; every reduce-scatter by a copy-in of its 16-bit gradients
+// into the reduce dtype, on the reduce-scatter's stream before it.
+TEST(TrainingStep, Fsdp2CopiesOutEachGatherAndInEachReduceScatter) {
+  auto model = testing::GptModel(4, 512, 8, 4096);
+  auto plan = Plan(1, 1, 4, 1, 8);  // 2 micro-batches
+  plan.sharding = config::Sharding::kZero3;
+  auto count = [](const trace::Trace& t, const std::string& name) {
+    int n = 0;
+    for (const auto& task : t.tasks()) n += task.rank == 0 && t.name(task.name) == name;
+    return n;
+  };
+  const auto flat = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(count(flat, "fsdp-copy-out"), 0);
+  EXPECT_EQ(count(flat, "fsdp-reduce-copy-in"), 0);
+
+  plan.fsdp_copies = true;
+  const auto s = testing::Scenario(model, 4, 1024, plan);
+  const auto t = BuildTrainingStep(s);
+  EXPECT_EQ(t.Check(), "");
+  const int gathers = count(t, "fsdp-gather");
+  EXPECT_EQ(gathers, 4 * 2 * 2);  // layers x (forward, backward) x micro-batches
+  EXPECT_EQ(count(t, "fsdp-copy-out"), gathers);
+  EXPECT_EQ(count(t, "fsdp-reduce-copy-in"), count(t, "fsdp-reduce-scatter"));
+  const double layer_params = static_cast<double>(model.LayerParameterCount());
+  for (trace::TaskId id = 0; id < static_cast<trace::TaskId>(t.tasks().size()); ++id) {
+    const trace::Task& task = t.tasks()[id];
+    if (task.rank != 0) continue;
+    const std::string name = t.name(task.name);
+    if (name == "fsdp-copy-out") {
+      EXPECT_EQ(task.stream, t.compute_stream());
+      EXPECT_DOUBLE_EQ(task.compute.bytes.value, layer_params * 2.0 * 2.0);  // bf16, read and written
+      ASSERT_EQ(t.deps_end(id) - t.deps_begin(id), 1);
+      EXPECT_EQ(t.name(t.tasks()[*t.deps_begin(id)].name), "fsdp-gather");
+    }
+    if (name == "fsdp-reduce-copy-in") {
+      EXPECT_NE(task.stream, t.compute_stream());
+      // bf16 gradients read, written in the plan's reduce dtype.
+      const double reduce = config::PrecisionBytes(plan.GradReducePrecision());
+      EXPECT_DOUBLE_EQ(task.compute.bytes.value, layer_params * (2.0 + reduce));
+    }
+  }
+}
+
 TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   auto model = testing::GptModel(8, 512, 8, 4096);
   auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline
