@@ -77,6 +77,20 @@ class StepBuilder {
   // of the all-gather's flat buffer, on the compute stream after `gather`;
   // returns what the layer waits for (`gather` itself without the copies).
   TaskId FsdpCopyOut(int rank, int l, int mb, TaskId gather);
+  // Layer `l`'s parameters gathered (and copied out) for micro-batch `mb`,
+  // from `prefetched` when that gather is already issued: what the layer's
+  // compute waits for. Under KeepsGathered() only the step's first use
+  // gathers; later micro-batches reuse it.
+  TaskId GatheredLayer(int rank, int l, int mb, TaskId prefetched);
+  // ZeRO-3 under pipeline parallelism with plan.fsdp_pp_reshard false
+  // (torchtitan: FSDP2 with reshard_after_forward=False under PP, and
+  // torch.distributed.pipelining's backward_maybe_with_nosync turning off
+  // the reshard after backward and the gradient sync for every micro-batch
+  // but the last): each layer is gathered once per step and its gradients
+  // reduce-scattered once, after its last micro-batch's backward.
+  bool KeepsGathered() const {
+    return plan_.sharding == Sharding::kZero3 && plan_.pp > 1 && !plan_.fsdp_pp_reshard && !SyncGathers();
+  }
   // Zero3Gather::kSyncPerParameter: one all-gather per weight tensor of
   // layer `l` (those in `tensors`, indices into fsdp_tensors_), each after
   // the device is idle and followed by the list API's per-rank copies.
@@ -171,6 +185,9 @@ class StepBuilder {
   // finish before the next gather may start (prefetch depth one layer).
   std::vector<TaskId> last_gather_;
   std::vector<TaskId> gather_gate_;
+  // KeepsGathered(): per rank and layer, the gathered parameters its later
+  // micro-batches reuse (-1 before the first gather).
+  std::vector<std::vector<TaskId>> kept_gather_;
   // Distributed optimizer with overlapped parameter gather: per rank and chunk,
   // the gather the chunk's first forward waits for.
   std::vector<std::vector<TaskId>> chunk_gather_;
@@ -326,6 +343,13 @@ TaskId StepBuilder::FsdpGather(int rank, int l, int mb) {
   return g;
 }
 
+TaskId StepBuilder::GatheredLayer(int rank, int l, int mb, TaskId prefetched) {
+  if (KeepsGathered() && kept_gather_[rank][l] >= 0) return kept_gather_[rank][l];
+  const TaskId ready = FsdpCopyOut(rank, l, mb, prefetched >= 0 ? prefetched : FsdpGather(rank, l, mb));
+  if (KeepsGathered()) kept_gather_[rank][l] = ready;
+  return ready;
+}
+
 TaskId StepBuilder::FsdpCopyOut(int rank, int l, int mb, TaskId gather) {
   if (!plan_.fsdp_copies || SyncGathers()) return gather;
   // FSDP2 (foreach_all_gather_copy_out): one split_with_sizes_copy from the
@@ -471,7 +495,7 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
     deps = {last};
   }
   for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) {
-    if (zero3) deps.push_back(FsdpCopyOut(rank, l, mb, FsdpGather(rank, l, mb)));
+    if (zero3) deps.push_back(GatheredLayer(rank, l, mb, -1));
     Cursor c;
     c.list = &fwd_[Kind(l)];
     c.first_deps = deps;
@@ -527,6 +551,22 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
     // expert-data-parallel group.
     const int k = Kind(layer);
     TaskId reduced = last;
+    if (KeepsGathered()) {
+      // FSDP2 without gradient sync (FSDPParam.to_accumulated_grad_if_needed,
+      // accumulate_unsharded_grad_if_needed in the post-backward hook, on the
+      // compute stream): the first micro-batch's 16-bit gradients are cast
+      // into the reduce dtype's unsharded accumulator, later ones added to it.
+      const double reduce_bytes = config::PrecisionBytes(plan_.GradReducePrecision());
+      if (reduce_bytes != shape_.element_bytes()) {
+        const double elements = sizes_.dense[k].value / reduce_bytes;
+        const double per_element = shape_.element_bytes() + reduce_bytes + (mb == 0 ? 0.0 : reduce_bytes);
+        last = t_.Add(MemoryPass(rank, compute_, trace::TaskRole::kMemoryBound, "fsdp-grad-accumulate",
+                                 Bytes{elements * per_element}, 1, layer, mb),
+                      {last});
+        reduced = last;
+      }
+      if (!last_micro_batch) return;  // kept unsharded until the last micro-batch
+    }
     if (plan_.FsdpShardRanks() > 1 && SyncGathers()) {
       // DeepSpeed v0.3.13 _reduce_scatter_gradients: one reduce_scatter per
       // parameter, through the list API (its inputs copied into a flat buffer).
@@ -610,9 +650,9 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
   TaskId prefetched = -1;
   for (int l = first_layer_[vs] + layers_[vs] - 1; l >= first_layer_[vs]; --l) {
     if (zero3) {
-      deps.push_back(FsdpCopyOut(rank, l, mb, prefetched >= 0 ? prefetched : FsdpGather(rank, l, mb)));
+      deps.push_back(GatheredLayer(rank, l, mb, prefetched));
       prefetched = -1;
-      if (pipelined && l > first_layer_[vs]) {
+      if (pipelined && l > first_layer_[vs] && !(KeepsGathered() && kept_gather_[rank][l - 1] >= 0)) {
         gather_gate_[rank] = last_compute_[rank];
         prefetched = FsdpGather(rank, l - 1, mb);
       }
@@ -854,6 +894,7 @@ trace::Trace StepBuilder::Build() {
   accumulation_bytes_.assign(p_, 0.0);
   last_gather_.assign(p_, -1);
   gather_gate_.assign(p_, -1);
+  kept_gather_.assign(p_, std::vector<TaskId>(KeepsGathered() ? s_.model.num_layers : 0, -1));
   chunk_gather_.assign(p_, {});
   embedding_grad_ready_.assign(p_, -1);
 

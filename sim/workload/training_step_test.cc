@@ -211,6 +211,46 @@ TEST(TrainingStep, Fsdp2CopiesOutEachGatherAndInEachReduceScatter) {
   }
 }
 
+// ZeRO-3 under PP without resharding (torchtitan's FSDP2 with
+// reshard_after_forward=False and the pipeline schedule's no-sync backward):
+// a layer is gathered once per step and reduce-scattered once, after its
+// last micro-batch; in between each micro-batch's 16-bit gradients go into
+// the fp32 accumulator (cast once, then added). Resharding plans gather and
+// reduce-scatter every micro-batch.
+TEST(TrainingStep, Fsdp2UnderPipelineKeepsParametersGatheredThroughTheStep) {
+  auto model = testing::GptModel(4, 512, 8, 4096);
+  auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline, 2 layers per stage
+  plan.sharding = config::Sharding::kZero3;
+  plan.grad_reduce_precision = config::Precision::kFp32;
+  auto count = [](const trace::Trace& t, const std::string& name) {
+    int n = 0;
+    for (const auto& task : t.tasks()) n += task.rank == 0 && t.name(task.name) == name;
+    return n;
+  };
+  const auto resharding = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(count(resharding, "fsdp-gather"), 2 * 2 * 4);  // layers x (forward, backward) x micro-batches
+  EXPECT_EQ(count(resharding, "fsdp-reduce-scatter"), 2 * 4);
+  EXPECT_EQ(count(resharding, "fsdp-grad-accumulate"), 0);
+
+  plan.fsdp_pp_reshard = false;
+  const auto s = testing::Scenario(model, 4, 1024, plan);
+  const auto kept = BuildTrainingStep(s);
+  EXPECT_EQ(kept.Check(), "");
+  EXPECT_EQ(count(kept, "fsdp-gather"), 2);
+  EXPECT_EQ(count(kept, "fsdp-reduce-scatter"), 2);
+  EXPECT_EQ(count(kept, "fsdp-grad-accumulate"), 2 * 4);
+  const double elements = static_cast<double>(model.LayerParameterCount());
+  double bytes = 0;
+  for (const auto& task : kept.tasks()) {
+    if (task.rank == 0 && kept.name(task.name) == "fsdp-grad-accumulate") {
+      EXPECT_EQ(task.stream, kept.compute_stream());
+      bytes += task.compute.bytes.value;
+    }
+  }
+  // Per layer: a cast (2 + 4 bytes) on the first micro-batch, an add (2 + 4 + 4) on the other three.
+  EXPECT_DOUBLE_EQ(bytes, 2 * elements * (6.0 + 3 * 10.0));
+}
+
 TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   auto model = testing::GptModel(8, 512, 8, 4096);
   auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline
