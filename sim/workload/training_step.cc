@@ -581,10 +581,13 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
       TaskId input = last;
       if (plan_.fsdp_copies) {
         // FSDP2 (foreach_reduce_scatter_copy_in): the unsharded gradients
-        // (16-bit) are copied into the flat reduce-scatter input, in the
-        // reduce dtype, on the reduce-scatter stream.
-        const double elements = sizes_.dense[k].value / config::PrecisionBytes(plan_.GradReducePrecision());
-        const Bytes bytes = sizes_.dense[k] + Bytes{elements * shape_.element_bytes()};
+        // (16-bit, or the reduce dtype's accumulator under KeepsGathered) are
+        // copied into the flat reduce-scatter input, in the reduce dtype, on
+        // the reduce-scatter stream.
+        const double reduce_bytes = config::PrecisionBytes(plan_.GradReducePrecision());
+        const double elements = sizes_.dense[k].value / reduce_bytes;
+        const double read = KeepsGathered() ? reduce_bytes : shape_.element_bytes();
+        const Bytes bytes = sizes_.dense[k] + Bytes{elements * read};
         input = t_.Add(MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-copy-in", bytes, 1, layer, mb),
                        {last});
       }

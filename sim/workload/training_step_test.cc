@@ -161,11 +161,6 @@ TEST(TrainingStep, TraceIsConsistentForEveryScheduleAndSharding) {
   }
 }
 
-// DeepSpeed's BF16_Optimizer under the pipeline engine: after each
-// micro-batch's backward the rank's 16-bit gradients are added into fp32
-// buffers (18 bytes a parameter), before the gradient goes upstream; the
-// step all-reduces the fp32 gradients in full instead of reduce-scattering
-// them, and still all-gathers the parameters after the step.
 // FSDP2 (plan.fsdp_copies): every gather of a layer is followed by a copy of
 // its gathered bytes out of the flat buffer on the compute stream, which the
 // layer waits for; every reduce-scatter by a copy-in of its 16-bit gradients
@@ -251,6 +246,11 @@ TEST(TrainingStep, Fsdp2UnderPipelineKeepsParametersGatheredThroughTheStep) {
   EXPECT_DOUBLE_EQ(bytes, 2 * elements * (6.0 + 3 * 10.0));
 }
 
+// DeepSpeed's BF16_Optimizer under the pipeline engine: after each
+// micro-batch's backward the rank's 16-bit gradients are added into fp32
+// buffers (18 bytes a parameter), before the gradient goes upstream; the
+// step all-reduces the fp32 gradients in full instead of reduce-scattering
+// them, and still all-gathers the parameters after the step.
 TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   auto model = testing::GptModel(8, 512, 8, 4096);
   auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline
