@@ -175,7 +175,14 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     }
   }
   f.non_gated_family = Fact(facts, "non_gated_family").OneOf({"gpt", "mpt"}) == "mpt" ? ModelFamily::kMpt : ModelFamily::kGpt;
-  f.whole_local_batch = Fact(facts, "micro_batching").OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
+  {
+    const JsonNode mb = Fact(facts, "micro_batching");
+    if (mb.IsNumber()) {
+      f.fixed_micro_batch = mb.PositiveInt();
+    } else {
+      f.whole_local_batch = mb.OneOf({"tuned", "whole-local-batch"}) == "whole-local-batch";
+    }
+  }
   {
     const std::string k = Fact(facts, "pipeline_schedule").OneOf({"tuned", "1f1b", "interleaved-1f1b", "dualpipe"});
     f.default_vp = k == "1f1b" || k == "dualpipe" ? 1 : 0;

@@ -88,6 +88,8 @@ struct FrameworkProfile {
   // without gradient accumulation, split into pp micro-batches under pipeline
   // parallelism (torchtitan of 2024).
   bool whole_local_batch = false;
+  // A fixed micro-batch size (a launch script's --micro-batch-size); 0: none.
+  int64_t fixed_micro_batch = 0;
   // The virtual stages per pipeline rank of a run that does not state them:
   // 0, chosen by tuning (interleaving searched); 1, the framework's default
   // 1F1B (torchtitan's pipeline_parallel_schedule); 2 or more, interleaved

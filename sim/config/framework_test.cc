@@ -499,16 +499,34 @@ TEST_F(FrameworkFile, RecomputeEscalationWidensStepByStep) {
 }
 
 // Megatron-LM's 2021 launch scripts fix fp16 and whole-layer recomputation
-// for a run that does not state them; other frameworks leave both open.
+// for a run that does not state them; the GPT-3 175B example also fixes
+// micro-batch 1 and the 1F1B schedule; other frameworks leave all open.
 TEST(Framework, LaunchScriptPrecisionAndRecomputeForUnstatedRuns) {
   const FrameworkProfile& readme = Match("Megatron-LM (examples/pretrain_gpt3_175B.sh)");
-  EXPECT_EQ(readme.name, "megatron-lm-2021");
+  EXPECT_EQ(readme.name, "megatron-lm-2021-gpt3-example");
   ASSERT_TRUE(readme.unstated_precision.has_value());
   EXPECT_EQ(*readme.unstated_precision, Precision::kFp16);
   ASSERT_TRUE(readme.unstated_recompute.has_value());
   EXPECT_EQ(*readme.unstated_recompute, Recompute::kFull);
+  EXPECT_EQ(readme.fixed_micro_batch, 1);
+  EXPECT_EQ(readme.default_vp, 1);
+  const FrameworkProfile& sc21 = Match("Megatron-LM (2021)");
+  EXPECT_EQ(sc21.fixed_micro_batch, 0);  // SC'21 tuned its micro-batches
+  EXPECT_EQ(sc21.default_vp, 0);
   EXPECT_FALSE(Match("NeMo 24.12 (Megatron-Core)").unstated_precision.has_value());
   EXPECT_FALSE(Match("NeMo 24.12 (Megatron-Core)").unstated_recompute.has_value());
+}
+
+TEST_F(FrameworkFile, AFixedMicroBatchIsAPositiveInteger) {
+  const std::string shipped =
+      (std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / "megatron-lm-2021-gpt3-example.json").string();
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(shipped));
+  doc["facts"]["micro_batching"]["value"] = 0;
+  InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.micro_batching.value");
+  doc["facts"]["micro_batching"]["value"] = "one";
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.micro_batching.value");
 }
 
 TEST_F(FrameworkFile, AnUnknownUnstatedPrecisionIsRejected) {

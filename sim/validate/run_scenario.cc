@@ -437,6 +437,9 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
     plan.micro_batch = local / splits;
     out.choices.push_back("micro_batch=" + std::to_string(plan.micro_batch) + " (the whole local batch" +
                           (splits > 1 ? " in pp micro-batches" : "") + ", no gradient accumulation)");
+  } else if (fw.fixed_micro_batch > 0) {
+    plan.micro_batch = fw.fixed_micro_batch;
+    out.choices.push_back("micro_batch=" + std::to_string(plan.micro_batch) + " (the framework's launch script)");
   } else {
     out.open_fields.push_back("micro_batch");
   }
