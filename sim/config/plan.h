@@ -191,9 +191,10 @@ enum class Zero3Gather { kPrefetchPerLayer, kSyncPerParameter, kPipelined };
 // bytes a parameter; Megatron-LM 2021 under fp16 without contiguous
 // buffers). k16BitAdd: a hook adds it into a 16-bit main gradient every
 // micro-batch (the same bytes; Megatron-LM 2022's code under fp16 without
-// fp32 accumulation; no profile sets it, docs/workload.md). kFp32Add: a hook adds the 16-bit gradient into an fp32 main
-// gradient every micro-batch (read 2 + 4, write 4; Megatron-LM 2021's local
-// DDP with fp32 accumulation). kFp32UpcastAdd: after each micro-batch's
+// fp32 accumulation; no profile sets it, docs/workload.md). kFp32Add: a
+// hook adds the 16-bit gradient into an fp32 main gradient every
+// micro-batch (read 2 + 4, write 4; Megatron-LM 2021's local DDP with fp32
+// accumulation). kFp32UpcastAdd: after each micro-batch's
 // backward the 16-bit gradients are upcast, then added into fp32 buffers
 // (upcast: read 2, write 4; add: read 8, write 4; DeepSpeed's
 // BF16_Optimizer, update_hp_grads).

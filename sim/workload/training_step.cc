@@ -91,6 +91,8 @@ class StepBuilder {
   bool KeepsGathered() const {
     return plan_.sharding == Sharding::kZero3 && plan_.pp > 1 && !plan_.fsdp_pp_reshard && !SyncGathers();
   }
+  // Under KeepsGathered(): layer `l` was gathered earlier in the step.
+  bool KeptGathered(int rank, int l) const { return KeepsGathered() && kept_gather_[rank][l] >= 0; }
   // Zero3Gather::kSyncPerParameter: one all-gather per weight tensor of
   // layer `l` (those in `tensors`, indices into fsdp_tensors_), each after
   // the device is idle and followed by the list API's per-rank copies.
@@ -344,7 +346,7 @@ TaskId StepBuilder::FsdpGather(int rank, int l, int mb) {
 }
 
 TaskId StepBuilder::GatheredLayer(int rank, int l, int mb, TaskId prefetched) {
-  if (KeepsGathered() && kept_gather_[rank][l] >= 0) return kept_gather_[rank][l];
+  if (KeptGathered(rank, l)) return kept_gather_[rank][l];
   const TaskId ready = FsdpCopyOut(rank, l, mb, prefetched >= 0 ? prefetched : FsdpGather(rank, l, mb));
   if (KeepsGathered()) kept_gather_[rank][l] = ready;
   return ready;
@@ -551,14 +553,14 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
     // expert-data-parallel group.
     const int k = Kind(layer);
     TaskId reduced = last;
+    const double reduce_bytes = config::PrecisionBytes(plan_.GradReducePrecision());
+    const double elements = sizes_.dense[k].value / reduce_bytes;  // the layer's dense gradients on this rank
     if (KeepsGathered()) {
       // FSDP2 without gradient sync (FSDPParam.to_accumulated_grad_if_needed,
       // accumulate_unsharded_grad_if_needed in the post-backward hook, on the
       // compute stream): the first micro-batch's 16-bit gradients are cast
       // into the reduce dtype's unsharded accumulator, later ones added to it.
-      const double reduce_bytes = config::PrecisionBytes(plan_.GradReducePrecision());
       if (reduce_bytes != shape_.element_bytes()) {
-        const double elements = sizes_.dense[k].value / reduce_bytes;
         const double per_element = shape_.element_bytes() + reduce_bytes + (mb == 0 ? 0.0 : reduce_bytes);
         last = t_.Add(MemoryPass(rank, compute_, trace::TaskRole::kMemoryBound, "fsdp-grad-accumulate",
                                  Bytes{elements * per_element}, 1, layer, mb),
@@ -584,8 +586,6 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
         // (16-bit, or the reduce dtype's accumulator under KeepsGathered) are
         // copied into the flat reduce-scatter input, in the reduce dtype, on
         // the reduce-scatter stream.
-        const double reduce_bytes = config::PrecisionBytes(plan_.GradReducePrecision());
-        const double elements = sizes_.dense[k].value / reduce_bytes;
         const double read = KeepsGathered() ? reduce_bytes : shape_.element_bytes();
         const Bytes bytes = sizes_.dense[k] + Bytes{elements * read};
         input = t_.Add(MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-copy-in", bytes, 1, layer, mb),
@@ -655,7 +655,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     if (zero3) {
       deps.push_back(GatheredLayer(rank, l, mb, prefetched));
       prefetched = -1;
-      if (pipelined && l > first_layer_[vs] && !(KeepsGathered() && kept_gather_[rank][l - 1] >= 0)) {
+      if (pipelined && l > first_layer_[vs] && !KeptGathered(rank, l - 1)) {
         gather_gate_[rank] = last_compute_[rank];
         prefetched = FsdpGather(rank, l - 1, mb);
       }

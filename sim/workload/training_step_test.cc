@@ -29,6 +29,13 @@ double TraceFlops(const trace::Trace& t) {
   return f;
 }
 
+// Tasks of `rank` named `name` in `t`.
+int TasksNamed(const trace::Trace& t, int rank, const std::string& name) {
+  int n = 0;
+  for (const auto& task : t.tasks()) n += task.rank == rank && t.name(task.name) == name;
+  return n;
+}
+
 // Narayanan et al. SC'21, eq. 3: FLOPs per iteration with full recomputation
 // and attention over the full s x s square: 96 B s l h^2 (1 + s/6h + V/16lh).
 double MegatronFlops(double B, double s, double l, double h, double V) {
@@ -169,23 +176,18 @@ TEST(TrainingStep, Fsdp2CopiesOutEachGatherAndInEachReduceScatter) {
   auto model = testing::GptModel(4, 512, 8, 4096);
   auto plan = Plan(1, 1, 4, 1, 8);  // 2 micro-batches
   plan.sharding = config::Sharding::kZero3;
-  auto count = [](const trace::Trace& t, const std::string& name) {
-    int n = 0;
-    for (const auto& task : t.tasks()) n += task.rank == 0 && t.name(task.name) == name;
-    return n;
-  };
   const auto flat = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
-  EXPECT_EQ(count(flat, "fsdp-copy-out"), 0);
-  EXPECT_EQ(count(flat, "fsdp-reduce-copy-in"), 0);
+  EXPECT_EQ(TasksNamed(flat, 0, "fsdp-copy-out"), 0);
+  EXPECT_EQ(TasksNamed(flat, 0, "fsdp-reduce-copy-in"), 0);
 
   plan.fsdp_copies = true;
   const auto s = testing::Scenario(model, 4, 1024, plan);
   const auto t = BuildTrainingStep(s);
   EXPECT_EQ(t.Check(), "");
-  const int gathers = count(t, "fsdp-gather");
+  const int gathers = TasksNamed(t, 0, "fsdp-gather");
   EXPECT_EQ(gathers, 4 * 2 * 2);  // layers x (forward, backward) x micro-batches
-  EXPECT_EQ(count(t, "fsdp-copy-out"), gathers);
-  EXPECT_EQ(count(t, "fsdp-reduce-copy-in"), count(t, "fsdp-reduce-scatter"));
+  EXPECT_EQ(TasksNamed(t, 0, "fsdp-copy-out"), gathers);
+  EXPECT_EQ(TasksNamed(t, 0, "fsdp-reduce-copy-in"), TasksNamed(t, 0, "fsdp-reduce-scatter"));
   const double layer_params = static_cast<double>(model.LayerParameterCount());
   for (trace::TaskId id = 0; id < static_cast<trace::TaskId>(t.tasks().size()); ++id) {
     const trace::Task& task = t.tasks()[id];
@@ -217,23 +219,18 @@ TEST(TrainingStep, Fsdp2UnderPipelineKeepsParametersGatheredThroughTheStep) {
   auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline, 2 layers per stage
   plan.sharding = config::Sharding::kZero3;
   plan.grad_reduce_precision = config::Precision::kFp32;
-  auto count = [](const trace::Trace& t, const std::string& name) {
-    int n = 0;
-    for (const auto& task : t.tasks()) n += task.rank == 0 && t.name(task.name) == name;
-    return n;
-  };
   const auto resharding = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
-  EXPECT_EQ(count(resharding, "fsdp-gather"), 2 * 2 * 4);  // layers x (forward, backward) x micro-batches
-  EXPECT_EQ(count(resharding, "fsdp-reduce-scatter"), 2 * 4);
-  EXPECT_EQ(count(resharding, "fsdp-grad-accumulate"), 0);
+  EXPECT_EQ(TasksNamed(resharding, 0, "fsdp-gather"), 2 * 2 * 4);  // layers x (forward, backward) x micro-batches
+  EXPECT_EQ(TasksNamed(resharding, 0, "fsdp-reduce-scatter"), 2 * 4);
+  EXPECT_EQ(TasksNamed(resharding, 0, "fsdp-grad-accumulate"), 0);
 
   plan.fsdp_pp_reshard = false;
   const auto s = testing::Scenario(model, 4, 1024, plan);
   const auto kept = BuildTrainingStep(s);
   EXPECT_EQ(kept.Check(), "");
-  EXPECT_EQ(count(kept, "fsdp-gather"), 2);
-  EXPECT_EQ(count(kept, "fsdp-reduce-scatter"), 2);
-  EXPECT_EQ(count(kept, "fsdp-grad-accumulate"), 2 * 4);
+  EXPECT_EQ(TasksNamed(kept, 0, "fsdp-gather"), 2);
+  EXPECT_EQ(TasksNamed(kept, 0, "fsdp-reduce-scatter"), 2);
+  EXPECT_EQ(TasksNamed(kept, 0, "fsdp-grad-accumulate"), 2 * 4);
   const double elements = static_cast<double>(model.LayerParameterCount());
   double bytes = 0;
   for (const auto& task : kept.tasks()) {
@@ -256,11 +253,6 @@ TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline
   plan.sharding = config::Sharding::kZero1;
   plan.overlap_param_gather = false;
-  auto count = [](const trace::Trace& t, int rank, const std::string& name) {
-    int n = 0;
-    for (const auto& task : t.tasks()) n += task.rank == rank && t.name(task.name) == name;
-    return n;
-  };
   auto dp_kinds = [](const trace::Trace& t) {
     std::map<trace::CollectiveKind, int> kinds;
     for (const auto& task : t.tasks()) {
@@ -270,7 +262,7 @@ TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   };
   const auto plain_s = testing::Scenario(model, 4, 1024, plan);
   const auto plain = BuildTrainingStep(plain_s);
-  EXPECT_EQ(count(plain, 1, "grad-accumulate"), 0);
+  EXPECT_EQ(TasksNamed(plain, 1, "grad-accumulate"), 0);
   EXPECT_GT(dp_kinds(plain)[trace::CollectiveKind::kReduceScatter], 0);
 
   plan.grad_accumulation = config::GradAccumulation::kFp32UpcastAdd;
@@ -279,7 +271,7 @@ TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   const auto t = BuildTrainingStep(s);
   EXPECT_EQ(t.Check(), "");
   for (int rank : {0, 1}) {
-    EXPECT_EQ(count(t, rank, "grad-accumulate"), 4) << rank;
+    EXPECT_EQ(TasksNamed(t, rank, "grad-accumulate"), 4) << rank;
     for (const auto& task : t.tasks()) {
       if (task.rank == rank && t.name(task.name) == "grad-accumulate") {
         EXPECT_DOUBLE_EQ(task.compute.bytes.value, StageTrainableParameters(s, rank) * 18.0);
@@ -302,10 +294,10 @@ TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   // parameter); Megatron-LM 2021's fp32 hook runs on every one (10 bytes).
   plan.grad_accumulation = config::GradAccumulation::kAutogradAdd;
   const auto autograd = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
-  EXPECT_EQ(count(autograd, 0, "grad-accumulate"), 3);
+  EXPECT_EQ(TasksNamed(autograd, 0, "grad-accumulate"), 3);
   plan.grad_accumulation = config::GradAccumulation::kFp32Add;
   const auto hook = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
-  EXPECT_EQ(count(hook, 0, "grad-accumulate"), 4);
+  EXPECT_EQ(TasksNamed(hook, 0, "grad-accumulate"), 4);
   for (const auto& task : hook.tasks()) {
     if (task.rank == 0 && hook.name(task.name) == "grad-accumulate") {
       EXPECT_DOUBLE_EQ(task.compute.bytes.value, StageTrainableParameters(s, 0) * 10.0);
