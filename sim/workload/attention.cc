@@ -1,6 +1,7 @@
 #include "sim/workload/attention.h"
 
 #include <algorithm>
+#include <string>
 
 #include "sim/workload/context_parallel.h"
 #include "sim/workload/lora.h"
@@ -19,6 +20,21 @@ int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.
 // RoPE on Q and K: read and write both.
 double RopeBytes(const LayerShape& s) {
   return ActBytes(s, 2.0 * D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim));
+}
+
+// The attention dropout of the unfused path, forward or backward: a PyTorch
+// dropout of its own after the fused softmax (Megatron-LM's
+// ParallelSelfAttention / CoreAttention call torch.nn.Dropout on the
+// probabilities under the RNG tracker, and FusedScaleMaskSoftmax has no
+// dropout: megatron/model/transformer.py and fused_softmax.py, 2021-22), so
+// an eager kernel whatever the framework fuses. Forward: read the
+// probabilities, write them dropped and a one-byte mask; backward: read the
+// gradient and the mask, write the gradient.
+Op AttentionDropout(const std::string& name, double scores, const LayerShape& s) {
+  Op op = Memory(name, ActBytes(s, 2 * scores) + scores, s, 1, EagerKernel::kDropout);
+  op.compute.bandwidth_efficiency = static_cast<float>(s.kernels.EagerEfficiency(EagerKernel::kDropout));
+  op.role = trace::TaskRole::kAttention;
+  return op;
 }
 
 // One fused attention kernel over the micro-batch's heads on this rank: two
@@ -107,16 +123,17 @@ void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
     }
     return;
   }
-  // Unfused (Megatron-LM 2021-22): batched QK^T, fused scale-mask-softmax with
-  // dropout, then probabilities times V; the full s x s square is computed.
+  // Unfused (Megatron-LM 2021-22): batched QK^T, the fused scale-mask-softmax,
+  // the attention dropout, then probabilities times V; the full s x s square
+  // is computed.
   const double scores = D(bh) * D(s.seq) * D(s.seq);
   Op qk = Gemm16("attention-qk", s.seq, s.seq, s.attention.head_dim, bh, s);
   qk.role = trace::TaskRole::kAttention;
   ops.push_back(qk);
-  Op softmax = Memory("softmax", ActBytes(s, 2 * scores) + (s.dropout ? scores + ActBytes(s, scores) : 0), s, 1,
-                      EagerKernel::kSoftmax);
+  Op softmax = Memory("softmax", ActBytes(s, 2 * scores), s, 1, EagerKernel::kSoftmax);
   softmax.role = trace::TaskRole::kAttention;
   ops.push_back(softmax);
+  if (s.dropout) ops.push_back(AttentionDropout("attention-dropout", scores, s));
   Op pv = Gemm16("attention-pv", s.seq, VDim(s), s.seq, bh, s);
   pv.role = trace::TaskRole::kAttention;
   ops.push_back(pv);
@@ -136,10 +153,15 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double scores = D(bh) * D(s.seq) * D(s.seq);
   Op pv_dgrad = Gemm16("attention-pv-dgrad", s.seq, s.seq, VDim(s), bh, s);  // dP = dO V^T
   Op pv_wgrad = Gemm16("attention-pv-dv", s.seq, VDim(s), s.seq, bh, s);     // dV = P^T dO
-  Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores) + (s.dropout ? scores : 0), s, 1, EagerKernel::kSoftmax);
+  Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores), s, 1, EagerKernel::kSoftmax);
   Op qk_dq = Gemm16("attention-qk-dq", s.seq, head_dim, s.seq, bh, s);        // dQ = dS K
   Op qk_dk = Gemm16("attention-qk-dk", s.seq, head_dim, s.seq, bh, s);        // dK = dS^T Q
-  for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) {
+  for (Op* op : {&pv_dgrad, &pv_wgrad}) {
+    op->role = trace::TaskRole::kAttention;
+    ops.push_back(*op);
+  }
+  if (s.dropout) ops.push_back(AttentionDropout("attention-dropout-bwd", scores, s));
+  for (Op* op : {&softmax, &qk_dq, &qk_dk}) {
     op->role = trace::TaskRole::kAttention;
     ops.push_back(*op);
   }

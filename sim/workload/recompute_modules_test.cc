@@ -117,6 +117,41 @@ TEST(RecomputeModules, DefaultIsTheOldSelectiveRecomputation) {
   EXPECT_TRUE(SelectiveRecompute(Dense({}, config::AttentionImpl::kUnfused)).empty());
 }
 
+// Megatron-LM 2021-22's unfused attention: the fused scale-mask-softmax has
+// no dropout, torch.nn.Dropout follows it as an eager kernel of its own
+// (megatron/model/transformer.py, fused_softmax.py). Per score (8 heads x
+// 2048^2 on the rank, e = 2): softmax 4 bytes; dropout reads 2, writes 2 and
+// a 1-byte mask, at the eager dropout rate even when the framework fuses its
+// other kernels; backward: dropout 5 bytes, then the softmax's 6.
+TEST(RecomputeModules, UnfusedAttentionDropsOutInAKernelOfItsOwn) {
+  LayerShape s = Dense(RecomputeModules::Default(), config::AttentionImpl::kUnfused);
+  s.dropout = true;
+  ASSERT_TRUE(s.kernels.fused);
+  const double scores = 8.0 * 2048 * 2048;
+  const auto fwd = LayerForward(s);
+  const Op* softmax = Find(fwd, "softmax");
+  const Op* dropout = Find(fwd, "attention-dropout");
+  ASSERT_NE(softmax, nullptr);
+  ASSERT_NE(dropout, nullptr);
+  EXPECT_EQ(dropout - softmax, 1);  // right after the softmax, before P x V
+  EXPECT_DOUBLE_EQ(softmax->compute.bytes.value, 4.0 * scores);
+  EXPECT_DOUBLE_EQ(dropout->compute.bytes.value, 5.0 * scores);
+  EXPECT_EQ(dropout->role, trace::TaskRole::kAttention);
+  EXPECT_FLOAT_EQ(dropout->compute.bandwidth_efficiency, static_cast<float>(2415.0 / 4152));
+  const auto bwd = LayerBackward(s);
+  const Op* dropout_bwd = Find(bwd, "attention-dropout-bwd");
+  const Op* softmax_bwd = Find(bwd, "softmax-bwd");
+  ASSERT_NE(dropout_bwd, nullptr);
+  ASSERT_NE(softmax_bwd, nullptr);
+  EXPECT_LT(dropout_bwd, softmax_bwd);  // the gradient reaches the dropout first
+  EXPECT_DOUBLE_EQ(dropout_bwd->compute.bytes.value, 5.0 * scores);
+  EXPECT_DOUBLE_EQ(softmax_bwd->compute.bytes.value, 6.0 * scores);
+  // Without dropout, no kernel for it.
+  s.dropout = false;
+  EXPECT_EQ(Find(LayerForward(s), "attention-dropout"), nullptr);
+  EXPECT_EQ(Find(LayerBackward(s), "attention-dropout-bwd"), nullptr);
+}
+
 // torchtitan's op policy on the small dense model (tp 2, SP): the block's
 // input 2,097,152; the 1st, 3rd, 5th and 7th mm outputs: wq 2 x 2048 x 512 =
 // 2,097,152, wv 2 x 2048 x 128 = 524,288, w1 2 x 2048 x 1408 = 5,767,168, w2
