@@ -39,20 +39,20 @@ TEST(ServeValidation, PublishedMeasurementsArePredictedWithinCeiling) {
   // say so) and are still listed as not modelled, with the reason.
   EXPECT_EQ(j.at("scored_total").get<int>(), j.at("scored_predicted").get<int>());
   EXPECT_GE(j.at("scored_predicted").get<int>(), 32);
-  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 9.5);  // 9.4% (2026-12-03)
+  EXPECT_LE(j.at("overall").at("mape_pct").get<double>(), 9.2);  // 9.1% (2026-12-03)
   EXPECT_LE(j.at("by_metric").at("output_tokens_per_s").at("mape_pct").get<double>(), 7.0);
-  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 16.3);  // 16.0%
+  EXPECT_LE(j.at("by_metric").at("ttft").at("mape_pct").get<double>(), 15.0);  // 14.7%, the target
   EXPECT_LE(j.at("by_metric").at("tpot").at("mape_pct").get<double>(), 9.0);
   // 8.1% since FP8 GEMMs pay their own K overhead and the host time was
   // refitted (2.34 -> 2.50 ms); 7.9% before.
   EXPECT_LE(j.at("by_source").at("trtllm10").at("mape_pct").get<double>(), 8.3);
-  EXPECT_LE(j.at("by_source").at("trtllm061").at("mape_pct").get<double>(), 3.5);
-  EXPECT_LE(j.at("by_source").at("trtllm05").at("mape_pct").get<double>(), 12.5);
+  EXPECT_LE(j.at("by_source").at("trtllm061").at("mape_pct").get<double>(), 2.5);
+  EXPECT_LE(j.at("by_source").at("trtllm05").at("mape_pct").get<double>(), 12.0);
   EXPECT_LE(j.at("by_source").at("nim").at("mape_pct").get<double>(), 12.0);
-  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 12.0);
+  EXPECT_LE(j.at("by_source").at("lmdeploy").at("mape_pct").get<double>(), 11.5);
   EXPECT_LE(j.at("by_source").at("vllm").at("mape_pct").get<double>(), 5.0);
   // The one fitted constant is named with its held-out record, and held
-  // out it does better than no host time at all (9.7% against 11.6%).
+  // out it does better than no host time at all (9.3% against 11.4%).
   const auto& fitted = j.at("fitted_constants");
   EXPECT_GT(fitted.at("serving_iteration_overhead_s").get<double>(), 0);
   EXPECT_LT(fitted.at("leave_one_source_out_mape_pct").get<double>(), fitted.at("unfitted_mape_pct").get<double>());

@@ -26,6 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fit_profile_h200 as h200fit  # noqa: E402
+import crosscheck_published_gemm as published_gemm  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 GEN = "tools/gpu/build_profiles.py"
@@ -345,7 +346,7 @@ def peak_flops(fp32, tf32, bf16, fp8):
     return out
 
 
-def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
+def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True, sustained=None):
     """Sustained GEMM efficiencies of a datasheet profile.
 
     The published/derived figure of each precision is a best-shape efficiency
@@ -353,7 +354,12 @@ def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
     H200 measured best-shape ratios). The cost model needs the efficiency
     transformer shapes sustain, so every figure is multiplied by the H200
     measured ratio r_sustained = cost-model fit over all measured shapes / best
-    shape (tools/gpu/fit_profile_h200.py)."""
+    shape (tools/gpu/fit_profile_h200.py).
+
+    sustained: (value, source) of a 16-bit max_efficiency fitted to published
+    per-shape measurements of this GPU itself; it replaces best-shape x
+    r_sustained for bf16 and fp16, and tf32 follows it by the H200's measured
+    tf32/bf16 ratio."""
     best = {
         "bf16": (bf16, bf16_src),
         "fp16": (bf16, "= bf16 figure (same tensor-core rate; " + bf16_src + ")"),
@@ -377,6 +383,14 @@ def gemm_eff(d, bf16, bf16_src, fp8=None, fp8_src=None, has_fp8=True):
           f"method, {d.h200_gemm['bf16']:.4f} ({FIT}gemm.csv))")
     out = {p: v(r3(x * d.r_sus), f"sustained: best-shape figure {x:.3f} {rs}; best-shape figure: {src}")
            for p, (x, src) in best.items()}
+    if sustained is not None:
+        x, src = sustained
+        out["bf16"] = v(r3(x), src)
+        out["fp16"] = v(r3(x), "= bf16 (same tensor-core rate): " + src)
+        out["tf32"] = v(r3(x * d.r_tf32),
+                        f"derived: bf16 {x:.3f} x H200 measured tf32/bf16 best-shape efficiency ratio {d.r_tf32:.4f} "
+                        f"({d.cal_gemm['tf32']:.3f}/{d.cal_gemm['bf16']:.3f}, {CAL}gemm.csv)); no published TF32 "
+                        f"matmul figure; bf16: {src}")
     if "fp8" in best:
         x, src = best["fp8"]
         f8 = m["per_dtype"]["fp8_e4m3"]
@@ -580,6 +594,31 @@ def pcie_intra(d, link_gbps, plateau, plateau_src, link_src, what):
 # Profiles
 # ---------------------------------------------------------------------------
 
+def a100_sustained(d, mem_gb, bw_bytes_s):
+    """A100's own sustained 16-bit max_efficiency: the GEMM cost model, with the H200 fit's tile and
+    k_overhead and the floors of the measured A100-80GB (bw_bytes_s: its copy bandwidth), fitted to
+    Azure's A100 cuBLASLt shapes (fp16, 10k warm-up) of >= 2x2048^3 FLOPs
+    (tools/gpu/crosscheck_published_gemm.py). A100 at its 400 W sustains 0.80-0.82 of peak on large shapes
+    there against 0.869 for its best shape; the H200's sustained-to-best ratio (0.87) would give 0.757."""
+    series, shapes = next((name, sh) for prof, prec, name, sh in published_gemm.PUBLISHED
+                          if prof == "a100-sxm-80gb" and prec == "fp16")
+    m = d.model
+    mdl = {"peak": 312.0, "sms": 108, "bw": bw_bytes_s, "launch": round(d.cal["launch_us"], 2) * 1e-6,
+           "tile": tuple(m["tile"]), "k_overhead": m["k_overhead"]}
+    eff, err, n = published_gemm.fit_published(shapes, mdl)
+    same = "" if mem_gb == 80 else "; measured on the 80GB part, same GA100 compute"
+    return eff, (f"sustained, fitted to published per-shape measurements of this GPU: {published_gemm.SRC}, {series}"
+                 f"{same}: the {n} shapes of >= 2x2048^3 FLOPs (2048^3 .. 16384^3, 6144x12288x12288, "
+                 f"802816x192x768; 221.8-256.5 TFLOP/s for the square ones), the GEMM cost model "
+                 f"(sim/cost/profile_cost_model.cc) with the H200 fit's tile {m['tile'][0]}x{m['tile'][1]} and "
+                 f"k_overhead {m['k_overhead']}, floors this profile's copy bandwidth and launch, least mean "
+                 f"|log(predicted / measured)|: {100 * err:.1f}% (tools/gpu/crosscheck_published_gemm.py "
+                 f"fit_published); chosen over the best-shape figure x the H200 sustained-to-best ratio "
+                 f"({d.mamf['a100_sxm_bf16']:.3f} x {d.r_sus:.4f} = {d.mamf['a100_sxm_bf16'] * d.r_sus:.3f}): "
+                 f"the A100 does not throttle under sustained GEMMs as the 700 W Hopper parts do "
+                 f"(docs/validation.md, 'Published per-shape GEMM figures')")
+
+
 def a100(d, mem_gb):
     name = f"a100-sxm-{mem_gb}gb"
     what = f"A100 {mem_gb}GB"
@@ -599,7 +638,7 @@ def a100(d, mem_gb):
                                  (312, ds + ", dense (624 with sparsity)"), None)
     p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"{MAMF_SRC}: A100 SXM 271.2 / 312 TFLOP/s, torch 2.6.0+cu126"
                                        + ("" if mem_gb == 80 else "; the table does not say 40 or 80 GB: same GA100 compute"),
-                                       has_fp8=False), what)
+                                       has_fp8=False, sustained=a100_sustained(d, mem_gb, 2039e9 * r3(copy))), what)
     c = d.a100_fa2_combined
     p["attention"] = {
         "fwd_efficiency": v(r3(d.a100_attn_fwd),

@@ -88,6 +88,19 @@ def rows_for(shapes, peak):
     return out
 
 
+def fit_published(shapes, mdl, large_only=True):
+    """max_efficiency of the GEMM model with mdl's tile and k_overhead fitted to published shapes
+    ({(m, n, k): TFLOP/s}), the shapes of >= LARGE_FLOPS only unless large_only is False: (efficiency,
+    mean |log error|, shapes fitted). mdl: peak (TFLOP/s), sms, bw (bytes/s), launch (s), tile, k_overhead."""
+    fit.PEAK_TFLOPS["x"] = mdl["peak"]
+    fit.GEMM_ELEMENT_BYTES["x"] = 2
+    rows = rows_for(shapes, mdl["peak"])
+    if large_only:
+        rows = [r for r in rows if 2.0 * r["m"] * r["n"] * r["k"] >= LARGE_FLOPS]
+    eff, err = fit_eff(rows, mdl, mdl["tile"], mdl["k_overhead"])
+    return eff, err, len(rows)
+
+
 def fit_eff(rows, mdl, tile, k_overhead):
     base, floor, meas = [], [], []
     for r in rows:
