@@ -111,6 +111,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
   base.fsdp_copies = fsdp_copies;
+  base.pp_blocking_sends = pp_blocking_sends;
   base.single_round_all_forwards = single_round_all_forwards;
   base.overlap_param_gather = overlap_param_gather;
   base.optimizer_state = optimizer_state;
@@ -233,6 +234,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   if (facts.Has("cp_torch_ring")) f.cp_torch_ring = Fact(facts, "cp_torch_ring").Bool();
   if (facts.Has("fsdp_copies")) f.fsdp_copies = Fact(facts, "fsdp_copies").Bool();
+  if (facts.Has("pp_blocking_sends")) f.pp_blocking_sends = Fact(facts, "pp_blocking_sends").Bool();
   if (facts.Has("optimizer_state")) f.optimizer_state = ReadOptimizerState(Fact(facts, "optimizer_state"));
   if (facts.Has("overlap_param_gather")) f.overlap_param_gather = Fact(facts, "overlap_param_gather").Bool();
   if (facts.Has("grad_accumulation")) {

@@ -139,6 +139,7 @@ struct FrameworkProfile {
   bool expert_tp_follows_tp = false;
   bool cp_torch_ring = false;  // PlanConfig::cp_torch_ring
   bool fsdp_copies = false;    // PlanConfig::fsdp_copies (FSDP2's copy-out and copy-in)
+  bool pp_blocking_sends = false;  // PlanConfig::pp_blocking_sends
   bool single_round_all_forwards = false;  // PlanConfig::single_round_all_forwards
   bool overlap_param_gather = true;        // PlanConfig::overlap_param_gather (ZeRO-1/2: the gather after the step)
   OptimizerState optimizer_state;          // PlanConfig::optimizer_state (fact "optimizer_state")

@@ -423,6 +423,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
   if (auto v = obj.Optional("fsdp_copies")) p.fsdp_copies = v->Bool();
+  if (auto v = obj.Optional("pp_blocking_sends")) p.pp_blocking_sends = v->Bool();
   if (auto v = obj.Optional("single_round_all_forwards")) p.single_round_all_forwards = v->Bool();
   if (auto v = obj.Optional("optimizer_state")) p.optimizer_state = ReadOptimizerState(*v);
   if (auto v = obj.Optional("fp8_tp_gather")) p.fp8_tp_gather = v->Bool();
@@ -556,6 +557,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"fp8_tp_gather", p.fp8_tp_gather},
           {"zero3_gather", Zero3GatherName(p.zero3_gather)},
           {"fsdp_copies", p.fsdp_copies},
+          {"pp_blocking_sends", p.pp_blocking_sends},
           {"zero3_max_reuse_distance", p.zero3_max_reuse_distance},
           {"sharding", ShardingName(p.sharding)},
           {"schedule", ScheduleName(p.schedule)},

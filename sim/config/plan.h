@@ -316,6 +316,13 @@ struct PlanConfig {
   // buffers, DeepSpeed). torch/distributed/_composable/fsdp/_fsdp_collectives.py
   // foreach_all_gather_copy_out, foreach_reduce_scatter_copy_in.
   bool fsdp_copies = false;
+  // Pipeline sends that block the sender: the rank's next pass starts only
+  // when its last send has been delivered (Megatron-LM's _communicate through
+  // early 2023: batch_isend_irecv, wait on every request, then
+  // torch.cuda.synchronize(); DeepSpeed's pipeline engine sends with
+  // dist.send). False: the send runs on its own stream and only the receiver
+  // waits for it.
+  bool pp_blocking_sends = false;
   // kSyncPerParameter: the reuse distance (parameter elements used in
   // between) under which a gathered tensor is kept for its next use
   // (DeepSpeed's stage3_max_reuse_distance).

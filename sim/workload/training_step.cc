@@ -13,6 +13,7 @@
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/lora.h"
 #include "sim/workload/offload.h"
+#include "sim/workload/op_builders.h"
 #include "sim/workload/pass_emission.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/placement.h"
@@ -168,6 +169,17 @@ class StepBuilder {
   OpList fwd_[2], bwd_[2], recompute_full_[2], recompute_sel_[2];
   OpList bwd_input_[2], bwd_weight_[2];  // bwd_ split into B and W
   OpList emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
+  // Megatron-LM's scatter/gather of pipeline sends without sequence
+  // parallelism: each TP rank sends 1/t of the activation (Send) and the
+  // receivers all-gather the pieces over NVLink before using them
+  // (p2p_communication.py gather_split_1d_tensor). Empty when the sends are
+  // already split (SP) or there is no TP.
+  OpList pp_recv_gather_;
+  // PlanConfig::pp_blocking_sends: each rank's last pipeline send (-1: none).
+  std::vector<TaskId> last_send_;
+  // The first dependencies of a pass on `rank`: what it received (-1: none),
+  // behind the receive's all-gather, and the rank's last send when sends block.
+  std::vector<TaskId> PassDeps(int rank, TaskId received, int mb);
   OpList head_b_input_, head_b_weight_;
   // Split backward: per (micro-batch, stage), B's async collectives W waits for.
   std::map<std::pair<int, int>, std::vector<TaskId>> b_async_;
@@ -475,21 +487,29 @@ bool StepBuilder::CanRun(int rank, const PipelineStep& st) const {
   return false;
 }
 
+std::vector<TaskId> StepBuilder::PassDeps(int rank, TaskId received, int mb) {
+  std::vector<TaskId> deps;
+  if (received >= 0) deps.push_back(received);
+  if (plan_.pp_blocking_sends && last_send_[rank] >= 0) deps.push_back(last_send_[rank]);
+  if (received >= 0 && !pp_recv_gather_.ops.empty()) deps = {Emit(rank, pp_recv_gather_, deps, -1, mb)};
+  return deps;
+}
+
 TaskId StepBuilder::SendOut(int rank, int stage, int mb, bool forward, TaskId after) {
   const int dst = layout_.Rank(forward ? stage + 1 : stage - 1, mb);
   // Pairs are placed lower rank first: r -> r+1 (forward in copy 0, backward
   // in DualPipe's copy 1) uses this rank's "next" pair.
   const bool up = (layout_.Direction(mb) == 0) == forward;
   const trace::GroupId pair = up ? groups_.next_pair[rank] : groups_.prev_pair[rank];
-  return Send(rank, mb, dst, pair, forward ? n_xfer_fwd_ : n_xfer_bwd_, after);
+  last_send_[rank] = Send(rank, mb, dst, pair, forward ? n_xfer_fwd_ : n_xfer_bwd_, after);
+  return last_send_[rank];
 }
 
 PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped) {
   const int vs = layout_.Stage(rank, st.chunk);
   const int mb = st.micro_batch;
   const bool zero3 = plan_.sharding == Sharding::kZero3;
-  std::vector<TaskId> deps;
-  if (vs > 0) deps.push_back(fwd_out_[mb][vs - 1]);
+  std::vector<TaskId> deps = PassDeps(rank, vs > 0 ? fwd_out_[mb][vs - 1] : -1, mb);
   if (!chunk_gather_[rank].empty() && chunk_gather_[rank][st.chunk] >= 0) deps.push_back(chunk_gather_[rank][st.chunk]);
   TaskId last = -1;
   if (vs == 0) {
@@ -639,8 +659,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
   // Gradients are complete after this chunk's last micro-batch (whole backward).
   const bool grads_done = !split && mb == LastMicroBatch(st.chunk);
   std::vector<TaskId>* async_out = split ? &b_async_[{mb, vs}] : nullptr;
-  std::vector<TaskId> deps;
-  if (vs < last_stage()) deps.push_back(bwd_out_[mb][vs + 1]);
+  std::vector<TaskId> deps = PassDeps(rank, vs < last_stage() ? bwd_out_[mb][vs + 1] : -1, mb);
   TaskId last = -1;
   if (vs == last_stage()) {
     last = Emit(rank, split ? head_b_input_ : head_b_, deps, -1, mb, async_out);
@@ -859,6 +878,11 @@ trace::Trace StepBuilder::Build() {
     for (int i = 0; i < static_cast<int>(tensors.size()); ++i) all_tensors_[kind].push_back(i);
   }
   edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ExpertShards();
+  if (plan_.pp > 1 && plan_.tp > 1 && !plan_.sequence_parallel) {
+    pp_recv_gather_ = Intern(std::vector<Op>{workload::Collective(
+        "pp-recv-gather", trace::CollectiveKind::kAllGather,
+        static_cast<double>(shape_.tokens()) * static_cast<double>(shape_.hidden) * shape_.element_bytes())});
+  }
   emb_f_ = Intern(EmbeddingForward(shape_));
   emb_b_ = Intern(EmbeddingBackward(shape_));
   emb_recompute_ = Intern(AsRecompute(EmbeddingForward(shape_)));
@@ -894,6 +918,7 @@ trace::Trace StepBuilder::Build() {
   buckets_ = GradientBuckets(p_, plan_.grad_bucket, plan_.overlap_grad_reduce);
   dp_tasks_.assign(p_, {});
   last_compute_.assign(p_, -1);
+  last_send_.assign(p_, -1);
   accumulation_bytes_.assign(p_, 0.0);
   last_gather_.assign(p_, -1);
   gather_gate_.assign(p_, -1);

@@ -1,6 +1,7 @@
 #include "sim/workload/training_step.h"
 
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -248,6 +249,53 @@ TEST(TrainingStep, Fsdp2UnderPipelineKeepsParametersGatheredThroughTheStep) {
 // buffers (18 bytes a parameter), before the gradient goes upstream; the
 // step all-reduces the fp32 gradients in full instead of reduce-scattering
 // them, and still all-gathers the parameters after the step.
+// Megatron-LM through early 2023 pipelines tensor-parallel ranks by
+// scatter/gather: without sequence parallelism each TP rank sends 1/t of the
+// activation and the receivers all-gather the pieces before using them
+// (p2p_communication.py gather_split_1d_tensor); and its sends block
+// (batch_isend_irecv, wait, torch.cuda.synchronize()): a rank's next pass
+// waits for its last send (plan.pp_blocking_sends).
+TEST(TrainingStep, PipelineSendsAreGatheredOnArrivalAndCanBlockTheSender) {
+  auto model = testing::GptModel(4, 512, 8, 4096);
+  auto plan = Plan(2, 2, 1, 1, 4);  // 4 micro-batches through 2 stages, tp 2
+  const auto async_step = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(async_step.Check(), "");
+  // Stage 1 gathers each micro-batch's activation, stage 0 each gradient.
+  EXPECT_EQ(TasksNamed(async_step, 0, "pp-recv-gather"), 4);
+  EXPECT_EQ(TasksNamed(async_step, 1, "pp-recv-gather"), 4);
+  for (const auto& task : async_step.tasks()) {
+    if (async_step.name(task.name) == "pp-recv-gather") {
+      EXPECT_EQ(task.kind, trace::TaskKind::kCollective);
+      EXPECT_EQ(task.comm.kind, trace::CollectiveKind::kAllGather);
+      EXPECT_DOUBLE_EQ(task.comm.bytes.value, 1024.0 * 512 * 2);  // the whole activation, 16-bit
+    }
+  }
+  // How many of `rank`'s own sends a later task of the rank waits for.
+  auto waits_on_own_send = [](const trace::Trace& t, int rank) {
+    std::set<trace::TaskId> sends;
+    for (trace::TaskId id = 0; id < static_cast<trace::TaskId>(t.size()); ++id) {
+      if (t.tasks()[id].rank != rank || t.tasks()[id].kind == trace::TaskKind::kTransfer) continue;
+      for (const trace::TaskId* d = t.deps_begin(id); d != t.deps_end(id); ++d) {
+        if (t.tasks()[*d].kind == trace::TaskKind::kTransfer && t.tasks()[*d].rank == rank) sends.insert(*d);
+      }
+    }
+    return static_cast<int>(sends.size());
+  };
+  EXPECT_EQ(waits_on_own_send(async_step, 0), 0);
+  plan.pp_blocking_sends = true;
+  const auto blocking = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(blocking.Check(), "");
+  // 1F1B on two stages: stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3 and sends after
+  // each forward, so all 4 of its sends hold a later pass; stage 1 runs F0 B0
+  // F1 B1 ... and sends after each backward, the last with nothing after it.
+  EXPECT_EQ(waits_on_own_send(blocking, 0), 4);
+  EXPECT_EQ(waits_on_own_send(blocking, 1), 3);
+  // Sequence parallelism splits the sends already: nothing to gather.
+  plan.sequence_parallel = true;
+  const auto sp = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(TasksNamed(sp, 0, "pp-recv-gather") + TasksNamed(sp, 1, "pp-recv-gather"), 0);
+}
+
 TEST(TrainingStep, Bf16OptimizerAddsIntoFp32AndAllReducesInFull) {
   auto model = testing::GptModel(8, 512, 8, 4096);
   auto plan = Plan(1, 2, 2, 1, 8);  // 4 micro-batches per pipeline
