@@ -71,6 +71,28 @@ Precision GradPrecisionOf(const JsonNode& v) {
   return s == "bf16" ? Precision::kBf16 : s == "fp16" ? Precision::kFp16 : Precision::kFp32;
 }
 
+// A profile that names another with "extends" takes that profile's facts, and
+// its own facts replace them one by one (one level: the named profile may not
+// extend another). The named profile is NAME.json beside this file.
+nlohmann::json WithExtendedFacts(nlohmann::json doc, const std::string& path) {
+  if (!doc.is_object() || !doc.contains("extends")) return doc;
+  const nlohmann::json& name = doc["extends"];
+  if (!name.is_string()) throw InputError(path, "extends", "must be the name of a profile in the same directory");
+  const fs::path base_path = fs::path(path).parent_path() / (name.get<std::string>() + ".json");
+  if (!fs::exists(base_path)) {
+    throw InputError(path, "extends", "no profile '" + name.get<std::string>() + "' beside this file");
+  }
+  nlohmann::json base = ReadJsonFile(base_path.string());
+  if (base.contains("extends")) {
+    throw InputError(path, "extends", "'" + name.get<std::string>() + "' extends a profile itself (one level only)");
+  }
+  if (base.contains("facts") && base["facts"].is_object() && doc.contains("facts") && doc["facts"].is_object()) {
+    for (const auto& [key, fact] : doc["facts"].items()) base["facts"][key] = fact;
+    doc["facts"] = base["facts"];
+  }
+  return doc;
+}
+
 }  // namespace
 
 const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k) {
@@ -128,7 +150,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
 }
 
 FrameworkProfile LoadFrameworkFile(const std::string& path) {
-  nlohmann::json doc = ReadJsonFile(path);
+  nlohmann::json doc = WithExtendedFacts(ReadJsonFile(path), path);
   JsonNode root(doc, path, "");
   JsonObject top(root);
   RequireSchema(top, "stacksim.framework/1");
@@ -300,7 +322,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     f.zero3_max_reuse_distance = Fact(facts, "zero3_max_reuse_distance").NonNegativeNumber();
   }
   facts.Finish();
-  top.Ignore({"notes"});
+  top.Ignore({"notes", "extends"});
   top.Finish();
   return f;
 }

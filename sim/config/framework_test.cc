@@ -208,6 +208,12 @@ class FrameworkFile : public ::testing::Test {
     std::ofstream(path) << text;
     return path;
   }
+  // Copies the shipped profile `name` beside the written file (for "extends").
+  void ShipBeside(const std::string& name) {
+    std::filesystem::create_directories(dir_);
+    std::filesystem::copy_file(std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / (name + ".json"),
+                               dir_ / (name + ".json"), std::filesystem::copy_options::overwrite_existing);
+  }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::filesystem::path dir_;
 };
@@ -521,12 +527,40 @@ TEST_F(FrameworkFile, AFixedMicroBatchIsAPositiveInteger) {
   const std::string shipped =
       (std::filesystem::path(STACKSIM_SOURCE_DIR) / "frameworks" / "megatron-lm-2021-gpt3-example.json").string();
   nlohmann::json doc = nlohmann::json::parse(std::ifstream(shipped));
+  Write("{}");
+  ShipBeside("megatron-lm-2021");  // the profile it extends
   doc["facts"]["micro_batching"]["value"] = 0;
   InputError e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
   EXPECT_EQ(e.key_path(), "facts.micro_batching.value");
   doc["facts"]["micro_batching"]["value"] = "one";
   e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
   EXPECT_EQ(e.key_path(), "facts.micro_batching.value");
+}
+
+// "extends": the named profile's facts, this file's replacing them one by
+// one; the named profile lies beside the file and extends nothing itself.
+TEST_F(FrameworkFile, AProfileExtendsAnotherOneLevelDeep) {
+  Write("{}");
+  ShipBeside("megatron-lm-2021");
+  nlohmann::json doc = {{"schema", "stacksim.framework/1"},
+                        {"title", "t"},
+                        {"matches", {{"x"}}},
+                        {"extends", "megatron-lm-2021"},
+                        {"facts", {{"kernels", {{"value", "eager"}, {"source", "test"}}}}}};
+  const FrameworkProfile f = LoadFrameworkFile(Write(doc.dump()));
+  const FrameworkProfile base = LoadFrameworkFile((dir_ / "megatron-lm-2021.json").string());
+  EXPECT_EQ(f.kernels, KernelFusion::kEager);   // its own fact
+  EXPECT_EQ(base.kernels, KernelFusion::kFused);
+  EXPECT_EQ(f.attention, base.attention);       // the rest inherited
+  EXPECT_EQ(f.pp_blocking_sends, base.pp_blocking_sends);
+  EXPECT_EQ(f.unstated_precision, base.unstated_precision);
+  doc["extends"] = "no-such-profile";
+  EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); }).key_path(), "extends");
+  doc["extends"] = 3;
+  EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); }).key_path(), "extends");
+  ShipBeside("megatron-lm-2021-gpt3-example");  // extends megatron-lm-2021 itself
+  doc["extends"] = "megatron-lm-2021-gpt3-example";
+  EXPECT_EQ(ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); }).key_path(), "extends");
 }
 
 TEST_F(FrameworkFile, AnUnknownUnstatedPrecisionIsRejected) {

@@ -156,15 +156,10 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
   Op softmax = Memory("softmax-bwd", ActBytes(s, 3 * scores), s, 1, EagerKernel::kSoftmax);
   Op qk_dq = Gemm16("attention-qk-dq", s.seq, head_dim, s.seq, bh, s);        // dQ = dS K
   Op qk_dk = Gemm16("attention-qk-dk", s.seq, head_dim, s.seq, bh, s);        // dK = dS^T Q
-  for (Op* op : {&pv_dgrad, &pv_wgrad}) {
-    op->role = trace::TaskRole::kAttention;
-    ops.push_back(*op);
-  }
+  for (Op* op : {&pv_dgrad, &pv_wgrad, &softmax, &qk_dq, &qk_dk}) op->role = trace::TaskRole::kAttention;
+  ops.insert(ops.end(), {pv_dgrad, pv_wgrad});
   if (s.dropout) ops.push_back(AttentionDropout("attention-dropout-bwd", scores, s));
-  for (Op* op : {&softmax, &qk_dq, &qk_dk}) {
-    op->role = trace::TaskRole::kAttention;
-    ops.push_back(*op);
-  }
+  ops.insert(ops.end(), {softmax, qk_dq, qk_dk});
 }
 
 }  // namespace stacksim::workload

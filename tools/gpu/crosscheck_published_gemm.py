@@ -81,7 +81,10 @@ def model_of(profile, precision):
 
 
 def rows_for(shapes, peak):
-    """Published figures as fit_profile_h200's gemm.csv rows (one dtype key, 'x')."""
+    """Published figures as fit_profile_h200's gemm.csv rows (one dtype key, 'x', whose peak and element
+    size this sets for the fit)."""
+    fit.PEAK_TFLOPS["x"] = peak
+    fit.GEMM_ELEMENT_BYTES["x"] = 2
     out = []
     for (m, n, k), tflops in sorted(shapes.items()):
         out.append({"dtype": "x", "m": m, "n": n, "k": k, "median_us": 2.0 * m * n * k / (tflops * 1e12) * 1e6})
@@ -92,13 +95,16 @@ def fit_published(shapes, mdl, large_only=True):
     """max_efficiency of the GEMM model with mdl's tile and k_overhead fitted to published shapes
     ({(m, n, k): TFLOP/s}), the shapes of >= LARGE_FLOPS only unless large_only is False: (efficiency,
     mean |log error|, shapes fitted). mdl: peak (TFLOP/s), sms, bw (bytes/s), launch (s), tile, k_overhead."""
-    fit.PEAK_TFLOPS["x"] = mdl["peak"]
-    fit.GEMM_ELEMENT_BYTES["x"] = 2
     rows = rows_for(shapes, mdl["peak"])
     if large_only:
-        rows = [r for r in rows if 2.0 * r["m"] * r["n"] * r["k"] >= LARGE_FLOPS]
+        rows = large_rows(rows)
     eff, err = fit_eff(rows, mdl, mdl["tile"], mdl["k_overhead"])
     return eff, err, len(rows)
+
+
+def large_rows(rows):
+    """The rows of >= LARGE_FLOPS."""
+    return [r for r in rows if 2.0 * r["m"] * r["n"] * r["k"] >= LARGE_FLOPS]
 
 
 def fit_eff(rows, mdl, tile, k_overhead):
@@ -114,8 +120,6 @@ def fit_eff(rows, mdl, tile, k_overhead):
 
 def report(profile_name, precision, series, shapes):
     mdl = model_of(load_profile(profile_name), precision)
-    fit.PEAK_TFLOPS["x"] = mdl["peak"]
-    fit.GEMM_ELEMENT_BYTES["x"] = 2
     rows = rows_for(shapes, mdl["peak"])
     print(f"{profile_name} {precision}: {series}")
     print(f"  profile: max_efficiency {mdl['eff']:.3f}, tile {mdl['tile'][0]}x{mdl['tile'][1]}, "
@@ -130,7 +134,7 @@ def report(profile_name, precision, series, shapes):
         print(f"  {r['m']:>6}x{r['n']:>5}x{r['k']:>5}  published {published:7.1f} ({published / mdl['peak']:.3f})  "
               f"model {predicted:7.1f} ({predicted / mdl['peak']:.3f})  {100 * (predicted / published - 1):+6.1f}%")
     print(f"  model vs published: mean |log error| {100 * sum(abs(x) for x in logs) / len(logs):.1f}%")
-    large = [r for r in rows if 2.0 * r["m"] * r["n"] * r["k"] >= LARGE_FLOPS]
+    large = large_rows(rows)
     for what, sel in (("all shapes", rows), (f"shapes of >= 2x2048^3 FLOPs ({len(large)})", large)):
         eff, err = fit_eff(sel, mdl, mdl["tile"], mdl["k_overhead"])
         grid = [(fit_eff(sel, mdl, tile, kov), tile, kov) for tile in fit.FIT_TILES for kov in fit.FIT_K_OVERHEADS]
