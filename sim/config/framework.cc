@@ -129,6 +129,8 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.grad_accumulation = GradAccumulationFor(base.precision);
   base.zero_grad_all_reduce = ZeroGradAllReduceFor(base.precision);
   base.loss_logits = loss_logits;
+  base.eager_modules = eager_modules;
+  base.compiled_layers_only = compiled_layers_only;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
@@ -233,6 +235,12 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     f.loss_logits = Fact(facts, "loss_logits").OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast
                                                                                       : LossLogits::kInPlace;
   }
+  if (facts.Has("eager_modules")) {
+    f.eager_modules = Fact(facts, "eager_modules").OneOf({"library", "fp32-tensor-ops"}) == "fp32-tensor-ops"
+                          ? EagerModules::kFp32TensorOps
+                          : EagerModules::kLibrary;
+  }
+  if (facts.Has("compiled_layers_only")) f.compiled_layers_only = Fact(facts, "compiled_layers_only").Bool();
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
   if (facts.Has("precision")) {
     const std::string v = Fact(facts, "precision").OneOf({"fp16", "bf16", "fp8"});

@@ -131,6 +131,8 @@ struct FrameworkProfile {
   std::optional<RecomputeModules> selective_modules;
   // Optional facts (Megatron-Core's behaviour when a file leaves them out).
   LossLogits loss_logits = LossLogits::kInPlace;
+  EagerModules eager_modules = EagerModules::kLibrary;  // PlanConfig::eager_modules
+  bool compiled_layers_only = false;                    // PlanConfig::compiled_layers_only
   bool fsdp_pp_reshard = true;
   bool sp_keeps_gathered_inputs = false;
   // MoE expert tensor parallelism when the run does not say it: 1 (each

@@ -166,6 +166,12 @@ TEST(Framework, FactsDifferBetweenFrameworks) {
   EXPECT_EQ(Match("Megatron-LM (Megatron-Core r0.9)").GradPrecision(Precision::kBf16), Precision::kFp32);
   EXPECT_EQ(Match("Megatron-LM (2021)").GradPrecision(Precision::kFp16), Precision::kFp16);
   EXPECT_EQ(Match("torchtitan (FSDP)").kernels, KernelFusion::kEager);
+  // torchtitan's own RMSNorm and rotary modules (models/norms.py, model.py).
+  EXPECT_EQ(Match("torchtitan (FSDP)").eager_modules, EagerModules::kFp32TensorOps);
+  EXPECT_EQ(Match("Megatron-Core r0.8.0").eager_modules, EagerModules::kLibrary);
+  // apply_compile compiles the TransformerBlocks only.
+  EXPECT_TRUE(Match("torchtitan (FSDP + torch.compile)").compiled_layers_only);
+  EXPECT_FALSE(Match("torchtitan (FSDP)").compiled_layers_only);
   EXPECT_EQ(Match("torchtitan (FSDP + torch.compile)").kernels, KernelFusion::kFused);
   EXPECT_EQ(Match("Megatron-LM (2021)").selective_recompute, SelectiveRecomputeKind::kUnavailable);
   EXPECT_EQ(Match("Composer + llm-foundry").non_gated_family, ModelFamily::kMpt);

@@ -69,6 +69,9 @@ const char* OffloadName(OffloadTarget t) {
 const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy::kOpPolicy ? "op-policy" : "modules"; }
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
+const char* EagerModulesName(EagerModules m) {
+  return m == EagerModules::kFp32TensorOps ? "fp32-tensor-ops" : "library";
+}
 
 const char* StateDtypeName(StateDtype d) {
   switch (d) {
@@ -419,6 +422,11 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("loss_logits")) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
   }
+  if (auto v = obj.Optional("eager_modules")) {
+    p.eager_modules = v->OneOf({"library", "fp32-tensor-ops"}) == "fp32-tensor-ops" ? EagerModules::kFp32TensorOps
+                                                                                   : EagerModules::kLibrary;
+  }
+  if (auto v = obj.Optional("compiled_layers_only")) p.compiled_layers_only = v->Bool();
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
@@ -549,6 +557,8 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"recompute", RecomputeName(p.recompute)},
           {"selective_policy", SelectivePolicyName(p.selective_policy)},
           {"loss_logits", LossLogitsName(p.loss_logits)},
+          {"eager_modules", EagerModulesName(p.eager_modules)},
+          {"compiled_layers_only", p.compiled_layers_only},
           {"optimizer_state", OptimizerStateJson(p.optimizer_state)},
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
           {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},

@@ -140,6 +140,16 @@ const char* SelectivePolicyName(SelectivePolicy p);  // "modules", "op-policy"
 enum class LossLogits { kInPlace, kUpcast };
 const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 
+// How eager kernels (plan.kernels "eager") run the model's RMSNorm and
+// rotary embedding. kLibrary: one library kernel each (F.rms_norm, a fused
+// RoPE), priced at the profile's eager efficiencies. kFp32TensorOps: the
+// model's own modules written as PyTorch tensor ops on an fp32 upcast
+// (torchtitan's RMSNorm x.float() -> pow -> mean -> rsqrt -> mul -> type_as
+// -> * weight, and its complex-number apply_rotary_emb), one generic kernel
+// per op with autograd's backward of each.
+enum class EagerModules { kLibrary, kFp32TensorOps };
+const char* EagerModulesName(EagerModules m);  // "library", "fp32-tensor-ops"
+
 // What the optimizer keeps for each trained parameter of 16-bit training,
 // beside the 16-bit weights, in Megatron-LM's terms (--exp-avg-dtype,
 // --exp-avg-sq-dtype, --main-params-dtype of its precision-aware optimizer):
@@ -281,6 +291,11 @@ struct PlanConfig {
   // With recompute kSelective: module-based (recompute_modules) or the op policy.
   SelectivePolicy selective_policy = SelectivePolicy::kModules;
   LossLogits loss_logits = LossLogits::kInPlace;
+  EagerModules eager_modules = EagerModules::kLibrary;  // with kernels "eager"
+  // With kernels "fused" from torch.compile: only the transformer layers are
+  // compiled (torchtitan's apply_compile wraps each TransformerBlock), so the
+  // embedding, final norm, output layer and loss run eager kernels.
+  bool compiled_layers_only = false;
   OptimizerState optimizer_state;
   // ZeRO-3 with pipeline parallelism: false keeps the gathered 16-bit
   // parameters and unsharded fp32 gradient accumulators through the step, as

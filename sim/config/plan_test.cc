@@ -70,6 +70,17 @@ TEST(Plan, ParsesTpCommOverlap) {
             "plan.tp_comm_overlap");
 }
 
+TEST(Plan, ParsesEagerModules) {
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4})").eager_modules, EagerModules::kLibrary);
+  const PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "fp32-tensor-ops"})");
+  EXPECT_EQ(p.eager_modules, EagerModules::kFp32TensorOps);
+  EXPECT_EQ(PlanToJson(p)["eager_modules"], "fp32-tensor-ops");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "fp32"})").key_path(), "plan.eager_modules");
+  EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": true})").compiled_layers_only);
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": "yes"})").key_path(),
+            "plan.compiled_layers_only");
+}
+
 TEST(Plan, ParsesTheOptimizerState) {
   const PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 4,
       "optimizer_state": {"exp_avg": "bf16", "exp_avg_sq": "bf16", "master": "none"}})");

@@ -17,10 +17,21 @@ double D(int64_t v) { return static_cast<double>(v); }
 
 int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.attention.head_dim; }
 
-// RoPE on Q and K: read and write both.
-double RopeBytes(const LayerShape& s) {
-  return ActBytes(s, 2.0 * D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim));
+}  // namespace
+
+// RoPE on Q and K: read and write both. As fp32 tensor ops
+// (config::EagerModules::kFp32TensorOps: torchtitan's apply_rotary_emb,
+// view_as_complex(x.float()) * freqs_cis, view_as_real, type_as), each of Q
+// and K is upcast (e + 4), multiplied as complex fp32 (8) and cast back
+// (4 + e) in three kernels, forward and backward alike (the gradient is
+// multiplied by the conjugate frequencies).
+Op Rope(const std::string& name, const LayerShape& s) {
+  const double n = D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim);
+  const double e = s.element_bytes();
+  return Fp32TensorOpsKernels(name, n, 2 * e, /*elementwise_bytes=*/8, /*cast_bytes=*/2 * (e + 4), 1, 6, s);
 }
+
+namespace {
 
 // The attention dropout of the unfused path, forward or backward: a PyTorch
 // dropout of its own after the fused softmax (Megatron-LM's
@@ -98,11 +109,11 @@ void QkvForward(std::vector<Op>& ops, const LayerShape& s) {
   AddGather(ops, "ag-attn", s);
   AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
   LinearForward(ops, "qkv", Projection::kQkv, T, QkvWidth(s), s.hidden, s);
-  if (s.attention.rope) ops.push_back(Memory("rope", RopeBytes(s), s));
+  if (s.attention.rope) ops.push_back(Rope("rope", s));
 }
 
 void QkvBackward(std::vector<Op>& ops, const LayerShape& s) {
-  if (s.attention.rope) ops.push_back(Memory("rope-bwd", RopeBytes(s), s));
+  if (s.attention.rope) ops.push_back(Rope("rope-bwd", s));
   int regather = -1;
   if (LinearBackwardNeedsInput(Projection::kQkv, s)) {
     AddGather(ops, "ag-attn-input", s, /*async=*/true);

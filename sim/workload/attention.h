@@ -10,6 +10,7 @@
 #define STACKSIM_SIM_WORKLOAD_ATTENTION_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/workload/layer_shape.h"
@@ -24,6 +25,9 @@ int64_t KvHeads(const LayerShape& s);
 // Value (and attention output) width per head: narrower than the query/key
 // width under MLA (128 vs 128 + 64 in DeepSeek-V3).
 int64_t VDim(const LayerShape& s);
+// RoPE on this rank's Q and K heads, forward or backward (the same bytes):
+// one fused kernel, or the fp32 tensor ops of config::EagerModules.
+Op Rope(const std::string& name, const LayerShape& s);
 
 // From the input norm's output to Q, K, V without MLA: the SP all-gather,
 // the column-parallel QKV GEMM (FP8 casts), RoPE.

@@ -74,7 +74,35 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel);
 }
 
-std::vector<Op> EmbeddingForward(const LayerShape& s) {
+namespace {
+
+// The shape the ops outside the transformer layers see: eager kernels when
+// only the layers are compiled (LayerShape::compiled_layers_only).
+LayerShape OutsideLayers(const LayerShape& layers) {
+  LayerShape s = layers;
+  if (s.compiled_layers_only) s.kernels.fused = false;
+  return s;
+}
+
+// A memory-bound op of the loss made of parts of different eager kernel
+// families ({bytes, family}), at the bandwidth efficiency of their sum
+// (copy speed when fused).
+Op LossKernels(const std::string& name, const std::vector<std::pair<double, EagerKernel>>& parts, int kernels,
+               const LayerShape& s) {
+  double bytes = 0, time = 0;
+  for (const auto& [b, kind] : parts) {
+    bytes += b;
+    time += b / s.kernels.EagerEfficiency(kind);
+  }
+  Op op = Memory(name, bytes, s, kernels, EagerKernel::kSoftmax);
+  if (!s.kernels.fused) op.compute.bandwidth_efficiency = static_cast<float>(bytes / time);
+  return op;
+}
+
+}  // namespace
+
+std::vector<Op> EmbeddingForward(const LayerShape& layers) {
+  const LayerShape s = OutsideLayers(layers);
   std::vector<Op> ops;
   const double n = D(s.tokens()) * D(s.hidden);
   // Vocabulary-parallel lookup (rows of other ranks are zero), then the sum
@@ -85,7 +113,8 @@ std::vector<Op> EmbeddingForward(const LayerShape& s) {
   return ops;
 }
 
-std::vector<Op> EmbeddingBackward(const LayerShape& s) {
+std::vector<Op> EmbeddingBackward(const LayerShape& layers) {
+  const LayerShape s = OutsideLayers(layers);
   std::vector<Op> ops;
   if (s.finetune.frozen_base()) return ops;  // a frozen table: no gradient to scatter
   AddGather16(ops, "ag-embedding-grad", s);
@@ -95,26 +124,46 @@ std::vector<Op> EmbeddingBackward(const LayerShape& s) {
   return ops;
 }
 
-std::vector<Op> HeadForward(const LayerShape& s) {
+std::vector<Op> HeadForward(const LayerShape& layers) {
+  const LayerShape s = OutsideLayers(layers);
   std::vector<Op> ops;
   const int64_t T = s.tokens();
   const int64_t v_rank = s.vocab / s.tp;
+  const double logits = D(T) * D(v_rank);
+  const double e = s.element_bytes();
   ops.push_back(NormForward("final-norm", s));
   AddGather16(ops, "ag-head", s);
   ops.push_back(Gemm16("logits", T, v_rank, s.hidden, 1, s));
-  // Vocabulary-parallel cross entropy in fp32: read logits, write fp32
-  // softmax (Megatron keeps it for the backward), three small all-reduces.
-  ops.push_back(Memory("cross-entropy", D(T) * D(v_rank) * (s.element_bytes() + 4.0 + 4.0), s, 4,
-                       EagerKernel::kSoftmax));
+  if (s.loss_upcast) {
+    // F.cross_entropy(pred.float(), labels): the cast (e + 4 bytes a logit),
+    // then log_softmax reads the fp32 logits and writes its fp32 output.
+    ops.push_back(LossKernels("cross-entropy", {{logits * (e + 4), EagerKernel::kCast},
+                                                {logits * 8, EagerKernel::kSoftmax}}, 3, s));
+  } else {
+    // Vocabulary-parallel cross entropy in fp32: read logits, write fp32
+    // softmax (Megatron keeps it for the backward), three small all-reduces.
+    ops.push_back(Memory("cross-entropy", logits * (e + 4.0 + 4.0), s, 4, EagerKernel::kSoftmax));
+  }
   if (s.tp > 1) ops.push_back(Collective("tp-loss", trace::CollectiveKind::kAllReduce, D(T) * 4.0 * 3));
   return ops;
 }
 
-std::vector<Op> HeadBackward(const LayerShape& s) {
+std::vector<Op> HeadBackward(const LayerShape& layers) {
+  const LayerShape s = OutsideLayers(layers);
   std::vector<Op> ops;
   const int64_t T = s.tokens();
   const int64_t v_rank = s.vocab / s.tp;
-  ops.push_back(Memory("cross-entropy-bwd", D(T) * D(v_rank) * (4.0 + s.element_bytes()), s, 2, EagerKernel::kSoftmax));
+  const double logits = D(T) * D(v_rank);
+  const double e = s.element_bytes();
+  if (s.loss_upcast) {
+    // nll_loss's fp32 gradient (a zero fill and a scatter), log_softmax's
+    // backward (reads it and the kept output, writes fp32), the cast back.
+    ops.push_back(LossKernels("cross-entropy-bwd", {{logits * 4, EagerKernel::kElementwise},
+                                                    {logits * 12, EagerKernel::kSoftmax},
+                                                    {logits * (4 + e), EagerKernel::kCast}}, 4, s));
+  } else {
+    ops.push_back(Memory("cross-entropy-bwd", logits * (4.0 + e), s, 2, EagerKernel::kSoftmax));
+  }
   if (s.finetune.frozen_base()) {
     ops.push_back(Gemm16("logits-dgrad", T, s.hidden, v_rank, 1, s));  // a frozen output layer
   } else {

@@ -76,6 +76,9 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.selective_policy = plan.selective_policy;
   s.sp_keeps_gathered_inputs = plan.sp_keeps_gathered_inputs;
   s.fp8_tp_gather = plan.fp8_tp_gather;
+  s.eager_modules = plan.eager_modules;
+  s.compiled_layers_only = plan.compiled_layers_only;
+  s.loss_upcast = plan.loss_logits == config::LossLogits::kUpcast;
   s.finetune = plan.finetune;
 
   s.attention.heads = model.num_attention_heads;

@@ -138,6 +138,14 @@ struct LayerShape {
   bool sp_keeps_gathered_inputs = false;
   // FP8 all-gathers under SP (plan.fp8_tp_gather): see gather_element_bytes().
   bool fp8_tp_gather = false;
+  // How eager kernels run RMSNorm and RoPE (plan.eager_modules).
+  config::EagerModules eager_modules = config::EagerModules::kLibrary;
+  // The embedding, final norm, output layer and loss run eager kernels
+  // though the layers' are fused (plan.compiled_layers_only).
+  bool compiled_layers_only = false;
+  // The loss upcasts the logits to fp32 before an eager cross entropy
+  // (plan.loss_logits "upcast").
+  bool loss_upcast = false;
   // LoRA / QLoRA (plan.finetune): frozen base weights and their adapters (lora.h).
   config::FinetuneConfig finetune;
   AttentionShape attention;

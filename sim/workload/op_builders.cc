@@ -135,13 +135,56 @@ EagerKernel ActivationKernel(const LayerShape& s) {
   return s.gated ? EagerKernel::kGatedActivation : EagerKernel::kGelu;
 }
 
+bool Fp32TensorOps(const LayerShape& s) {
+  return !s.kernels.fused && s.eager_modules == config::EagerModules::kFp32TensorOps;
+}
+
+Op Fp32TensorOpsKernels(const std::string& name, double elements, double fused_bytes, double elementwise_bytes,
+                        double cast_bytes, int fused_kernels, int eager_kernels, const LayerShape& s) {
+  const double eager_bytes = elementwise_bytes + cast_bytes;
+  Op op = Memory(name, elements * fused_bytes, s, fused_kernels, EagerKernel::kElementwise,
+                 Fp32TensorOps(s) ? eager_bytes / fused_bytes : 1.0, Fp32TensorOps(s) ? eager_kernels : 0);
+  if (Fp32TensorOps(s)) {
+    const double time = elementwise_bytes / s.kernels.EagerEfficiency(EagerKernel::kElementwise) +
+                        cast_bytes / s.kernels.EagerEfficiency(EagerKernel::kCast);
+    op.compute.bandwidth_efficiency = static_cast<float>(eager_bytes / time);
+  }
+  return op;
+}
+
+namespace {
+
+// RMSNorm as fp32 tensor ops (config::EagerModules::kFp32TensorOps), bytes
+// per element with e-byte activations and f = 4. Forward, one kernel each:
+// x.float() (e + f), pow(2) (2f), mean (f), x * rsqrt (2f; the row
+// statistics are negligible), type_as (f + e), * weight (2e): two casts of
+// 2(e + f) and 2e + 5f of element-wise work in 7 kernels. Backward as
+// autograd runs it: * weight (2e) and the weight's gradient (dy * y, 3e,
+// summed over rows, e), type_as (e + f), * rsqrt (2f) and the statistic's
+// gradient (dy * x, 3f, summed, f), mean's expanded gradient (f), pow's
+// (x.pow(1), * 2, * dy: 6f), the two branches of x's gradient added (3f),
+// .float() (f + e): two casts of 2(e + f) and 6e + 16f in 14 kernels.
+constexpr double kFp32Bytes = 4.0;
+
+Op Fp32RmsNorm(const std::string& name, const LayerShape& s, bool backward) {
+  const double n = NormTokens(s) * D(s.hidden);
+  const double e = s.element_bytes(), f = kFp32Bytes;
+  const double fused = backward ? 4 * e : 2 * e;  // what NormForward / NormBackward count
+  const double elementwise = backward ? 6 * e + 16 * f : 2 * e + 5 * f;
+  return Fp32TensorOpsKernels(name, n, fused, elementwise, 2 * (e + f), backward ? 2 : 1, backward ? 14 : 7, s);
+}
+
+}  // namespace
+
 Op NormForward(const std::string& name, const LayerShape& s) {
+  if (s.rms_norm && Fp32TensorOps(s)) return Fp32RmsNorm(name, s, /*backward=*/false);
   double n = NormTokens(s) * D(s.hidden);
   return Memory(name, ActBytes(s, 2 * n), s, 1, NormKernel(s));
 }
 
 // Norm backward reads x and dy, writes dx, and adds the residual branch's gradient.
 Op NormBackward(const std::string& name, const LayerShape& s) {
+  if (s.rms_norm && Fp32TensorOps(s)) return Fp32RmsNorm(name, s, /*backward=*/true);
   double n = NormTokens(s) * D(s.hidden);
   return Memory(name, ActBytes(s, 4 * n), s, 2, NormKernel(s));
 }

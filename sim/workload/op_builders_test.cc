@@ -60,6 +60,85 @@ TEST(EagerKernels, TheProfilesEfficiencyReachesTheOps) {
   EXPECT_EQ(EfficiencyOf(EmbeddingForward(fused), "embedding"), 1.0f);
 }
 
+// The op with this name (it must exist).
+const Op& Named(const std::vector<Op>& ops, const std::string& name) {
+  auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  EXPECT_NE(it, ops.end()) << name;
+  return *it;
+}
+
+// torchtitan's RMSNorm and RoPE as PyTorch tensor ops on an fp32 upcast
+// (config::EagerModules::kFp32TensorOps): per element, the norm moves
+// 4e + 7f bytes forward in 7 kernels and 8e + 18f backward in 14 (e = 2,
+// f = 4); RoPE (2e + 16) each way in 6 kernels over Q and K. Library
+// kernels, fused kernels and LayerNorm models keep the one-kernel counts.
+TEST(EagerModules, TorchtitansNormAndRopeRunAsFp32TensorOps) {
+  config::PlanConfig plan = Plan(config::KernelFusion::kEager);
+  plan.eager_modules = config::EagerModules::kFp32TensorOps;
+  const config::ProfileConfig profile = With(EagerKernel::kElementwise, 0.75);
+  const LayerShape s = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  const double n = 2048.0 * 1024;       // tokens x hidden
+  const double qk = 2048.0 * (16 + 4) * 64;  // tokens x (Q + K heads) x head_dim
+  const std::vector<Op> fwd = LayerForward(s);
+  const std::vector<Op> bwd = LayerBackward(s);
+  EXPECT_DOUBLE_EQ(Named(fwd, "input-norm").compute.bytes.value, 36 * n);
+  EXPECT_EQ(Named(fwd, "input-norm").compute.kernels, 7);
+  // Its two casts (2(e + f) of the 36 bytes) run at the profile's cast
+  // efficiency, the rest at its element-wise one.
+  const double cast = profile.EagerEfficiency(EagerKernel::kCast);
+  EXPECT_FLOAT_EQ(Named(fwd, "input-norm").compute.bandwidth_efficiency, 36 / (24 / 0.75 + 12 / cast));
+  EXPECT_FLOAT_EQ(Named(fwd, "rope").compute.bandwidth_efficiency, 20 / (8 / 0.75 + 12 / cast));
+  EXPECT_DOUBLE_EQ(Named(bwd, "input-norm-bwd").compute.bytes.value, 88 * n);
+  EXPECT_EQ(Named(bwd, "input-norm-bwd").compute.kernels, 14);
+  EXPECT_DOUBLE_EQ(Named(fwd, "rope").compute.bytes.value, 20 * qk);
+  EXPECT_DOUBLE_EQ(Named(bwd, "rope-bwd").compute.bytes.value, 20 * qk);
+  EXPECT_EQ(Named(fwd, "rope").compute.kernels, 6);
+
+  plan.eager_modules = config::EagerModules::kLibrary;
+  const LayerShape library = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(library), "input-norm").compute.bytes.value, 4 * n);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(library), "rope").compute.bytes.value, 4 * qk);
+
+  plan.eager_modules = config::EagerModules::kFp32TensorOps;
+  plan.kernels = config::KernelFusion::kFused;  // torch.compile fuses them
+  const LayerShape fused = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "input-norm").compute.bytes.value, 4 * n);
+  EXPECT_DOUBLE_EQ(Named(LayerBackward(fused), "rope-bwd").compute.bytes.value, 4 * qk);
+
+  plan.kernels = config::KernelFusion::kEager;  // nn.LayerNorm is one ATen kernel
+  const LayerShape layer_norm = LayerShape::From(testing::GptModel(2, 1024, 16, 32000), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(layer_norm), "input-norm").compute.bytes.value, 4 * n);
+}
+
+// The loss as torchtitan runs it, F.cross_entropy(pred.float(), labels)
+// (plan.loss_logits "upcast"): forward a cast (e + 4 bytes a logit) and
+// log_softmax (8), backward nll_loss's gradient (4), log_softmax's (12) and
+// the cast back (4 + e); Megatron's in-place loss moves e + 8 and 4 + e.
+// With only the layers compiled, the head runs eager kernels.
+TEST(EagerModules, TheUpcastLossAndTheHeadOutsideCompiledLayers) {
+  config::PlanConfig plan = Plan(config::KernelFusion::kFused);
+  const config::ProfileConfig profile = With(EagerKernel::kSoftmax, 0.25);
+  const double logits = 2048.0 * 32000;
+  const LayerShape inplace = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(HeadForward(inplace), "cross-entropy").compute.bytes.value, 10 * logits);
+  EXPECT_DOUBLE_EQ(Named(HeadBackward(inplace), "cross-entropy-bwd").compute.bytes.value, 6 * logits);
+  plan.loss_logits = config::LossLogits::kUpcast;
+  const LayerShape upcast = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(HeadForward(upcast), "cross-entropy").compute.bytes.value, 14 * logits);
+  EXPECT_DOUBLE_EQ(Named(HeadBackward(upcast), "cross-entropy-bwd").compute.bytes.value, 22 * logits);
+  EXPECT_EQ(Named(HeadForward(upcast), "cross-entropy").compute.bandwidth_efficiency, 1.0f);  // fused
+
+  plan.compiled_layers_only = true;
+  plan.eager_modules = config::EagerModules::kFp32TensorOps;
+  const LayerShape compiled = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  const double cast = profile.EagerEfficiency(EagerKernel::kCast);
+  EXPECT_FLOAT_EQ(Named(HeadForward(compiled), "cross-entropy").compute.bandwidth_efficiency,
+                  14 / (6 / cast + 8 / 0.25));
+  EXPECT_DOUBLE_EQ(Named(HeadForward(compiled), "final-norm").compute.bytes.value, 36 * 2048.0 * 1024);
+  // The layers stay compiled.
+  EXPECT_DOUBLE_EQ(Named(LayerForward(compiled), "input-norm").compute.bytes.value, 4 * 2048.0 * 1024);
+}
+
 // The training step takes the efficiencies from its scenario's profile.
 TEST(EagerKernels, TheTrainingStepUsesTheScenariosProfile) {
   config::ScenarioConfig s =
