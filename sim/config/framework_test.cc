@@ -292,10 +292,26 @@ TEST(FrameworkScenario, ExpertTpFollowsTheFramework) {
 TEST(Framework, PipelineScheduleGivesTheDefaultVirtualStages) {
   EXPECT_EQ(Match("torchtitan (FSDP+TP+PP 1F1B + compile + Float8 + AsyncTP)").default_vp, 1);
   const FrameworkProfile& interleaved = Match("torchtitan (FSDP+TP+PP interleaved 1F1B + compile + Float8 + AsyncTP)");
-  EXPECT_EQ(interleaved.name, "torchtitan-compile-interleaved");
+  EXPECT_EQ(interleaved.name, "torchtitan-compile-interleaved-asynctp");
   EXPECT_EQ(interleaved.default_vp, 2);
   EXPECT_EQ(interleaved.kernels, KernelFusion::kFused);
   EXPECT_EQ(Match("NeMo 24.07 (Megatron-Core)").default_vp, 0);  // tuned
+}
+
+// torchtitan's async TP (experimental.enable_async_tensor_parallel: Inductor's
+// micro-pipeline TP) pipelines the all-gather -> matmul and matmul ->
+// reduce-scatter pairs only; without it nothing overlaps the TP collectives.
+// The async-TP profiles extend the compiled ones.
+TEST(Framework, TorchtitansAsyncTpPipelinesTheTpPairs) {
+  const FrameworkProfile& async = Match("torchtitan (FSDP+TP + AsyncTP + torch.compile + Float8)");
+  EXPECT_EQ(async.name, "torchtitan-compile-asynctp");
+  EXPECT_EQ(async.TpOverlapFor(false), TpCommOverlap::kPipelined);
+  EXPECT_EQ(async.kernels, KernelFusion::kFused);
+  EXPECT_TRUE(async.compiled_layers_only);
+  EXPECT_EQ(Match("torchtitan (FSDP+TP + torch.compile + Float8)").TpOverlapFor(false), TpCommOverlap::kNone);
+  const FrameworkProfile& interleaved = Match("torchtitan (FSDP+TP+PP interleaved 1F1B + compile + Float8 + AsyncTP)");
+  EXPECT_EQ(interleaved.TpOverlapFor(false), TpCommOverlap::kPipelined);
+  EXPECT_EQ(interleaved.default_vp, 2);
 }
 
 // DeepSeek-V3's framework (its technical report, §3.2): DualPipe, the

@@ -148,13 +148,18 @@ const char* TpCommOverlapName(TpCommOverlap o) {
       return "backward";
     case TpCommOverlap::kGemm:
       return "gemm";
+    case TpCommOverlap::kPipelined:
+      return "pipelined";
   }
   return "none";
 }
 
 TpCommOverlap ReadTpCommOverlap(const JsonNode& v) {
-  const std::string name = v.OneOf({"none", "backward", "gemm"});
-  return name == "gemm" ? TpCommOverlap::kGemm : name == "backward" ? TpCommOverlap::kBackward : TpCommOverlap::kNone;
+  const std::string name = v.OneOf({"none", "backward", "gemm", "pipelined"});
+  return name == "gemm"        ? TpCommOverlap::kGemm
+         : name == "pipelined" ? TpCommOverlap::kPipelined
+         : name == "backward"  ? TpCommOverlap::kBackward
+                               : TpCommOverlap::kNone;
 }
 
 const char* Zero3GatherName(Zero3Gather g) {

@@ -234,9 +234,13 @@ double LossLogitBytes(LossLogits l);
 // Transformer Engine linears). kGemm: also the sequence-parallel all-gathers
 // and reduce-scatters next to the forward and data-gradient GEMMs, split
 // into chunks that pipeline with the GEMM (Transformer Engine userbuffers,
-// Megatron's --tp-comm-overlap; PyTorch's async TP). docs/workload.md.
-enum class TpCommOverlap { kNone, kBackward, kGemm };
-const char* TpCommOverlapName(TpCommOverlap o);     // "none", "backward", "gemm"
+// Megatron's --tp-comm-overlap). kPipelined: only those chunked pairs, the
+// data-gradient reductions blocking (PyTorch's async TP, Inductor's
+// micro-pipeline TP pass: it fuses an all-gather with the matmuls that take
+// the gathered tensor and a matmul with the reduce-scatter of its output,
+// not a reduce-scatter of a sum of data gradients). docs/workload.md.
+enum class TpCommOverlap { kNone, kBackward, kGemm, kPipelined };
+const char* TpCommOverlapName(TpCommOverlap o);     // "none", "backward", "gemm", "pipelined"
 TpCommOverlap ReadTpCommOverlap(const JsonNode& v);  // one of TpCommOverlapName's
 
 // How data-parallel replicas exchange gradients (docs/workload.md

@@ -66,6 +66,9 @@ TEST(Plan, ParsesTpCommOverlap) {
   EXPECT_EQ(Parse(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "backward"})").tp_comm_overlap,
             TpCommOverlap::kBackward);
   EXPECT_EQ(Parse(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "gemm"})").tp_comm_overlap, TpCommOverlap::kGemm);
+  const PlanConfig pipelined = Parse(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "pipelined"})");
+  EXPECT_EQ(pipelined.tp_comm_overlap, TpCommOverlap::kPipelined);
+  EXPECT_EQ(PlanToJson(pipelined)["tp_comm_overlap"], "pipelined");
   EXPECT_EQ(ParseError(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "async"})").key_path(),
             "plan.tp_comm_overlap");
 }

@@ -44,7 +44,7 @@ std::vector<Op> LayerForward(const LayerShape& s) {
     DenseMlpForward(ops, s);
   }
   ops.push_back(ResidualForward("mlp-residual", s));
-  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel);
+  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel, s.tp);
 }
 
 std::vector<Op> LayerBackward(const LayerShape& s) {
@@ -71,7 +71,7 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   WaitFor(ops, exchange);
   if (!s.mla.enabled) AddReduce(ops, "tp-attn-grad", s);
   ops.push_back(NormBackward("input-norm-bwd", s));
-  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel);
+  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel, s.tp);
 }
 
 namespace {

@@ -10,9 +10,11 @@
 // kGemm (sequence parallelism only; else as kBackward): also each
 // all-gather before a GEMM and each reduce-scatter after one run beside that
 // GEMM (Transformer Engine userbuffers, PyTorch's async TP pipeline the GEMM
-// in chunks with the communication). The chunk that cannot overlap and the
-// multiprocessors the communication kernels take from the GEMM are not
-// modelled: the pair costs the longer of the two.
+// in tp chunks with the communication). The chunk that cannot overlap is
+// modelled: the GEMM rows of the last gathered chunk run after the gather
+// (a "-last-chunk" GEMM of 1/tp of the rows), and the last 1/tp of a
+// reduce-scatter runs after its GEMM, blocking. The multiprocessors the
+// communication takes are the engine's (overlap_comm_sms).
 #ifndef STACKSIM_SIM_WORKLOAD_TP_OVERLAP_H_
 #define STACKSIM_SIM_WORKLOAD_TP_OVERLAP_H_
 
@@ -27,7 +29,9 @@ namespace stacksim::workload {
 // without sequence parallelism acts as kBackward). wait_for indices are
 // renumbered; an op that already waits for something keeps its collective
 // blocking.
-std::vector<Op> OverlapTpCollectives(std::vector<Op> ops, config::TpCommOverlap mode, bool sequence_parallel);
+// kPipelined: the chunked pairs of kGemm only (without sequence parallelism,
+// nothing).
+std::vector<Op> OverlapTpCollectives(std::vector<Op> ops, config::TpCommOverlap mode, bool sequence_parallel, int tp);
 
 }  // namespace stacksim::workload
 

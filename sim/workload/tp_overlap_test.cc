@@ -42,7 +42,7 @@ TEST(TpOverlap, NoneLeavesTheListsAlone) {
   const LayerShape s = Shape(TpCommOverlap::kNone, true);
   const std::vector<Op> fwd = LayerForward(s);
   EXPECT_EQ(BlockingTpCollectives(fwd), 4);  // two all-gathers, two reduce-scatters
-  const std::vector<Op> again = OverlapTpCollectives(fwd, TpCommOverlap::kNone, true);
+  const std::vector<Op> again = OverlapTpCollectives(fwd, TpCommOverlap::kNone, true, 4);
   ASSERT_EQ(again.size(), fwd.size());
   for (size_t i = 0; i < fwd.size(); ++i) EXPECT_EQ(again[i].name, fwd[i].name);
 }
@@ -69,18 +69,57 @@ TEST(TpOverlap, BackwardReducesTheInputGradientBesideTheWeightGradient) {
   EXPECT_EQ(bwd[bwd[wgrad].wait_for].name, "ag-mlp-input");
 }
 
+// Each pair is pipelined in tp chunks: the GEMM rows of the last gathered
+// chunk wait for the gather, and the last 1/tp of a reduce-scatter follows
+// its GEMM, blocking.
 TEST(TpOverlap, GemmOverlapsEveryAllGatherAndReduceScatterNextToAGemm) {
   const LayerShape s = Shape(TpCommOverlap::kGemm, true);
   const std::vector<Op> fwd = LayerForward(s);
-  EXPECT_EQ(BlockingTpCollectives(fwd), 0);
+  const std::vector<Op> plain = LayerForward(Shape(TpCommOverlap::kNone, true));
+  EXPECT_EQ(BlockingTpCollectives(fwd), 2);  // the reduce-scatters' last chunks
   const int ag = Find(fwd, "ag-attn");
   const int qkv = Find(fwd, "qkv");
+  const int qkv_last = Find(fwd, "qkv-last-chunk");
   EXPECT_TRUE(fwd[ag].async);
-  EXPECT_EQ(fwd[qkv + 1].wait_for, ag);
+  EXPECT_EQ(qkv_last, qkv + 1);
+  EXPECT_EQ(fwd[qkv_last].wait_for, ag);
+  EXPECT_DOUBLE_EQ(fwd[qkv].compute.flops.value + fwd[qkv_last].compute.flops.value,
+                   plain[Find(plain, "qkv")].compute.flops.value);
+  EXPECT_EQ(fwd[qkv_last].compute.m * 4, fwd[qkv].compute.m + fwd[qkv_last].compute.m);
   const int rs = Find(fwd, "tp-mlp");
   EXPECT_EQ(Find(fwd, "fc2"), rs + 1);  // issued with fc2, not after it
-  EXPECT_EQ(fwd[rs + 2].wait_for, rs);
-  EXPECT_EQ(BlockingTpCollectives(LayerBackward(s)), 0);
+  const int rs_last = Find(fwd, "tp-mlp-last-chunk");
+  EXPECT_EQ(rs_last, rs + 2);
+  EXPECT_FALSE(fwd[rs_last].async);
+  EXPECT_DOUBLE_EQ(fwd[rs].bytes.value * 4, 3 * plain[Find(plain, "tp-mlp")].bytes.value);
+  EXPECT_DOUBLE_EQ(fwd[rs_last].bytes.value * 4, plain[Find(plain, "tp-mlp")].bytes.value);
+  EXPECT_EQ(fwd[rs + 3].wait_for, rs);
+  const std::vector<Op> bwd = LayerBackward(s);
+  // Backward: the data gradients' reduce-scatters run beside the weight
+  // gradients (not pipelined, no chunk); the output gradients' all-gathers
+  // are pipelined with the data-gradient GEMMs.
+  EXPECT_EQ(BlockingTpCollectives(bwd), 0);
+  for (const Op& op : bwd) EXPECT_NE(op.name, "tp-attn-grad-last-chunk");
+  const int dgrad_last = Find(bwd, "attn-proj-dgrad-last-chunk");
+  EXPECT_EQ(bwd[bwd[dgrad_last].wait_for].name, "ag-attn-grad");
+}
+
+// PyTorch's async TP: the pipelined pairs of kGemm, but the data-gradient
+// reduce-scatters stay blocking (not beside the weight gradients).
+TEST(TpOverlap, PipelinedKeepsOnlyTheChunkedPairs) {
+  const std::vector<Op> fwd = LayerForward(Shape(TpCommOverlap::kPipelined, true));
+  const std::vector<Op> gemm_fwd = LayerForward(Shape(TpCommOverlap::kGemm, true));
+  ASSERT_EQ(fwd.size(), gemm_fwd.size());
+  for (size_t i = 0; i < fwd.size(); ++i) {
+    EXPECT_EQ(fwd[i].name, gemm_fwd[i].name);
+    EXPECT_EQ(fwd[i].async, gemm_fwd[i].async);
+  }
+  const std::vector<Op> bwd = LayerBackward(Shape(TpCommOverlap::kPipelined, true));
+  for (const char* reduce : {"tp-mlp-grad", "tp-attn-grad"}) EXPECT_FALSE(bwd[Find(bwd, reduce)].async) << reduce;
+  EXPECT_EQ(bwd[bwd[Find(bwd, "attn-proj-dgrad-last-chunk")].wait_for].name, "ag-attn-grad");
+  // Without sequence parallelism there are no such pairs: nothing moves.
+  EXPECT_EQ(BlockingTpCollectives(LayerBackward(Shape(TpCommOverlap::kPipelined, false))),
+            BlockingTpCollectives(LayerBackward(Shape(TpCommOverlap::kNone, false))));
 }
 
 TEST(TpOverlap, GemmWithoutSequenceParallelismOverlapsOnlyTheBackwardReduction) {
