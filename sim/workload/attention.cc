@@ -24,11 +24,17 @@ int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.
 // view_as_complex(x.float()) * freqs_cis, view_as_real, type_as), each of Q
 // and K is upcast (e + 4), multiplied as complex fp32 (8) and cast back
 // (4 + e) in three kernels, forward and backward alike (the gradient is
-// multiplied by the conjugate frequencies).
+// multiplied by the conjugate frequencies). torch.compile does not change
+// that: Inductor generates no code for complex operators and runs them as
+// ATen fallback kernels ("Torchinductor does not support code generation
+// for complex operators", torchtitan issue #15), so the complex product and
+// the casts around it stay kernels of their own.
 Op Rope(const std::string& name, const LayerShape& s) {
   const double n = D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim);
   const double e = s.element_bytes();
-  return Fp32TensorOpsKernels(name, n, 2 * e, /*elementwise_bytes=*/8, /*cast_bytes=*/2 * (e + 4), 1, 6, s);
+  LayerShape k = s;
+  if (s.eager_modules == config::EagerModules::kFp32TensorOps) k.kernels.fused = false;
+  return Fp32TensorOpsKernels(name, n, 2 * e, /*elementwise_bytes=*/8, /*cast_bytes=*/2 * (e + 4), 1, 6, k);
 }
 
 namespace {

@@ -70,7 +70,7 @@ config::EagerKernel NormKernel(const LayerShape& s);
 // The eager kernel family of the MLP activation (GeLU, or the gated pair).
 config::EagerKernel ActivationKernel(const LayerShape& s);
 // Whether eager kernels run RMSNorm and RoPE as fp32 tensor ops
-// (config::EagerModules::kFp32TensorOps; NormForward, RopeForward).
+// (config::EagerModules::kFp32TensorOps; NormForward, Rope).
 bool Fp32TensorOps(const LayerShape& s);
 // A memory-bound op over `elements` that moves `fused_bytes` per element in
 // `fused_kernels` fused kernels; as fp32 tensor ops (Fp32TensorOps) it moves

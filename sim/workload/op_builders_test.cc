@@ -100,10 +100,15 @@ TEST(EagerModules, TorchtitansNormAndRopeRunAsFp32TensorOps) {
   EXPECT_DOUBLE_EQ(Named(LayerForward(library), "rope").compute.bytes.value, 4 * qk);
 
   plan.eager_modules = config::EagerModules::kFp32TensorOps;
-  plan.kernels = config::KernelFusion::kFused;  // torch.compile fuses them
+  plan.kernels = config::KernelFusion::kFused;  // torch.compile fuses the norm
   const LayerShape fused = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
   EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "input-norm").compute.bytes.value, 4 * n);
-  EXPECT_DOUBLE_EQ(Named(LayerBackward(fused), "rope-bwd").compute.bytes.value, 4 * qk);
+  // but runs the complex RoPE as ATen fallback kernels.
+  EXPECT_DOUBLE_EQ(Named(LayerBackward(fused), "rope-bwd").compute.bytes.value, 20 * qk);
+  plan.eager_modules = config::EagerModules::kLibrary;
+  const LayerShape fused_library = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(LayerBackward(fused_library), "rope-bwd").compute.bytes.value, 4 * qk);
+  plan.eager_modules = config::EagerModules::kFp32TensorOps;
 
   plan.kernels = config::KernelFusion::kEager;  // nn.LayerNorm is one ATen kernel
   const LayerShape layer_norm = LayerShape::From(testing::GptModel(2, 1024, 16, 32000), plan, 2048, profile);
