@@ -146,7 +146,9 @@ const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 // model's own modules written as PyTorch tensor ops on an fp32 upcast
 // (torchtitan's RMSNorm x.float() -> pow -> mean -> rsqrt -> mul -> type_as
 // -> * weight, and its complex-number apply_rotary_emb), one generic kernel
-// per op with autograd's backward of each.
+// per op with autograd's backward of each. With fused kernels
+// (torch.compile) the norm is fused but the complex RoPE is not: Inductor
+// runs complex operators as ATen fallback kernels.
 enum class EagerModules { kLibrary, kFp32TensorOps };
 const char* EagerModulesName(EagerModules m);  // "library", "fp32-tensor-ops"
 
