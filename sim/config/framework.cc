@@ -131,6 +131,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.loss_logits = loss_logits;
   base.eager_modules = eager_modules;
   base.compiled_layers_only = compiled_layers_only;
+  base.repeat_kv_copies = repeat_kv_copies;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
   base.sp_keeps_gathered_inputs = sp_keeps_gathered_inputs;
   base.cp_torch_ring = cp_torch_ring;
@@ -241,6 +242,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                           : EagerModules::kLibrary;
   }
   if (facts.Has("compiled_layers_only")) f.compiled_layers_only = Fact(facts, "compiled_layers_only").Bool();
+  if (facts.Has("repeat_kv_copies")) f.repeat_kv_copies = Fact(facts, "repeat_kv_copies").Bool();
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
   if (facts.Has("precision")) {
     const std::string v = Fact(facts, "precision").OneOf({"fp16", "bf16", "fp8"});

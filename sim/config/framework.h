@@ -133,6 +133,7 @@ struct FrameworkProfile {
   LossLogits loss_logits = LossLogits::kInPlace;
   EagerModules eager_modules = EagerModules::kLibrary;  // PlanConfig::eager_modules
   bool compiled_layers_only = false;                    // PlanConfig::compiled_layers_only
+  bool repeat_kv_copies = false;                        // PlanConfig::repeat_kv_copies
   bool fsdp_pp_reshard = true;
   bool sp_keeps_gathered_inputs = false;
   // MoE expert tensor parallelism when the run does not say it: 1 (each

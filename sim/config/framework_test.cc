@@ -172,6 +172,8 @@ TEST(Framework, FactsDifferBetweenFrameworks) {
   // apply_compile compiles the TransformerBlocks only.
   EXPECT_TRUE(Match("torchtitan (FSDP + torch.compile)").compiled_layers_only);
   EXPECT_FALSE(Match("torchtitan (FSDP)").compiled_layers_only);
+  EXPECT_TRUE(Match("torchtitan (FSDP)").repeat_kv_copies);  // model.py repeat_kv before SDPA
+  EXPECT_FALSE(Match("Megatron-Core r0.8.0").repeat_kv_copies);
   EXPECT_EQ(Match("torchtitan (FSDP + torch.compile)").kernels, KernelFusion::kFused);
   EXPECT_EQ(Match("Megatron-LM (2021)").selective_recompute, SelectiveRecomputeKind::kUnavailable);
   EXPECT_EQ(Match("Composer + llm-foundry").non_gated_family, ModelFamily::kMpt);

@@ -432,6 +432,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
                                                                                    : EagerModules::kLibrary;
   }
   if (auto v = obj.Optional("compiled_layers_only")) p.compiled_layers_only = v->Bool();
+  if (auto v = obj.Optional("repeat_kv_copies")) p.repeat_kv_copies = v->Bool();
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
   if (auto v = obj.Optional("sp_keeps_gathered_inputs")) p.sp_keeps_gathered_inputs = v->Bool();
   if (auto v = obj.Optional("cp_torch_ring")) p.cp_torch_ring = v->Bool();
@@ -564,6 +565,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"loss_logits", LossLogitsName(p.loss_logits)},
           {"eager_modules", EagerModulesName(p.eager_modules)},
           {"compiled_layers_only", p.compiled_layers_only},
+          {"repeat_kv_copies", p.repeat_kv_copies},
           {"optimizer_state", OptimizerStateJson(p.optimizer_state)},
           {"fsdp_pp_reshard", p.fsdp_pp_reshard},
           {"sp_keeps_gathered_inputs", p.sp_keeps_gathered_inputs},

@@ -302,6 +302,11 @@ struct PlanConfig {
   // compiled (torchtitan's apply_compile wraps each TransformerBlock), so the
   // embedding, final norm, output layer and loss run eager kernels.
   bool compiled_layers_only = false;
+  // Grouped-query attention's K and V are copied out to the query heads
+  // before the attention kernel (torchtitan's repeat_kv: expand + reshape
+  // materialized), and the backward sums the copies; false: the kernel reads
+  // the KV heads (flash attention's GQA).
+  bool repeat_kv_copies = false;
   OptimizerState optimizer_state;
   // ZeRO-3 with pipeline parallelism: false keeps the gathered 16-bit
   // parameters and unsharded fp32 gradient accumulators through the step, as

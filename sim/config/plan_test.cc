@@ -80,6 +80,7 @@ TEST(Plan, ParsesEagerModules) {
   EXPECT_EQ(PlanToJson(p)["eager_modules"], "fp32-tensor-ops");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "fp32"})").key_path(), "plan.eager_modules");
   EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": true})").compiled_layers_only);
+  EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "repeat_kv_copies": true})").repeat_kv_copies);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": "yes"})").key_path(),
             "plan.compiled_layers_only");
 }

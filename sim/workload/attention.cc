@@ -29,6 +29,17 @@ int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.
 // ATen fallback kernels ("Torchinductor does not support code generation
 // for complex operators", torchtitan issue #15), so the complex product and
 // the casts around it stay kernels of their own.
+//
+// RepeatKvBytes: with plan.repeat_kv_copies, K and V (kv heads each) are
+// read and written out query-heads wide before the attention kernel, and
+// the backward reads the widened gradients and writes their sums: per
+// direction 2 x (kv + q) x head_dim elements a token.
+double RepeatKvBytes(const LayerShape& s) {
+  const int64_t kv = KvHeads(s), q = QHeads(s);
+  if (!s.repeat_kv_copies || kv >= q) return 0;
+  return 2.0 * ActBytes(s, D(s.tokens()) * D(kv + q) * D(s.attention.head_dim));
+}
+
 Op Rope(const std::string& name, const LayerShape& s) {
   const double n = D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim);
   const double e = s.element_bytes();
@@ -131,6 +142,7 @@ void QkvBackward(std::vector<Op>& ops, const LayerShape& s) {
 void AttentionCoreForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t bh = s.micro_batch * QHeads(s);
   if (s.attention.flash) {
+    if (const double b = RepeatKvBytes(s); b > 0) ops.push_back(Memory("repeat-kv", b, s, 2));
     if (s.cp.size > 1) ops.push_back(CpKvExchange(s, /*backward=*/false));
     ops.push_back(FlashAttention(s, /*backward=*/false));
     // One SDPA per ring step under PyTorch's ring attention: its unfused
@@ -165,6 +177,7 @@ void AttentionCoreBackward(std::vector<Op>& ops, const LayerShape& s) {
     if (const double b = CpTorchRingGradBytes(s); b > 0) {
       ops.push_back(Memory("cp-ring-grad-accum", b, s, 8 * s.cp.size + 5));
     }
+    if (const double b = RepeatKvBytes(s); b > 0) ops.push_back(Memory("repeat-kv-bwd", b, s, 2));
     return;
   }
   const double scores = D(bh) * D(s.seq) * D(s.seq);

@@ -28,6 +28,10 @@ int64_t VDim(const LayerShape& s);
 // RoPE on this rank's Q and K heads, forward or backward (the same bytes):
 // one fused kernel, or the fp32 tensor ops of config::EagerModules.
 Op Rope(const std::string& name, const LayerShape& s);
+// Bytes of copying K and V out to the query heads (or summing their
+// gradients back), 0 unless plan.repeat_kv_copies and the layer has fewer
+// KV heads than query heads on this rank.
+double RepeatKvBytes(const LayerShape& s);
 
 // From the input norm's output to Q, K, V without MLA: the SP all-gather,
 // the column-parallel QKV GEMM (FP8 casts), RoPE.

@@ -79,6 +79,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.eager_modules = plan.eager_modules;
   s.compiled_layers_only = plan.compiled_layers_only;
   s.loss_upcast = plan.loss_logits == config::LossLogits::kUpcast;
+  s.repeat_kv_copies = plan.repeat_kv_copies;
   s.finetune = plan.finetune;
 
   s.attention.heads = model.num_attention_heads;

@@ -146,6 +146,8 @@ struct LayerShape {
   // The loss upcasts the logits to fp32 before an eager cross entropy
   // (plan.loss_logits "upcast").
   bool loss_upcast = false;
+  // GQA's K/V copied to the query heads before attention (plan.repeat_kv_copies).
+  bool repeat_kv_copies = false;
   // LoRA / QLoRA (plan.finetune): frozen base weights and their adapters (lora.h).
   config::FinetuneConfig finetune;
   AttentionShape attention;

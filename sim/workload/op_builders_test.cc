@@ -144,6 +144,26 @@ TEST(EagerModules, TheUpcastLossAndTheHeadOutsideCompiledLayers) {
   EXPECT_DOUBLE_EQ(Named(LayerForward(compiled), "input-norm").compute.bytes.value, 4 * 2048.0 * 1024);
 }
 
+// torchtitan's repeat_kv (plan.repeat_kv_copies): K and V copied out to the
+// query heads before flash attention, the copies' gradients summed after
+// its backward: 2 x (kv + q) x head_dim elements a token each way; none
+// without GQA or without the key.
+TEST(EagerModules, RepeatKvCopiesWidenKAndV) {
+  config::PlanConfig plan = Plan(config::KernelFusion::kFused);
+  plan.repeat_kv_copies = true;
+  const config::ProfileConfig profile = testing::RoundProfile();
+  const LayerShape s = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);  // 16 q, 4 kv heads of 64
+  const double bytes = 2.0 * 2048 * (4 + 16) * 64 * 2;
+  EXPECT_DOUBLE_EQ(Named(LayerForward(s), "repeat-kv").compute.bytes.value, bytes);
+  EXPECT_DOUBLE_EQ(Named(LayerBackward(s), "repeat-kv-bwd").compute.bytes.value, bytes);
+  plan.repeat_kv_copies = false;
+  const std::vector<Op> off = LayerForward(LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile));
+  EXPECT_TRUE(std::none_of(off.begin(), off.end(), [](const Op& op) { return op.name == "repeat-kv"; }));
+  plan.repeat_kv_copies = true;  // multi-head attention: nothing to repeat
+  const std::vector<Op> mha = LayerForward(LayerShape::From(testing::GptModel(2, 1024, 16, 32000), plan, 2048, profile));
+  EXPECT_TRUE(std::none_of(mha.begin(), mha.end(), [](const Op& op) { return op.name == "repeat-kv"; }));
+}
+
 // The training step takes the efficiencies from its scenario's profile.
 TEST(EagerKernels, TheTrainingStepUsesTheScenariosProfile) {
   config::ScenarioConfig s =
