@@ -43,9 +43,11 @@ double RepeatKvBytes(const LayerShape& s) {
 Op Rope(const std::string& name, const LayerShape& s) {
   const double n = D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim);
   const double e = s.element_bytes();
-  LayerShape k = s;
-  if (s.eager_modules == config::EagerModules::kFp32TensorOps) k.kernels.fused = false;
-  return Fp32TensorOpsKernels(name, n, 2 * e, /*elementwise_bytes=*/8, /*cast_bytes=*/2 * (e + 4), 1, 6, k);
+  if (s.eager_modules != config::EagerModules::kFp32TensorOps) return Memory(name, n * 2 * e, s);
+  LayerShape eager = s;  // compiled or not
+  eager.kernels.fused = false;
+  return EagerParts(name, n * 2 * e, 1, {{n * 8, EagerKernel::kElementwise}, {n * 2 * (e + 4), EagerKernel::kCast}}, 6,
+                    eager);
 }
 
 namespace {

@@ -84,19 +84,12 @@ LayerShape OutsideLayers(const LayerShape& layers) {
   return s;
 }
 
-// A memory-bound op of the loss made of parts of different eager kernel
-// families ({bytes, family}), at the bandwidth efficiency of their sum
-// (copy speed when fused).
-Op LossKernels(const std::string& name, const std::vector<std::pair<double, EagerKernel>>& parts, int kernels,
-               const LayerShape& s) {
-  double bytes = 0, time = 0;
-  for (const auto& [b, kind] : parts) {
-    bytes += b;
-    time += b / s.kernels.EagerEfficiency(kind);
-  }
-  Op op = Memory(name, bytes, s, kernels, EagerKernel::kSoftmax);
-  if (!s.kernels.fused) op.compute.bandwidth_efficiency = static_cast<float>(bytes / time);
-  return op;
+// A loss op of parts of different eager kernel families: the same bytes
+// fused or not.
+Op LossKernels(const std::string& name, const std::vector<EagerPart>& parts, int kernels, const LayerShape& s) {
+  double bytes = 0;
+  for (const EagerPart& p : parts) bytes += p.bytes;
+  return EagerParts(name, bytes, kernels, parts, kernels, s);
 }
 
 }  // namespace

@@ -135,20 +135,16 @@ EagerKernel ActivationKernel(const LayerShape& s) {
   return s.gated ? EagerKernel::kGatedActivation : EagerKernel::kGelu;
 }
 
-bool Fp32TensorOps(const LayerShape& s) {
-  return !s.kernels.fused && s.eager_modules == config::EagerModules::kFp32TensorOps;
-}
 
-Op Fp32TensorOpsKernels(const std::string& name, double elements, double fused_bytes, double elementwise_bytes,
-                        double cast_bytes, int fused_kernels, int eager_kernels, const LayerShape& s) {
-  const double eager_bytes = elementwise_bytes + cast_bytes;
-  Op op = Memory(name, elements * fused_bytes, s, fused_kernels, EagerKernel::kElementwise,
-                 Fp32TensorOps(s) ? eager_bytes / fused_bytes : 1.0, Fp32TensorOps(s) ? eager_kernels : 0);
-  if (Fp32TensorOps(s)) {
-    const double time = elementwise_bytes / s.kernels.EagerEfficiency(EagerKernel::kElementwise) +
-                        cast_bytes / s.kernels.EagerEfficiency(EagerKernel::kCast);
-    op.compute.bandwidth_efficiency = static_cast<float>(eager_bytes / time);
+Op EagerParts(const std::string& name, double fused_bytes, int fused_kernels, const std::vector<EagerPart>& parts,
+              int eager_kernels, const LayerShape& s) {
+  double bytes = 0, time = 0;
+  for (const EagerPart& p : parts) {
+    bytes += p.bytes;
+    time += p.bytes / s.kernels.EagerEfficiency(p.kind);
   }
+  Op op = Memory(name, fused_bytes, s, fused_kernels, EagerKernel::kElementwise, bytes / fused_bytes, eager_kernels);
+  if (!s.kernels.fused) op.compute.bandwidth_efficiency = static_cast<float>(bytes / time);
   return op;
 }
 
@@ -166,12 +162,19 @@ namespace {
 // .float() (f + e): two casts of 2(e + f) and 6e + 16f in 14 kernels.
 constexpr double kFp32Bytes = 4.0;
 
+// Whether eager kernels run RMSNorm as fp32 tensor ops.
+bool Fp32TensorOps(const LayerShape& s) {
+  return !s.kernels.fused && s.eager_modules == config::EagerModules::kFp32TensorOps;
+}
+
 Op Fp32RmsNorm(const std::string& name, const LayerShape& s, bool backward) {
   const double n = NormTokens(s) * D(s.hidden);
   const double e = s.element_bytes(), f = kFp32Bytes;
   const double fused = backward ? 4 * e : 2 * e;  // what NormForward / NormBackward count
   const double elementwise = backward ? 6 * e + 16 * f : 2 * e + 5 * f;
-  return Fp32TensorOpsKernels(name, n, fused, elementwise, 2 * (e + f), backward ? 2 : 1, backward ? 14 : 7, s);
+  return EagerParts(name, n * fused, backward ? 2 : 1,
+                    {{n * elementwise, EagerKernel::kElementwise}, {n * 2 * (e + f), EagerKernel::kCast}},
+                    backward ? 14 : 7, s);
 }
 
 }  // namespace

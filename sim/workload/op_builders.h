@@ -69,16 +69,17 @@ double ActBytes(const LayerShape& s, double elements);
 config::EagerKernel NormKernel(const LayerShape& s);
 // The eager kernel family of the MLP activation (GeLU, or the gated pair).
 config::EagerKernel ActivationKernel(const LayerShape& s);
-// Whether eager kernels run RMSNorm and RoPE as fp32 tensor ops
-// (config::EagerModules::kFp32TensorOps; NormForward, Rope).
-bool Fp32TensorOps(const LayerShape& s);
-// A memory-bound op over `elements` that moves `fused_bytes` per element in
-// `fused_kernels` fused kernels; as fp32 tensor ops (Fp32TensorOps) it moves
-// `elementwise_bytes` in element-wise kernels and `cast_bytes` in dtype
-// casts, `eager_kernels` in all, each part at the profile's eager
-// efficiency for its family.
-Op Fp32TensorOpsKernels(const std::string& name, double elements, double fused_bytes, double elementwise_bytes,
-                        double cast_bytes, int fused_kernels, int eager_kernels, const LayerShape& s);
+// Bytes an eager op moves in kernels of one family.
+struct EagerPart {
+  double bytes = 0;
+  config::EagerKernel kind = config::EagerKernel::kElementwise;
+};
+// A memory-bound op that fused kernels run as `fused_bytes` in
+// `fused_kernels` kernels at copy speed, and eager kernels as `parts` in
+// `eager_kernels` kernels, at the bandwidth efficiency of their sum (each
+// part at the profile's eager efficiency for its family).
+Op EagerParts(const std::string& name, double fused_bytes, int fused_kernels, const std::vector<EagerPart>& parts,
+              int eager_kernels, const LayerShape& s);
 Op NormForward(const std::string& name, const LayerShape& s);
 Op NormBackward(const std::string& name, const LayerShape& s);
 // Residual add with bias and dropout, and its backward.
