@@ -236,11 +236,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     f.loss_logits = Fact(facts, "loss_logits").OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast
                                                                                       : LossLogits::kInPlace;
   }
-  if (facts.Has("eager_modules")) {
-    f.eager_modules = Fact(facts, "eager_modules").OneOf({"library", "fp32-tensor-ops"}) == "fp32-tensor-ops"
-                          ? EagerModules::kFp32TensorOps
-                          : EagerModules::kLibrary;
-  }
+  if (facts.Has("eager_modules")) f.eager_modules = ReadEagerModules(Fact(facts, "eager_modules"));
   if (facts.Has("compiled_layers_only")) f.compiled_layers_only = Fact(facts, "compiled_layers_only").Bool();
   if (facts.Has("repeat_kv_copies")) f.repeat_kv_copies = Fact(facts, "repeat_kv_copies").Bool();
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();

@@ -169,6 +169,7 @@ TEST(Framework, FactsDifferBetweenFrameworks) {
   // torchtitan's own RMSNorm and rotary modules (models/norms.py, model.py).
   EXPECT_EQ(Match("torchtitan (FSDP)").eager_modules, EagerModules::kFp32TensorOps);
   EXPECT_EQ(Match("Megatron-Core r0.8.0").eager_modules, EagerModules::kLibrary);
+  EXPECT_EQ(Match("Colossal-AI").eager_modules, EagerModules::kHfTensorOps);  // transformers' Llama
   // apply_compile compiles the TransformerBlocks only.
   EXPECT_TRUE(Match("torchtitan (FSDP + torch.compile)").compiled_layers_only);
   EXPECT_FALSE(Match("torchtitan (FSDP)").compiled_layers_only);

@@ -70,7 +70,22 @@ const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 const char* EagerModulesName(EagerModules m) {
-  return m == EagerModules::kFp32TensorOps ? "fp32-tensor-ops" : "library";
+  switch (m) {
+    case EagerModules::kLibrary:
+      return "library";
+    case EagerModules::kFp32TensorOps:
+      return "fp32-tensor-ops";
+    case EagerModules::kHfTensorOps:
+      return "hf-tensor-ops";
+  }
+  return "library";
+}
+
+EagerModules ReadEagerModules(const JsonNode& v) {
+  const std::string name = v.OneOf({"library", "fp32-tensor-ops", "hf-tensor-ops"});
+  return name == "fp32-tensor-ops" ? EagerModules::kFp32TensorOps
+         : name == "hf-tensor-ops" ? EagerModules::kHfTensorOps
+                                   : EagerModules::kLibrary;
 }
 
 const char* StateDtypeName(StateDtype d) {
@@ -427,10 +442,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("loss_logits")) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
   }
-  if (auto v = obj.Optional("eager_modules")) {
-    p.eager_modules = v->OneOf({"library", "fp32-tensor-ops"}) == "fp32-tensor-ops" ? EagerModules::kFp32TensorOps
-                                                                                   : EagerModules::kLibrary;
-  }
+  if (auto v = obj.Optional("eager_modules")) p.eager_modules = ReadEagerModules(*v);
   if (auto v = obj.Optional("compiled_layers_only")) p.compiled_layers_only = v->Bool();
   if (auto v = obj.Optional("repeat_kv_copies")) p.repeat_kv_copies = v->Bool();
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();

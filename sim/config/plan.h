@@ -148,9 +148,14 @@ const char* LossLogitsName(LossLogits l);  // "inplace", "upcast"
 // -> * weight, and its complex-number apply_rotary_emb), one generic kernel
 // per op with autograd's backward of each. With fused kernels
 // (torch.compile) the norm is fused but the complex RoPE is not: Inductor
-// runs complex operators as ATen fallback kernels.
-enum class EagerModules { kLibrary, kFp32TensorOps };
-const char* EagerModulesName(EagerModules m);  // "library", "fp32-tensor-ops"
+// runs complex operators as ATen fallback kernels. kHfTensorOps: Hugging
+// Face transformers' Llama modules: LlamaRMSNorm is the same fp32 tensor
+// ops, apply_rotary_pos_emb is q * cos + rotate_half(q) * sin in 16 bits
+// (rotate_half: a negation and a cat), eager kernels each; under
+// torch.compile both fuse.
+enum class EagerModules { kLibrary, kFp32TensorOps, kHfTensorOps };
+const char* EagerModulesName(EagerModules m);  // "library", "fp32-tensor-ops", "hf-tensor-ops"
+EagerModules ReadEagerModules(const JsonNode& v);  // one of EagerModulesName's
 
 // What the optimizer keeps for each trained parameter of 16-bit training,
 // beside the 16-bit weights, in Megatron-LM's terms (--exp-avg-dtype,

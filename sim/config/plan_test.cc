@@ -78,6 +78,8 @@ TEST(Plan, ParsesEagerModules) {
   const PlanConfig p = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "fp32-tensor-ops"})");
   EXPECT_EQ(p.eager_modules, EagerModules::kFp32TensorOps);
   EXPECT_EQ(PlanToJson(p)["eager_modules"], "fp32-tensor-ops");
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "hf-tensor-ops"})").eager_modules,
+            EagerModules::kHfTensorOps);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "fp32"})").key_path(), "plan.eager_modules");
   EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": true})").compiled_layers_only);
   EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "repeat_kv_copies": true})").repeat_kv_copies);

@@ -40,9 +40,17 @@ double RepeatKvBytes(const LayerShape& s) {
   return 2.0 * ActBytes(s, D(s.tokens()) * D(kv + q) * D(s.attention.head_dim));
 }
 
-Op Rope(const std::string& name, const LayerShape& s) {
+Op Rope(const std::string& name, const LayerShape& s, bool backward) {
   const double n = D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim);
   const double e = s.element_bytes();
+  if (s.eager_modules == config::EagerModules::kHfTensorOps && !s.kernels.fused) {
+    // Hugging Face's q * cos + rotate_half(q) * sin, per element of Q and K:
+    // * cos (2e), the negated half and the cat (e + 2e), * sin (2e), + (3e):
+    // 10e in 5 kernels a tensor. Backward: the products' gradients (2 x 2e),
+    // the negation's (e), the two slices' zero-filled gradients (2 x 1.5e)
+    // and the three branches added (2 x 3e): 14e in 8 kernels a tensor.
+    return Memory(name, n * 2 * e, s, 1, EagerKernel::kElementwise, backward ? 7.0 : 5.0, backward ? 16 : 10);
+  }
   if (s.eager_modules != config::EagerModules::kFp32TensorOps) return Memory(name, n * 2 * e, s);
   LayerShape eager = s;  // compiled or not
   eager.kernels.fused = false;
@@ -128,11 +136,11 @@ void QkvForward(std::vector<Op>& ops, const LayerShape& s) {
   AddGather(ops, "ag-attn", s);
   AddForwardCasts(ops, "qkv", T, QkvWidth(s), s.hidden, 1, /*input_is_fp8=*/true, s);
   LinearForward(ops, "qkv", Projection::kQkv, T, QkvWidth(s), s.hidden, s);
-  if (s.attention.rope) ops.push_back(Rope("rope", s));
+  if (s.attention.rope) ops.push_back(Rope("rope", s, /*backward=*/false));
 }
 
 void QkvBackward(std::vector<Op>& ops, const LayerShape& s) {
-  if (s.attention.rope) ops.push_back(Rope("rope-bwd", s));
+  if (s.attention.rope) ops.push_back(Rope("rope-bwd", s, /*backward=*/true));
   int regather = -1;
   if (LinearBackwardNeedsInput(Projection::kQkv, s)) {
     AddGather(ops, "ag-attn-input", s, /*async=*/true);

@@ -25,9 +25,9 @@ int64_t KvHeads(const LayerShape& s);
 // Value (and attention output) width per head: narrower than the query/key
 // width under MLA (128 vs 128 + 64 in DeepSeek-V3).
 int64_t VDim(const LayerShape& s);
-// RoPE on this rank's Q and K heads, forward or backward (the same bytes):
-// one fused kernel, or the fp32 tensor ops of config::EagerModules.
-Op Rope(const std::string& name, const LayerShape& s);
+// RoPE on this rank's Q and K heads, forward or backward: one fused kernel,
+// or the tensor ops of config::EagerModules.
+Op Rope(const std::string& name, const LayerShape& s, bool backward);
 // Bytes of copying K and V out to the query heads (or summing their
 // gradients back), 0 unless plan.repeat_kv_copies and the layer has fewer
 // KV heads than query heads on this rank.

@@ -162,9 +162,10 @@ namespace {
 // .float() (f + e): two casts of 2(e + f) and 6e + 16f in 14 kernels.
 constexpr double kFp32Bytes = 4.0;
 
-// Whether eager kernels run RMSNorm as fp32 tensor ops.
+// Whether eager kernels run RMSNorm as fp32 tensor ops (torchtitan's and
+// Hugging Face's RMSNorm alike).
 bool Fp32TensorOps(const LayerShape& s) {
-  return !s.kernels.fused && s.eager_modules == config::EagerModules::kFp32TensorOps;
+  return !s.kernels.fused && s.eager_modules != config::EagerModules::kLibrary;
 }
 
 Op Fp32RmsNorm(const std::string& name, const LayerShape& s, bool backward) {

@@ -115,6 +115,28 @@ TEST(EagerModules, TorchtitansNormAndRopeRunAsFp32TensorOps) {
   EXPECT_DOUBLE_EQ(Named(LayerForward(layer_norm), "input-norm").compute.bytes.value, 4 * n);
 }
 
+// Hugging Face's Llama modules (config::EagerModules::kHfTensorOps): the
+// same fp32 RMSNorm, and RoPE as q * cos + rotate_half(q) * sin in 16 bits,
+// 10e bytes an element forward in 10 kernels, 14e backward in 16; fused
+// under torch.compile.
+TEST(EagerModules, HuggingFacesRopeIsRotateHalfIn16Bits) {
+  config::PlanConfig plan = Plan(config::KernelFusion::kEager);
+  plan.eager_modules = config::EagerModules::kHfTensorOps;
+  const config::ProfileConfig profile = testing::RoundProfile();
+  const LayerShape s = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  const double n = 2048.0 * 1024;
+  const double qk = 2048.0 * (16 + 4) * 64;
+  EXPECT_DOUBLE_EQ(Named(LayerForward(s), "input-norm").compute.bytes.value, 36 * n);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(s), "rope").compute.bytes.value, 20 * qk);
+  EXPECT_EQ(Named(LayerForward(s), "rope").compute.kernels, 10);
+  EXPECT_DOUBLE_EQ(Named(LayerBackward(s), "rope-bwd").compute.bytes.value, 28 * qk);
+  EXPECT_EQ(Named(LayerBackward(s), "rope-bwd").compute.kernels, 16);
+  plan.kernels = config::KernelFusion::kFused;
+  const LayerShape fused = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "rope").compute.bytes.value, 4 * qk);
+  EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "input-norm").compute.bytes.value, 4 * n);
+}
+
 // The loss as torchtitan runs it, F.cross_entropy(pred.float(), labels)
 // (plan.loss_logits "upcast"): forward a cast (e + 4 bytes a logit) and
 // log_softmax (8), backward nll_loss's gradient (4), log_softmax's (12) and

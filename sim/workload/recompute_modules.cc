@@ -45,7 +45,7 @@ std::vector<Op> OpPolicyRecompute(const LayerShape& s) {
   AddGather(ops, "ag-attn", s);
   AddForwardCasts(ops, "wk", T, kv, s.hidden, 1, /*input_is_fp8=*/false, s);
   ops.push_back(Gemm("wk", T, kv, s.hidden, 1, s));
-  if (s.attention.rope) ops.push_back(Rope("rope", s));
+  if (s.attention.rope) ops.push_back(Rope("rope", s, /*backward=*/false));
   if (const double b = RepeatKvBytes(s); b > 0) ops.push_back(Memory("repeat-kv", b, s, 2));
   AddForwardCasts(ops, "wo", T, s.hidden, q, 1, false, s);
   ops.push_back(Gemm("wo", T, s.hidden, q, 1, s));
