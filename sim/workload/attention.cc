@@ -19,6 +19,16 @@ int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.
 
 }  // namespace
 
+// With plan.repeat_kv_copies, K and V (kv heads each) are
+// read and written out query-heads wide before the attention kernel, and
+// the backward reads the widened gradients and writes their sums: per
+// direction 2 x (kv + q) x head_dim elements a token.
+double RepeatKvBytes(const LayerShape& s) {
+  const int64_t kv = KvHeads(s), q = QHeads(s);
+  if (!s.repeat_kv_copies || kv >= q) return 0;
+  return 2.0 * ActBytes(s, D(s.tokens()) * D(kv + q) * D(s.attention.head_dim));
+}
+
 // RoPE on Q and K: read and write both. As fp32 tensor ops
 // (config::EagerModules::kFp32TensorOps: torchtitan's apply_rotary_emb,
 // view_as_complex(x.float()) * freqs_cis, view_as_real, type_as), each of Q
@@ -29,17 +39,6 @@ int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.
 // ATen fallback kernels ("Torchinductor does not support code generation
 // for complex operators", torchtitan issue #15), so the complex product and
 // the casts around it stay kernels of their own.
-//
-// RepeatKvBytes: with plan.repeat_kv_copies, K and V (kv heads each) are
-// read and written out query-heads wide before the attention kernel, and
-// the backward reads the widened gradients and writes their sums: per
-// direction 2 x (kv + q) x head_dim elements a token.
-double RepeatKvBytes(const LayerShape& s) {
-  const int64_t kv = KvHeads(s), q = QHeads(s);
-  if (!s.repeat_kv_copies || kv >= q) return 0;
-  return 2.0 * ActBytes(s, D(s.tokens()) * D(kv + q) * D(s.attention.head_dim));
-}
-
 Op Rope(const std::string& name, const LayerShape& s, bool backward) {
   const double n = D(s.tokens()) * D((QHeads(s) + KvHeads(s)) * s.attention.head_dim);
   const double e = s.element_bytes();

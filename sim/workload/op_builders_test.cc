@@ -67,6 +67,13 @@ const Op& Named(const std::vector<Op>& ops, const std::string& name) {
   return *it;
 }
 
+// The layer shape of a two-layer small Llama at 2048 tokens.
+LayerShape SmallLlama(const config::PlanConfig& plan, const config::ProfileConfig& profile) {
+  return LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+}
+
+double BytesOf(const std::vector<Op>& ops, const std::string& name) { return Named(ops, name).compute.bytes.value; }
+
 // torchtitan's RMSNorm and RoPE as PyTorch tensor ops on an fp32 upcast
 // (config::EagerModules::kFp32TensorOps): per element, the norm moves
 // 4e + 7f bytes forward in 7 kernels and 8e + 18f backward in 14 (e = 2,
@@ -76,43 +83,43 @@ TEST(EagerModules, TorchtitansNormAndRopeRunAsFp32TensorOps) {
   config::PlanConfig plan = Plan(config::KernelFusion::kEager);
   plan.eager_modules = config::EagerModules::kFp32TensorOps;
   const config::ProfileConfig profile = With(EagerKernel::kElementwise, 0.75);
-  const LayerShape s = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  const LayerShape s = SmallLlama(plan, profile);
   const double n = 2048.0 * 1024;       // tokens x hidden
   const double qk = 2048.0 * (16 + 4) * 64;  // tokens x (Q + K heads) x head_dim
   const std::vector<Op> fwd = LayerForward(s);
   const std::vector<Op> bwd = LayerBackward(s);
-  EXPECT_DOUBLE_EQ(Named(fwd, "input-norm").compute.bytes.value, 36 * n);
+  EXPECT_DOUBLE_EQ(BytesOf(fwd, "input-norm"), 36 * n);
   EXPECT_EQ(Named(fwd, "input-norm").compute.kernels, 7);
   // Its two casts (2(e + f) of the 36 bytes) run at the profile's cast
   // efficiency, the rest at its element-wise one.
   const double cast = profile.EagerEfficiency(EagerKernel::kCast);
   EXPECT_FLOAT_EQ(Named(fwd, "input-norm").compute.bandwidth_efficiency, 36 / (24 / 0.75 + 12 / cast));
   EXPECT_FLOAT_EQ(Named(fwd, "rope").compute.bandwidth_efficiency, 20 / (8 / 0.75 + 12 / cast));
-  EXPECT_DOUBLE_EQ(Named(bwd, "input-norm-bwd").compute.bytes.value, 88 * n);
+  EXPECT_DOUBLE_EQ(BytesOf(bwd, "input-norm-bwd"), 88 * n);
   EXPECT_EQ(Named(bwd, "input-norm-bwd").compute.kernels, 14);
-  EXPECT_DOUBLE_EQ(Named(fwd, "rope").compute.bytes.value, 20 * qk);
-  EXPECT_DOUBLE_EQ(Named(bwd, "rope-bwd").compute.bytes.value, 20 * qk);
+  EXPECT_DOUBLE_EQ(BytesOf(fwd, "rope"), 20 * qk);
+  EXPECT_DOUBLE_EQ(BytesOf(bwd, "rope-bwd"), 20 * qk);
   EXPECT_EQ(Named(fwd, "rope").compute.kernels, 6);
 
   plan.eager_modules = config::EagerModules::kLibrary;
-  const LayerShape library = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(library), "input-norm").compute.bytes.value, 4 * n);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(library), "rope").compute.bytes.value, 4 * qk);
+  const LayerShape library = SmallLlama(plan, profile);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(library), "input-norm"), 4 * n);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(library), "rope"), 4 * qk);
 
   plan.eager_modules = config::EagerModules::kFp32TensorOps;
   plan.kernels = config::KernelFusion::kFused;  // torch.compile fuses the norm
-  const LayerShape fused = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "input-norm").compute.bytes.value, 4 * n);
+  const LayerShape fused = SmallLlama(plan, profile);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(fused), "input-norm"), 4 * n);
   // but runs the complex RoPE as ATen fallback kernels.
-  EXPECT_DOUBLE_EQ(Named(LayerBackward(fused), "rope-bwd").compute.bytes.value, 20 * qk);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerBackward(fused), "rope-bwd"), 20 * qk);
   plan.eager_modules = config::EagerModules::kLibrary;
-  const LayerShape fused_library = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(LayerBackward(fused_library), "rope-bwd").compute.bytes.value, 4 * qk);
+  const LayerShape fused_library = SmallLlama(plan, profile);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerBackward(fused_library), "rope-bwd"), 4 * qk);
   plan.eager_modules = config::EagerModules::kFp32TensorOps;
 
   plan.kernels = config::KernelFusion::kEager;  // nn.LayerNorm is one ATen kernel
   const LayerShape layer_norm = LayerShape::From(testing::GptModel(2, 1024, 16, 32000), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(layer_norm), "input-norm").compute.bytes.value, 4 * n);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(layer_norm), "input-norm"), 4 * n);
 }
 
 // Hugging Face's Llama modules (config::EagerModules::kHfTensorOps): the
@@ -123,18 +130,18 @@ TEST(EagerModules, HuggingFacesRopeIsRotateHalfIn16Bits) {
   config::PlanConfig plan = Plan(config::KernelFusion::kEager);
   plan.eager_modules = config::EagerModules::kHfTensorOps;
   const config::ProfileConfig profile = testing::RoundProfile();
-  const LayerShape s = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  const LayerShape s = SmallLlama(plan, profile);
   const double n = 2048.0 * 1024;
   const double qk = 2048.0 * (16 + 4) * 64;
-  EXPECT_DOUBLE_EQ(Named(LayerForward(s), "input-norm").compute.bytes.value, 36 * n);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(s), "rope").compute.bytes.value, 20 * qk);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(s), "input-norm"), 36 * n);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(s), "rope"), 20 * qk);
   EXPECT_EQ(Named(LayerForward(s), "rope").compute.kernels, 10);
-  EXPECT_DOUBLE_EQ(Named(LayerBackward(s), "rope-bwd").compute.bytes.value, 28 * qk);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerBackward(s), "rope-bwd"), 28 * qk);
   EXPECT_EQ(Named(LayerBackward(s), "rope-bwd").compute.kernels, 16);
   plan.kernels = config::KernelFusion::kFused;
-  const LayerShape fused = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "rope").compute.bytes.value, 4 * qk);
-  EXPECT_DOUBLE_EQ(Named(LayerForward(fused), "input-norm").compute.bytes.value, 4 * n);
+  const LayerShape fused = SmallLlama(plan, profile);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(fused), "rope"), 4 * qk);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(fused), "input-norm"), 4 * n);
 }
 
 // The loss as torchtitan runs it, F.cross_entropy(pred.float(), labels)
@@ -146,24 +153,24 @@ TEST(EagerModules, TheUpcastLossAndTheHeadOutsideCompiledLayers) {
   config::PlanConfig plan = Plan(config::KernelFusion::kFused);
   const config::ProfileConfig profile = With(EagerKernel::kSoftmax, 0.25);
   const double logits = 2048.0 * 32000;
-  const LayerShape inplace = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(HeadForward(inplace), "cross-entropy").compute.bytes.value, 10 * logits);
-  EXPECT_DOUBLE_EQ(Named(HeadBackward(inplace), "cross-entropy-bwd").compute.bytes.value, 6 * logits);
+  const LayerShape inplace = SmallLlama(plan, profile);
+  EXPECT_DOUBLE_EQ(BytesOf(HeadForward(inplace), "cross-entropy"), 10 * logits);
+  EXPECT_DOUBLE_EQ(BytesOf(HeadBackward(inplace), "cross-entropy-bwd"), 6 * logits);
   plan.loss_logits = config::LossLogits::kUpcast;
-  const LayerShape upcast = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
-  EXPECT_DOUBLE_EQ(Named(HeadForward(upcast), "cross-entropy").compute.bytes.value, 14 * logits);
-  EXPECT_DOUBLE_EQ(Named(HeadBackward(upcast), "cross-entropy-bwd").compute.bytes.value, 22 * logits);
+  const LayerShape upcast = SmallLlama(plan, profile);
+  EXPECT_DOUBLE_EQ(BytesOf(HeadForward(upcast), "cross-entropy"), 14 * logits);
+  EXPECT_DOUBLE_EQ(BytesOf(HeadBackward(upcast), "cross-entropy-bwd"), 22 * logits);
   EXPECT_EQ(Named(HeadForward(upcast), "cross-entropy").compute.bandwidth_efficiency, 1.0f);  // fused
 
   plan.compiled_layers_only = true;
   plan.eager_modules = config::EagerModules::kFp32TensorOps;
-  const LayerShape compiled = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);
+  const LayerShape compiled = SmallLlama(plan, profile);
   const double cast = profile.EagerEfficiency(EagerKernel::kCast);
   EXPECT_FLOAT_EQ(Named(HeadForward(compiled), "cross-entropy").compute.bandwidth_efficiency,
                   14 / (6 / cast + 8 / 0.25));
-  EXPECT_DOUBLE_EQ(Named(HeadForward(compiled), "final-norm").compute.bytes.value, 36 * 2048.0 * 1024);
+  EXPECT_DOUBLE_EQ(BytesOf(HeadForward(compiled), "final-norm"), 36 * 2048.0 * 1024);
   // The layers stay compiled.
-  EXPECT_DOUBLE_EQ(Named(LayerForward(compiled), "input-norm").compute.bytes.value, 4 * 2048.0 * 1024);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(compiled), "input-norm"), 4 * 2048.0 * 1024);
 }
 
 // torchtitan's repeat_kv (plan.repeat_kv_copies): K and V copied out to the
@@ -174,12 +181,12 @@ TEST(EagerModules, RepeatKvCopiesWidenKAndV) {
   config::PlanConfig plan = Plan(config::KernelFusion::kFused);
   plan.repeat_kv_copies = true;
   const config::ProfileConfig profile = testing::RoundProfile();
-  const LayerShape s = LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile);  // 16 q, 4 kv heads of 64
+  const LayerShape s = SmallLlama(plan, profile);  // 16 q, 4 kv heads of 64
   const double bytes = 2.0 * 2048 * (4 + 16) * 64 * 2;
-  EXPECT_DOUBLE_EQ(Named(LayerForward(s), "repeat-kv").compute.bytes.value, bytes);
-  EXPECT_DOUBLE_EQ(Named(LayerBackward(s), "repeat-kv-bwd").compute.bytes.value, bytes);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerForward(s), "repeat-kv"), bytes);
+  EXPECT_DOUBLE_EQ(BytesOf(LayerBackward(s), "repeat-kv-bwd"), bytes);
   plan.repeat_kv_copies = false;
-  const std::vector<Op> off = LayerForward(LayerShape::From(testing::SmallLlamaModel(2), plan, 2048, profile));
+  const std::vector<Op> off = LayerForward(SmallLlama(plan, profile));
   EXPECT_TRUE(std::none_of(off.begin(), off.end(), [](const Op& op) { return op.name == "repeat-kv"; }));
   plan.repeat_kv_copies = true;  // multi-head attention: nothing to repeat
   const std::vector<Op> mha = LayerForward(LayerShape::From(testing::GptModel(2, 1024, 16, 32000), plan, 2048, profile));

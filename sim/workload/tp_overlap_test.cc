@@ -38,6 +38,15 @@ int BlockingTpCollectives(const std::vector<Op>& ops) {
   return n;
 }
 
+// Two op lists with the same ops in the same order, each as (a)synchronous.
+void ExpectSameOverlap(const std::vector<Op>& a, const std::vector<Op>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].name, b[i].name);
+    EXPECT_EQ(a[i].async, b[i].async);
+  }
+}
+
 TEST(TpOverlap, NoneLeavesTheListsAlone) {
   const LayerShape s = Shape(TpCommOverlap::kNone, true);
   const std::vector<Op> fwd = LayerForward(s);
@@ -107,13 +116,7 @@ TEST(TpOverlap, GemmOverlapsEveryAllGatherAndReduceScatterNextToAGemm) {
 // PyTorch's async TP: the pipelined pairs of kGemm, but the data-gradient
 // reduce-scatters stay blocking (not beside the weight gradients).
 TEST(TpOverlap, PipelinedKeepsOnlyTheChunkedPairs) {
-  const std::vector<Op> fwd = LayerForward(Shape(TpCommOverlap::kPipelined, true));
-  const std::vector<Op> gemm_fwd = LayerForward(Shape(TpCommOverlap::kGemm, true));
-  ASSERT_EQ(fwd.size(), gemm_fwd.size());
-  for (size_t i = 0; i < fwd.size(); ++i) {
-    EXPECT_EQ(fwd[i].name, gemm_fwd[i].name);
-    EXPECT_EQ(fwd[i].async, gemm_fwd[i].async);
-  }
+  ExpectSameOverlap(LayerForward(Shape(TpCommOverlap::kPipelined, true)), LayerForward(Shape(TpCommOverlap::kGemm, true)));
   const std::vector<Op> bwd = LayerBackward(Shape(TpCommOverlap::kPipelined, true));
   for (const char* reduce : {"tp-mlp-grad", "tp-attn-grad"}) EXPECT_FALSE(bwd[Find(bwd, reduce)].async) << reduce;
   EXPECT_EQ(bwd[bwd[Find(bwd, "attn-proj-dgrad-last-chunk")].wait_for].name, "ag-attn-grad");
@@ -123,13 +126,8 @@ TEST(TpOverlap, PipelinedKeepsOnlyTheChunkedPairs) {
 }
 
 TEST(TpOverlap, GemmWithoutSequenceParallelismOverlapsOnlyTheBackwardReduction) {
-  const std::vector<Op> gemm = LayerBackward(Shape(TpCommOverlap::kGemm, false));
-  const std::vector<Op> backward = LayerBackward(Shape(TpCommOverlap::kBackward, false));
-  ASSERT_EQ(gemm.size(), backward.size());
-  for (size_t i = 0; i < gemm.size(); ++i) {
-    EXPECT_EQ(gemm[i].name, backward[i].name);
-    EXPECT_EQ(gemm[i].async, backward[i].async);
-  }
+  ExpectSameOverlap(LayerBackward(Shape(TpCommOverlap::kGemm, false)),
+                    LayerBackward(Shape(TpCommOverlap::kBackward, false)));
   EXPECT_EQ(BlockingTpCollectives(LayerForward(Shape(TpCommOverlap::kGemm, false))), 2);  // forward all-reduces
 }
 
