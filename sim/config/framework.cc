@@ -130,6 +130,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.zero_grad_all_reduce = ZeroGradAllReduceFor(base.precision);
   base.loss_logits = loss_logits;
   base.eager_modules = eager_modules;
+  base.fp8_casts = fp8_casts;
   base.compiled_layers_only = compiled_layers_only;
   base.repeat_kv_copies = repeat_kv_copies;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
@@ -237,6 +238,11 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("eager_modules")) f.eager_modules = ReadEagerModules(Fact(facts, "eager_modules"));
+  if (facts.Has("fp8_casts")) {
+    f.fp8_casts = Fact(facts, "fp8_casts").OneOf({"per-forward", "transformer-engine"}) == "transformer-engine"
+                      ? Fp8Casts::kTransformerEngine
+                      : Fp8Casts::kPerForward;
+  }
   if (facts.Has("compiled_layers_only")) f.compiled_layers_only = Fact(facts, "compiled_layers_only").Bool();
   if (facts.Has("repeat_kv_copies")) f.repeat_kv_copies = Fact(facts, "repeat_kv_copies").Bool();
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();
@@ -314,8 +320,9 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
       if (auto d = recipe.Optional("moe_dispatcher")) m.moe_dispatcher = ReadMoeDispatcher(*d);
       if (auto etp = recipe.Optional("expert_tensor_parallel")) m.expert_tp_follows_tp = ReadExpertTp(*etp);
       if (auto o = recipe.Optional("optimizer_state")) m.optimizer_state = ReadOptimizerState(*o);
-      if (!m.moe_dispatcher && !m.expert_tp_follows_tp && !m.optimizer_state) {
-        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel, optimizer_state)");
+      if (auto o = recipe.Optional("tp_comm_overlap")) m.tp_comm_overlap = ReadTpCommOverlap(*o);
+      if (!m.moe_dispatcher && !m.expert_tp_follows_tp && !m.optimizer_state && !m.tp_comm_overlap) {
+        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel, optimizer_state, tp_comm_overlap)");
       }
       recipe.Finish();
       f.model_recipes.push_back(std::move(m));

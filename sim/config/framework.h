@@ -121,6 +121,7 @@ struct FrameworkProfile {
     std::optional<MoeDispatcher> moe_dispatcher;
     std::optional<bool> expert_tp_follows_tp;  // "expert_tensor_parallel": 1 or "tp", as the fact
     std::optional<OptimizerState> optimizer_state;  // "optimizer_state", as the fact
+    std::optional<TpCommOverlap> tp_comm_overlap;    // "tp_comm_overlap", one mode
   };
   std::vector<ModelRecipe> model_recipes;
   // The recipe for the model called `model_name`, or nullptr.
@@ -132,6 +133,7 @@ struct FrameworkProfile {
   // Optional facts (Megatron-Core's behaviour when a file leaves them out).
   LossLogits loss_logits = LossLogits::kInPlace;
   EagerModules eager_modules = EagerModules::kLibrary;  // PlanConfig::eager_modules
+  Fp8Casts fp8_casts = Fp8Casts::kPerForward;            // PlanConfig::fp8_casts
   bool compiled_layers_only = false;                    // PlanConfig::compiled_layers_only
   bool repeat_kv_copies = false;                        // PlanConfig::repeat_kv_copies
   bool fsdp_pp_reshard = true;

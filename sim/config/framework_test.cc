@@ -389,6 +389,31 @@ TEST(Framework, MegatronBridgeRecipeForDeepSeekV3DispatchesHierarchically) {
   EXPECT_EQ(Match("Megatron-LM (Megatron-Core, TE)").RecipeFor("DeepSeek-V3"), nullptr);
 }
 
+// NeMo's launcher configs turn userbuffers TP overlap on per model
+// (ub_tp_comm_overlap); a run of such a model gets the recipe's mode, the
+// others the framework's default.
+TEST(Framework, NemoRecipesOverlapTpCommunicationPerModel) {
+  const FrameworkProfile& nemo = Match("NeMo 24.12 (Megatron-Core)");
+  for (const char* name : {"Llama 3.1 405B", "Llama 3.1 70B", "LLAMA3-70B", "LLAMA2-70B", "Nemotron-4 15B", "Nemotron-8B",
+                           "Nemotron-22B", "GPT3-20B"}) {
+    const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor(name);
+    ASSERT_NE(r, nullptr) << name;
+    ASSERT_TRUE(r->tp_comm_overlap.has_value()) << name;
+    EXPECT_EQ(*r->tp_comm_overlap, TpCommOverlap::kGemm) << name;
+  }
+  for (const char* name : {"GPT-3 175B", "GPT3-5B", "Llama 3.1 8B", "LLAMA2-7B", "Grok-1 314B", "Nemotron-4 340B"}) {
+    const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor(name);
+    EXPECT_TRUE(r == nullptr || !r->tp_comm_overlap.has_value()) << name;
+  }
+  // The 15B recipe keeps its optimizer state beside the overlap.
+  ASSERT_TRUE(nemo.RecipeFor("Nemotron-4 15B")->optimizer_state.has_value());
+  EXPECT_EQ(nemo.tp_comm_overlap, TpCommOverlap::kBackward);
+  // Transformer Engine's FP8 casts for the Megatron-Core family; torchao's elsewhere.
+  EXPECT_EQ(nemo.fp8_casts, Fp8Casts::kTransformerEngine);
+  EXPECT_EQ(Match("Megatron-Core r0.8.0").fp8_casts, Fp8Casts::kTransformerEngine);
+  EXPECT_EQ(Match("torchtitan (FSDP + torch.compile + Float8)").fp8_casts, Fp8Casts::kPerForward);
+}
+
 TEST_F(FrameworkFile, BadModelRecipesNameTheirKey) {
   auto doc = nlohmann::json::parse(std::ifstream(std::string(STACKSIM_SOURCE_DIR) + "/frameworks/megatron-bridge.json"));
   auto& recipes = doc["facts"]["model_recipes"]["value"];
@@ -719,7 +744,8 @@ TEST(Framework, ModelRecipesCanSetTheOptimizerState) {
   EXPECT_EQ(r->optimizer_state->exp_avg_sq, StateDtype::kBf16);
   EXPECT_EQ(r->optimizer_state->master, MasterWeights::kNone);
   EXPECT_EQ(nemo.RecipeFor("Nemotron-4 15B")->optimizer_state, OptimizerState{});
-  EXPECT_EQ(nemo.RecipeFor("Llama 3.1 70B"), nullptr);
+  EXPECT_FALSE(nemo.RecipeFor("Llama 3.1 70B")->optimizer_state.has_value());  // its recipe sets TP overlap only
+  EXPECT_EQ(nemo.RecipeFor("Llama 3.1 8B"), nullptr);
 }
 
 TEST(FrameworkScenario, PlanKeysWin) {

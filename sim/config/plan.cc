@@ -88,6 +88,10 @@ EagerModules ReadEagerModules(const JsonNode& v) {
                                    : EagerModules::kLibrary;
 }
 
+const char* Fp8CastsName(Fp8Casts c) {
+  return c == Fp8Casts::kTransformerEngine ? "transformer-engine" : "per-forward";
+}
+
 const char* StateDtypeName(StateDtype d) {
   switch (d) {
     case StateDtype::kFp32: return "fp32";
@@ -443,6 +447,10 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
   }
   if (auto v = obj.Optional("eager_modules")) p.eager_modules = ReadEagerModules(*v);
+  if (auto v = obj.Optional("fp8_casts")) {
+    p.fp8_casts = v->OneOf({"per-forward", "transformer-engine"}) == "transformer-engine" ? Fp8Casts::kTransformerEngine
+                                                                                      : Fp8Casts::kPerForward;
+  }
   if (auto v = obj.Optional("compiled_layers_only")) p.compiled_layers_only = v->Bool();
   if (auto v = obj.Optional("repeat_kv_copies")) p.repeat_kv_copies = v->Bool();
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();
@@ -576,6 +584,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"selective_policy", SelectivePolicyName(p.selective_policy)},
           {"loss_logits", LossLogitsName(p.loss_logits)},
           {"eager_modules", EagerModulesName(p.eager_modules)},
+          {"fp8_casts", Fp8CastsName(p.fp8_casts)},
           {"compiled_layers_only", p.compiled_layers_only},
           {"repeat_kv_copies", p.repeat_kv_copies},
           {"optimizer_state", OptimizerStateJson(p.optimizer_state)},

@@ -157,6 +157,22 @@ enum class EagerModules { kLibrary, kFp32TensorOps, kHfTensorOps };
 const char* EagerModulesName(EagerModules m);  // "library", "fp32-tensor-ops", "hf-tensor-ops"
 EagerModules ReadEagerModules(const JsonNode& v);  // one of EagerModulesName's
 
+// How FP8 training quantizes the operands of its linear layers. kPerForward:
+// every forward casts the 16-bit weight and input to FP8 (read 16 bits,
+// write 8), the backward the output gradient (torchao's Float8Linear with
+// dynamic scaling casts each use). kTransformerEngine: Transformer Engine's
+// fused cast-transpose kernels write the FP8 tensor and its FP8 transpose
+// at once (Hopper's FP8 GEMMs take only the TN layout, so the weight and
+// data gradients need the transposes), 16 + 8 + 8 bits an element; the
+// weights are cast on the first micro-batch of a step only and reused
+// (Linear.forward(is_first_microbatch=False) keeps the FP8 weight cache;
+// Megatron-Core's TE wrappers pass it since core_r0.5.0), and a recomputed
+// forward reuses them too; the FP8 output of the fused norm before the QKV
+// and FC1 GEMMs (LayerNormLinear) is transposed for the weight gradient in
+// the backward (8 + 8 bits an element).
+enum class Fp8Casts { kPerForward, kTransformerEngine };
+const char* Fp8CastsName(Fp8Casts c);  // "per-forward", "transformer-engine"
+
 // What the optimizer keeps for each trained parameter of 16-bit training,
 // beside the 16-bit weights, in Megatron-LM's terms (--exp-avg-dtype,
 // --exp-avg-sq-dtype, --main-params-dtype of its precision-aware optimizer):
@@ -303,6 +319,7 @@ struct PlanConfig {
   SelectivePolicy selective_policy = SelectivePolicy::kModules;
   LossLogits loss_logits = LossLogits::kInPlace;
   EagerModules eager_modules = EagerModules::kLibrary;  // with kernels "eager"
+  Fp8Casts fp8_casts = Fp8Casts::kPerForward;  // with precision fp8
   // With kernels "fused" from torch.compile: only the transformer layers are
   // compiled (torchtitan's apply_compile wraps each TransformerBlock), so the
   // embedding, final norm, output layer and loss run eager kernels.

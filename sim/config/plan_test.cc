@@ -83,6 +83,11 @@ TEST(Plan, ParsesEagerModules) {
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "eager_modules": "fp32"})").key_path(), "plan.eager_modules");
   EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": true})").compiled_layers_only);
   EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "repeat_kv_copies": true})").repeat_kv_copies);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4})").fp8_casts, Fp8Casts::kPerForward);
+  const PlanConfig te = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_casts": "transformer-engine"})");
+  EXPECT_EQ(te.fp8_casts, Fp8Casts::kTransformerEngine);
+  EXPECT_EQ(PlanToJson(te)["fp8_casts"], "transformer-engine");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_casts": "te"})").key_path(), "plan.fp8_casts");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": "yes"})").key_path(),
             "plan.compiled_layers_only");
 }

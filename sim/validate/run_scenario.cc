@@ -364,8 +364,10 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
                           config::MasterWeightsName(plan.optimizer_state.master) +
                           (recipe && recipe->optimizer_state ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
+  if (recipe && recipe->tp_comm_overlap) plan.tp_comm_overlap = *recipe->tp_comm_overlap;
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
-    out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap));
+    out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap) +
+                          (recipe && recipe->tp_comm_overlap ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
 
   // MoE expert tensor parallelism: the schema has no field for it, so it is

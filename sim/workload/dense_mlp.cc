@@ -39,6 +39,7 @@ void DenseMlpBackward(std::vector<Op>& ops, const LayerShape& s) {
     AddGather(ops, "ag-mlp-input", s, /*async=*/true);
     if (s.sequence_parallel && s.tp > 1) regather = static_cast<int>(ops.size()) - 1;
   }
+  AddFp8InputTranspose(ops, "fc1", D(T) * D(s.hidden), s);
   LinearBackward(ops, "fc1", Projection::kMlpIn, T, (s.gated ? 2 : 1) * f_rank, s.hidden, s, regather);
   AddReduce(ops, "tp-mlp-grad", s);
 }

@@ -1,6 +1,8 @@
 // FP8 training (Transformer Engine style): which GEMMs run in FP8, the
 // casting overhead, the FP8 weight copy, and GPUs without FP8.
+#include <map>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -8,6 +10,7 @@
 #include "sim/memory/memory_model.h"
 #include "sim/simulate/simulate.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/training_step.h"
 #include "tests/fixtures.h"
 #include "tests/input_error.h"
 
@@ -117,6 +120,62 @@ TEST(Fp8, CastBytesPerLayerMatchHandCount) {
     if (op.name.find("-cast-") != std::string::npos) {
       EXPECT_EQ(op.role, trace::TaskRole::kMemoryBound);
     }
+  }
+}
+
+// Transformer Engine's casts (plan.fp8_casts): every cast also writes the
+// FP8 transpose (16 + 8 + 8 bits an element), the norm's FP8 outputs before
+// QKV and FC1 are transposed in the backward (8 + 8 bits), and only the
+// weight casts are marked to run once a step.
+TEST(Fp8, TransformerEngineCastsWriteTheTransposeAndCacheTheWeights) {
+  const double h = 4096, T = 4096;
+  LayerShape te = Shape(Precision::kFp8);
+  te.fp8_casts = config::Fp8Casts::kTransformerEngine;
+  EXPECT_DOUBLE_EQ(CastBytes(LayerForward(te)), 4.0 * (12 * h * h + 5 * T * h));
+  EXPECT_DOUBLE_EQ(CastBytes(LayerBackward(te)), 4.0 * (9 * T * h));
+  EXPECT_DOUBLE_EQ(Find(LayerBackward(te), "qkv-transpose-x").compute.bytes.value, 2.0 * T * h);
+  EXPECT_DOUBLE_EQ(Find(LayerBackward(te), "fc1-transpose-x").compute.bytes.value, 2.0 * T * h);
+  for (const Op& op : LayerForward(te)) {
+    const bool weight = op.name.size() > 7 && op.name.compare(op.name.size() - 7, 7, "-cast-w") == 0;
+    EXPECT_EQ(op.once_per_step, weight) << op.name;
+  }
+  for (const Op& op : LayerForward(Shape(Precision::kFp8))) EXPECT_FALSE(op.once_per_step) << op.name;
+  for (const Op& op : LayerBackward(Shape(Precision::kFp8))) {
+    EXPECT_EQ(op.name.find("-transpose-x"), std::string::npos) << op.name;
+  }
+}
+
+// In the step, a cached weight cast runs on the first micro-batch of each
+// chunk only and never in a recomputed forward; per-forward casts run on
+// every micro-batch.
+TEST(Fp8, CachedWeightCastsRunOnTheFirstMicroBatchOnly) {
+  auto model = testing::GptModel(4, 1024, 16, 51200);
+  config::PlanConfig plan;
+  plan.pp = 2;
+  plan.vp = 2;
+  plan.micro_batch = 1;
+  plan.global_batch = 4;
+  plan.precision = Precision::kFp8;
+  plan.recompute = config::Recompute::kFull;
+  auto s = testing::Scenario(model, 2, 2048, plan);
+  s.profile = Fp8Profile();
+  auto count = [](const trace::Trace& t) {
+    std::map<std::pair<int, bool>, int> n;  // (micro-batch, recompute) -> fc1 weight casts
+    for (const auto& task : t.tasks()) {
+      const std::string name(t.name(task.name));
+      if (name.find("fc1-cast-w") != std::string::npos) ++n[{task.micro_batch, task.recompute}];
+    }
+    return n;
+  };
+  const auto per_forward = count(BuildTrainingStep(s));
+  s.plan.fp8_casts = config::Fp8Casts::kTransformerEngine;
+  const auto cached = count(BuildTrainingStep(s));
+  // 2 stages x 2 chunks x 1 layer each: 4 layer copies, 4 micro-batches.
+  for (int mb = 0; mb < 4; ++mb) {
+    EXPECT_EQ((per_forward.count({mb, false}) ? per_forward.at({mb, false}) : 0), 4) << mb;
+    EXPECT_EQ((per_forward.count({mb, true}) ? per_forward.at({mb, true}) : 0), 4) << mb;
+    EXPECT_EQ((cached.count({mb, false}) ? cached.at({mb, false}) : 0), mb == 0 ? 4 : 0) << mb;
+    EXPECT_EQ(cached.count({mb, true}), 0u) << mb;
   }
 }
 

@@ -77,6 +77,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.sp_keeps_gathered_inputs = plan.sp_keeps_gathered_inputs;
   s.fp8_tp_gather = plan.fp8_tp_gather;
   s.eager_modules = plan.eager_modules;
+  s.fp8_casts = plan.fp8_casts;
   s.compiled_layers_only = plan.compiled_layers_only;
   s.loss_upcast = plan.loss_logits == config::LossLogits::kUpcast;
   s.repeat_kv_copies = plan.repeat_kv_copies;

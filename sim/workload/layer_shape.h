@@ -140,6 +140,8 @@ struct LayerShape {
   bool fp8_tp_gather = false;
   // How eager kernels run RMSNorm and RoPE (plan.eager_modules).
   config::EagerModules eager_modules = config::EagerModules::kLibrary;
+  // How FP8 operands are cast (plan.fp8_casts).
+  config::Fp8Casts fp8_casts = config::Fp8Casts::kPerForward;
   // The embedding, final norm, output layer and loss run eager kernels
   // though the layers' are fused (plan.compiled_layers_only).
   bool compiled_layers_only = false;

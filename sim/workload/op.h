@@ -40,6 +40,9 @@ struct Op {
   // A weight-gradient GEMM: zero-bubble schedules (ZB-H1, DualPipe) run it as
   // a separate W pass after the B pass (everything else of the backward).
   bool weight_grad = false;
+  // Runs on the first micro-batch of a step only, never when recomputed
+  // (an FP8 weight cast that Transformer Engine caches for the step).
+  bool once_per_step = false;
 };
 
 // Useful FLOPs of a list (compute ops only).

@@ -65,13 +65,23 @@ Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernel
 
 void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s) {
   if (s.kernels.precision != Precision::kFp8) return;
-  ops.push_back(Memory(name, elements * (s.element_bytes() + 1.0), s, 1, EagerKernel::kCast));
+  // Transformer Engine's cast-transpose writes the FP8 copy and its transpose.
+  const double written = s.fp8_casts == config::Fp8Casts::kTransformerEngine ? 2.0 : 1.0;
+  ops.push_back(Memory(name, elements * (s.element_bytes() + written), s, 1, EagerKernel::kCast));
 }
 
 void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
                      bool input_is_fp8, const LayerShape& s) {
   AddCast(ops, name + "-cast-w", D(k) * D(n) * D(batch), s);
+  if (!ops.empty() && s.fp8_casts == config::Fp8Casts::kTransformerEngine && ops.back().name == name + "-cast-w") {
+    ops.back().once_per_step = true;  // the FP8 weight cache
+  }
   if (!input_is_fp8) AddCast(ops, name + "-cast-x", D(m) * D(k) * D(batch), s);
+}
+
+void AddFp8InputTranspose(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s) {
+  if (s.kernels.precision != Precision::kFp8 || s.fp8_casts != config::Fp8Casts::kTransformerEngine) return;
+  ops.push_back(Memory(name + "-transpose-x", elements * 2.0, s, 1, EagerKernel::kCast));
 }
 
 Op Collective(const std::string& name, CollectiveKind kind, double bytes, bool async) {

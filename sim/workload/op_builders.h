@@ -38,15 +38,21 @@ Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernel
           config::EagerKernel kind = config::EagerKernel::kElementwise, double eager_passes = 1.0,
           int eager_kernels = 0);
 
-// FP8 casting (Transformer Engine, delayed scaling): a memory-bound kernel
-// reads `elements` 16-bit values and writes them as FP8, recording the amax
-// on the way (3 bytes per element). No-op unless training in FP8.
+// FP8 casting: a memory-bound kernel reads `elements` 16-bit values and
+// writes them as FP8, recording the amax on the way (3 bytes per element),
+// or the FP8 copy and its transpose under Transformer Engine's casts (4;
+// plan.fp8_casts). No-op unless training in FP8.
 void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s);
 // FP8 casts before a linear GEMM y = x W (x: m x k, W: k x n, `batch` of
-// them): the weight, once per micro-batch, and the input unless the fused
-// norm before it already wrote it in FP8 (TE's LayerNormLinear).
+// them): the weight (each micro-batch, or on the step's first one only under
+// Transformer Engine's weight cache: Op::once_per_step), and the input unless
+// the fused norm before it already wrote it in FP8 (TE's LayerNormLinear).
 void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
                      bool input_is_fp8, const LayerShape& s);
+// Under Transformer Engine's FP8 casts (plan.fp8_casts): the transpose of a
+// linear layer's FP8 input that the fused norm wrote (LayerNormLinear), for
+// the weight gradient: 1 + 1 bytes an element; nothing otherwise.
+void AddFp8InputTranspose(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s);
 
 // A collective over the TP group (kTpComm) of a `bytes` per-rank buffer.
 Op Collective(const std::string& name, trace::CollectiveKind kind, double bytes, bool async = false);

@@ -56,6 +56,7 @@ class StepBuilder {
   struct Cursor {
     const OpList* list = nullptr;
     size_t next = 0;
+    bool first_micro_batch = true;  // of the step on this chunk: Op::once_per_step ops run
     std::vector<TaskId> ids;
     TaskId prev = -1;        // last task of the list on the compute stream
     TaskId pending_ep = -1;  // overlapped: the async all-to-all the next op waits for
@@ -384,6 +385,7 @@ void StepBuilder::EmitSome(int rank, Cursor& c, int layer, int mb, bool overlapp
   while (c.next < list.ops.size()) {
     const size_t i = c.next++;
     const Op& op = list.ops[i];
+    if (op.once_per_step && (op.recompute || !c.first_micro_batch)) continue;
     deps.clear();
     if (c.prev < 0) deps = c.first_deps;
     if (op.wait_for >= 0) deps.push_back(c.ids[op.wait_for]);
@@ -520,6 +522,7 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
     if (zero3) deps.push_back(GatheredLayer(rank, l, mb, -1));
     Cursor c;
     c.list = &fwd_[Kind(l)];
+    c.first_micro_batch = mb == FirstMicroBatch(st.chunk);
     c.first_deps = deps;
     while (!c.done()) {
       EmitSome(rank, c, l, mb, overlapped);
