@@ -131,6 +131,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.loss_logits = loss_logits;
   base.eager_modules = eager_modules;
   base.fp8_casts = fp8_casts;
+  base.fp8_amax_reduction = fp8_amax_reduction;
   base.compiled_layers_only = compiled_layers_only;
   base.repeat_kv_copies = repeat_kv_copies;
   base.fsdp_pp_reshard = fsdp_pp_reshard;
@@ -238,6 +239,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
                                                                                       : LossLogits::kInPlace;
   }
   if (facts.Has("eager_modules")) f.eager_modules = ReadEagerModules(Fact(facts, "eager_modules"));
+  if (facts.Has("fp8_amax_reduction")) f.fp8_amax_reduction = Fact(facts, "fp8_amax_reduction").Bool();
   if (facts.Has("fp8_casts")) {
     f.fp8_casts = Fact(facts, "fp8_casts").OneOf({"per-forward", "transformer-engine"}) == "transformer-engine"
                       ? Fp8Casts::kTransformerEngine

@@ -134,6 +134,7 @@ struct FrameworkProfile {
   LossLogits loss_logits = LossLogits::kInPlace;
   EagerModules eager_modules = EagerModules::kLibrary;  // PlanConfig::eager_modules
   Fp8Casts fp8_casts = Fp8Casts::kPerForward;            // PlanConfig::fp8_casts
+  bool fp8_amax_reduction = false;                       // PlanConfig::fp8_amax_reduction
   bool compiled_layers_only = false;                    // PlanConfig::compiled_layers_only
   bool repeat_kv_copies = false;                        // PlanConfig::repeat_kv_copies
   bool fsdp_pp_reshard = true;

@@ -412,6 +412,11 @@ TEST(Framework, NemoRecipesOverlapTpCommunicationPerModel) {
   EXPECT_EQ(nemo.fp8_casts, Fp8Casts::kTransformerEngine);
   EXPECT_EQ(Match("Megatron-Core r0.8.0").fp8_casts, Fp8Casts::kTransformerEngine);
   EXPECT_EQ(Match("torchtitan (FSDP + torch.compile + Float8)").fp8_casts, Fp8Casts::kPerForward);
+  // Delayed scaling's amax all-reduce: NeMo and Megatron-Core; Megatron-Bridge's
+  // performance scripts offer current scaling, MX and block recipes only.
+  EXPECT_TRUE(nemo.fp8_amax_reduction);
+  EXPECT_TRUE(Match("Megatron-Core r0.8.0").fp8_amax_reduction);
+  EXPECT_FALSE(Match("NeMo 25.11 container / Megatron-Bridge (Megatron-Core)").fp8_amax_reduction);
 }
 
 TEST_F(FrameworkFile, BadModelRecipesNameTheirKey) {

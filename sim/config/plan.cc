@@ -447,6 +447,7 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
   }
   if (auto v = obj.Optional("eager_modules")) p.eager_modules = ReadEagerModules(*v);
+  if (auto v = obj.Optional("fp8_amax_reduction")) p.fp8_amax_reduction = v->Bool();
   if (auto v = obj.Optional("fp8_casts")) {
     p.fp8_casts = v->OneOf({"per-forward", "transformer-engine"}) == "transformer-engine" ? Fp8Casts::kTransformerEngine
                                                                                       : Fp8Casts::kPerForward;
@@ -585,6 +586,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"loss_logits", LossLogitsName(p.loss_logits)},
           {"eager_modules", EagerModulesName(p.eager_modules)},
           {"fp8_casts", Fp8CastsName(p.fp8_casts)},
+          {"fp8_amax_reduction", p.fp8_amax_reduction},
           {"compiled_layers_only", p.compiled_layers_only},
           {"repeat_kv_copies", p.repeat_kv_copies},
           {"optimizer_state", OptimizerStateJson(p.optimizer_state)},

@@ -320,6 +320,11 @@ struct PlanConfig {
   LossLogits loss_logits = LossLogits::kInPlace;
   EagerModules eager_modules = EagerModules::kLibrary;  // with kernels "eager"
   Fp8Casts fp8_casts = Fp8Casts::kPerForward;  // with precision fp8
+  // With precision fp8: Transformer Engine's delayed scaling all-reduces the
+  // FP8 amaxes over every rank of the pipeline stage (tp x cp x dp) when a
+  // chunk's forward leaves fp8_autocast and again in its backward, blocking
+  // the compute stream (Megatron-Core's amax reduction group).
+  bool fp8_amax_reduction = false;
   // With kernels "fused" from torch.compile: only the transformer layers are
   // compiled (torchtitan's apply_compile wraps each TransformerBlock), so the
   // embedding, final norm, output layer and loss run eager kernels.

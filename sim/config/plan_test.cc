@@ -88,6 +88,8 @@ TEST(Plan, ParsesEagerModules) {
   EXPECT_EQ(te.fp8_casts, Fp8Casts::kTransformerEngine);
   EXPECT_EQ(PlanToJson(te)["fp8_casts"], "transformer-engine");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_casts": "te"})").key_path(), "plan.fp8_casts");
+  EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_amax_reduction": true})").fp8_amax_reduction);
+  EXPECT_EQ(PlanToJson(te)["fp8_amax_reduction"], false);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": "yes"})").key_path(),
             "plan.compiled_layers_only");
 }

@@ -69,7 +69,7 @@ std::vector<Pattern> PruneDominated(std::vector<Pattern> patterns) {
 
 bool SpansReplicas(const trace::CommGroup& group) {
   return group.role == trace::GroupRole::kDp || group.role == trace::GroupRole::kExpertDp ||
-         group.role == trace::GroupRole::kEp;
+         group.role == trace::GroupRole::kEp || group.role == trace::GroupRole::kStage;
 }
 
 trace::Trace ExpandReplicas(const trace::Trace& base, int variants) {

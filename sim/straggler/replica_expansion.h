@@ -49,7 +49,8 @@ using Pattern = std::vector<double>;
 // give equal vectors (a cache key). See the .cc for why this is exact.
 std::vector<Pattern> PruneDominated(std::vector<Pattern> patterns);
 
-// True for the groups whose collectives span replicas: data, expert-data and expert parallel.
+// True for the groups whose collectives span replicas: data, expert-data and
+// expert parallel, and a whole stage (FP8 amax reductions).
 bool SpansReplicas(const trace::CommGroup& group);
 
 // The base trace with `variants` copies of every rank, joined at the

@@ -55,6 +55,7 @@ const char* GroupRoleName(GroupRole r) {
     case GroupRole::kPipelinePair: return "pp";
     case GroupRole::kEmbedding: return "embedding";
     case GroupRole::kDualPipeMirror: return "dualpipe-mirror";
+    case GroupRole::kStage: return "stage";
   }
   return "?";
 }
@@ -63,7 +64,7 @@ GroupRole ParseGroupRole(std::string_view name) {
   // Pipeline pairs are named "pp A-B".
   if (name.substr(0, 3) == "pp ") return GroupRole::kPipelinePair;
   for (GroupRole r : {GroupRole::kTp, GroupRole::kCp, GroupRole::kDp, GroupRole::kEp, GroupRole::kExpertDp,
-                      GroupRole::kEmbedding, GroupRole::kDualPipeMirror}) {
+                      GroupRole::kEmbedding, GroupRole::kDualPipeMirror, GroupRole::kStage}) {
     if (name == GroupRoleName(r)) return r;
   }
   return GroupRole::kOther;

@@ -90,6 +90,7 @@ enum class GroupRole : uint8_t {
   kPipelinePair,    // two pipeline stages that exchange activations
   kEmbedding,       // first and last stage summing tied-embedding gradients
   kDualPipeMirror,  // DualPipe's two ranks that hold the same two stages
+  kStage,           // every rank of one pipeline stage (tp x cp x dp): FP8 amax reductions
 };
 const char* GroupRoleName(GroupRole r);
 // Input parsing only: the role of a group stacksim named (exported traces

@@ -28,6 +28,7 @@ TEST(GroupRole, NamesStacksimWritesParseToTheirRole) {
   EXPECT_EQ(ParseGroupRole("pp 3-4"), GroupRole::kPipelinePair);
   EXPECT_EQ(ParseGroupRole("embedding"), GroupRole::kEmbedding);
   EXPECT_EQ(ParseGroupRole("dualpipe-mirror"), GroupRole::kDualPipeMirror);
+  EXPECT_EQ(ParseGroupRole("stage"), GroupRole::kStage);
   // Names other tools give their process groups say nothing stacksim knows.
   EXPECT_EQ(ParseGroupRole("pg"), GroupRole::kOther);
   EXPECT_EQ(ParseGroupRole("dp_replicate"), GroupRole::kOther);

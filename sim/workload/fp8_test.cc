@@ -153,6 +153,7 @@ TEST(Fp8, CachedWeightCastsRunOnTheFirstMicroBatchOnly) {
   config::PlanConfig plan;
   plan.pp = 2;
   plan.vp = 2;
+  plan.schedule = config::PipelineScheduleKind::kInterleaved;
   plan.micro_batch = 1;
   plan.global_batch = 4;
   plan.precision = Precision::kFp8;
@@ -177,6 +178,51 @@ TEST(Fp8, CachedWeightCastsRunOnTheFirstMicroBatchOnly) {
     EXPECT_EQ((cached.count({mb, false}) ? cached.at({mb, false}) : 0), mb == 0 ? 4 : 0) << mb;
     EXPECT_EQ(cached.count({mb, true}), 0u) << mb;
   }
+}
+
+// Delayed scaling's amax reduction (plan.fp8_amax_reduction): one blocking
+// all-reduce over every rank of the stage after each chunk's forward and one
+// after its backward, sized by the chunk's FP8 GEMMs; nothing under BF16 or
+// without the fact.
+TEST(Fp8, DelayedScalingReducesAmaxesOverTheStageAfterEachChunk) {
+  auto model = testing::GptModel(4, 1024, 16, 51200);
+  config::PlanConfig plan;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.vp = 2;
+  plan.schedule = config::PipelineScheduleKind::kInterleaved;
+  plan.dp = 4;
+  plan.micro_batch = 1;
+  plan.global_batch = 12;
+  plan.sequence_parallel = true;
+  plan.precision = Precision::kFp8;
+  plan.fp8_amax_reduction = true;
+  auto s = testing::Scenario(model, 16, 2048, plan);
+  s.profile = Fp8Profile();
+  const trace::Trace t = BuildTrainingStep(s);
+  int reductions = 0;
+  for (const auto& task : t.tasks()) {
+    if (t.name(task.name) != "fp8-amax-reduce" || task.rank != 0) continue;
+    ++reductions;
+    EXPECT_EQ(task.kind, trace::TaskKind::kCollective);
+    EXPECT_EQ(task.comm.kind, trace::CollectiveKind::kAllReduce);
+    const trace::CommGroup& g = t.group(task.comm.group);
+    EXPECT_EQ(g.role, trace::GroupRole::kStage);
+    EXPECT_EQ(g.size, 8);  // tp 2 x dp 4
+    // One layer a chunk, four FP8 GEMMs: 3 amaxes each forward, 2 backward.
+    EXPECT_TRUE(task.comm.bytes.value == 4.0 * 3 * 4 || task.comm.bytes.value == 4.0 * 2 * 4) << task.comm.bytes.value;
+  }
+  EXPECT_EQ(reductions, 3 * 2 * 2);  // 3 micro-batches x 2 chunks x (forward, backward)
+  auto count = [](const trace::Trace& tr) {
+    int n = 0;
+    for (const auto& task : tr.tasks()) n += tr.name(task.name) == "fp8-amax-reduce";
+    return n;
+  };
+  s.plan.fp8_amax_reduction = false;
+  EXPECT_EQ(count(BuildTrainingStep(s)), 0);
+  s.plan.fp8_amax_reduction = true;
+  s.plan.precision = Precision::kBf16;
+  EXPECT_EQ(count(BuildTrainingStep(s)), 0);
 }
 
 TEST(Fp8, MemoryHoldsAnFp8WeightCopy) {

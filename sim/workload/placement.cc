@@ -114,6 +114,7 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
     out.fsdp_replica.siblings = pp_inner ? plan.tp : static_cast<int>(replica_stride);
     out.fsdp_replica.sibling_stride = 1;
   }
+  out.stage = PlaceGroup(trace::GroupRole::kStage, 0, 1, folded, domain);
   return out;
 }
 

@@ -47,6 +47,9 @@ struct PlanGroups {
   // fsdp is the dp group and fsdp_replica a group of one.
   trace::CommGroup fsdp;
   trace::CommGroup fsdp_replica;
+  // Every rank of one stage, tp x cp x dp, placed as one block (FP8 amax
+  // reductions; Megatron-Core's tensor-and-data-parallel group with CP).
+  trace::CommGroup stage;
 };
 PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfig& topology);
 

@@ -80,6 +80,16 @@ StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int
       }
     }
   }
+  // FP8 delayed scaling only, last of all (other plans keep their group ids).
+  out.stage.assign(p, trace::kNoGroup);
+  if (plan.fp8_amax_reduction && plan.precision == config::Precision::kFp8) {
+    for (int r = 0; r < p; ++r) {
+      trace::CommGroup g = groups.stage;
+      g.simulated = {r};
+      g.first_rank = StageFirstRank(plan, r);
+      out.stage[r] = t.AddGroup(std::move(g));
+    }
+  }
   return out;
 }
 

@@ -26,13 +26,17 @@ struct StageGroups {
   // worker (adjacent in the dp group), and the workers' replicas of one slice
   // (one per worker), for the outer all-reduce. Else kNoGroup.
   std::vector<trace::GroupId> dp_local, dp_outer;
+  // FP8 delayed scaling (plan.fp8_amax_reduction, precision fp8) only: every
+  // rank of the stage. Else kNoGroup.
+  std::vector<trace::GroupId> stage;
 };
 
 // Adds the groups of `stages` simulated ranks to `t`, in a fixed order (per
 // stage: tp, dp, cp, ep, expert-dp, next pair, previous pair; then the
 // embedding pair; then the mirror pairs; then, with hybrid sharding, each
 // stage's shard and replica groups; then, with DiLoCo, each stage's local and
-// outer groups), so that the same scenario always gives
+// outer groups; then, with FP8 amax reductions, each stage's whole group), so
+// that the same scenario always gives
 // the same group ids.
 StageGroups AddStageGroups(trace::Trace& t, const config::ScenarioConfig& s, int stages, bool dual_pipe);
 

@@ -141,6 +141,11 @@ class StepBuilder {
   PassEmission EmitForward(int rank, PipelineStep st, bool overlapped);
   PassEmission EmitBackward(int rank, PipelineStep st, bool overlapped);
   void EmitWeight(int rank, const PipelineStep& st);
+  // FP8 delayed scaling (plan.fp8_amax_reduction): the blocking all-reduce of
+  // the amaxes of stage `vs`'s chunk over the stage's ranks, after the
+  // chunk's forward (input, weight and output of each FP8 GEMM) or backward
+  // (output and input gradients), 4 bytes each. Returns `after` without it.
+  TaskId AmaxReduction(int rank, int vs, int mb, bool forward, TaskId after);
   // A layer's weight gradients of micro-batch `mb` exist (after its whole
   // backward or its W pass): FSDP reduce-scatters them now; otherwise they
   // join the bucketed reduction after the chunk's last micro-batch.
@@ -168,6 +173,7 @@ class StepBuilder {
   std::vector<int> first_layer_; // per virtual stage
   // Per layer kind: [0] dense, [1] MoE.
   OpList fwd_[2], bwd_[2], recompute_full_[2], recompute_sel_[2];
+  int fp8_gemms_[2] = {0, 0};  // FP8 GEMMs of a layer's forward (a grouped GEMM counts each expert)
   OpList bwd_input_[2], bwd_weight_[2];  // bwd_ split into B and W
   OpList emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
   // Megatron-LM's scatter/gather of pipeline sends without sequence
@@ -531,6 +537,8 @@ PassEmission StepBuilder::EmitForward(int rank, PipelineStep st, bool overlapped
     if (c.prev >= 0) last = last_compute_[rank] = c.prev;
     deps = {last};
   }
+  last = AmaxReduction(rank, vs, mb, /*forward=*/true, last);
+  deps = {last};
   if (vs == last_stage()) {
     last = Emit(rank, head_f_, deps, -1, mb);
   } else {
@@ -705,6 +713,8 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
     deps = {last};
     if (!split) WeightGradientsDone(rank, l, mb, last, grads_done);
   }
+  last = AmaxReduction(rank, vs, mb, /*forward=*/false, last);
+  deps = {last};
   if (vs == 0) {
     if (plan_.recompute == config::Recompute::kFull) {
       last = Emit(rank, emb_recompute_, deps, -1, mb);
@@ -715,6 +725,21 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
   if (!split && AccumulatesSeparately(st.chunk, mb)) last = last_compute_[rank] = GradientAccumulation(rank, mb, last);
   if (vs > 0) bwd_out_[mb][vs] = SendOut(rank, vs, mb, false, last);
   if (grads_done) StageGradientsDone(rank, vs, last);
+}
+
+TaskId StepBuilder::AmaxReduction(int rank, int vs, int mb, bool forward, TaskId after) {
+  if (groups_.stage.empty() || groups_.stage[rank] == trace::kNoGroup || after < 0) return after;
+  int gemms = 0;
+  for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) gemms += fp8_gemms_[Kind(l)];
+  if (gemms == 0) return after;
+  // Transformer Engine keeps three scaling factors per FP8 GEMM in the
+  // forward (input, weight, output) and two in the backward (output
+  // gradient, input gradient), one fp32 amax each.
+  const Bytes bytes{4.0 * (forward ? 3 : 2) * gemms};
+  const TaskId reduced = Collective(rank, compute_, trace::TaskRole::kDpComm, "fp8-amax-reduce",
+                                    CollectiveKind::kAllReduce, bytes, groups_.stage[rank], {after}, -1, -1, mb);
+  last_compute_[rank] = reduced;
+  return reduced;
 }
 
 bool StepBuilder::AccumulatesSeparately(int chunk, int mb) const {
@@ -857,6 +882,12 @@ trace::Trace StepBuilder::Build() {
   for (int kind = 0; kind < (s_.model.is_moe() ? 2 : 1); ++kind) {
     LayerShape ls = kind == 1 ? shape_.Moe(s_.model, plan_, DomainSize(s_.topology)) : shape_;
     fwd_[kind] = Intern(LayerForward(ls));
+    for (const Op& op : fwd_[kind].ops) {
+      if (!op.is_collective && op.compute.op_class == trace::OpClass::kGemm &&
+          op.compute.precision == config::Precision::kFp8) {
+        fp8_gemms_[kind] += static_cast<int>(op.compute.batch);
+      }
+    }
     bwd_[kind] = Intern(LayerBackward(ls));
     recompute_full_[kind] = Intern(AsRecompute(LayerForward(ls)));
     recompute_sel_[kind] = Intern(SelectiveRecompute(ls));
