@@ -96,9 +96,10 @@ nlohmann::json WithExtendedFacts(nlohmann::json doc, const std::string& path) {
 }  // namespace
 
 const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k) {
-  return k == SelectiveRecomputeKind::kUnavailable ? "unavailable"
-         : k == SelectiveRecomputeKind::kOpPolicy  ? "op-policy"
-                                                   : "modules";
+  return k == SelectiveRecomputeKind::kUnavailable    ? "unavailable"
+         : k == SelectiveRecomputeKind::kOpPolicy    ? "op-policy"
+         : k == SelectiveRecomputeKind::kSaveQkvProj ? "save-qkv-proj"
+                                                     : "modules";
 }
 
 const char* ModelFamilyName(ModelFamily f) { return f == ModelFamily::kMpt ? "mpt" : "gpt"; }
@@ -149,8 +150,9 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.dispatcher = moe_dispatcher;
   base.comm_sms = comm_sms;
   if (selective_modules) base.recompute_modules = *selective_modules;
-  base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy ? SelectivePolicy::kOpPolicy
-                                                                                   : SelectivePolicy::kModules;
+  base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy      ? SelectivePolicy::kOpPolicy
+                          : selective_recompute == SelectiveRecomputeKind::kSaveQkvProj ? SelectivePolicy::kSaveQkvProj
+                                                                                        : SelectivePolicy::kModules;
   return base;
 }
 
@@ -183,10 +185,12 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     g.Finish();
   }
   {
-    const std::string k = Fact(facts, "selective_recompute").OneOf({"unavailable", "modules", "op-policy"});
-    f.selective_recompute = k == "unavailable" ? SelectiveRecomputeKind::kUnavailable
-                            : k == "op-policy" ? SelectiveRecomputeKind::kOpPolicy
-                                               : SelectiveRecomputeKind::kModules;
+    const std::string k =
+        Fact(facts, "selective_recompute").OneOf({"unavailable", "modules", "op-policy", "save-qkv-proj"});
+    f.selective_recompute = k == "unavailable"     ? SelectiveRecomputeKind::kUnavailable
+                            : k == "op-policy"     ? SelectiveRecomputeKind::kOpPolicy
+                            : k == "save-qkv-proj" ? SelectiveRecomputeKind::kSaveQkvProj
+                                                   : SelectiveRecomputeKind::kModules;
   }
   if (facts.Has("recompute_escalation")) {
     const JsonNode v = Fact(facts, "recompute_escalation");
@@ -240,11 +244,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   }
   if (facts.Has("eager_modules")) f.eager_modules = ReadEagerModules(Fact(facts, "eager_modules"));
   if (facts.Has("fp8_amax_reduction")) f.fp8_amax_reduction = Fact(facts, "fp8_amax_reduction").Bool();
-  if (facts.Has("fp8_casts")) {
-    f.fp8_casts = Fact(facts, "fp8_casts").OneOf({"per-forward", "transformer-engine"}) == "transformer-engine"
-                      ? Fp8Casts::kTransformerEngine
-                      : Fp8Casts::kPerForward;
-  }
+  if (facts.Has("fp8_casts")) f.fp8_casts = ReadFp8Casts(Fact(facts, "fp8_casts"));
   if (facts.Has("compiled_layers_only")) f.compiled_layers_only = Fact(facts, "compiled_layers_only").Bool();
   if (facts.Has("repeat_kv_copies")) f.repeat_kv_copies = Fact(facts, "repeat_kv_copies").Bool();
   if (facts.Has("fsdp_pp_reshard")) f.fsdp_pp_reshard = Fact(facts, "fsdp_pp_reshard").Bool();

@@ -26,10 +26,11 @@ namespace stacksim::config {
 // Which selective recomputation the framework runs when a plan asks for
 // "selective": none at all (Megatron-LM before Korthikanti et al. 2022 could
 // only checkpoint whole layers), Megatron-Core's recompute modules
-// (core_attn by default), or torchtitan's op-level policy (plan.h
-// SelectivePolicy::kOpPolicy).
-enum class SelectiveRecomputeKind { kUnavailable, kModules, kOpPolicy };
-const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);  // "unavailable", "modules", "op-policy"
+// (core_attn by default), torchtitan's op-level policy (plan.h
+// SelectivePolicy::kOpPolicy) or MaxText's save_qkv_proj (kSaveQkvProj).
+enum class SelectiveRecomputeKind { kUnavailable, kModules, kOpPolicy, kSaveQkvProj };
+// "unavailable", "modules", "op-policy", "save-qkv-proj"
+const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k);
 
 // The architecture details of a non-gated (GELU/ReLU) model that the schema of
 // a published run leaves out: GPT as Megatron-LM trains it (learned

@@ -412,6 +412,10 @@ TEST(Framework, NemoRecipesOverlapTpCommunicationPerModel) {
   EXPECT_EQ(nemo.fp8_casts, Fp8Casts::kTransformerEngine);
   EXPECT_EQ(Match("Megatron-Core r0.8.0").fp8_casts, Fp8Casts::kTransformerEngine);
   EXPECT_EQ(Match("torchtitan (FSDP + torch.compile + Float8)").fp8_casts, Fp8Casts::kPerForward);
+  EXPECT_EQ(Match("MaxText (JAX) 25.01").fp8_casts, Fp8Casts::kIntoProducers);  // XLA fuses the quantization
+  // NVIDIA's MaxText recipe's remat_policy save_qkv_proj.
+  EXPECT_EQ(Match("MaxText (JAX) 25.01").selective_recompute, SelectiveRecomputeKind::kSaveQkvProj);
+  EXPECT_EQ(Match("MaxText (JAX) 25.01").PlanDefaults(PlanConfig{}).selective_policy, SelectivePolicy::kSaveQkvProj);
   // Delayed scaling's amax all-reduce: NeMo and Megatron-Core; Megatron-Bridge's
   // performance scripts offer current scaling, MX and block recipes only.
   EXPECT_TRUE(nemo.fp8_amax_reduction);

@@ -66,7 +66,17 @@ const char* OffloadName(OffloadTarget t) {
   return "?";
 }
 
-const char* SelectivePolicyName(SelectivePolicy p) { return p == SelectivePolicy::kOpPolicy ? "op-policy" : "modules"; }
+const char* SelectivePolicyName(SelectivePolicy p) {
+  switch (p) {
+    case SelectivePolicy::kModules:
+      return "modules";
+    case SelectivePolicy::kOpPolicy:
+      return "op-policy";
+    case SelectivePolicy::kSaveQkvProj:
+      return "save-qkv-proj";
+  }
+  return "modules";
+}
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 const char* EagerModulesName(EagerModules m) {
@@ -89,7 +99,22 @@ EagerModules ReadEagerModules(const JsonNode& v) {
 }
 
 const char* Fp8CastsName(Fp8Casts c) {
-  return c == Fp8Casts::kTransformerEngine ? "transformer-engine" : "per-forward";
+  switch (c) {
+    case Fp8Casts::kPerForward:
+      return "per-forward";
+    case Fp8Casts::kTransformerEngine:
+      return "transformer-engine";
+    case Fp8Casts::kIntoProducers:
+      return "into-producers";
+  }
+  return "per-forward";
+}
+
+Fp8Casts ReadFp8Casts(const JsonNode& v) {
+  const std::string name = v.OneOf({"per-forward", "transformer-engine", "into-producers"});
+  return name == "transformer-engine" ? Fp8Casts::kTransformerEngine
+         : name == "into-producers"   ? Fp8Casts::kIntoProducers
+                                      : Fp8Casts::kPerForward;
 }
 
 const char* StateDtypeName(StateDtype d) {
@@ -440,18 +465,17 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.recompute_modules = modules;
   }
   if (auto v = obj.Optional("selective_policy")) {
-    p.selective_policy = v->OneOf({"modules", "op-policy"}) == "op-policy" ? SelectivePolicy::kOpPolicy
-                                                                           : SelectivePolicy::kModules;
+    const std::string name = v->OneOf({"modules", "op-policy", "save-qkv-proj"});
+    p.selective_policy = name == "op-policy"       ? SelectivePolicy::kOpPolicy
+                         : name == "save-qkv-proj" ? SelectivePolicy::kSaveQkvProj
+                                                   : SelectivePolicy::kModules;
   }
   if (auto v = obj.Optional("loss_logits")) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;
   }
   if (auto v = obj.Optional("eager_modules")) p.eager_modules = ReadEagerModules(*v);
   if (auto v = obj.Optional("fp8_amax_reduction")) p.fp8_amax_reduction = v->Bool();
-  if (auto v = obj.Optional("fp8_casts")) {
-    p.fp8_casts = v->OneOf({"per-forward", "transformer-engine"}) == "transformer-engine" ? Fp8Casts::kTransformerEngine
-                                                                                      : Fp8Casts::kPerForward;
-  }
+  if (auto v = obj.Optional("fp8_casts")) p.fp8_casts = ReadFp8Casts(*v);
   if (auto v = obj.Optional("compiled_layers_only")) p.compiled_layers_only = v->Bool();
   if (auto v = obj.Optional("repeat_kv_copies")) p.repeat_kv_copies = v->Bool();
   if (auto v = obj.Optional("fsdp_pp_reshard")) p.fsdp_pp_reshard = v->Bool();

@@ -126,8 +126,12 @@ std::string RecomputeModulesText(RecomputeModules m);
 // saved except every second one (in a Llama block wk, wo and w3 are
 // recomputed), and so are SDPA's outputs, reduce-scatters and the fp8
 // amax; norms, RoPE, the activation and element-wise work are recomputed.
-enum class SelectivePolicy { kModules, kOpPolicy };
-const char* SelectivePolicyName(SelectivePolicy p);  // "modules", "op-policy"
+// kSaveQkvProj: MaxText's remat_policy save_qkv_proj
+// (jax.checkpoint_policies.save_only_these_names over the query, key and
+// value projections' outputs): per layer the input and the QKV GEMMs'
+// outputs are saved, and everything else of the forward runs again.
+enum class SelectivePolicy { kModules, kOpPolicy, kSaveQkvProj };
+const char* SelectivePolicyName(SelectivePolicy p);  // "modules", "op-policy", "save-qkv-proj"
 
 // How the loss holds the logits on the last stage. kInPlace: Megatron-Core's
 // vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py):
@@ -170,8 +174,14 @@ EagerModules ReadEagerModules(const JsonNode& v);  // one of EagerModulesName's
 // forward reuses them too; the FP8 output of the fused norm before the QKV
 // and FC1 GEMMs (LayerNormLinear) is transposed for the weight gradient in
 // the backward (8 + 8 bits an element).
-enum class Fp8Casts { kPerForward, kTransformerEngine };
-const char* Fp8CastsName(Fp8Casts c);  // "per-forward", "transformer-engine"
+// kIntoProducers: a compiler folds each activation's and gradient's
+// quantization into the kernel that produces it (XLA: the producer's loop
+// fusion writes FP8, and the GPU GemmRewriter pass fuses the dequantizing
+// convert and scale into the cuBLASLt FP8 GEMM), so only the weights, which
+// no kernel produces, are cast by kernels of their own, every forward.
+enum class Fp8Casts { kPerForward, kTransformerEngine, kIntoProducers };
+const char* Fp8CastsName(Fp8Casts c);  // "per-forward", "transformer-engine", "into-producers"
+Fp8Casts ReadFp8Casts(const JsonNode& v);  // one of Fp8CastsName's
 
 // What the optimizer keeps for each trained parameter of 16-bit training,
 // beside the 16-bit weights, in Megatron-LM's terms (--exp-avg-dtype,

@@ -89,6 +89,10 @@ TEST(Plan, ParsesEagerModules) {
   EXPECT_EQ(PlanToJson(te)["fp8_casts"], "transformer-engine");
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_casts": "te"})").key_path(), "plan.fp8_casts");
   EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_amax_reduction": true})").fp8_amax_reduction);
+  EXPECT_EQ(Parse(R"({"tp": 1, "pp": 1, "dp": 4, "fp8_casts": "into-producers"})").fp8_casts, Fp8Casts::kIntoProducers);
+  const PlanConfig qkv = Parse(R"({"tp": 1, "pp": 1, "dp": 4, "selective_policy": "save-qkv-proj"})");
+  EXPECT_EQ(qkv.selective_policy, SelectivePolicy::kSaveQkvProj);
+  EXPECT_EQ(PlanToJson(qkv)["selective_policy"], "save-qkv-proj");
   EXPECT_EQ(PlanToJson(te)["fp8_amax_reduction"], false);
   EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 1, "dp": 4, "compiled_layers_only": "yes"})").key_path(),
             "plan.compiled_layers_only");

@@ -82,6 +82,18 @@ double OpPolicyActivations(const workload::LayerShape& s) {
   return a;
 }
 
+// MaxText's save_qkv_proj (config::SelectivePolicy kSaveQkvProj): the
+// checkpointed layer's input and the query, key and value projections'
+// outputs, 16-bit.
+double SaveQkvProjActivations(const workload::LayerShape& s) {
+  const double e = s.element_bytes();
+  const double T = D(s.tokens());
+  const double Tn = s.sequence_parallel ? T / s.tp : T;
+  const double q = D(s.attention.heads / s.tp) * D(s.attention.head_dim);
+  const double kv = D(std::max<int64_t>(1, s.attention.kv_heads / s.tp)) * D(s.attention.head_dim);
+  return e * Tn * D(s.hidden) + e * T * (q + 2.0 * kv);
+}
+
 // What one layer's backward holds besides its saved activations: the output
 // gradient coming in and the one going out (residual stream), and the MLP's
 // widest gradients (FC2's input gradient and the activation's input
@@ -114,6 +126,10 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   if (recompute == config::Recompute::kSelective && s.selective_policy == config::SelectivePolicy::kOpPolicy &&
       !s.moe.enabled && !s.mla.enabled) {
     return Bytes{OpPolicyActivations(s)};
+  }
+  if (recompute == config::Recompute::kSelective && s.selective_policy == config::SelectivePolicy::kSaveQkvProj &&
+      !s.moe.enabled && !s.mla.enabled) {
+    return Bytes{SaveQkvProjActivations(s)};
   }
   // Selective recomputation by module (Megatron-Core recompute_modules; see
   // workload::SelectiveRecompute for what each re-runs): a recomputed module
@@ -184,7 +200,7 @@ namespace {
 // full recomputation holds one whole layer). core_attn's transient scores are
 // left out, as Korthikanti et al. leave them out.
 double RecomputedTransient(const workload::LayerShape& s) {
-  if (s.selective_policy == config::SelectivePolicy::kOpPolicy && !s.moe.enabled && !s.mla.enabled) {
+  if (s.selective_policy != config::SelectivePolicy::kModules && !s.moe.enabled && !s.mla.enabled) {
     // Everything the policy recomputes is back during the layer's backward.
     return std::max(0.0, LayerActivations(s, config::Recompute::kNone).value -
                              LayerActivations(s, config::Recompute::kSelective).value);

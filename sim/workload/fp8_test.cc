@@ -140,6 +140,13 @@ TEST(Fp8, TransformerEngineCastsWriteTheTransposeAndCacheTheWeights) {
     EXPECT_EQ(op.once_per_step, weight) << op.name;
   }
   for (const Op& op : LayerForward(Shape(Precision::kFp8))) EXPECT_FALSE(op.once_per_step) << op.name;
+  // Folded into the producers (XLA): only the weights are cast, every forward,
+  // read 16 bits and write 8; no gradient cast and no transpose.
+  LayerShape xla = Shape(Precision::kFp8);
+  xla.fp8_casts = config::Fp8Casts::kIntoProducers;
+  EXPECT_DOUBLE_EQ(CastBytes(LayerForward(xla)), 3.0 * 12 * h * h);
+  EXPECT_DOUBLE_EQ(CastBytes(LayerBackward(xla)), 0.0);
+  for (const Op& op : LayerForward(xla)) EXPECT_FALSE(op.once_per_step) << op.name;
   for (const Op& op : LayerBackward(Shape(Precision::kFp8))) {
     EXPECT_EQ(op.name.find("-transpose-x"), std::string::npos) << op.name;
   }

@@ -63,18 +63,31 @@ Op Memory(const std::string& name, double bytes, const LayerShape& s, int kernel
   return op;
 }
 
-void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s) {
-  if (s.kernels.precision != Precision::kFp8) return;
+namespace {
+
+// A cast kernel of `elements` 16-bit values to FP8 (see AddCast).
+Op CastOp(const std::string& name, double elements, const LayerShape& s) {
   // Transformer Engine's cast-transpose writes the FP8 copy and its transpose.
   const double written = s.fp8_casts == config::Fp8Casts::kTransformerEngine ? 2.0 : 1.0;
-  ops.push_back(Memory(name, elements * (s.element_bytes() + written), s, 1, EagerKernel::kCast));
+  return Memory(name, elements * (s.element_bytes() + written), s, 1, EagerKernel::kCast);
+}
+
+}  // namespace
+
+void AddCast(std::vector<Op>& ops, const std::string& name, double elements, const LayerShape& s) {
+  // Compiled into the producer's kernel, which writes FP8 directly.
+  if (s.kernels.precision != Precision::kFp8 || s.fp8_casts == config::Fp8Casts::kIntoProducers) return;
+  ops.push_back(CastOp(name, elements, s));
 }
 
 void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch,
                      bool input_is_fp8, const LayerShape& s) {
-  AddCast(ops, name + "-cast-w", D(k) * D(n) * D(batch), s);
-  if (!ops.empty() && s.fp8_casts == config::Fp8Casts::kTransformerEngine && ops.back().name == name + "-cast-w") {
-    ops.back().once_per_step = true;  // the FP8 weight cache
+  if (s.kernels.precision == Precision::kFp8) {
+    // A weight is a parameter, not another kernel's output: its cast is a
+    // kernel of its own under every policy.
+    Op w = CastOp(name + "-cast-w", D(k) * D(n) * D(batch), s);
+    w.once_per_step = s.fp8_casts == config::Fp8Casts::kTransformerEngine;  // the FP8 weight cache
+    ops.push_back(std::move(w));
   }
   if (!input_is_fp8) AddCast(ops, name + "-cast-x", D(m) * D(k) * D(batch), s);
 }

@@ -4,6 +4,7 @@
 
 #include "sim/workload/attention.h"
 #include "sim/workload/dense_mlp.h"
+#include "sim/workload/layer_ops.h"
 #include "sim/workload/mla.h"
 #include "sim/workload/moe.h"
 #include "sim/workload/op_builders.h"
@@ -74,6 +75,14 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
   using config::RecomputeModule;
   if (s.selective_policy == config::SelectivePolicy::kOpPolicy && !s.moe.enabled && !s.mla.enabled) {
     return AsRecompute(OpPolicyRecompute(s));
+  }
+  if (s.selective_policy == config::SelectivePolicy::kSaveQkvProj && !s.moe.enabled && !s.mla.enabled) {
+    // The whole forward again except the saved QKV projection and its casts.
+    std::vector<Op> ops;
+    for (Op& op : LayerForward(s)) {
+      if (op.name != "qkv" && op.name.rfind("qkv-cast-", 0) != 0) ops.push_back(std::move(op));
+    }
+    return AsRecompute(std::move(ops));
   }
   const config::RecomputeModules& m = s.recompute_modules;
   const bool moe = s.moe.enabled;

@@ -176,6 +176,25 @@ TEST(RecomputeModules, OpPolicySavesEveryOtherMatmulSdpaAndReduceScatters) {
   for (const Op& op : ops) EXPECT_TRUE(op.recompute) << op.name;
 }
 
+// MaxText's save_qkv_proj on the same model: the layer's input 2 x 1024 x
+// 1024 = 2,097,152 and the QKV outputs 2 x 2048 x (512 + 2 x 128) =
+// 3,145,728 are kept; the backward re-runs the whole forward but the QKV
+// GEMM (2 x 2048 x 768 x 1024 FLOPs).
+TEST(RecomputeModules, SaveQkvProjKeepsTheLayerInputAndTheProjections) {
+  LayerShape s = Dense(RecomputeModules::Default());
+  s.selective_policy = config::SelectivePolicy::kSaveQkvProj;
+  EXPECT_DOUBLE_EQ(Act(s), 2097152.0 + 3145728.0);
+  EXPECT_DOUBLE_EQ(Act(s, Recompute::kNone), kDenseLayer);
+  const auto ops = SelectiveRecompute(s);
+  EXPECT_EQ(Find(ops, "recompute-qkv"), nullptr);
+  for (const char* name : {"recompute-attn-proj", "recompute-fc1", "recompute-fc2", "recompute-input-norm"}) {
+    EXPECT_NE(Find(ops, name), nullptr) << name;
+  }
+  const double forward = SumFlops(LayerForward(s)).value;
+  EXPECT_DOUBLE_EQ(SumFlops(ops).value, forward - 2.0 * 2048 * 768 * 1024);
+  for (const Op& op : ops) EXPECT_TRUE(op.recompute) << op.name;
+}
+
 // DTensor's sequence parallelism (torchtitan) keeps the all-gathered input
 // of the QKV and FC1 linears: 2 x (2048 - 1024) x 1024 bytes more each.
 TEST(RecomputeModules, DtensorSequenceParallelKeepsTheGatheredLinearInputs) {
