@@ -98,23 +98,16 @@ EagerModules ReadEagerModules(const JsonNode& v) {
                                    : EagerModules::kLibrary;
 }
 
-const char* Fp8CastsName(Fp8Casts c) {
-  switch (c) {
-    case Fp8Casts::kPerForward:
-      return "per-forward";
-    case Fp8Casts::kTransformerEngine:
-      return "transformer-engine";
-    case Fp8Casts::kIntoProducers:
-      return "into-producers";
-  }
-  return "per-forward";
-}
+// Fp8Casts' names, in the enum's order.
+constexpr const char* kFp8CastsNames[] = {"per-forward", "transformer-engine", "into-producers"};
+
+const char* Fp8CastsName(Fp8Casts c) { return kFp8CastsNames[static_cast<int>(c)]; }
 
 Fp8Casts ReadFp8Casts(const JsonNode& v) {
-  const std::string name = v.OneOf({"per-forward", "transformer-engine", "into-producers"});
-  return name == "transformer-engine" ? Fp8Casts::kTransformerEngine
-         : name == "into-producers"   ? Fp8Casts::kIntoProducers
-                                      : Fp8Casts::kPerForward;
+  const std::string name = v.OneOf({kFp8CastsNames[0], kFp8CastsNames[1], kFp8CastsNames[2]});
+  int i = 0;
+  while (name != kFp8CastsNames[i]) ++i;  // OneOf accepted one of them
+  return static_cast<Fp8Casts>(i);
 }
 
 const char* StateDtypeName(StateDtype d) {
