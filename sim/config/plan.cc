@@ -66,17 +66,10 @@ const char* OffloadName(OffloadTarget t) {
   return "?";
 }
 
-const char* SelectivePolicyName(SelectivePolicy p) {
-  switch (p) {
-    case SelectivePolicy::kModules:
-      return "modules";
-    case SelectivePolicy::kOpPolicy:
-      return "op-policy";
-    case SelectivePolicy::kSaveQkvProj:
-      return "save-qkv-proj";
-  }
-  return "modules";
-}
+// SelectivePolicy's names, in the enum's order.
+constexpr const char* kSelectivePolicyNames[] = {"modules", "op-policy", "save-qkv-proj"};
+
+const char* SelectivePolicyName(SelectivePolicy p) { return kSelectivePolicyNames[static_cast<int>(p)]; }
 
 const char* LossLogitsName(LossLogits l) { return l == LossLogits::kUpcast ? "upcast" : "inplace"; }
 const char* EagerModulesName(EagerModules m) {
@@ -458,10 +451,10 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     p.recompute_modules = modules;
   }
   if (auto v = obj.Optional("selective_policy")) {
-    const std::string name = v->OneOf({"modules", "op-policy", "save-qkv-proj"});
-    p.selective_policy = name == "op-policy"       ? SelectivePolicy::kOpPolicy
-                         : name == "save-qkv-proj" ? SelectivePolicy::kSaveQkvProj
-                                                   : SelectivePolicy::kModules;
+    const std::string name = v->OneOf({kSelectivePolicyNames[0], kSelectivePolicyNames[1], kSelectivePolicyNames[2]});
+    int i = 0;
+    while (name != kSelectivePolicyNames[i]) ++i;  // OneOf accepted one of them
+    p.selective_policy = static_cast<SelectivePolicy>(i);
   }
   if (auto v = obj.Optional("loss_logits")) {
     p.loss_logits = v->OneOf({"inplace", "upcast"}) == "upcast" ? LossLogits::kUpcast : LossLogits::kInPlace;

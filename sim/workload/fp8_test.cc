@@ -152,21 +152,30 @@ TEST(Fp8, TransformerEngineCastsWriteTheTransposeAndCacheTheWeights) {
   }
 }
 
+// FP8 training of 4 GPT layers on an interleaved pipeline: pp 2, vp 2 (one
+// layer a chunk), micro-batches of one sequence, tp x dp ranks a stage.
+config::ScenarioConfig Fp8PipelineScenario(int tp, int dp, int64_t global_batch) {
+  config::PlanConfig plan;
+  plan.tp = tp;
+  plan.pp = 2;
+  plan.vp = 2;
+  plan.schedule = config::PipelineScheduleKind::kInterleaved;
+  plan.dp = dp;
+  plan.micro_batch = 1;
+  plan.global_batch = global_batch;
+  plan.sequence_parallel = tp > 1;
+  plan.precision = Precision::kFp8;
+  config::ScenarioConfig s = testing::Scenario(testing::GptModel(4, 1024, 16, 51200), tp * 2 * dp, 2048, plan);
+  s.profile = Fp8Profile();
+  return s;
+}
+
 // In the step, a cached weight cast runs on the first micro-batch of each
 // chunk only and never in a recomputed forward; per-forward casts run on
 // every micro-batch.
 TEST(Fp8, CachedWeightCastsRunOnTheFirstMicroBatchOnly) {
-  auto model = testing::GptModel(4, 1024, 16, 51200);
-  config::PlanConfig plan;
-  plan.pp = 2;
-  plan.vp = 2;
-  plan.schedule = config::PipelineScheduleKind::kInterleaved;
-  plan.micro_batch = 1;
-  plan.global_batch = 4;
-  plan.precision = Precision::kFp8;
-  plan.recompute = config::Recompute::kFull;
-  auto s = testing::Scenario(model, 2, 2048, plan);
-  s.profile = Fp8Profile();
+  config::ScenarioConfig s = Fp8PipelineScenario(/*tp=*/1, /*dp=*/1, /*global_batch=*/4);
+  s.plan.recompute = config::Recompute::kFull;
   auto count = [](const trace::Trace& t) {
     std::map<std::pair<int, bool>, int> n;  // (micro-batch, recompute) -> fc1 weight casts
     for (const auto& task : t.tasks()) {
@@ -192,20 +201,8 @@ TEST(Fp8, CachedWeightCastsRunOnTheFirstMicroBatchOnly) {
 // after its backward, sized by the chunk's FP8 GEMMs; nothing under BF16 or
 // without the fact.
 TEST(Fp8, DelayedScalingReducesAmaxesOverTheStageAfterEachChunk) {
-  auto model = testing::GptModel(4, 1024, 16, 51200);
-  config::PlanConfig plan;
-  plan.tp = 2;
-  plan.pp = 2;
-  plan.vp = 2;
-  plan.schedule = config::PipelineScheduleKind::kInterleaved;
-  plan.dp = 4;
-  plan.micro_batch = 1;
-  plan.global_batch = 12;
-  plan.sequence_parallel = true;
-  plan.precision = Precision::kFp8;
-  plan.fp8_amax_reduction = true;
-  auto s = testing::Scenario(model, 16, 2048, plan);
-  s.profile = Fp8Profile();
+  config::ScenarioConfig s = Fp8PipelineScenario(/*tp=*/2, /*dp=*/4, /*global_batch=*/12);
+  s.plan.fp8_amax_reduction = true;
   const trace::Trace t = BuildTrainingStep(s);
   int reductions = 0;
   for (const auto& task : t.tasks()) {

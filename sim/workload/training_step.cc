@@ -728,7 +728,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
 }
 
 TaskId StepBuilder::AmaxReduction(int rank, int vs, int mb, bool forward, TaskId after) {
-  if (groups_.stage.empty() || groups_.stage[rank] == trace::kNoGroup || after < 0) return after;
+  if (groups_.stage[rank] == trace::kNoGroup || after < 0) return after;
   int gemms = 0;
   for (int l = first_layer_[vs]; l < first_layer_[vs] + layers_[vs]; ++l) gemms += fp8_gemms_[Kind(l)];
   if (gemms == 0) return after;
