@@ -93,14 +93,31 @@ nlohmann::json WithExtendedFacts(nlohmann::json doc, const std::string& path) {
   return doc;
 }
 
+// Each selective_recompute kind: its name, and the plan's selective_policy a
+// run that asks for "selective" gets (unavailable: never asked, validate
+// does not choose selective).
+struct SelectiveKind {
+  const char* name;
+  SelectiveRecomputeKind kind;
+  SelectivePolicy policy;
+};
+constexpr SelectiveKind kSelectiveKinds[] = {
+    {"unavailable", SelectiveRecomputeKind::kUnavailable, SelectivePolicy::kModules},
+    {"modules", SelectiveRecomputeKind::kModules, SelectivePolicy::kModules},
+    {"op-policy", SelectiveRecomputeKind::kOpPolicy, SelectivePolicy::kOpPolicy},
+    {"save-qkv-proj", SelectiveRecomputeKind::kSaveQkvProj, SelectivePolicy::kSaveQkvProj},
+};
+
+const SelectiveKind& SelectiveKindOf(SelectiveRecomputeKind k) {
+  for (const SelectiveKind& s : kSelectiveKinds) {
+    if (s.kind == k) return s;
+  }
+  return kSelectiveKinds[1];
+}
+
 }  // namespace
 
-const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k) {
-  return k == SelectiveRecomputeKind::kUnavailable    ? "unavailable"
-         : k == SelectiveRecomputeKind::kOpPolicy    ? "op-policy"
-         : k == SelectiveRecomputeKind::kSaveQkvProj ? "save-qkv-proj"
-                                                     : "modules";
-}
+const char* SelectiveRecomputeKindName(SelectiveRecomputeKind k) { return SelectiveKindOf(k).name; }
 
 const char* ModelFamilyName(ModelFamily f) { return f == ModelFamily::kMpt ? "mpt" : "gpt"; }
 
@@ -150,9 +167,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.dispatcher = moe_dispatcher;
   base.comm_sms = comm_sms;
   if (selective_modules) base.recompute_modules = *selective_modules;
-  base.selective_policy = selective_recompute == SelectiveRecomputeKind::kOpPolicy      ? SelectivePolicy::kOpPolicy
-                          : selective_recompute == SelectiveRecomputeKind::kSaveQkvProj ? SelectivePolicy::kSaveQkvProj
-                                                                                        : SelectivePolicy::kModules;
+  base.selective_policy = SelectiveKindOf(selective_recompute).policy;
   return base;
 }
 
@@ -185,12 +200,12 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     g.Finish();
   }
   {
-    const std::string k =
-        Fact(facts, "selective_recompute").OneOf({"unavailable", "modules", "op-policy", "save-qkv-proj"});
-    f.selective_recompute = k == "unavailable"     ? SelectiveRecomputeKind::kUnavailable
-                            : k == "op-policy"     ? SelectiveRecomputeKind::kOpPolicy
-                            : k == "save-qkv-proj" ? SelectiveRecomputeKind::kSaveQkvProj
-                                                   : SelectiveRecomputeKind::kModules;
+    const std::string k = Fact(facts, "selective_recompute")
+                              .OneOf({kSelectiveKinds[0].name, kSelectiveKinds[1].name, kSelectiveKinds[2].name,
+                                      kSelectiveKinds[3].name});
+    for (const SelectiveKind& s : kSelectiveKinds) {
+      if (k == s.name) f.selective_recompute = s.kind;
+    }
   }
   if (facts.Has("recompute_escalation")) {
     const JsonNode v = Fact(facts, "recompute_escalation");

@@ -145,7 +145,7 @@ void QkvBackward(std::vector<Op>& ops, const LayerShape& s) {
     AddGather(ops, "ag-attn-input", s, /*async=*/true);
     if (s.sequence_parallel && s.tp > 1) regather = static_cast<int>(ops.size()) - 1;
   }
-  AddFp8InputTranspose(ops, "qkv", static_cast<double>(s.tokens()) * static_cast<double>(s.hidden), s);
+  AddFp8InputTranspose(ops, "qkv", D(s.tokens()) * D(s.hidden), s);
   LinearBackward(ops, "qkv", Projection::kQkv, s.tokens(), QkvWidth(s), s.hidden, s, regather);
 }
 
