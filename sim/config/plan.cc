@@ -12,13 +12,14 @@ const char* AttentionName(AttentionImpl a) {
     case AttentionImpl::kFlash2: return "flash2";
     case AttentionImpl::kFlash1: return "flash1";
     case AttentionImpl::kUnfused: return "unfused";
+    case AttentionImpl::kOwn: return "stacksim";
   }
   return "?";
 }
 
 AttentionImpl ReadAttention(const JsonNode& v) {
-  const std::string name = v.OneOf({"flash", "flash2", "flash1", "unfused"});
-  for (AttentionImpl a : {AttentionImpl::kFlash, AttentionImpl::kFlash2, AttentionImpl::kFlash1}) {
+  const std::string name = v.OneOf({"flash", "flash2", "flash1", "unfused", "stacksim"});
+  for (AttentionImpl a : {AttentionImpl::kFlash, AttentionImpl::kFlash2, AttentionImpl::kFlash1, AttentionImpl::kOwn}) {
     if (name == AttentionName(a)) return a;
   }
   return AttentionImpl::kUnfused;

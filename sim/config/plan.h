@@ -40,8 +40,10 @@ enum class PipelineScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZeroBubbleH1
 // Attention kernels: the fastest fused kernel the GPU's profile describes
 // (cuDNN / FlashAttention-3 class on Hopper), FlashAttention-2 (Dao 2023), or
 // the unfused QK^T / softmax / PV of Megatron-LM before 2023.
-enum class AttentionImpl { kFlash, kFlash2, kFlash1, kUnfused };
-const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "flash1", "unfused"
+// kOwn: the project's own FlashAttention-2-style kernel (kernels/attention.cu),
+// as calibrate's step check runs it.
+enum class AttentionImpl { kFlash, kFlash2, kFlash1, kUnfused, kOwn };
+const char* AttentionName(AttentionImpl a);  // "flash", "flash2", "flash1", "unfused", "stacksim"
 // Reads an attention kernel name (one of AttentionName's); a bad value fails
 // naming its file and key.
 AttentionImpl ReadAttention(const JsonNode& v);

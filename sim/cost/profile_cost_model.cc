@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/cost/attention_grid.h"
 #include "sim/util/error.h"
 
 namespace stacksim::cost {
@@ -82,9 +83,16 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op, int64_t sms) const
     case trace::OpClass::kAttention: {
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
+      // The project's own kernel: its grid (attention_grid.h) instead of the
+      // profile's seq factors, which were measured on PyTorch SDPA's
+      // FlashAttention-2 (a block per head and 128 queries; ours loops a GQA
+      // group's heads in each block and computes the causal diagonal's tiles
+      // whole: its dependence on length is its grid's).
+      const bool own = op.attention_kernel == trace::AttentionKernel::kOwn;
       double eff = AttentionEfficiency(op.attention_kernel, op.backward) *
-                   profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) *
-                   static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value);
+                   (own ? AttentionGridFactor(op, sms, profile_.sm_count.value)
+                        : profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) *
+                              static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value));
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
@@ -99,6 +107,7 @@ double ProfileCostModel::AttentionEfficiency(trace::AttentionKernel kernel, bool
     case trace::AttentionKernel::kFastest:
       return backward ? profile_.attention_bwd_efficiency.value : profile_.attention_fwd_efficiency.value;
     case trace::AttentionKernel::kFlash2:
+    case trace::AttentionKernel::kOwn:  // calibrate measures flash2's rates on this kernel
       return backward ? profile_.flash2_bwd_efficiency.value : profile_.flash2_fwd_efficiency.value;
     case trace::AttentionKernel::kFlash1:
       return backward ? profile_.flash1_bwd_efficiency.value : profile_.flash1_fwd_efficiency.value;

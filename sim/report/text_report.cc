@@ -267,6 +267,7 @@ std::string PlanLine(const config::PlanConfig& p) {
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
       : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
       : p.attention == config::AttentionImpl::kFlash1 ? ", FlashAttention-1 class"
+      : p.attention == config::AttentionImpl::kOwn    ? ", stacksim's FlashAttention-2-style kernel"
                                                        : "",
       p.finetune.frozen_base()
           ? fmt::format(", {} rank {} on {} projections (frozen base)",

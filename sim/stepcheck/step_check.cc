@@ -32,7 +32,7 @@ config::PlanConfig StepPlan(int tp, int64_t micro_batch) {
   plan.recompute = config::Recompute::kNone;
   plan.precision = config::Precision::kBf16;
   plan.kernels = config::KernelFusion::kFused;
-  plan.attention = config::AttentionImpl::kFlash2;
+  plan.attention = config::AttentionImpl::kOwn;
   plan.cuda_graphs = false;
   return plan;
 }

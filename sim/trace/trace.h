@@ -102,8 +102,11 @@ const char* CollectiveName(CollectiveKind k);
 
 // Which fused attention kernel an attention op runs as: the fastest the
 // profile knows (cuDNN/FlashAttention-3 class on Hopper), FlashAttention-2,
-// or the FlashAttention-1 class (FlashAttention v1 and its Triton port).
-enum class AttentionKernel : uint8_t { kFastest, kFlash2, kFlash1 };
+// the FlashAttention-1 class (FlashAttention v1 and its Triton port), or the
+// project's own FlashAttention-2-style kernel (kernels/attention.cu: the
+// kernel `calibrate` measures for the profile's flash2 efficiencies, priced
+// with them and with its launch grid, sim/cost/attention_grid.h).
+enum class AttentionKernel : uint8_t { kFastest, kFlash2, kFlash1, kOwn };
 
 struct ComputeOp {
   OpClass op_class = OpClass::kMemoryBound;
@@ -116,6 +119,7 @@ struct ComputeOp {
   bool causal = false;
   bool backward = false;  // attention backward runs at its own efficiency
   AttentionKernel attention_kernel = AttentionKernel::kFastest;  // attention ops only
+  uint8_t heads_per_kv_head = 1;  // attention ops only: query heads sharing a K/V head (GQA group, <= 255)
   int16_t kernels = 1;    // kernel launches this task stands for
   // Memory-bound kernels: fraction of the GPU's achievable copy bandwidth this
   // kernel reaches (1 for well-fused kernels; less for generic eager ones).

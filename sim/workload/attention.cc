@@ -74,6 +74,17 @@ Op AttentionDropout(const std::string& name, double scores, const LayerShape& s)
   return op;
 }
 
+trace::AttentionKernel AttentionKernelOf(config::AttentionImpl impl) {
+  switch (impl) {
+    case config::AttentionImpl::kFlash2: return trace::AttentionKernel::kFlash2;
+    case config::AttentionImpl::kFlash1: return trace::AttentionKernel::kFlash1;
+    case config::AttentionImpl::kOwn: return trace::AttentionKernel::kOwn;
+    case config::AttentionImpl::kFlash:
+    case config::AttentionImpl::kUnfused: break;
+  }
+  return trace::AttentionKernel::kFastest;
+}
+
 // One fused attention kernel over the micro-batch's heads on this rank: two
 // products of 2*s*s*d per head forward, halved by the causal mask; the
 // backward runs five (S recomputed, dP, dV, dQ, dK): 2.5x (Dao 2023).
@@ -108,9 +119,8 @@ Op FlashAttention(const LayerShape& s, bool backward) {
   op.compute.batch = bh;
   op.compute.causal = true;
   op.compute.backward = backward;
-  op.compute.attention_kernel = s.attention.kernel == config::AttentionImpl::kFlash2   ? trace::AttentionKernel::kFlash2
-                                 : s.attention.kernel == config::AttentionImpl::kFlash1 ? trace::AttentionKernel::kFlash1
-                                                                                        : trace::AttentionKernel::kFastest;
+  op.compute.attention_kernel = AttentionKernelOf(s.attention.kernel);
+  op.compute.heads_per_kv_head = static_cast<uint8_t>(std::min<int64_t>(255, QHeads(s) / KvHeads(s)));
   // Forward: QK^T over head_dim and PV over VDim. Backward: S = QK^T, dQ =
   // dS K and dK = dS^T Q over head_dim; dP = dO V^T and dV = P^T dO over VDim.
   // Sliding windows skip the key blocks outside the window (flash kernels

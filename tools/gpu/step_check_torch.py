@@ -185,6 +185,10 @@ def measure(torch, s, mode, warmup, repeats, seed):
     layer = build_layer(torch, s).cuda()
     opt = torch.optim.AdamW(layer.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     if mode == "compile":
+        # Every shape's layer shares one forward's code: without a reset Dynamo
+        # stops recompiling after its recompile_limit (8) and runs the rest
+        # eager (the 2026-12-04 run's 70B and Mixtral "compile" rows did).
+        torch._dynamo.reset()
         layer = torch.compile(layer)
     shape = (s["micro_batch"], s["seq"], s["hidden"])
     x = torch.randn(shape, device="cuda", dtype=torch.bfloat16).requires_grad_(True)
