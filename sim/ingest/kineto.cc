@@ -424,12 +424,23 @@ KinetoStep BuildStep(const TraceEvents& t, const std::string& origin, const Kine
   // innermost op with sizes wins: record_param_comms nests inside the c10d op
   // and carries the counts.
   std::unordered_map<int64_t, CommInfo> comm_ops;
+  std::unordered_map<int64_t, size_t> host_collective_of;  // External id -> step.host_collectives
   for (const TraceEvent& e : t.events) {
     CommInfo c;
     if (e.category != EventCategory::kCpuOp || e.external < 0 || !ReadComm(t, e, &c)) continue;
     auto [it, fresh] = comm_ops.try_emplace(e.external, c);
     if (!fresh && (it->second.bytes == 0 || c.bytes > 0)) it->second = c;
+    if (!in_step(e.ts) || c.bytes <= 0) continue;  // the op that carries the sizes (an annotation may not)
+    auto [at, first] = host_collective_of.try_emplace(e.external, step.host_collectives.size());
+    if (first) step.host_collectives.push_back({Ns(e.ts - begin), e.tid});
+    KinetoHostCollective& h = step.host_collectives[at->second];
+    h.time = std::min(h.time, Ns(e.ts - begin));  // the outermost op's start
+    h.kind = c.kind;
+    h.bytes = Bytes{c.bytes};
+    h.group_size = c.group_size;
   }
+  std::sort(step.host_collectives.begin(), step.host_collectives.end(),
+            [](const KinetoHostCollective& a, const KinetoHostCollective& b) { return a.time < b.time; });
 
   // GPU activities: the step's own (launched inside it), and the earlier
   // work still running when it begins.

@@ -90,6 +90,18 @@ struct KinetoStreamWait {
   Time time;                        // host time of the wait call, from the step's begin
 };
 
+// A collective torch.distributed recorded with its sizes on a CPU op in the
+// step (record_param_comms, or nccl:<collective> in older traces), whether or not
+// NCCL launched a kernel for it: a one-rank process group launches none, so a
+// single-GPU DDP recording keeps DDP's own buckets only here.
+struct KinetoHostCollective {
+  Time time;                 // the op's start, from the step's begin
+  int64_t thread = 0;
+  trace::CollectiveKind kind = trace::CollectiveKind::kAllReduce;
+  Bytes bytes{0};
+  int group_size = 0;        // 0: unknown
+};
+
 struct KinetoStep {
   std::string file;
   std::string step_name;     // "ProfilerStep#3", or "whole trace"
@@ -109,6 +121,7 @@ struct KinetoStep {
   std::vector<KinetoHostCall> calls;    // by start time
   std::vector<KinetoKernel> kernels;    // by start time
   std::vector<KinetoStreamWait> waits;  // by time
+  std::vector<KinetoHostCollective> host_collectives;  // by time
   int events = 0;            // events in the file
 };
 

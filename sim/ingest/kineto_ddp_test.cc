@@ -251,5 +251,57 @@ TEST(KinetoDdp, BadCollectiveCountsNameTheField) {
   }
 }
 
+// A real one-rank DDP step as PyTorch 2.11 wrote it on an H200
+// (tools/gpu/record_gpt_trace.py --ddp; meta beside it): torch.distributed
+// records DDP's ten gradient buckets on record_param_comms ops ("Group
+// size" 1), and NCCL launches no kernel for a one-rank group.
+const char* kRecordedDdp = STACKSIM_SOURCE_DIR "/tests/data/kineto/h200-gpt-small-ddp-step.json.gz";
+constexpr double kDdpParams = 128139264;  // meta: model.params
+
+TEST(KinetoDdpRecorded, KeepsTheBucketsTorchDistributedRecorded) {
+  KinetoStep step = ReadKinetoTrace(kRecordedDdp);
+  EXPECT_EQ(step.step_name, "ProfilerStep#3");
+  for (const KinetoKernel& k : step.kernels) EXPECT_NE(k.kernel_class, KernelClass::kCommunication) << k.name;
+  ASSERT_EQ(step.host_collectives.size(), 10u);
+  double total = 0;
+  for (const KinetoHostCollective& h : step.host_collectives) {
+    EXPECT_EQ(h.kind, trace::CollectiveKind::kAllReduce);
+    EXPECT_EQ(h.group_size, 1);
+    total += h.bytes.value;
+  }
+  EXPECT_DOUBLE_EQ(total, kDdpParams * 4);  // fp32 gradients of every parameter
+  // DDP's small first bucket comes first; the one with the embedding last.
+  EXPECT_DOUBLE_EQ(step.host_collectives.front().bytes.value, 4196352.0 * 4);
+  EXPECT_DOUBLE_EQ(step.host_collectives.back().bytes.value, 56766464.0 * 4);
+  // The replay of its own kernels lands on the recorded step.
+  StepTrace built = BuildStepTrace(step);
+  MeasuredCostModel cost(step);
+  engine::FixedNetworkModel net(Time::Zero(), Bandwidth{1e9});
+  Time replayed = engine::Engine(cost, net).Replay(built.trace).makespan;
+  EXPECT_NEAR(replayed.seconds() / step.span.seconds(), 1.0, 0.01);
+}
+
+TEST(KinetoDdpRecorded, DataParallelWhatIfIssuesTheRecordedBuckets) {
+  KinetoStep step = ReadKinetoTrace(kRecordedDdp);
+  DpInsertion dp;
+  dp.size = 64;
+  dp.ranks_per_node = 8;
+  dp.nodes = 8;
+  StepTrace built = BuildStepTrace(step, dp, true);  // no gradient_bytes: the recording has them
+  EXPECT_EQ(built.buckets, 10);
+  EXPECT_NE(built.inserted.find("record_param_comms"), std::string::npos) << built.inserted;
+  std::vector<double> sizes;
+  for (const trace::Task& t : built.trace.tasks())
+    if (t.kind == trace::TaskKind::kCollective) sizes.push_back(t.comm.bytes.value);
+  ASSERT_EQ(sizes.size(), 10u);
+  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_DOUBLE_EQ(sizes[i], step.host_collectives[i].bytes.value);
+  // Slow buckets lengthen the step; the last one waits for the whole backward.
+  MeasuredCostModel cost(step);
+  engine::FixedNetworkModel net(Time::Zero(), Bandwidth{10e9});
+  Time without = engine::Engine(cost, net).Replay(BuildStepTrace(step).trace).makespan;
+  Time slow = engine::Engine(cost, net).Replay(built.trace).makespan;
+  EXPECT_GT(slow.seconds(), without.seconds() + 0.9 * 56766464.0 * 4 / 10e9);
+}
+
 }  // namespace
 }  // namespace stacksim::ingest

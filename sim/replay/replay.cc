@@ -192,18 +192,47 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     else unlaunched.push_back(i);
   }
 
-  // Inserted DP all-reduce: backward kernels are those the autograd thread
-  // launched (any thread but the step's own); bucket j is ready once backward
-  // has done (j+1)/B of its measured GPU time (DDP fills buckets in reverse
-  // parameter order as gradients appear; uniform spread is the assumption).
-  bool insert = dp.size > 1 && dp.gradient_bytes.value > 0;
-  std::vector<int> bucket_after(n, 0);  // buckets to issue after kernel i
-  int last_backward = -1;
+  // Inserted DP all-reduce, when the recording launched no NCCL kernel.
+  // DDP's own buckets where torch.distributed recorded them (a one-rank
+  // group's record_param_comms ops carry their sizes but launch nothing):
+  // each issued after the last kernel launched before its op. Otherwise
+  // buckets of dp.bucket_bytes: backward kernels are those the autograd
+  // thread launched (any thread but the step's own); bucket j is ready once
+  // backward has done (j+1)/B of its measured GPU time (DDP fills buckets in
+  // reverse parameter order as gradients appear; uniform spread is the
+  // assumption).
+  std::vector<KinetoHostCollective> recorded;
+  for (const KinetoHostCollective& h : step.host_collectives)
+    if (h.kind == trace::CollectiveKind::kAllReduce && h.bytes.value > 0) recorded.push_back(h);
+  bool insert = dp.size > 1 && (dp.gradient_bytes.value > 0 || !recorded.empty());
+  std::vector<std::vector<Bytes>> buckets_after(n);  // all-reduces to issue after kernel i
+  int last_backward = -1;  // the kernel after which the last all-reduce is issued
   if (insert) {
     for (const KinetoKernel& k : step.kernels)
       if (k.kernel_class == KernelClass::kCommunication) insert = false;
   }
-  if (insert) {
+  if (insert && !recorded.empty() && n > 0) {
+    Bytes total{0};
+    for (const KinetoHostCollective& h : recorded) {
+      int after = 0;  // the last kernel launched before the op (else the first)
+      for (int i = 0; i < n; ++i) {
+        const KinetoKernel& k = step.kernels[i];
+        if (k.launch >= 0 && step.calls[k.launch].start <= h.time &&
+            (step.kernels[after].launch < 0 || step.calls[k.launch].start >= step.calls[step.kernels[after].launch].start))
+          after = i;
+      }
+      buckets_after[after].push_back(h.bytes);
+      last_backward = std::max(last_backward, after);
+      total.value += h.bytes.value;
+    }
+    out.buckets = static_cast<int>(recorded.size());
+    out.inserted = fmt::format(
+        "issued the recording's {} all-reduce bucket(s) ({:.1f} MB of gradients, sizes from torch.distributed's "
+        "record_param_comms ops, each after the last kernel launched before it) on a 'dp' stream over {} ranks "
+        "({} per node x {} nodes): the one-rank recording launched no NCCL kernels; the first host call after "
+        "backward waits for them",
+        out.buckets, total.value / 1e6, dp.size, dp.ranks_per_node, dp.nodes);
+  } else if (insert && dp.gradient_bytes.value > 0) {
     Time total;
     std::vector<int> bwd;
     for (int i = 0; i < n; ++i) {
@@ -220,13 +249,16 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     last_backward = bwd.back();
     Time done;
     int issued = 0;
+    Bytes left = dp.gradient_bytes;
     for (int i : bwd) {
       done += step.kernels[i].duration;
       int due = i == last_backward ? out.buckets
                                    : static_cast<int>(std::floor(done.seconds() / total.seconds() * out.buckets));
       due = std::min(due, out.buckets);
-      bucket_after[i] = due - issued;
-      issued = due;
+      for (; issued < due; ++issued) {
+        buckets_after[i].push_back(Bytes{std::min(left.value, dp.bucket_bytes.value)});
+        left.value -= buckets_after[i].back().value;
+      }
     }
     out.inserted = fmt::format(
         "inserted {} all-reduce bucket(s) of <= {:.0f} MB ({:.1f} MB of gradients) on a 'dp' stream over {} ranks "
@@ -234,6 +266,8 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
         "(one GPU), so DDP's gradient all-reduce is added; the first host call after backward waits for it",
         out.buckets, dp.bucket_bytes.value / 1e6, dp.gradient_bytes.value / 1e6, dp.size, dp.ranks_per_node,
         dp.nodes, bwd.size());
+  } else {
+    insert = false;
   }
   trace::GroupId dp_group = trace::kNoGroup;
   if (insert || network_collectives) {
@@ -248,7 +282,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
   }
   trace::StreamId dp_stream = insert ? t.InternStream("dp") : -1;
   TaskId last_bucket = -1;
-  Bytes bucket_left = dp.gradient_bytes;
+  int bucket_number = 0;
 
   std::map<int64_t, trace::StreamId> gpu_stream;
   std::map<int64_t, TaskId> gpu_last;  // last task on each GPU stream
@@ -330,16 +364,15 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     gpu_last[k.stream] = id;
     gpu_launched[k.stream].push_back({k.correlation, id});
     gpu_end_time[k.stream] = std::max(gpu_end_time[k.stream], k.start + k.duration);
-    for (int b = 0; b < bucket_after[i]; ++b) {
+    for (Bytes bytes : buckets_after[i]) {
       Task ar;
       ar.kind = TaskKind::kCollective;
       ar.stream = dp_stream;
       ar.role = trace::TaskRole::kDpComm;
       ar.label = t.InternLabel("dp all-reduce (inserted)");
-      ar.name = t.InternName("dp all-reduce bucket " + std::to_string(out.buckets - bucket_left.value / dp.bucket_bytes.value));
+      ar.name = t.InternName("dp all-reduce bucket " + std::to_string(bucket_number++));
       ar.comm.kind = trace::CollectiveKind::kAllReduce;
-      ar.comm.bytes = Bytes{std::min(bucket_left.value, dp.bucket_bytes.value)};
-      bucket_left.value -= ar.comm.bytes.value;
+      ar.comm.bytes = bytes;
       ar.comm.group = dp_group;
       last_bucket = t.Add(ar, {id});
     }
@@ -649,7 +682,10 @@ std::string RunReplayCommand(const ReplayOptions& o) {
                                    "sizes (no \"In msg nelems\"/\"Out msg nelems\" on the kernel or on its "
                                    "record_param_comms op; send/recv stay as measured)",
                                    step.step_name, comm));
-    if (comm == 0) {
+    bool recorded_buckets = false;
+    for (const ingest::KinetoHostCollective& h : step.host_collectives)
+      recorded_buckets |= h.kind == trace::CollectiveKind::kAllReduce && h.bytes.value > 0;
+    if (comm == 0 && !recorded_buckets) {
       double params = o.params > 0 ? o.params : MetaParams(meta);
       if (params <= 0)
         throw InputError(o.trace_path, "--dp",

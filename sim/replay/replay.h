@@ -43,16 +43,19 @@ namespace stacksim::replay {
 using ingest::KernelClass;
 using ingest::KernelClassName;
 using ingest::KinetoHostCall;
+using ingest::KinetoHostCollective;
 using ingest::KinetoKernel;
 using ingest::KinetoStep;
 using ingest::KinetoStreamWait;
 
-// Data-parallel all-reduce to insert when the recording has no collectives.
+// Data-parallel all-reduce to insert when the recording has no NCCL kernels:
+// the buckets torch.distributed recorded (KinetoStep::host_collectives, a
+// one-rank DDP run's), else gradient_bytes in buckets of bucket_bytes.
 struct DpInsertion {
   int size = 1;              // data-parallel ranks (1: none)
   int ranks_per_node = 1;
   int nodes = 1;
-  Bytes gradient_bytes{0};   // whole model's gradients
+  Bytes gradient_bytes{0};   // whole model's gradients (unused when buckets were recorded)
   Bytes bucket_bytes{25e6};  // DDP's default bucket_cap_mb = 25
 };
 
