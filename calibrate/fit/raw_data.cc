@@ -167,6 +167,11 @@ void ReadIfPresent(const fs::path& dir, const char* name, Reader read, std::opti
 
 }  // namespace
 
+std::vector<GemmSample> ReadGemmFile(const std::string& path) {
+  std::map<std::string, std::vector<std::string>> unstable;
+  return ReadGemm(path, &unstable);
+}
+
 RawData ReadRawData(const std::string& dir) {
   fs::path d(dir);
   if (!fs::is_directory(d)) throw InputError(dir, "", "not a folder of calibrate raw data");

@@ -86,6 +86,9 @@ struct RawData {
 // `dir` or its env.json is missing.
 RawData ReadRawData(const std::string& dir);
 
+// One gemm.csv's stable rows (the same checks as ReadRawData's).
+std::vector<GemmSample> ReadGemmFile(const std::string& path);
+
 }  // namespace stacksim::calibrate
 
 #endif  // STACKSIM_CALIBRATE_FIT_RAW_DATA_H_

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "calibrate/fit/raw_data.h"
 #include "sim/config/plan.h"
 #include "sim/cost/profile_cost_model.h"
 #include "sim/util/csv.h"
@@ -186,6 +187,24 @@ std::vector<StepCheckRow> RunStepCheck(const std::vector<StepMeasurement>& measu
   return rows;
 }
 
+void AddSweepForwardGemms(const std::vector<calibrate::GemmSample>& gemm, const std::vector<StepMeasurement>& measured,
+                          std::vector<StepCheckRow>* rows) {
+  std::map<std::pair<std::string, int64_t>, double> swept;  // (label, m) -> seconds
+  for (const calibrate::GemmSample& g : gemm)
+    if (g.dtype == "bf16") swept[{g.label, g.m}] = g.median_us * 1e-6;
+  for (size_t i = 0; i < rows->size() && i < measured.size(); ++i) {
+    const StepMeasurement& m = measured[i];
+    double sum = 0;
+    bool all = true;
+    for (const char* gemm_name : {"qkv", "proj", "fc1", "fc2"}) {
+      auto it = swept.find({m.model + "/tp" + std::to_string(m.tp) + "/" + gemm_name + "/fwd", m.seq * m.micro_batch});
+      all = all && it != swept.end();
+      if (it != swept.end()) sum += it->second;
+    }
+    (*rows)[i].sweep_forward_gemms_s = all ? sum : -1;
+  }
+}
+
 StepCheckSummary Summarize(const std::vector<StepCheckRow>& rows) {
   StepCheckSummary out;
   out.shapes = static_cast<int>(rows.size());
@@ -249,6 +268,22 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
     for (size_t i = 0; i < above.size(); ++i) s << (i ? "; " : "") << above[i];
     s << ".\n";
   }
+  std::vector<const StepCheckRow*> swept;
+  for (const StepCheckRow& r : rows)
+    if (r.sweep_forward_gemms_s > 0 && r.measured_forward_s > 0) swept.push_back(&r);
+  if (!swept.empty()) {
+    s << "\nThe GEMM sweep (gemm.csv) timed the forward's four GEMMs of " << swept.size()
+      << " shapes on their own. Where their sum comes near or above the whole measured forward, the step ran its "
+         "GEMMs faster than the sweep measured them and the profile fitted to the sweep predicts them slow: the "
+         "sweep times long series of large GEMMs, which hold the GPU at its power cap, and a layer step runs them "
+         "in short bursts between lighter kernels (docs/calibrate.md, \"Power state\").\n\n"
+         "| shape | forward's GEMMs in the sweep, ms | measured forward, ms | ratio |\n|---|---|---|---|\n";
+    for (const StepCheckRow* r : swept) {
+      s << "| " << r->shape << " | " << Fmt("%.3f", r->sweep_forward_gemms_s * 1e3) << " | "
+        << Fmt("%.3f", r->measured_forward_s * 1e3) << " | "
+        << Fmt("%.2f", r->sweep_forward_gemms_s / r->measured_forward_s) << " |\n";
+    }
+  }
   if (!unstable.empty()) {
     s << "Unstable timings (spread above the threshold after retries): ";
     for (size_t i = 0; i < unstable.size(); ++i) s << (i ? ", " : "") << unstable[i];
@@ -283,6 +318,8 @@ std::vector<StepCheckRow> CheckRawFolder(const std::string& raw_dir, const std::
   std::vector<StepMeasurement> measured = ReadStepMeasurements(measured_path);
   config::ProfileConfig profile = config::LoadProfileFile(profile_path);
   std::vector<StepCheckRow> rows = RunStepCheck(measured, measured_path, profile, models_dir);
+  const std::string gemm_path = (fs::path(raw_dir) / "gemm.csv").string();
+  if (fs::is_regular_file(gemm_path)) AddSweepForwardGemms(calibrate::ReadGemmFile(gemm_path), measured, &rows);
   const std::string csv_path = (fs::path(raw_dir) / "step_check.csv").string();
   WriteText(csv_path, StepCheckCsv(rows));
   const std::string report_path = (fs::path(raw_dir) / "fit_report.md").string();

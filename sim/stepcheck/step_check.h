@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/fit/gemm_fit.h"
 #include "sim/config/model.h"
 #include "sim/config/profile.h"
 #include "sim/util/units.h"
@@ -86,7 +87,16 @@ struct StepCheckRow {
   bool stable = true;
   double measured_forward_s = -1, measured_backward_s = -1, measured_optimizer_s = -1;  // < 0: not measured
   LayerStepPrediction prediction;
+  // calibrate's GEMM sweep's own timings of the forward's four dense GEMMs
+  // (gemm.csv, bf16, labels <model>/tp<tp>/{qkv,proj,fc1,fc2}/fwd at the
+  // layer's tokens) summed; < 0 when the raw folder lacks any of them.
+  double sweep_forward_gemms_s = -1;
 };
+
+// Sets sweep_forward_gemms_s for every row whose measurement's four forward GEMMs
+// `gemm` holds (bf16 rows; `measured` and `rows` in the same order).
+void AddSweepForwardGemms(const std::vector<calibrate::GemmSample>& gemm, const std::vector<StepMeasurement>& measured,
+                          std::vector<StepCheckRow>* rows);
 
 // Predicts every measured shape with `profile`, reading each model from
 // `models_dir`/<model>.json. A model file that is missing, or whose widths

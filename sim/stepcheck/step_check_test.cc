@@ -138,6 +138,39 @@ TEST(StepCheck, SectionGivesMeanAbsoluteErrorAndNamesShapesAboveTarget) {
   EXPECT_NE(ok.find("Every shape is within 5% of its prediction."), std::string::npos) << ok;
 }
 
+// The sweep's own forward GEMMs beside the measured forward: summed from
+// gemm.csv's bf16 rows of the layer's labels at its tokens, only when all four are there.
+TEST(StepCheck, SweepForwardGemmsSumTheLayersFourGemms) {
+  StepMeasurement m;
+  m.model = "llama3-70b";
+  m.tp = 2;
+  m.seq = 2048;
+  std::vector<StepMeasurement> measured = {m, m};
+  measured[1].tp = 4;
+  std::vector<StepCheckRow> rows = {Row("tp2", 0.013, 5.0), Row("tp4", 0.008, 5.0)};
+  rows[0].measured_forward_s = rows[1].measured_forward_s = 0.002;
+  auto sample = [](const std::string& label, int64_t m, double us, const char* dtype = "bf16") {
+    calibrate::GemmSample g;
+    g.dtype = dtype;
+    g.label = label;
+    g.m = m;
+    g.median_us = us;
+    return g;
+  };
+  std::vector<calibrate::GemmSample> gemm = {
+      sample("llama3-70b/tp2/qkv/fwd", 2048, 300), sample("llama3-70b/tp2/proj/fwd", 2048, 200),
+      sample("llama3-70b/tp2/fc1/fwd", 2048, 1300), sample("llama3-70b/tp2/fc2/fwd", 2048, 700),
+      sample("llama3-70b/tp2/fc2/fwd", 8192, 9999),         // other tokens
+      sample("llama3-70b/tp2/qkv/fwd", 2048, 9, "fp8_e4m3"),  // other precision
+      sample("llama3-70b/tp4/qkv/fwd", 2048, 150)};         // tp 4 lacks three
+  AddSweepForwardGemms(gemm, measured, &rows);
+  EXPECT_NEAR(rows[0].sweep_forward_gemms_s, 2.5e-3, 1e-12);
+  EXPECT_LT(rows[1].sweep_forward_gemms_s, 0);
+  std::string s = StepCheckSection(rows, "P");
+  EXPECT_NE(s.find("| tp2 | 2.500 | 2.000 | 1.25 |"), std::string::npos) << s;
+  EXPECT_EQ(s.find("| tp4 | 0.150"), std::string::npos) << s;
+}
+
 TEST(StepCheck, SectionReplacesItselfAndKeepsTheRest) {
   const std::string report = "# Fit\n\n## GEMM\n\ntext\n\n## Step check\n\nold\n\n## Partial profile\n\nend\n";
   std::string once = WithStepCheckSection(report, "## Step check\n\nnew\n\n");
