@@ -40,8 +40,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -372,13 +375,40 @@ struct PartSamples {
   std::vector<double> total, forward, backward, optimizer;
 };
 
-PartSamples TimeSteps(LayerStep& layer, cudaStream_t st, int warmup, int repeats) {
+// Heat soak before the timed steps, in seconds: STACKSIM_STEP_SOAK_S (default
+// 0: none). A series of dense GEMMs takes the H200 to its 700 W power cap
+// within 250 ms and ~0.85 of its short-burst rate (profiles/measured/
+// h200-sxm-141gb-2026-12-04-calibrate, sustained/); a training step of
+// minutes runs in that state, a few timed layer steps may not. With a soak
+// the layer runs back to back that long first, so its steps are timed in
+// the state a training step holds.
+double StepSoakSeconds() {
+  const char* v = std::getenv("STACKSIM_STEP_SOAK_S");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(s >= 0) || s > 60) {
+    throw std::invalid_argument(std::string("STACKSIM_STEP_SOAK_S wants seconds in [0, 60], got '") + v + "'");
+  }
+  return s;
+}
+
+PartSamples TimeSteps(LayerStep& layer, cudaStream_t st, int warmup, int repeats, double soak_s) {
   for (int i = 0; i < warmup; ++i) {
     layer.Forward(st);
     layer.Backward(st);
     layer.Optimizer(st);
   }
   CUDA_OK(cudaStreamSynchronize(st));
+  const auto soak_start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - soak_start).count() < soak_s) {
+    for (int i = 0; i < 4; ++i) {  // a few steps queued at a time: the GPU never waits for the host
+      layer.Forward(st);
+      layer.Backward(st);
+      layer.Optimizer(st);
+    }
+    CUDA_OK(cudaStreamSynchronize(st));
+  }
   EventPair fwd, bwd, opt;
   PartSamples out;
   for (int r = 0; r < repeats; ++r) {
@@ -437,6 +467,8 @@ void RunStepCheckStep(StepContext& ctx) {
                  "experts", "top_k", "expert_ffn", "measured_s", "min_s", "spread", "stable", "forward_s",
                  "backward_s", "optimizer_s", "parameters", "repeats"});
   const int warmup = 2, repeats = ctx.quick() ? 5 : 9;
+  const double soak_s = StepSoakSeconds();
+  if (soak_s > 0) ctx.log->Line("step: each layer runs " + Num(soak_s) + " s back to back before it is timed (STACKSIM_STEP_SOAK_S)");
   Progress progress(ctx.log, ctx.tag, static_cast<int>(shapes.size()));
   int done = 0;
   for (const StepShape& s : shapes) {
@@ -466,7 +498,7 @@ void RunStepCheckStep(StepContext& ctx) {
       std::vector<PartSamples> tries;
       StableMeasurement m = ctx.MeasureStable(
           [&] {
-            tries.push_back(TimeSteps(layer, ctx.stream, warmup, repeats));
+            tries.push_back(TimeSteps(layer, ctx.stream, warmup, repeats, soak_s));
             return tries.back().total;
           },
           DeviceTimingPolicy(), "step " + s.Name());

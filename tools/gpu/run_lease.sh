@@ -5,7 +5,12 @@
 #   1. build the harness (as run_calibrate.sh: harness only, sm_90a);
 #   2. stacksim-calibrate, the full sweep and fit, without the step check
 #      (so that a failure in the step check cannot cost the fitted profile);
-#   3. the step check alone (env + step), its CSVs added to the same raw folder;
+#   3. the step check alone (env + step), its CSVs added to the same raw
+#      folder; then again with each layer soaked STEP_SOAK_S (default 1.5 s)
+#      back to back before it is timed (STACKSIM_STEP_SOAK_S), as
+#      step_measured_soaked.csv: the power state a training step holds;
+#      nvidia-smi samples SM clock, power and throttle reasons every 200 ms
+#      through 2 and 3 (extras/smi.csv, with each part's start time in log.txt);
 #   4. tools/gpu/step_check_torch.py: the step check's layers in PyTorch;
 #   5. tools/gpu/measure_sustained.py: sustained vs burst GEMM rate and clocks;
 #   6. tools/gpu/record_gpt_trace.py --ddp: a one-rank DDP step's Kineto trace;
@@ -62,17 +67,33 @@ fi
 echo "== built in $(elapsed) s with: $(grep -ho 'STACKSIM_HAVE_[A-Z]*' "$build"/CMakeFiles/stacksim-calibrate.dir/flags.make | sort -u | tr '\n' ' ')"
 cal=$build/stacksim-calibrate
 
-echo "== 2 calibrate, full sweep and fit (no step check)"
+smi_pid=
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv -lms 200 >"$extras/smi.csv" 2>/dev/null &
+  smi_pid=$!
+fi
+
+echo "== 2 calibrate, full sweep and fit (no step check) at $(date -u +%FT%T.%NZ)"
 timeout -k 10 240 "$cal" --skip step --raw "$raw" --base profiles/h200-sxm-141gb.json --out "$raw/profile.json"
 echo "== calibrate: exit status $? after $(elapsed) s"
 
-echo "== 3 step check alone"
+echo "== 3 step check alone at $(date -u +%FT%T.%NZ)"
 timeout -k 10 150 "$cal" --skip kernels,copy,launch,gemm,attention,nccl,fit --raw /tmp/rawstep
 echo "== step: exit status $? after $(elapsed) s"
 for f in step_measured.csv step_checks.csv; do [ -f "/tmp/rawstep/$f" ] && cp "/tmp/rawstep/$f" "$raw/"; done
 [ -f /tmp/rawstep/log.txt ] && cp /tmp/rawstep/log.txt "$raw/step_log.txt"
 [ -f "$raw/step_measured.csv" ] &&
   awk -F, 'NR > 1 { printf "  %-32s %10.3f ms  stable=%s\n", $1, $14 * 1000, $17 }' "$raw/step_measured.csv"
+if fits 120; then
+  echo "== 3b step check, each layer soaked ${STEP_SOAK_S:-1.5} s first, at $(date -u +%FT%T.%NZ)"
+  STACKSIM_STEP_SOAK_S=${STEP_SOAK_S:-1.5} timeout -k 10 110 "$cal" --skip kernels,copy,launch,gemm,attention,nccl,fit \
+    --raw /tmp/rawsoak
+  echo "== soaked step: exit status $? after $(elapsed) s"
+  [ -f /tmp/rawsoak/step_measured.csv ] && cp /tmp/rawsoak/step_measured.csv "$raw/step_measured_soaked.csv"
+  [ -f /tmp/rawsoak/log.txt ] && cp /tmp/rawsoak/log.txt "$raw/step_soaked_log.txt"
+fi
+[ -n "$smi_pid" ] && kill "$smi_pid" 2>/dev/null
 
 if fits 150; then
   echo "== 4 PyTorch step check"
