@@ -120,7 +120,9 @@ std::array<uint64_t, 8> ComputeKey(const ComputeOp& op) {
                          static_cast<uint64_t>(static_cast<uint32_t>(op.precision)) << 8 |
                          uint64_t{op.causal} << 40 | uint64_t{op.backward} << 41 | uint64_t{static_cast<uint8_t>(op.attention_kernel)} << 42 |
                          static_cast<uint64_t>(static_cast<uint16_t>(op.kernels)) << 48;
-  return {small, std::bit_cast<uint32_t>(op.bandwidth_efficiency), Bits(op.flops.value), Bits(op.bytes.value),
+  return {small,
+          std::bit_cast<uint32_t>(op.bandwidth_efficiency) | uint64_t{op.heads_per_kv_head} << 32,
+          Bits(op.flops.value), Bits(op.bytes.value),
           Bits(op.m), Bits(op.n), Bits(op.k), Bits(op.batch)};
 }
 std::array<uint64_t, 4> CommKey(const CommOp& op) {  // instance excluded

@@ -148,6 +148,26 @@ TEST(TraceStorage, TasksReadBackAsAdded) {
   EXPECT_EQ(t.compute_ref(added.size() - 1), -1);  // the odd delay keeps its own payloads
 }
 
+// Attention ops that differ only in their GQA group are different payloads.
+TEST(TraceStorage, AttentionGroupIsPartOfThePayload) {
+  Trace t;
+  t.InternStream("s");
+  t.InternLabel("l");
+  t.InternName("n");
+  Task a;
+  a.compute.op_class = OpClass::kAttention;
+  a.compute.attention_kernel = AttentionKernel::kOwn;
+  a.compute.heads_per_kv_head = 4;
+  Task b = a;
+  b.compute.heads_per_kv_head = 8;
+  t.Add(a);
+  t.Add(b);
+  EXPECT_NE(t.compute_ref(0), t.compute_ref(1));
+  EXPECT_EQ(t.tasks()[0].compute.heads_per_kv_head, 4);
+  EXPECT_EQ(t.tasks()[1].compute.heads_per_kv_head, 8);
+  EXPECT_EQ(t.tasks()[1].compute.attention_kernel, AttentionKernel::kOwn);
+}
+
 // Dependency lists stay contiguous across storage chunks: lists that would
 // straddle a chunk, one longer than a chunk, and AddDependency growing the
 // last task's list past the end of a chunk.

@@ -26,7 +26,7 @@ struct AttentionShape {
   int64_t head_dim = 0;      // query/key width per head (MLA: qk_nope + qk_rope)
   bool rope = true;
   bool flash = true;         // fused (flash) attention, else the unfused QK^T / softmax / PV
-  config::AttentionImpl kernel = config::AttentionImpl::kFlash;  // which kernel (flash, flash2, flash1, unfused)
+  config::AttentionImpl kernel = config::AttentionImpl::kFlash;  // which kernel (flash, flash2, flash1, unfused, stacksim)
   // Fused kernels' work as a fraction of full causal attention, the mean
   // over the layers (sliding windows: ModelConfig::AttentionWorkFraction).
   double work_fraction = 1.0;
