@@ -13,13 +13,14 @@
 #      through 2 and 3 (extras/smi.csv, with each part's start time in log.txt);
 #   4. tools/gpu/step_check_torch.py: the step check's layers in PyTorch;
 #   5. tools/gpu/measure_sustained.py: sustained vs burst GEMM rate and clocks;
+#      then tools/gpu/measure_sdpa_grid.py: SDPA's backends at small grids;
 #   6. tools/gpu/record_gpt_trace.py --ddp: a one-rank DDP step's Kineto trace;
 #   7. tools/gpu/run_calibrate.sh --faults: the harness's injected failures.
 # Leaves in $OUT: calibrate_raw.tar.gz (the raw folder: CSVs, log.txt,
 # fit_report.md, profile.json, step_measured.csv, step_checks.csv),
 # profile.json, log.txt (this script's whole output), step_torch.csv and
-# extras.tar.gz (build.log, torch.log, step_torch_env.json, sustained/,
-# ddp_trace/, faults/).
+# extras.tar.gz (build.log, torch.log, step_torch_env.json, smi.csv,
+# sustained/, sdpa/, ddp_trace/, faults/).
 # Back here (CPU): tar -xzf calibrate_raw.tar.gz -C /tmp, then
 #   build/stacksim calibrate --check-only /tmp/raw/profile.json --raw /tmp/raw
 # Before the call, here: tools/gpu/prepare_carry.sh; then
@@ -107,6 +108,12 @@ if fits 110; then
   echo "== 5 sustained GEMM rate"
   timeout -k 10 110 python3 tools/gpu/measure_sustained.py "$extras/sustained" --seconds 40
   echo "== sustained: exit status $? after $(elapsed) s"
+fi
+
+if fits 80; then
+  echo "== 5b SDPA at small and large launch grids"
+  timeout -k 10 80 python3 tools/gpu/measure_sdpa_grid.py "$extras/sdpa" --budget-s 55
+  echo "== sdpa grid: exit status $? after $(elapsed) s"
 fi
 
 if fits 90; then
