@@ -205,6 +205,21 @@ void AddSweepForwardGemms(const std::vector<calibrate::GemmSample>& gemm, const 
   }
 }
 
+void AddTorchSteps(const std::string& path, std::vector<StepCheckRow>* rows) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"shape", "mode", "measured_s"});
+  std::map<std::string, StepCheckRow*> by_shape;
+  for (StepCheckRow& r : *rows) by_shape[r.shape] = &r;
+  for (size_t i = 0; i < t.rows(); ++i) {
+    const std::string& mode = t.Text(i, "mode");
+    if (mode != "eager" && mode != "compile") t.Fail(i, "mode", "expected eager or compile, got '" + mode + "'");
+    const double seconds = t.PositiveNumber(i, "measured_s");
+    auto it = by_shape.find(t.Text(i, "shape"));
+    if (it == by_shape.end()) continue;  // a shape the harness did not time
+    (mode == "eager" ? it->second->torch_eager_s : it->second->torch_compile_s) = seconds;
+  }
+}
+
 StepCheckSummary Summarize(const std::vector<StepCheckRow>& rows) {
   StepCheckSummary out;
   out.shapes = static_cast<int>(rows.size());
@@ -284,6 +299,18 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
         << Fmt("%.2f", r->sweep_forward_gemms_s / r->measured_forward_s) << " |\n";
     }
   }
+  bool torch = false;
+  for (const StepCheckRow& r : rows) torch = torch || r.torch_eager_s > 0 || r.torch_compile_s > 0;
+  if (torch) {
+    auto ms = [](double seconds) { return seconds > 0 ? Fmt("%.3f", seconds * 1e3) : std::string("-"); };
+    s << "\nThe same layers as PyTorch modules (step_torch.csv: SDPA, fused AdamW; tools/gpu/step_check_torch.py), "
+         "beside this harness's: the gap between our kernels and a framework's, measured.\n\n"
+         "| shape | harness ms | PyTorch eager ms | torch.compile ms |\n|---|---|---|---|\n";
+    for (const StepCheckRow& r : rows) {
+      s << "| " << r.shape << " | " << ms(r.measured_s) << " | " << ms(r.torch_eager_s) << " | "
+        << ms(r.torch_compile_s) << " |\n";
+    }
+  }
   if (!unstable.empty()) {
     s << "Unstable timings (spread above the threshold after retries): ";
     for (size_t i = 0; i < unstable.size(); ++i) s << (i ? ", " : "") << unstable[i];
@@ -320,6 +347,8 @@ std::vector<StepCheckRow> CheckRawFolder(const std::string& raw_dir, const std::
   std::vector<StepCheckRow> rows = RunStepCheck(measured, measured_path, profile, models_dir);
   const std::string gemm_path = (fs::path(raw_dir) / "gemm.csv").string();
   if (fs::is_regular_file(gemm_path)) AddSweepForwardGemms(calibrate::ReadGemmFile(gemm_path), measured, &rows);
+  const std::string torch_path = (fs::path(raw_dir) / "step_torch.csv").string();
+  if (fs::is_regular_file(torch_path)) AddTorchSteps(torch_path, &rows);
   const std::string csv_path = (fs::path(raw_dir) / "step_check.csv").string();
   WriteText(csv_path, StepCheckCsv(rows));
   const std::string report_path = (fs::path(raw_dir) / "fit_report.md").string();

@@ -91,7 +91,16 @@ struct StepCheckRow {
   // (gemm.csv, bf16, labels <model>/tp<tp>/{qkv,proj,fc1,fc2}/fwd at the
   // layer's tokens) summed; < 0 when the raw folder lacks any of them.
   double sweep_forward_gemms_s = -1;
+  // The same layer as PyTorch modules (tools/gpu/step_check_torch.py,
+  // step_torch.csv beside step_measured.csv): eager and torch.compile step
+  // times; < 0 when not measured.
+  double torch_eager_s = -1, torch_compile_s = -1;
 };
+
+// Sets torch_eager_s and torch_compile_s of every row step_torch.csv at
+// `path` measured (columns shape, mode, measured_s; mode eager or compile).
+// Throws InputError naming the file, column and line on a bad cell.
+void AddTorchSteps(const std::string& path, std::vector<StepCheckRow>* rows);
 
 // Sets sweep_forward_gemms_s for every row whose measurement's four forward GEMMs
 // `gemm` holds (bf16 rows; `measured` and `rows` in the same order).

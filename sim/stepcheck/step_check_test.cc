@@ -171,6 +171,33 @@ TEST(StepCheck, SweepForwardGemmsSumTheLayersFourGemms) {
   EXPECT_EQ(s.find("| tp4 | 0.150"), std::string::npos) << s;
 }
 
+// step_torch.csv's eager and compiled times land on their shapes and in a
+// table of their own; a bad mode names the file, the column and the line.
+TEST(StepCheck, TorchStepsStandBesideTheHarnesss) {
+  const std::string path = ::testing::TempDir() + "step_torch.csv";
+  std::ofstream(path) << "shape,mode,measured_s,min_s\n"
+                         "a,eager,0.009,0.008\n"
+                         "a,compile,0.0075,0.007\n"
+                         "other,eager,1,1\n";
+  std::vector<StepCheckRow> rows = {Row("a", 0.007, 1.0), Row("b", 0.002, 1.0)};
+  AddTorchSteps(path, &rows);
+  EXPECT_DOUBLE_EQ(rows[0].torch_eager_s, 0.009);
+  EXPECT_DOUBLE_EQ(rows[0].torch_compile_s, 0.0075);
+  EXPECT_LT(rows[1].torch_eager_s, 0);
+  std::string s = StepCheckSection(rows, "P");
+  EXPECT_NE(s.find("| a | 7.000 | 9.000 | 7.500 |"), std::string::npos) << s;
+  EXPECT_NE(s.find("| b | 2.000 | - | - |"), std::string::npos) << s;
+  EXPECT_EQ(StepCheckSection({Row("a", 0.007, 1.0)}, "P").find("PyTorch"), std::string::npos);
+  std::ofstream(path) << "shape,mode,measured_s\na,jit,0.009\n";
+  try {
+    AddTorchSteps(path, &rows);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mode"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StepCheck, SectionReplacesItselfAndKeepsTheRest) {
   const std::string report = "# Fit\n\n## GEMM\n\ntext\n\n## Step check\n\nold\n\n## Partial profile\n\nend\n";
   std::string once = WithStepCheckSection(report, "## Step check\n\nnew\n\n");
