@@ -175,6 +175,13 @@ Task Delay(trace::Trace& t, trace::StreamId s, const std::string& label, const s
 
 }  // namespace
 
+std::vector<KinetoHostCollective> RecordedDpBuckets(const KinetoStep& step) {
+  std::vector<KinetoHostCollective> out;
+  for (const KinetoHostCollective& h : step.host_collectives)
+    if (h.kind == trace::CollectiveKind::kAllReduce && h.bytes.value > 0) out.push_back(h);
+  return out;
+}
+
 StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool network_collectives) {
   StepTrace out;
   trace::Trace& t = out.trace;
@@ -201,9 +208,7 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
   // backward has done (j+1)/B of its measured GPU time (DDP fills buckets in
   // reverse parameter order as gradients appear; uniform spread is the
   // assumption).
-  std::vector<KinetoHostCollective> recorded;
-  for (const KinetoHostCollective& h : step.host_collectives)
-    if (h.kind == trace::CollectiveKind::kAllReduce && h.bytes.value > 0) recorded.push_back(h);
+  const std::vector<KinetoHostCollective> recorded = RecordedDpBuckets(step);
   bool insert = dp.size > 1 && (dp.gradient_bytes.value > 0 || !recorded.empty());
   std::vector<std::vector<Bytes>> buckets_after(n);  // all-reduces to issue after kernel i
   int last_backward = -1;  // the kernel after which the last all-reduce is issued
@@ -215,11 +220,12 @@ StepTrace BuildStepTrace(const KinetoStep& step, const DpInsertion& dp, bool net
     Bytes total{0};
     for (const KinetoHostCollective& h : recorded) {
       int after = 0;  // the last kernel launched before the op (else the first)
+      Time latest = Time::Zero();
       for (int i = 0; i < n; ++i) {
         const KinetoKernel& k = step.kernels[i];
-        if (k.launch >= 0 && step.calls[k.launch].start <= h.time &&
-            (step.kernels[after].launch < 0 || step.calls[k.launch].start >= step.calls[step.kernels[after].launch].start))
-          after = i;
+        if (k.launch < 0) continue;
+        const Time launched = step.calls[k.launch].start;
+        if (launched <= h.time && launched >= latest) after = i, latest = launched;
       }
       buckets_after[after].push_back(h.bytes);
       last_backward = std::max(last_backward, after);
@@ -682,10 +688,7 @@ std::string RunReplayCommand(const ReplayOptions& o) {
                                    "sizes (no \"In msg nelems\"/\"Out msg nelems\" on the kernel or on its "
                                    "record_param_comms op; send/recv stay as measured)",
                                    step.step_name, comm));
-    bool recorded_buckets = false;
-    for (const ingest::KinetoHostCollective& h : step.host_collectives)
-      recorded_buckets |= h.kind == trace::CollectiveKind::kAllReduce && h.bytes.value > 0;
-    if (comm == 0 && !recorded_buckets) {
+    if (comm == 0 && RecordedDpBuckets(step).empty()) {
       double params = o.params > 0 ? o.params : MetaParams(meta);
       if (params <= 0)
         throw InputError(o.trace_path, "--dp",

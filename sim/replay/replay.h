@@ -73,6 +73,9 @@ struct StepTrace {
   std::string inserted;                    // what was inserted and why ("" when nothing)
 };
 
+// The all-reduces torch.distributed recorded with their sizes (DDP's buckets).
+std::vector<KinetoHostCollective> RecordedDpBuckets(const KinetoStep& step);
+
 // `network_collectives` re-prices the recorded NCCL collectives that carry
 // their sizes as collectives over the group `dp` describes (every recorded
 // collective is taken as data-parallel: the DDP / FSDP recordings this reads);
