@@ -50,6 +50,7 @@
 
 #include "calibrate/fit/step_shapes.h"
 #include "calibrate/harness/csv.h"
+#include "calibrate/harness/cupti_recorder.h"
 #include "calibrate/harness/device_kernels.h"
 #include "calibrate/harness/event_pair.h"
 #include "calibrate/harness/gemm_runner.h"
@@ -435,6 +436,36 @@ PartSamples TimeSteps(LayerStep& layer, cudaStream_t st, int warmup, int repeats
 
 std::string Seconds(double us) { return Num(us * 1e-6); }
 
+// step_kernels.csv: one more step of the layer after its timed ones, each
+// part under CUPTI's kernel activity records, one row per kernel (shape,
+// part, index, kernel, start_us from the part's first kernel, duration_us).
+// What the cost model predicts per op can be set beside what each kernel
+// took, which the parts' CUDA events cannot say. False, with *why, when
+// CUPTI cannot record (the step's timings do not depend on it).
+bool RecordStepKernels(LayerStep& layer, const std::string& shape, cudaStream_t st, CsvWriter& csv,
+                       std::string* why) {
+  const std::array<std::pair<const char*, void (LayerStep::*)(cudaStream_t)>, 3> parts = {
+      {{"forward", &LayerStep::Forward}, {"backward", &LayerStep::Backward}, {"optimizer", &LayerStep::Optimizer}}};
+  CUDA_OK(cudaStreamSynchronize(st));
+  for (const auto& [part, run] : parts) {
+    KernelActivityRecorder rec;
+    if (!rec.Start(why)) return false;
+    (layer.*run)(st);
+    CUDA_OK(cudaStreamSynchronize(st));
+    std::vector<KernelSpan> spans = rec.Stop();
+    if (spans.empty()) {
+      *why = "CUPTI recorded no kernels";
+      return false;
+    }
+    for (size_t i = 0; i < spans.size(); ++i) {
+      csv.Row({shape, part, Num(static_cast<double>(i)), spans[i].name,
+               Num((spans[i].start_ns - spans.front().start_ns) * 1e-3),
+               Num((spans[i].end_ns - spans[i].start_ns) * 1e-3)});
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void RunStepCheckStep(StepContext& ctx) {
@@ -466,6 +497,9 @@ void RunStepCheckStep(StepContext& ctx) {
                 {"shape", "model", "tp", "seq", "micro_batch", "hidden", "ffn", "heads", "kv_heads", "head_dim",
                  "experts", "top_k", "expert_ffn", "measured_s", "min_s", "spread", "stable", "forward_s",
                  "backward_s", "optimizer_s", "parameters", "repeats"});
+  CsvWriter kernel_csv(ctx.RawPath("step_kernels.csv"),
+                       {"shape", "part", "index", "kernel", "start_us", "duration_us"});
+  bool record_kernels = true;
   const int warmup = 2, repeats = ctx.quick() ? 5 : 9;
   const double soak_s = StepSoakSeconds();
   if (soak_s > 0) ctx.log->Line("step: each layer runs " + Num(soak_s) + " s back to back before it is timed (STACKSIM_STEP_SOAK_S)");
@@ -522,6 +556,11 @@ void RunStepCheckStep(StepContext& ctx) {
                     Num(Summarize(parts.forward).median / 1000.0) + ", backward " +
                     Num(Summarize(parts.backward).median / 1000.0) + ", optimizer " +
                     Num(Summarize(parts.optimizer).median / 1000.0) + ")");
+      std::string why;
+      if (record_kernels && !RecordStepKernels(layer, s.Name(), ctx.stream, kernel_csv, &why)) {
+        record_kernels = false;
+        ctx.log->Line("step: kernels not recorded (step_kernels.csv): " + why);
+      }
     } catch (const GemmUnsupported& e) {
       ++ctx.items_failed;
       ctx.log->Line("step " + s.Name() + ": not measured: a GEMM cuBLASLt cannot run: " + e.what());

@@ -11,16 +11,20 @@
 #      step_measured_soaked.csv: the power state a training step holds;
 #      nvidia-smi samples SM clock, power and throttle reasons every 200 ms
 #      through 2 and 3 (extras/smi.csv, with each part's start time in log.txt);
-#   4. tools/gpu/step_check_torch.py: the step check's layers in PyTorch;
-#   5. tools/gpu/measure_sustained.py: sustained vs burst GEMM rate and clocks;
-#      then tools/gpu/measure_sdpa_grid.py: SDPA's backends at small grids;
-#   6. tools/gpu/record_gpt_trace.py --ddp: a one-rank DDP step's Kineto trace;
-#   7. tools/gpu/run_calibrate.sh --faults: the harness's injected failures.
+#      the step check also writes step_kernels.csv (CUPTI: every kernel of
+#      one more step per shape, with its duration);
+#   4. tools/gpu/measure_sdpa_grid.py: SDPA's backends at small grids;
+#   5. tools/gpu/step_check_torch.py: the step check's layers in PyTorch;
+#   6. tools/gpu/run_calibrate.sh --faults: the harness's injected failures;
+#   7. a harness built for sm_80 only, run here: the unsupported-GPU line;
+#   8. (RUN_SUSTAINED=1 only) tools/gpu/measure_sustained.py: sustained vs
+#      burst GEMM rate and clocks (measured 2026-12-04);
+#   9. tools/gpu/record_gpt_trace.py --ddp: a one-rank DDP step's Kineto trace.
 # Leaves in $OUT: calibrate_raw.tar.gz (the raw folder: CSVs, log.txt,
 # fit_report.md, profile.json, step_measured.csv, step_checks.csv),
 # profile.json, log.txt (this script's whole output), step_torch.csv and
 # extras.tar.gz (build.log, torch.log, step_torch_env.json, smi.csv,
-# sustained/, sdpa/, ddp_trace/, faults/).
+# sdpa/, faults/, arch_mismatch.txt, sustained/, ddp_trace/).
 # Back here (CPU): tar -xzf calibrate_raw.tar.gz -C /tmp, then
 #   build/stacksim calibrate --check-only /tmp/raw/profile.json --raw /tmp/raw
 # Before the call, here: tools/gpu/prepare_carry.sh; then
@@ -42,7 +46,7 @@ fits() { [ $(($(elapsed) + $1)) -le "$budget" ]; }
 extras=/tmp/extras
 raw=/tmp/raw
 build=${BUILD_DIR:-build-gpu}
-rm -rf "$extras" "$raw"
+rm -rf "$extras" "$raw" /tmp/rawstep /tmp/rawsoak /tmp/rawarch
 mkdir -p "$extras"
 echo "== $(date -u +%FT%TZ) on $(hostname), commit $STACKSIM_GIT_COMMIT, budget ${budget} s"
 nvidia-smi || echo "nvidia-smi failed"
@@ -82,7 +86,7 @@ echo "== calibrate: exit status $? after $(elapsed) s"
 echo "== 3 step check alone at $(date -u +%FT%T.%NZ)"
 timeout -k 10 150 "$cal" --skip kernels,copy,launch,gemm,attention,nccl,fit --raw /tmp/rawstep
 echo "== step: exit status $? after $(elapsed) s"
-for f in step_measured.csv step_checks.csv; do [ -f "/tmp/rawstep/$f" ] && cp "/tmp/rawstep/$f" "$raw/"; done
+for f in step_measured.csv step_checks.csv step_kernels.csv; do [ -f "/tmp/rawstep/$f" ] && cp "/tmp/rawstep/$f" "$raw/"; done
 [ -f /tmp/rawstep/log.txt ] && cp /tmp/rawstep/log.txt "$raw/step_log.txt"
 [ -f "$raw/step_measured.csv" ] &&
   awk -F, 'NR > 1 { printf "  %-32s %10.3f ms  stable=%s\n", $1, $14 * 1000, $17 }' "$raw/step_measured.csv"
@@ -93,39 +97,58 @@ if fits 120; then
   echo "== soaked step: exit status $? after $(elapsed) s"
   [ -f /tmp/rawsoak/step_measured.csv ] && cp /tmp/rawsoak/step_measured.csv "$raw/step_measured_soaked.csv"
   [ -f /tmp/rawsoak/log.txt ] && cp /tmp/rawsoak/log.txt "$raw/step_soaked_log.txt"
+  [ -f /tmp/rawsoak/step_kernels.csv ] && cp /tmp/rawsoak/step_kernels.csv "$raw/step_kernels_soaked.csv"
 fi
 [ -n "$smi_pid" ] && kill "$smi_pid" 2>/dev/null
 
+if fits 80; then
+  echo "== 4 SDPA at small and large launch grids"
+  timeout -k 10 80 python3 tools/gpu/measure_sdpa_grid.py "$extras/sdpa" --budget-s 55
+  echo "== sdpa grid: exit status $? after $(elapsed) s"
+fi
+
 if fits 150; then
-  echo "== 4 PyTorch step check"
+  echo "== 5 PyTorch step check"
   timeout -k 10 150 python3 tools/gpu/step_check_torch.py "$extras" --quick \
     --eager-budget-s 50 --compile-budget-s 80 >"$extras/torch.log" 2>&1
   echo "== torch: exit status $? after $(elapsed) s"
   tail -n 30 "$extras/torch.log"
 fi
 
-if fits 110; then
-  echo "== 5 sustained GEMM rate"
+if fits 60; then
+  echo "== 6 injected faults"
+  mkdir -p "$extras/faults"
+  OUT=$extras/faults RUN_TIMEOUT_S=20 timeout -k 5 60 tools/gpu/run_calibrate.sh --faults 2>&1 | tail -n 30
+  echo "== faults: after $(elapsed) s"
+fi
+
+if fits 90; then
+  # A harness built only for sm_80 (no PTX) on this GPU: it must stop with
+  # one line naming the compute capability, the architectures built and the
+  # rebuild, exit status 2 (docs/calibrate.md, "Unsupported GPUs").
+  echo "== 7 harness built for another architecture (80-real)"
+  if { cmake -S . -B build-gpu-sm80 -DSTACKSIM_HARNESS_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+         -DCMAKE_CUDA_ARCHITECTURES=80-real &&
+       timeout -k 5 70 cmake --build build-gpu-sm80 --target stacksim-calibrate -j16; } >"$extras/build_sm80.log" 2>&1; then
+    timeout -k 5 20 build-gpu-sm80/stacksim-calibrate --quick --raw /tmp/rawarch \
+      >"$extras/arch_mismatch.txt" 2>&1
+    echo "exit status $?" >>"$extras/arch_mismatch.txt"
+    cat "$extras/arch_mismatch.txt"
+  else
+    tail -n 5 "$extras/build_sm80.log"
+  fi
+  echo "== arch: after $(elapsed) s"
+fi
+
+if [ -n "${RUN_SUSTAINED:-}" ] && fits 110; then
+  echo "== 8 sustained GEMM rate"
   timeout -k 10 110 python3 tools/gpu/measure_sustained.py "$extras/sustained" --seconds 40
   echo "== sustained: exit status $? after $(elapsed) s"
 fi
 
-if fits 80; then
-  echo "== 5b SDPA at small and large launch grids"
-  timeout -k 10 80 python3 tools/gpu/measure_sdpa_grid.py "$extras/sdpa" --budget-s 55
-  echo "== sdpa grid: exit status $? after $(elapsed) s"
-fi
-
 if fits 90; then
-  echo "== 6 DDP step trace"
+  echo "== 9 DDP step trace"
   timeout -k 10 90 python3 tools/gpu/record_gpt_trace.py "$extras/ddp_trace" --ddp
   echo "== ddp trace: exit status $? after $(elapsed) s"
-fi
-
-if fits 60; then
-  echo "== 7 injected faults"
-  mkdir -p "$extras/faults"
-  OUT=$extras/faults RUN_TIMEOUT_S=20 timeout -k 5 60 tools/gpu/run_calibrate.sh --faults 2>&1 | tail -n 30
-  echo "== faults: after $(elapsed) s"
 fi
 echo "== done after $(elapsed) s"
