@@ -376,16 +376,18 @@ struct PartSamples {
   std::vector<double> total, forward, backward, optimizer;
 };
 
-// Heat soak before the timed steps, in seconds: STACKSIM_STEP_SOAK_S (default
-// 0: none). A series of dense GEMMs takes the H200 to its 700 W power cap
-// within 250 ms and ~0.85 of its short-burst rate (profiles/measured/
-// h200-sxm-141gb-2026-12-04-calibrate, sustained/); a training step of
-// minutes runs in that state, a few timed layer steps may not. With a soak
-// the layer runs back to back that long first, so its steps are timed in
-// the state a training step holds.
-double StepSoakSeconds() {
+// Heat soak before the timed steps, in seconds: STACKSIM_STEP_SOAK_S, else
+// 1.5 (none with --quick). A series of dense GEMMs takes the H200 to its
+// 700 W power cap within 250 ms and ~0.85 of its short-burst rate (profiles/
+// measured/h200-sxm-141gb-2026-12-04-calibrate, sustained/); a training step
+// of minutes runs in the state its own mix of kernels holds, a few timed
+// layer steps after a pause may not. With a soak the layer runs back to back
+// that long first, so its steps are timed in the state a training step
+// holds (measured on the H200: up to 6% slower than cool for the largest
+// layers, profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate).
+double StepSoakSeconds(bool quick) {
   const char* v = std::getenv("STACKSIM_STEP_SOAK_S");
-  if (v == nullptr || *v == '\0') return 0;
+  if (v == nullptr || *v == '\0') return quick ? 0.0 : 1.5;
   char* end = nullptr;
   double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(s >= 0) || s > 60) {
@@ -501,8 +503,8 @@ void RunStepCheckStep(StepContext& ctx) {
                        {"shape", "part", "index", "kernel", "start_us", "duration_us"});
   bool record_kernels = true;
   const int warmup = 2, repeats = ctx.quick() ? 5 : 9;
-  const double soak_s = StepSoakSeconds();
-  if (soak_s > 0) ctx.log->Line("step: each layer runs " + Num(soak_s) + " s back to back before it is timed (STACKSIM_STEP_SOAK_S)");
+  const double soak_s = StepSoakSeconds(ctx.quick());
+  ctx.log->Line("step: each layer runs " + Num(soak_s) + " s back to back before it is timed (STACKSIM_STEP_SOAK_S)");
   Progress progress(ctx.log, ctx.tag, static_cast<int>(shapes.size()));
   int done = 0;
   for (const StepShape& s : shapes) {

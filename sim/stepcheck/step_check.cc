@@ -1,6 +1,7 @@
 #include "sim/stepcheck/step_check.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "calibrate/fit/raw_data.h"
 #include "sim/config/plan.h"
 #include "sim/cost/profile_cost_model.h"
+#include "sim/trace/trace.h"
 #include "sim/util/csv.h"
 #include "sim/util/error.h"
 #include "sim/workload/layer_ops.h"
@@ -46,6 +48,18 @@ int64_t CheckedLayer(const config::ModelConfig& model) {
   return 0;
 }
 
+KernelClass ClassOf(const trace::ComputeOp& op) {
+  switch (op.op_class) {
+    case trace::OpClass::kGemm:
+      return KernelClass::kGemm;
+    case trace::OpClass::kAttention:
+      return op.backward ? KernelClass::kAttentionBackward : KernelClass::kAttentionForward;
+    case trace::OpClass::kMemoryBound:
+      break;
+  }
+  return KernelClass::kMemoryBound;
+}
+
 Time PriceOps(const std::vector<workload::Op>& ops, const cost::ProfileCostModel& cost, LayerStepPrediction* p) {
   Time total;
   for (const workload::Op& op : ops) {
@@ -53,7 +67,10 @@ Time PriceOps(const std::vector<workload::Op>& ops, const cost::ProfileCostModel
       ++p->left_out_ops;
       continue;
     }
-    total += cost.ComputeTime(op.compute);
+    const Time t = cost.ComputeTime(op.compute);
+    total += t;
+    p->by_class.SecondsOf(ClassOf(op.compute)) += t.seconds();
+    p->by_class.KernelsOf(ClassOf(op.compute)) += op.compute.kernels;
     ++p->priced_ops;
   }
   return total;
@@ -84,8 +101,63 @@ LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, i
   p.forward = PriceOps(workload::LayerForward(shape), cost, &p);
   p.backward = PriceOps(workload::LayerBackward(shape), cost, &p);
   p.parameters = static_cast<double>(workload::LayerParametersPerGpu(model, plan, layer));
-  p.optimizer = cost.ComputeTime(workload::OptimizerStepOp(p.parameters, 1.0));
+  const trace::ComputeOp optimizer = workload::OptimizerStepOp(p.parameters, 1.0);
+  p.optimizer = cost.ComputeTime(optimizer);
+  p.by_class.SecondsOf(KernelClass::kOptimizer) += p.optimizer.seconds();
+  p.by_class.KernelsOf(KernelClass::kOptimizer) += optimizer.kernels;
   return p;
+}
+
+const char* KernelClassName(KernelClass c) {
+  switch (c) {
+    case KernelClass::kGemm:
+      return "GEMM";
+    case KernelClass::kAttentionForward:
+      return "attention fwd";
+    case KernelClass::kAttentionBackward:
+      return "attention bwd";
+    case KernelClass::kMemoryBound:
+      return "memory-bound";
+    case KernelClass::kOptimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+KernelClass ClassifyStepKernel(const std::string& part, const std::string& kernel) {
+  if (part == "optimizer") return KernelClass::kOptimizer;
+  if (kernel.find("AttnFwd") != std::string::npos) return KernelClass::kAttentionForward;
+  if (kernel.find("AttnBwd") != std::string::npos) return KernelClass::kAttentionBackward;
+  if (kernel.find("stacksim") != std::string::npos) return KernelClass::kMemoryBound;
+  return KernelClass::kGemm;
+}
+
+std::map<std::string, KernelTotals> ReadStepKernels(const std::string& path) {
+  CsvTable t = CsvTable::Read(path);
+  t.RequireColumns({"shape", "part", "index", "kernel", "start_us", "duration_us"});
+  std::map<std::string, KernelTotals> out;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    const std::string& part = t.Text(r, "part");
+    if (part != "forward" && part != "backward" && part != "optimizer") {
+      t.Fail(r, "part", "expected forward, backward or optimizer, got '" + part + "'");
+    }
+    const std::string& kernel = t.Text(r, "kernel");
+    if (kernel.empty()) t.Fail(r, "kernel", "empty");
+    const double us = t.NonNegativeNumber(r, "duration_us");
+    KernelTotals& k = out[t.Text(r, "shape")];
+    k.SecondsOf(ClassifyStepKernel(part, kernel)) += us * 1e-6;
+    ++k.KernelsOf(ClassifyStepKernel(part, kernel));
+  }
+  return out;
+}
+
+void AddStepKernels(const std::map<std::string, KernelTotals>& kernels, std::vector<StepCheckRow>* rows) {
+  for (StepCheckRow& r : *rows) {
+    auto it = kernels.find(r.shape);
+    if (it == kernels.end()) continue;
+    r.has_kernels = true;
+    r.measured_kernels = it->second;
+  }
 }
 
 std::vector<StepMeasurement> ReadStepMeasurements(const std::string& path) {
@@ -311,6 +383,39 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
         << ms(r.torch_compile_s) << " |\n";
     }
   }
+  bool kernels = false;
+  for (const StepCheckRow& r : rows) kernels = kernels || r.has_kernels;
+  if (kernels) {
+    s << "\nEach shape's kernels, one more step recorded by CUPTI (step_kernels.csv), totalled by class beside the "
+         "ops the cost model priced: measured / predicted ms (error of the prediction), and kernel launches. "
+         "\"between kernels\" is the measured step less its kernels' sum: from one kernel's end to the next "
+         "one's start. The profile's rates are fitted to CUDA-event timings of back-to-back kernels, so each "
+         "predicted op holds that gap and each recorded duration does not: a class of many short kernels reads "
+         "slow by it. Classes that err in opposite directions can sum to a step within target; this table says "
+         "which (docs/calibrate.md, \"Step kernels\").\n\n"
+         "| shape |";
+    for (int c = 0; c < kKernelClasses; ++c) s << " " << KernelClassName(static_cast<KernelClass>(c)) << " |";
+    s << " kernels | between kernels ms |\n|---|";
+    for (int c = 0; c <= kKernelClasses + 1; ++c) s << "---|";
+    s << "\n";
+    for (const StepCheckRow& r : rows) {
+      if (!r.has_kernels) continue;
+      s << "| " << r.shape << " |";
+      double sum = 0;
+      int measured_count = 0, predicted_count = 0;
+      for (int c = 0; c < kKernelClasses; ++c) {
+        const double m = r.measured_kernels.seconds[c], p = r.prediction.by_class.seconds[c];
+        sum += m;
+        measured_count += r.measured_kernels.kernels[c];
+        predicted_count += r.prediction.by_class.kernels[c];
+        s << " " << Fmt("%.3f", m * 1e3) << " / " << Fmt("%.3f", p * 1e3);
+        if (m > 0) s << " (" << Fmt("%+.0f%%", 100.0 * (p - m) / m) << ")";
+        s << " |";
+      }
+      s << " " << measured_count << " / " << predicted_count << " | " << Fmt("%.3f", (r.measured_s - sum) * 1e3)
+        << " |\n";
+    }
+  }
   if (!unstable.empty()) {
     s << "Unstable timings (spread above the threshold after retries): ";
     for (size_t i = 0; i < unstable.size(); ++i) s << (i ? ", " : "") << unstable[i];
@@ -349,6 +454,8 @@ std::vector<StepCheckRow> CheckRawFolder(const std::string& raw_dir, const std::
   if (fs::is_regular_file(gemm_path)) AddSweepForwardGemms(calibrate::ReadGemmFile(gemm_path), measured, &rows);
   const std::string torch_path = (fs::path(raw_dir) / "step_torch.csv").string();
   if (fs::is_regular_file(torch_path)) AddTorchSteps(torch_path, &rows);
+  const std::string kernels_path = (fs::path(raw_dir) / "step_kernels.csv").string();
+  if (fs::is_regular_file(kernels_path)) AddStepKernels(ReadStepKernels(kernels_path), &rows);
   const std::string csv_path = (fs::path(raw_dir) / "step_check.csv").string();
   WriteText(csv_path, StepCheckCsv(rows));
   const std::string report_path = (fs::path(raw_dir) / "fit_report.md").string();

@@ -29,7 +29,9 @@
 #ifndef STACKSIM_SIM_STEPCHECK_STEP_CHECK_H_
 #define STACKSIM_SIM_STEPCHECK_STEP_CHECK_H_
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,20 @@ namespace stacksim::stepcheck {
 // The error above which the report names a shape (issue 21's target).
 constexpr double kTargetErrorPct = 5.0;
 
+// The classes a step's kernels are totalled in, to set the harness's kernels
+// (CUPTI, step_kernels.csv) beside the ops the cost model priced.
+enum class KernelClass : uint8_t { kGemm, kAttentionForward, kAttentionBackward, kMemoryBound, kOptimizer };
+inline constexpr int kKernelClasses = 5;
+const char* KernelClassName(KernelClass c);
+
+// Time and kernel launches per KernelClass.
+struct KernelTotals {
+  std::array<double, kKernelClasses> seconds{};
+  std::array<int, kKernelClasses> kernels{};
+  double& SecondsOf(KernelClass c) { return seconds[static_cast<int>(c)]; }
+  int& KernelsOf(KernelClass c) { return kernels[static_cast<int>(c)]; }
+};
+
 struct LayerStepPrediction {
   Time forward;
   Time backward;
@@ -50,6 +66,7 @@ struct LayerStepPrediction {
   int priced_ops = 0;     // compute ops of forward and backward priced
   int left_out_ops = 0;   // collectives and host waits (not on one GPU's slice)
   double parameters = 0;  // of the layer, on this GPU
+  KernelTotals by_class;  // the priced ops, by class (kernels: the launches they stand for)
   Time total() const { return forward + backward + optimizer; }
 };
 
@@ -95,7 +112,26 @@ struct StepCheckRow {
   // step_torch.csv beside step_measured.csv): eager and torch.compile step
   // times; < 0 when not measured.
   double torch_eager_s = -1, torch_compile_s = -1;
+  // The kernels of one more step, recorded by CUPTI (step_kernels.csv),
+  // totalled by class; has_kernels false when not recorded.
+  bool has_kernels = false;
+  KernelTotals measured_kernels;
 };
+
+// The class of one kernel the harness recorded: every kernel of the
+// optimizer part is kOptimizer; the project's attention kernels (AttnFwd*,
+// AttnBwd*, the latter with its preprocess and dQ conversion) are attention;
+// the project's other kernels (names in namespace stacksim) are memory-bound;
+// anything else is a cuBLASLt GEMM.
+KernelClass ClassifyStepKernel(const std::string& part, const std::string& kernel);
+
+// Reads step_kernels.csv (shape, part, index, kernel, start_us, duration_us;
+// part forward, backward or optimizer) into per-shape totals. InputError
+// naming the file, column and line on a bad cell.
+std::map<std::string, KernelTotals> ReadStepKernels(const std::string& path);
+
+// Sets has_kernels and measured_kernels of every row `kernels` holds.
+void AddStepKernels(const std::map<std::string, KernelTotals>& kernels, std::vector<StepCheckRow>* rows);
 
 // Sets torch_eager_s and torch_compile_s of every row step_torch.csv at
 // `path` measured (columns shape, mode, measured_s; mode eager or compile).

@@ -259,6 +259,84 @@ TEST(StepCheck, ShapesThatDisagreeWithTheModelFileAreRejected) {
   EXPECT_EQ(ErrorFrom([&] { RunStepCheck(u, unknown, profile, kRoot + "/models"); }).key_path(), "model");
 }
 
+TEST(StepCheck, PricedOpsAreTotalledByKernelClass) {
+  const LayerStepPrediction p = PredictLayerStep(Model("llama3-8b"), 8, 2048, 1, H200());
+  double sum = 0;
+  for (double v : p.by_class.seconds) sum += v;
+  EXPECT_NEAR(sum, p.total().seconds(), 1e-12);
+  KernelTotals t = p.by_class;
+  EXPECT_GT(t.SecondsOf(KernelClass::kGemm), 0);
+  EXPECT_GT(t.SecondsOf(KernelClass::kAttentionBackward), t.SecondsOf(KernelClass::kAttentionForward));
+  EXPECT_DOUBLE_EQ(t.SecondsOf(KernelClass::kOptimizer), p.optimizer.seconds());
+  EXPECT_EQ(t.KernelsOf(KernelClass::kAttentionForward), 1);
+  EXPECT_GE(t.KernelsOf(KernelClass::kGemm), 12);  // four GEMMs, each with its two backward GEMMs
+}
+
+TEST(StepCheck, KernelsAreClassedByTheNamesTheHarnessRecords) {
+  // Names as CUPTI recorded them on the H200 (2026-12-04).
+  EXPECT_EQ(ClassifyStepKernel("forward", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), KernelClass::kGemm);
+  EXPECT_EQ(ClassifyStepKernel("forward", "_ZN8stacksim7kernels45_GLOBAL__N__bb22463f_12_attention_cu_f9abd12813AttnFwdKernelILi128EE"),
+            KernelClass::kAttentionForward);
+  EXPECT_EQ(ClassifyStepKernel("backward", "_ZN8stacksim7kernels45_GLOBAL__N__bb22463f_12_attention_cu_f9abd12823AttnBwdPreprocessKern"),
+            KernelClass::kAttentionBackward);
+  EXPECT_EQ(ClassifyStepKernel("backward", "_ZN8stacksim9calibrate48_GLOBAL__N__0d8121fa_15_step_kernels_cu_0c07f66721RmsNormBackwardK"),
+            KernelClass::kMemoryBound);
+  EXPECT_EQ(ClassifyStepKernel("optimizer", "_ZN8stacksim9calibrate_AdamKernel"), KernelClass::kOptimizer);
+}
+
+TEST(StepCheck, RecordedKernelsStandBesideThePricedOps) {
+  const std::string path = ::testing::TempDir() + "step_kernels.csv";
+  std::ofstream(path) << "shape,part,index,kernel,start_us,duration_us\n"
+                         "a,forward,0,nvjet_gemm,0,100\n"
+                         "a,forward,1,stacksim_AttnFwdKernel,101,50\n"
+                         "a,backward,0,stacksim_RmsNormBackward,0,20\n"
+                         "a,optimizer,0,stacksim_Adam,0,30\n"
+                         "other,forward,0,nvjet_gemm,0,5\n";
+  std::vector<StepCheckRow> rows = {Row("a", 0.0002, 1.0), Row("b", 0.002, 1.0)};
+  rows[0].prediction.by_class.SecondsOf(KernelClass::kGemm) = 110e-6;
+  rows[0].prediction.by_class.KernelsOf(KernelClass::kGemm) = 1;
+  AddStepKernels(ReadStepKernels(path), &rows);
+  ASSERT_TRUE(rows[0].has_kernels);
+  EXPECT_FALSE(rows[1].has_kernels);
+  EXPECT_NEAR(rows[0].measured_kernels.SecondsOf(KernelClass::kGemm), 100e-6, 1e-12);
+  EXPECT_EQ(rows[0].measured_kernels.KernelsOf(KernelClass::kMemoryBound), 1);
+  std::string s = StepCheckSection(rows, "P");
+  // GEMM 0.100 measured, 0.110 predicted (+10%); 4 kernels recorded, 1 priced;
+  // the step's 0.200 ms less the kernels' 0.200 ms leaves nothing between them.
+  EXPECT_NE(s.find("| a | 0.100 / 0.110 (+10%) | 0.050 / 0.000 (-100%) |"), std::string::npos) << s;
+  EXPECT_NE(s.find("| 4 / 1 | 0.000 |"), std::string::npos) << s;
+  EXPECT_EQ(s.find("| b |", s.find("between kernels")), std::string::npos) << s;
+  std::ofstream(path) << "shape,part,index,kernel,start_us,duration_us\na,sideways,0,k,0,1\n";
+  try {
+    ReadStepKernels(path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("part"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  std::ofstream(path) << "shape,part,index,kernel,start_us,duration_us\na,forward,0,k,0,-1\n";
+  EXPECT_NE(std::string(ErrorFrom([&] { ReadStepKernels(path); }).what()).find("duration_us"), std::string::npos);
+}
+
+// The shipped measurement (soaked steps with their CUPTI kernels): the check
+// reproduces the folder's step_check.csv against the shipped profile, and
+// every shape's kernels join.
+TEST(StepCheck, ShippedMeasurementReproducesItsStepCheck) {
+  const fs::path shipped = fs::path(kRoot) / "profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate";
+  fs::path dir = fs::path(::testing::TempDir()) / "step_check_shipped";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"step_measured.csv", "step_kernels.csv"}) fs::copy_file(shipped / f, dir / f);
+  auto rows = CheckRawFolder(dir.string(), kRoot + "/profiles/h200-sxm-141gb.json", kRoot + "/models");
+  CsvTable expected = CsvTable::Read((shipped / "step_check.csv").string());
+  ASSERT_EQ(rows.size(), expected.rows());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].shape, expected.Text(i, "shape"));
+    EXPECT_NEAR(rows[i].error_pct, expected.Number(i, "error_pct"), 0.01) << rows[i].shape;
+    EXPECT_TRUE(rows[i].has_kernels) << rows[i].shape;
+  }
+}
+
 TEST(StepCheck, RawFolderGetsCsvAndReportSection) {
   fs::path dir = fs::path(::testing::TempDir()) / "step_check_raw";
   fs::remove_all(dir);
