@@ -5,14 +5,13 @@
 #   1. build the harness (as run_calibrate.sh: harness only, sm_90a);
 #   2. stacksim-calibrate, the full sweep and fit, without the step check
 #      (so that a failure in the step check cannot cost the fitted profile);
-#   3. the step check alone (env + step), its CSVs added to the same raw
-#      folder; then again with each layer soaked STEP_SOAK_S (default 1.5 s)
-#      back to back before it is timed (STACKSIM_STEP_SOAK_S), as
-#      step_measured_soaked.csv: the power state a training step holds;
+#   3. the step check alone (env + step; each layer soaked 1.5 s before it
+#      is timed, the harness's default: the power state a training step
+#      holds), its CSVs added to the same raw folder; then again cool
+#      (STACKSIM_STEP_SOAK_S=0) as step_measured_cool.csv; both write
+#      step_kernels.csv (CUPTI: every kernel of one more step per shape);
 #      nvidia-smi samples SM clock, power and throttle reasons every 200 ms
 #      through 2 and 3 (extras/smi.csv, with each part's start time in log.txt);
-#      the step check also writes step_kernels.csv (CUPTI: every kernel of
-#      one more step per shape, with its duration);
 #   4. tools/gpu/measure_sdpa_grid.py: SDPA's backends at small grids;
 #   5. tools/gpu/step_check_torch.py: the step check's layers in PyTorch;
 #   6. tools/gpu/run_calibrate.sh --faults: the harness's injected failures;
@@ -46,7 +45,7 @@ fits() { [ $(($(elapsed) + $1)) -le "$budget" ]; }
 extras=/tmp/extras
 raw=/tmp/raw
 build=${BUILD_DIR:-build-gpu}
-rm -rf "$extras" "$raw" /tmp/rawstep /tmp/rawsoak /tmp/rawarch
+rm -rf "$extras" "$raw" /tmp/rawstep /tmp/rawcool /tmp/rawarch
 mkdir -p "$extras"
 echo "== $(date -u +%FT%TZ) on $(hostname), commit $STACKSIM_GIT_COMMIT, budget ${budget} s"
 nvidia-smi || echo "nvidia-smi failed"
@@ -91,13 +90,13 @@ for f in step_measured.csv step_checks.csv step_kernels.csv; do [ -f "/tmp/rawst
 [ -f "$raw/step_measured.csv" ] &&
   awk -F, 'NR > 1 { printf "  %-32s %10.3f ms  stable=%s\n", $1, $14 * 1000, $17 }' "$raw/step_measured.csv"
 if fits 120; then
-  echo "== 3b step check, each layer soaked ${STEP_SOAK_S:-1.5} s first, at $(date -u +%FT%T.%NZ)"
-  STACKSIM_STEP_SOAK_S=${STEP_SOAK_S:-1.5} timeout -k 10 110 "$cal" --skip kernels,copy,launch,gemm,attention,nccl,fit \
-    --raw /tmp/rawsoak
-  echo "== soaked step: exit status $? after $(elapsed) s"
-  [ -f /tmp/rawsoak/step_measured.csv ] && cp /tmp/rawsoak/step_measured.csv "$raw/step_measured_soaked.csv"
-  [ -f /tmp/rawsoak/log.txt ] && cp /tmp/rawsoak/log.txt "$raw/step_soaked_log.txt"
-  [ -f /tmp/rawsoak/step_kernels.csv ] && cp /tmp/rawsoak/step_kernels.csv "$raw/step_kernels_soaked.csv"
+  echo "== 3b step check cool (no soak) at $(date -u +%FT%T.%NZ)"
+  STACKSIM_STEP_SOAK_S=0 timeout -k 10 110 "$cal" --skip kernels,copy,launch,gemm,attention,nccl,fit \
+    --raw /tmp/rawcool
+  echo "== cool step: exit status $? after $(elapsed) s"
+  [ -f /tmp/rawcool/step_measured.csv ] && cp /tmp/rawcool/step_measured.csv "$raw/step_measured_cool.csv"
+  [ -f /tmp/rawcool/log.txt ] && cp /tmp/rawcool/log.txt "$raw/step_cool_log.txt"
+  [ -f /tmp/rawcool/step_kernels.csv ] && cp /tmp/rawcool/step_kernels.csv "$raw/step_kernels_cool.csv"
 fi
 [ -n "$smi_pid" ] && kill "$smi_pid" 2>/dev/null
 
