@@ -19,8 +19,21 @@
 //             or below the diagonal; heaviest key blocks first.
 // So its backward has batch x kv_heads x seq/128 blocks: one K/V head per GPU
 // (Llama 3 8B at TP 8) leaves 64 blocks of uneven work for 132 SMs at 8K.
-// Other attention kernels (FlashAttention-2/3, cuDNN) get no grid factor:
-// their tiles and schedulers are not modelled yet.
+//
+// FlashAttention-2 and the cuDNN/FlashAttention-3 class (kFlash2, kFastest)
+// launch a block per 128 queries of one (sequence, query head) for the
+// forward, row by row with a head's light (causal) blocks first, and a block
+// per 128 keys of one (sequence, query head) for the backward, a head's
+// heavy blocks first (Dao-AILab/flash-attention 0251105a,
+// flash_fwd_launch_template.h and flash_bwd_launch_template.h: grids
+// (num_m_block, b, h) and (num_n_block, b, h)); one block per SM at a time.
+// Checked against PyTorch SDPA's kernels on an H200 (profiles/measured/
+// h200-sxm-141gb-2026-12-04b-calibrate/sdpa/sdpa_grid.csv, kernel times from
+// the profiler's records, 13 shapes from 1 x 4 heads x 2K to 2 x 16 x 8K):
+// the grid factor relative to a full grid of the same length gives cuDNN's
+// forward and backward rates within 3% (mean |log error|; largest 1.17 at
+// 4K, where the full-grid reference was 8K) and FlashAttention-2's within 8%.
+// FlashAttention-1 (kFlash1: a block per (sequence, head)) gets no factor.
 #ifndef STACKSIM_SIM_COST_ATTENTION_GRID_H_
 #define STACKSIM_SIM_COST_ATTENTION_GRID_H_
 
@@ -36,9 +49,13 @@ namespace stacksim::cost {
 struct AttentionGrid {
   int64_t rows = 0;
   int64_t levels = 0;
-  // Work of a level-l block: `first` - `step` x l tiles (>= 1).
+  // Work of a level-l block: `first` - `step` x l tiles (>= 1); a negative
+  // step makes later levels heavier.
   int64_t first = 0;
   int64_t step = 0;
+  // Dispatch order: false, level by level (every row's level 0 first); true,
+  // row by row (all of row 0's levels first), as a (num_blocks, b, h) grid.
+  bool row_major = false;
   // Of the tiles computed, the share that the op's flops count: a causal
   // kernel computes the diagonal's tiles whole, half of them masked.
   double useful = 1.0;
@@ -51,6 +68,11 @@ struct AttentionGrid {
 // REQUIRES: op.op_class == kAttention.
 AttentionGrid OwnKernelGrid(const trace::ComputeOp& op);
 
+// The launch grid of FlashAttention-2 and the cuDNN / FlashAttention-3 class
+// (op.attention_kernel kFlash2 or kFastest): see the header comment.
+// REQUIRES: op.op_class == kAttention.
+AttentionGrid FlashKernelGrid(const trace::ComputeOp& op);
+
 // (useful tiles / sms) / (busiest SM's tiles) for `grid` list-scheduled on
 // `sms` SMs, one block at a time each, in dispatch order; in (0, 1]. Equal
 // blocks run in whole waves; unequal ones are scheduled exactly up to 32
@@ -60,11 +82,14 @@ double GridOccupancy(const AttentionGrid& grid, int64_t sms);
 
 // The share of the profile's attention rate the op's kernel reaches on `sms`
 // of the GPU's `gpu_sms` SMs: its GridOccupancy there x sms / gpu_sms,
-// relative to the GridOccupancy of the case
-// the profile's efficiency was measured on (calibrate's kernels step, its
-// largest attention case: 2 sequences of 8192, 64 query and 8 K/V heads, on
-// all `gpu_sms`), so that the measured rate is reproduced there; 1 for
-// kernels whose grid is not modelled.
+// relative to the GridOccupancy of the case the profile's rate was measured
+// on, so that the measured rate is reproduced there. kOwn: calibrate's
+// kernels step, its largest attention case (2 sequences of 8192, 64 query
+// and 8 K/V heads) on all `gpu_sms`. kFlash2 and kFastest: the profile's
+// sequence-length factors' shape at the op's key length (16 heads x
+// max(1, 16384 / length) sequences, the op's mask; fit_profile_h200.py), on all
+// `gpu_sms`, the SM share left to the caller (the seq factors already carry
+// the length). 1 for kFlash1, whose grid is not modelled.
 double AttentionGridFactor(const trace::ComputeOp& op, int64_t sms, int64_t gpu_sms);
 
 }  // namespace stacksim::cost

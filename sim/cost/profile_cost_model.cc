@@ -84,14 +84,17 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op, int64_t sms) const
       // Attention kernels run their matrix products in 16-bit.
       auto peak = profile_.Peak(config::Precision::kBf16);
       // The project's own kernel: its grid (attention_grid.h) instead of the
-      // profile's seq factors, which were measured on PyTorch SDPA's
-      // FlashAttention-2 (a block per head and 128 queries; ours loops a GQA
-      // group's heads in each block and computes the causal diagonal's tiles
-      // whole: its dependence on length is its grid's).
+      // profile's seq factors, which were measured on PyTorch SDPA's kernels
+      // (a block per head and 128 queries; ours loops a GQA group's heads in
+      // each block and computes the causal diagonal's tiles whole: its
+      // dependence on length is its grid's). FlashAttention-2 and the cuDNN
+      // class: the seq factors, and their grid relative to the seq factors'
+      // full-grid shape (few sequences x heads on a tensor-parallel rank).
       const bool own = op.attention_kernel == trace::AttentionKernel::kOwn;
+      const double grid = AttentionGridFactor(op, sms, profile_.sm_count.value);
       double eff = AttentionEfficiency(op.attention_kernel, op.backward) *
-                   (own ? AttentionGridFactor(op, sms, profile_.sm_count.value)
-                        : profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) *
+                   (own ? grid
+                        : profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) * grid *
                               static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value));
       double flop_time = op.flops.value / (peak->value * eff);
       return Time::FromSeconds(std::max(flop_time, bytes_time));

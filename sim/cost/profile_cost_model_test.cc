@@ -151,8 +151,10 @@ TEST(ProfileCostModel, ShortSequencesRunAttentionLessEfficiently) {
   op.op_class = trace::OpClass::kAttention;
   op.flops = Flops{1e12};
   op.m = op.n = 8192;
+  op.batch = 16 * 2;  // the seq factors' own grid at each length (attention_grid.h)
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.5), 1e-9);
   op.m = op.n = 2048;
+  op.batch = 16 * 8;
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.5 * 0.8), 1e-9);
   op.backward = true;
   EXPECT_NEAR(cost.ComputeTime(op).seconds(), 1e12 / (1000e12 * 0.4 * 0.5), 1e-9);
