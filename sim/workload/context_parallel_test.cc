@@ -223,7 +223,10 @@ TEST(ContextParallel, StepRunsAndCpShortensTheStep) {
 
 // The same step with the K/V all-gathered (Llama 3's CP) instead of passed
 // around the ring: the gathers and the dK/dV reduce-scatter block the compute
-// stream, so the exposed TP/CP row grows and the step is no faster.
+// stream, so the exposed TP/CP row grows. The step itself may come out a
+// little either way: the ring's attention runs as per-step chunks, each a
+// smaller launch grid on the SMs (sim/cost/attention_grid.h), where the
+// all-gather runs one kernel over all keys.
 TEST(ContextParallel, AllGatherCpExposesWhatTheRingOverlaps) {
   config::PlanConfig plan;
   plan.tp = 2;
@@ -241,7 +244,7 @@ TEST(ContextParallel, AllGatherCpExposesWhatTheRingOverlaps) {
   s.plan.cp_comm = config::CpComm::kAllGather;
   auto ag = simulate::Simulate(s, o);
   EXPECT_GT(ag.breakdown.tp_exposed.seconds(), ring.breakdown.tp_exposed.seconds());
-  EXPECT_GE(ag.iteration.seconds(), ring.iteration.seconds());
+  EXPECT_GT(ag.iteration.seconds(), 0.97 * ring.iteration.seconds());
   EXPECT_LT(ag.iteration.seconds(), 1.5 * ring.iteration.seconds());
   EXPECT_DOUBLE_EQ(ag.model_flops.value, ring.model_flops.value);
 }
