@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda_check.h"
 
@@ -9,8 +11,9 @@ namespace stacksim::calibrate {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kNormThreads = 1024;
-constexpr int kNormMaxPerThread = 16;  // 1024 x 16 = 16384 columns
+constexpr int kVec = 8;                // bf16 per 16-byte access
+constexpr int kNormBwdLoads = 2;       // 16-byte groups per thread and row: blockDim.x = cols / 16
+constexpr int kNormBwdMaxThreads = 512;  // 8192 columns; 128 registers a thread
 constexpr float kLr = AdamSettings::kLr, kBeta1 = AdamSettings::kBeta1, kBeta2 = AdamSettings::kBeta2,
                 kEps = AdamSettings::kEps, kWeightDecay = AdamSettings::kWeightDecay,
                 kMaxNorm = AdamSettings::kMaxNorm;
@@ -37,55 +40,96 @@ __device__ float BlockSum(float v, float* scratch) {
   return v;
 }
 
-__global__ void __launch_bounds__(kNormThreads) RmsNormBackwardKernel(const bf16* x, const bf16* gamma,
-                                                                      const float* rstd, const bf16* dy,
-                                                                      const bf16* dres, bf16* dx, float* partial,
-                                                                      int rows, int cols) {
+// One row per block at a time, blockDim.x = cols / 16 rounded up to warps:
+// each thread owns kNormBwdLoads groups of kVec adjacent columns, read and
+// written 16 bytes at a time, and keeps their dgamma sums in registers over
+// the block's rows; rows go to the blocks round robin, several blocks per SM,
+// so that enough loads are in flight to stream at HBM bandwidth. (The first
+// version, a 1024-thread block with 2-byte loads walking its rows one after
+// another, streamed 64 MiB in 82 us on an H200, 17% of HBM:
+// profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate, step_kernels.csv.)
+__global__ void __launch_bounds__(kNormBwdMaxThreads)
+    RmsNormBackwardKernel(const bf16* x, const bf16* gamma, const float* rstd, const bf16* dy, const bf16* dres,
+                          bf16* dx, float* partial, int rows, int cols) {
   __shared__ float scratch[32];
-  float acc[kNormMaxPerThread];
-  float xh[kNormMaxPerThread];
-  float gdy[kNormMaxPerThread];
+  constexpr int kN = kNormBwdLoads * kVec;
+  float acc[kN], xh[kN], d[kN];
 #pragma unroll
-  for (int j = 0; j < kNormMaxPerThread; ++j) acc[j] = 0.0f;
+  for (int j = 0; j < kN; ++j) acc[j] = 0.0f;
   for (int row = blockIdx.x; row < rows; row += gridDim.x) {
     const size_t base = static_cast<size_t>(row) * cols;
     const float r = rstd[row];
     float dot = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kNormMaxPerThread; ++j) {
-      const int c = threadIdx.x + j * kNormThreads;
-      if (c < cols) {
-        const float d = __bfloat162float(dy[base + c]);
-        xh[j] = __bfloat162float(x[base + c]) * r;
-        gdy[j] = d * __bfloat162float(gamma[c]);
-        dot += gdy[j] * xh[j];
-        acc[j] += d * xh[j];
+    for (int l = 0; l < kNormBwdLoads; ++l) {
+      const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
+      if (c0 >= cols) continue;
+      const uint4 xv = *reinterpret_cast<const uint4*>(x + base + c0);
+      const uint4 dv = *reinterpret_cast<const uint4*>(dy + base + c0);
+      const uint4 gv = *reinterpret_cast<const uint4*>(gamma + c0);
+      const bf16* xs = reinterpret_cast<const bf16*>(&xv);
+      const bf16* ds = reinterpret_cast<const bf16*>(&dv);
+      const bf16* gs = reinterpret_cast<const bf16*>(&gv);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const int k = l * kVec + j;
+        xh[k] = __bfloat162float(xs[j]) * r;
+        d[k] = __bfloat162float(ds[j]);
+        dot += d[k] * __bfloat162float(gs[j]) * xh[k];
+        acc[k] += d[k] * xh[k];
       }
     }
     const float mean = BlockSum(dot, scratch) / cols;
 #pragma unroll
-    for (int j = 0; j < kNormMaxPerThread; ++j) {
-      const int c = threadIdx.x + j * kNormThreads;
-      if (c < cols) {
-        float v = r * (gdy[j] - xh[j] * mean);
-        if (dres != nullptr) v += __bfloat162float(dres[base + c]);
-        dx[base + c] = __float2bfloat16(v);
+    for (int l = 0; l < kNormBwdLoads; ++l) {
+      const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
+      if (c0 >= cols) continue;
+      const uint4 gv = *reinterpret_cast<const uint4*>(gamma + c0);
+      const bf16* gs = reinterpret_cast<const bf16*>(&gv);
+      uint4 rv = make_uint4(0, 0, 0, 0);
+      if (dres != nullptr) rv = *reinterpret_cast<const uint4*>(dres + base + c0);
+      const bf16* rs = reinterpret_cast<const bf16*>(&rv);
+      uint4 ov;
+      bf16* os = reinterpret_cast<bf16*>(&ov);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const int k = l * kVec + j;
+        float v = r * (d[k] * __bfloat162float(gs[j]) - xh[k] * mean);
+        if (dres != nullptr) v += __bfloat162float(rs[j]);
+        os[j] = __float2bfloat16(v);
       }
+      *reinterpret_cast<uint4*>(dx + base + c0) = ov;
     }
   }
 #pragma unroll
-  for (int j = 0; j < kNormMaxPerThread; ++j) {
-    const int c = threadIdx.x + j * kNormThreads;
-    if (c < cols) partial[static_cast<size_t>(blockIdx.x) * cols + c] = acc[j];
+  for (int l = 0; l < kNormBwdLoads; ++l) {
+    const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
+    if (c0 >= cols) continue;
+    float* p = partial + static_cast<size_t>(blockIdx.x) * cols + c0;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) p[j] = acc[l * kVec + j];
   }
 }
 
-__global__ void SumColumnsKernel(const float* partial, int parts, int cols, float* out) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
+// out[c] = sum over parts of partial[p][c]: a block per 32 columns, its
+// warps splitting the parts (coalesced 128-byte rows), then summed in
+// shared memory.
+__global__ void __launch_bounds__(256) SumColumnsKernel(const float* partial, int parts, int cols, float* out) {
+  __shared__ float sums[8][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = blockIdx.x * 32 + lane;
   float s = 0.0f;
-  for (int p = 0; p < parts; ++p) s += partial[static_cast<size_t>(p) * cols + c];
-  out[c] = s;
+  if (c < cols) {
+    for (int p = warp; p < parts; p += 8) s += partial[static_cast<size_t>(p) * cols + c];
+  }
+  sums[warp][lane] = s;
+  __syncthreads();
+  if (warp == 0 && c < cols) {
+    float t = 0.0f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) t += sums[w][lane];
+    out[c] = t;
+  }
 }
 
 __global__ void SwigluBackwardKernel(const bf16* in, const bf16* dout, bf16* din, size_t pairs, int half_pairs) {
@@ -274,14 +318,21 @@ __global__ void CombineWeightGradKernel(const __nv_bfloat162* dout, const __nv_b
 
 }  // namespace
 
-int RmsNormBackwardBlocks(int sm_count) { return 2 * std::max(1, sm_count); }
+int RmsNormBackwardBlocks(int sm_count) { return 4 * std::max(1, sm_count); }
 
 void RmsNormBackward(const bf16* x, const bf16* gamma, const float* rstd, const bf16* dy, const bf16* dresidual,
                      bf16* dx, float* partial, float* dgamma, int rows, int cols, int sm_count, cudaStream_t stream) {
+  if (cols % kVec != 0 || cols > kNormBwdMaxThreads * kVec * kNormBwdLoads) {
+    throw std::invalid_argument("RmsNormBackward: cols " + std::to_string(cols) + " must be a multiple of " +
+                                std::to_string(kVec) + " and at most " +
+                                std::to_string(kNormBwdMaxThreads * kVec * kNormBwdLoads));
+  }
+  const int groups = (cols / kVec + kNormBwdLoads - 1) / kNormBwdLoads;
+  const int threads = std::max(32, (groups + 31) / 32 * 32);
   const int blocks = std::min(rows, RmsNormBackwardBlocks(sm_count));
-  RmsNormBackwardKernel<<<blocks, kNormThreads, 0, stream>>>(x, gamma, rstd, dy, dresidual, dx, partial, rows, cols);
+  RmsNormBackwardKernel<<<blocks, threads, 0, stream>>>(x, gamma, rstd, dy, dresidual, dx, partial, rows, cols);
   CUDA_LAUNCH_OK();
-  SumColumnsKernel<<<(cols + kThreads - 1) / kThreads, kThreads, 0, stream>>>(partial, blocks, cols, dgamma);
+  SumColumnsKernel<<<(cols + 31) / 32, 256, 0, stream>>>(partial, blocks, cols, dgamma);
   CUDA_LAUNCH_OK();
 }
 

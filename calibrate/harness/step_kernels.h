@@ -40,7 +40,8 @@ struct AdamSettings {
 //   dx = rstd (g dy - x_hat mean(g dy x_hat)) + dresidual,  x_hat = x rstd,
 // and dgamma = sum over rows of dy x_hat, reduced in two passes through
 // `partial` (fp32 [blocks, cols], blocks = RmsNormBackwardBlocks(sm_count)).
-// x is the norm's input (the residual stream). REQUIRES: cols <= 16384.
+// x is the norm's input (the residual stream); 16-byte aligned rows.
+// Throws std::invalid_argument unless cols is a multiple of 8 and <= 8192.
 int RmsNormBackwardBlocks(int sm_count);
 void RmsNormBackward(const bf16* x, const bf16* gamma, const float* rstd, const bf16* dy, const bf16* dresidual,
                      bf16* dx, float* partial, float* dgamma, int rows, int cols, int sm_count, cudaStream_t stream);
