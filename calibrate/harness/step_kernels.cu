@@ -42,9 +42,10 @@ __device__ float BlockSum(float v, float* scratch) {
 
 // One row per block at a time, blockDim.x = cols / 16 rounded up to warps:
 // each thread owns kNormBwdLoads groups of kVec adjacent columns, read and
-// written 16 bytes at a time, and keeps their dgamma sums in registers over
-// the block's rows; rows go to the blocks round robin, several blocks per SM,
-// so that enough loads are in flight to stream at HBM bandwidth. (The first
+// written 16 bytes at a time, keeps their gamma and dgamma sums in registers
+// over the block's rows and issues all of a row's loads (x, dy, dresidual)
+// before it needs any; rows go to the blocks round robin, several blocks per
+// SM, so that enough loads are in flight to stream at HBM bandwidth. (The first
 // version, a 1024-thread block with 2-byte loads walking its rows one after
 // another, streamed 64 MiB in 82 us on an H200, 17% of HBM:
 // profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate, step_kernels.csv.)
@@ -53,30 +54,44 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
                           bf16* dx, float* partial, int rows, int cols) {
   __shared__ float scratch[32];
   constexpr int kN = kNormBwdLoads * kVec;
-  float acc[kN], xh[kN], d[kN];
+  float acc[kN], g[kN];
+  uint4 xv[kNormBwdLoads], dv[kNormBwdLoads], rv[kNormBwdLoads];
 #pragma unroll
-  for (int j = 0; j < kN; ++j) acc[j] = 0.0f;
+  for (int l = 0; l < kNormBwdLoads; ++l) {
+    const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
+    uint4 gv = make_uint4(0, 0, 0, 0);
+    if (c0 < cols) gv = *reinterpret_cast<const uint4*>(gamma + c0);
+    const bf16* gs = reinterpret_cast<const bf16*>(&gv);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      g[l * kVec + j] = __bfloat162float(gs[j]);
+      acc[l * kVec + j] = 0.0f;
+    }
+  }
   for (int row = blockIdx.x; row < rows; row += gridDim.x) {
     const size_t base = static_cast<size_t>(row) * cols;
+    // Every load of the row first, so that they are in flight together.
+#pragma unroll
+    for (int l = 0; l < kNormBwdLoads; ++l) {
+      const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
+      xv[l] = dv[l] = rv[l] = make_uint4(0, 0, 0, 0);
+      if (c0 >= cols) continue;
+      xv[l] = *reinterpret_cast<const uint4*>(x + base + c0);
+      dv[l] = *reinterpret_cast<const uint4*>(dy + base + c0);
+      if (dres != nullptr) rv[l] = *reinterpret_cast<const uint4*>(dres + base + c0);
+    }
     const float r = rstd[row];
     float dot = 0.0f;
 #pragma unroll
     for (int l = 0; l < kNormBwdLoads; ++l) {
-      const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
-      if (c0 >= cols) continue;
-      const uint4 xv = *reinterpret_cast<const uint4*>(x + base + c0);
-      const uint4 dv = *reinterpret_cast<const uint4*>(dy + base + c0);
-      const uint4 gv = *reinterpret_cast<const uint4*>(gamma + c0);
-      const bf16* xs = reinterpret_cast<const bf16*>(&xv);
-      const bf16* ds = reinterpret_cast<const bf16*>(&dv);
-      const bf16* gs = reinterpret_cast<const bf16*>(&gv);
+      const bf16* xs = reinterpret_cast<const bf16*>(&xv[l]);
+      const bf16* ds = reinterpret_cast<const bf16*>(&dv[l]);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
         const int k = l * kVec + j;
-        xh[k] = __bfloat162float(xs[j]) * r;
-        d[k] = __bfloat162float(ds[j]);
-        dot += d[k] * __bfloat162float(gs[j]) * xh[k];
-        acc[k] += d[k] * xh[k];
+        const float xh = __bfloat162float(xs[j]) * r, d = __bfloat162float(ds[j]);
+        dot += d * g[k] * xh;
+        acc[k] += d * xh;
       }
     }
     const float mean = BlockSum(dot, scratch) / cols;
@@ -84,19 +99,16 @@ __global__ void __launch_bounds__(kNormBwdMaxThreads)
     for (int l = 0; l < kNormBwdLoads; ++l) {
       const int c0 = (threadIdx.x + l * blockDim.x) * kVec;
       if (c0 >= cols) continue;
-      const uint4 gv = *reinterpret_cast<const uint4*>(gamma + c0);
-      const bf16* gs = reinterpret_cast<const bf16*>(&gv);
-      uint4 rv = make_uint4(0, 0, 0, 0);
-      if (dres != nullptr) rv = *reinterpret_cast<const uint4*>(dres + base + c0);
-      const bf16* rs = reinterpret_cast<const bf16*>(&rv);
+      const bf16* xs = reinterpret_cast<const bf16*>(&xv[l]);
+      const bf16* ds = reinterpret_cast<const bf16*>(&dv[l]);
+      const bf16* rs = reinterpret_cast<const bf16*>(&rv[l]);
       uint4 ov;
       bf16* os = reinterpret_cast<bf16*>(&ov);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
         const int k = l * kVec + j;
-        float v = r * (d[k] * __bfloat162float(gs[j]) - xh[k] * mean);
-        if (dres != nullptr) v += __bfloat162float(rs[j]);
-        os[j] = __float2bfloat16(v);
+        const float xh = __bfloat162float(xs[j]) * r;
+        os[j] = __float2bfloat16(r * (__bfloat162float(ds[j]) * g[k] - xh * mean) + __bfloat162float(rs[j]));
       }
       *reinterpret_cast<uint4*>(dx + base + c0) = ov;
     }
