@@ -3,7 +3,8 @@
 // transformer layer's training step on this GPU, as one GPU of a
 // tensor-parallel group runs its slice (no collectives): forward, backward,
 // then the optimizer update of the slice's parameters, timed with CUDA events
-// around each part after warm-up steps, median of repeats.
+// around each part after warm-up steps and a heat soak (forward and backward
+// back to back, then the optimizer apart: TimeSteps), median of repeats.
 //
 // What runs (bf16, fp32 accumulation; T = tokens, H = hidden; per GPU: hq =
 // heads / tp, hkv = kv_heads / tp, F = ffn / tp):
@@ -396,6 +397,14 @@ double StepSoakSeconds(bool quick) {
   return s;
 }
 
+// A training step runs the optimizer once per step, after many layers'
+// forwards and backwards, so the layer's forward and backward are soaked and
+// timed back to back without it, in the power state they hold together; the
+// optimizer, bound by memory bandwidth, is timed on its own after them. (With
+// the optimizer inside every repeat, a quarter of a 2K-token step ran at low
+// power and the GEMMs at higher clocks than a training step holds: profiles/
+// measured/h200-sxm-141gb-2026-12-04b-calibrate, README.) The total of a
+// repeat is the sum of its three parts.
 PartSamples TimeSteps(LayerStep& layer, cudaStream_t st, int warmup, int repeats, double soak_s) {
   for (int i = 0; i < warmup; ++i) {
     layer.Forward(st);
@@ -405,33 +414,34 @@ PartSamples TimeSteps(LayerStep& layer, cudaStream_t st, int warmup, int repeats
   CUDA_OK(cudaStreamSynchronize(st));
   const auto soak_start = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - soak_start).count() < soak_s) {
-    for (int i = 0; i < 4; ++i) {  // a few steps queued at a time: the GPU never waits for the host
+    for (int i = 0; i < 4; ++i) {  // a few queued at a time: the GPU never waits for the host
       layer.Forward(st);
       layer.Backward(st);
-      layer.Optimizer(st);
     }
     CUDA_OK(cudaStreamSynchronize(st));
   }
-  EventPair fwd, bwd, opt;
+  std::vector<EventPair> fwd(repeats), bwd(repeats), opt(repeats);
+  for (int r = 0; r < repeats; ++r) {
+    CUDA_OK(cudaEventRecord(fwd[r].start, st));
+    layer.Forward(st);
+    CUDA_OK(cudaEventRecord(fwd[r].stop, st));
+    CUDA_OK(cudaEventRecord(bwd[r].start, st));
+    layer.Backward(st);
+    CUDA_OK(cudaEventRecord(bwd[r].stop, st));
+  }
+  for (int r = 0; r < repeats; ++r) {
+    CUDA_OK(cudaEventRecord(opt[r].start, st));
+    layer.Optimizer(st);
+    CUDA_OK(cudaEventRecord(opt[r].stop, st));
+  }
+  CUDA_OK(cudaEventSynchronize(opt[repeats - 1].stop));
+  CUDA_LAUNCH_OK();
   PartSamples out;
   for (int r = 0; r < repeats; ++r) {
-    CUDA_OK(cudaEventRecord(fwd.start, st));
-    layer.Forward(st);
-    CUDA_OK(cudaEventRecord(fwd.stop, st));
-    CUDA_OK(cudaEventRecord(bwd.start, st));
-    layer.Backward(st);
-    CUDA_OK(cudaEventRecord(bwd.stop, st));
-    CUDA_OK(cudaEventRecord(opt.start, st));
-    layer.Optimizer(st);
-    CUDA_OK(cudaEventRecord(opt.stop, st));
-    CUDA_OK(cudaEventSynchronize(opt.stop));
-    CUDA_LAUNCH_OK();
-    out.forward.push_back(fwd.ElapsedUs());
-    out.backward.push_back(bwd.ElapsedUs());
-    out.optimizer.push_back(opt.ElapsedUs());
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, fwd.start, opt.stop));
-    out.total.push_back(ms * 1000.0);
+    out.forward.push_back(fwd[r].ElapsedUs());
+    out.backward.push_back(bwd[r].ElapsedUs());
+    out.optimizer.push_back(opt[r].ElapsedUs());
+    out.total.push_back(out.forward.back() + out.backward.back() + out.optimizer.back());
   }
   return out;
 }
