@@ -88,6 +88,32 @@ void WriteText(const std::string& path, const std::string& text) {
   if (!out) throw InputError(path, "", "cannot write the file");
 }
 
+// What makes up a shape's miss, from its recorded kernels: each class's
+// predicted minus measured time, largest first, and the time between the
+// recorded kernels (which no op prices on its own).
+std::string KernelMisses(const StepCheckRow& r) {
+  std::vector<std::pair<double, std::string>> misses;
+  double kernels = 0;
+  for (int c = 0; c < kKernelClasses; ++c) {
+    const double m = r.measured_kernels.seconds[c], p = r.prediction.by_class.seconds[c];
+    kernels += m;
+    if (m <= 0 && p <= 0) continue;
+    const double d = std::fabs(p - m) < 5e-7 ? 0.0 : p - m;  // no "-0.000"
+    const double pct = m > 0 && std::fabs(100.0 * d / m) >= 0.5 ? 100.0 * d / m : 0.0;
+    std::string what = std::string(KernelClassName(static_cast<KernelClass>(c))) + " " + Fmt("%+.3f", d * 1e3) + " ms";
+    if (m > 0) what += " (" + Fmt("%+.0f%%", pct) + ")";
+    misses.emplace_back(std::fabs(d), what);
+  }
+  double between = r.measured_s - kernels;
+  if (std::fabs(between) < 5e-7) between = 0;  // below the printed precision: no "-0.000"
+  misses.emplace_back(std::fabs(between), "between kernels " + Fmt("%+.3f", between == 0 ? 0.0 : -between * 1e3) + " ms");
+  std::stable_sort(misses.begin(), misses.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = r.shape + " (" + Fmt("%+.1f%%", r.error_pct) + ", " +
+                    Fmt("%+.3f", (r.predicted_s - r.measured_s) * 1e3) + " ms), predicted minus recorded: ";
+  for (size_t i = 0; i < misses.size(); ++i) out += (i ? ", " : "") + misses[i].second;
+  return out;
+}
+
 }  // namespace
 
 LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, int64_t seq, int64_t micro_batch,
@@ -354,6 +380,9 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
     s << "Above " << Fmt("%.0f%%", kTargetErrorPct) << ": ";
     for (size_t i = 0; i < above.size(); ++i) s << (i ? "; " : "") << above[i];
     s << ".\n";
+    for (const StepCheckRow& r : rows) {
+      if (std::fabs(r.error_pct) > kTargetErrorPct && r.has_kernels) s << "- " << KernelMisses(r) << "\n";
+    }
   }
   std::vector<const StepCheckRow*> swept;
   for (const StepCheckRow& r : rows)

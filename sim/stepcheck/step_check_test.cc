@@ -306,6 +306,16 @@ TEST(StepCheck, RecordedKernelsStandBesideThePricedOps) {
   EXPECT_NE(s.find("| a | 0.100 / 0.110 (+10%) | 0.050 / 0.000 (-100%) |"), std::string::npos) << s;
   EXPECT_NE(s.find("| 4 / 1 | 0.000 |"), std::string::npos) << s;
   EXPECT_EQ(s.find("| b |", s.find("between kernels")), std::string::npos) << s;
+  EXPECT_EQ(s.find("predicted minus recorded"), std::string::npos) << s;  // within target: nothing to explain
+  // Above target: the shape's miss by class, largest first.
+  rows[0].error_pct = 10.0;
+  rows[0].predicted_s = 0.00022;
+  s = StepCheckSection(rows, "P");
+  EXPECT_NE(s.find("- a (+10.0%, +0.020 ms), predicted minus recorded: attention fwd -0.050 ms (-100%), "
+                   "optimizer -0.030 ms (-100%), memory-bound -0.020 ms (-100%), GEMM +0.010 ms (+10%), "
+                   "between kernels +0.000 ms"),
+            std::string::npos)
+      << s;
   std::ofstream(path) << "shape,part,index,kernel,start_us,duration_us\na,sideways,0,k,0,1\n";
   try {
     ReadStepKernels(path);
