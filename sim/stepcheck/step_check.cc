@@ -438,7 +438,7 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
         measured_count += r.measured_kernels.kernels[c];
         predicted_count += r.prediction.by_class.kernels[c];
         s << " " << Fmt("%.3f", m * 1e3) << " / " << Fmt("%.3f", p * 1e3);
-        if (m > 0) s << " (" << Fmt("%+.0f%%", 100.0 * (p - m) / m) << ")";
+        if (m > 0) s << " (" << Fmt("%+.0f%%", std::fabs(100.0 * (p - m) / m) < 0.5 ? 0.0 : 100.0 * (p - m) / m) << ")";
         s << " |";
       }
       s << " " << measured_count << " / " << predicted_count << " | " << Fmt("%.3f", (r.measured_s - sum) * 1e3)
