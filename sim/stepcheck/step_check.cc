@@ -114,6 +114,29 @@ std::string KernelMisses(const StepCheckRow& r) {
   return out;
 }
 
+// Per kernel class, over the rows with recorded kernels: the prediction's
+// mean error and its range ("GEMM +15% (+9 to +17%, 17 shapes)").
+std::string ClassErrorSummary(const std::vector<StepCheckRow>& rows) {
+  std::string out;
+  for (int c = 0; c < kKernelClasses; ++c) {
+    std::vector<double> errors;
+    for (const StepCheckRow& r : rows) {
+      const double m = r.measured_kernels.seconds[c], p = r.prediction.by_class.seconds[c];
+      if (r.has_kernels && m > 0) errors.push_back(100.0 * (p - m) / m);
+    }
+    if (errors.empty()) continue;
+    double mean = 0;
+    for (double e : errors) mean += e;
+    mean /= static_cast<double>(errors.size());
+    auto pct = [](double v) { return Fmt("%+.0f%%", std::fabs(v) < 0.5 ? 0.0 : v); };
+    const auto [lo, hi] = std::minmax_element(errors.begin(), errors.end());
+    out += (out.empty() ? "" : "; ") + std::string(KernelClassName(static_cast<KernelClass>(c))) + " " + pct(mean) +
+           " (" + pct(*lo) + " to " + pct(*hi) + ", " + std::to_string(errors.size()) +
+           (errors.size() == 1 ? " shape)" : " shapes)");
+  }
+  return out;
+}
+
 }  // namespace
 
 LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, int64_t seq, int64_t micro_batch,
@@ -444,6 +467,7 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
       s << " " << measured_count << " / " << predicted_count << " | " << Fmt("%.3f", (r.measured_s - sum) * 1e3)
         << " |\n";
     }
+    s << "\nBy class over the shapes (prediction's error, mean and range): " << ClassErrorSummary(rows) << ".\n";
   }
   if (!unstable.empty()) {
     s << "Unstable timings (spread above the threshold after retries): ";

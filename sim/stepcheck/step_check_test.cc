@@ -305,6 +305,10 @@ TEST(StepCheck, RecordedKernelsStandBesideThePricedOps) {
   // the step's 0.200 ms less the kernels' 0.200 ms leaves nothing between them.
   EXPECT_NE(s.find("| a | 0.100 / 0.110 (+10%) | 0.050 / 0.000 (-100%) |"), std::string::npos) << s;
   EXPECT_NE(s.find("| 4 / 1 | 0.000 |"), std::string::npos) << s;
+  EXPECT_NE(s.find("By class over the shapes (prediction's error, mean and range): GEMM +10% (+10% to +10%, 1 "
+                   "shape); attention fwd -100% (-100% to -100%, 1 shape)"),
+            std::string::npos)
+      << s;
   EXPECT_EQ(s.find("| b |", s.find("between kernels")), std::string::npos) << s;
   EXPECT_EQ(s.find("predicted minus recorded"), std::string::npos) << s;  // within target: nothing to explain
   // Above target: the shape's miss by class, largest first.
