@@ -24,6 +24,8 @@ const std::vector<std::vector<std::string>>& ProjectedFields() {
       {"attention", "bwd_efficiency"},
       {"attention", "flash2_fwd_efficiency"},
       {"attention", "flash2_bwd_efficiency"},
+      {"attention", "own_fwd_efficiency"},  // optional: calibrate's, of our own kernel
+      {"attention", "own_bwd_efficiency"},
       {"copy_efficiency"},
       {"kernel_launch"},
   };
@@ -36,10 +38,14 @@ std::string Dotted(const std::vector<std::string>& path) {
   return out;
 }
 
-const json& At(const json& doc, const std::vector<std::string>& path) {
+// The node at `path`, or null when a key on the way is missing.
+const json* Find(const json& doc, const std::vector<std::string>& path) {
   const json* node = &doc;
-  for (const std::string& k : path) node = &(*node)[k];
-  return *node;
+  for (const std::string& k : path) {
+    if (!node->is_object() || !node->contains(k)) return nullptr;
+    node = &(*node)[k];
+  }
+  return node;
 }
 
 json& At(json& doc, const std::vector<std::string>& path) {
@@ -66,7 +72,9 @@ json ProjectProfile(const json& measured, const json& target_datasheet, const st
   std::vector<std::string> projected, from_target, notes;
 
   for (const std::vector<std::string>& path : ProjectedFields()) {
-    const json& from = At(measured, path);
+    const json* found = Find(measured, path);
+    if (found == nullptr) continue;  // an optional field the measured profile lacks
+    const json& from = *found;
     if (config::IsFallbackSource(from["source"].get<std::string>())) {
       // Not measured there: the target's own value is the honest fallback.
       from_target.push_back(Dotted(path) + " (not measured on " + measured_name + ")");

@@ -166,6 +166,12 @@ std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const Profi
                          {"attention.flash1_fwd_efficiency", p.flash1_fwd_efficiency.source},
                          {"attention.flash1_bwd_efficiency", p.flash1_bwd_efficiency.source},
                          {"attention.seq_factors", p.attention_seq_factors.source}});
+  if (p.own_attention_fwd_efficiency) {
+    out.emplace_back("attention.own_fwd_efficiency", p.own_attention_fwd_efficiency->source);
+  }
+  if (p.own_attention_bwd_efficiency) {
+    out.emplace_back("attention.own_bwd_efficiency", p.own_attention_bwd_efficiency->source);
+  }
   for (EagerKernel k : kAllEagerKernels) {
     out.emplace_back(std::string("eager_kernels.") + EagerKernelName(k), p.eager_kernels[static_cast<int>(k)].source);
   }
@@ -380,6 +386,8 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     p.flash2_bwd_efficiency = SourcedFraction(attention.Required("flash2_bwd_efficiency"));
     p.flash1_fwd_efficiency = SourcedFraction(attention.Required("flash1_fwd_efficiency"));
     p.flash1_bwd_efficiency = SourcedFraction(attention.Required("flash1_bwd_efficiency"));
+    if (auto own = attention.Optional("own_fwd_efficiency")) p.own_attention_fwd_efficiency = SourcedFraction(*own);
+    if (auto own = attention.Optional("own_bwd_efficiency")) p.own_attention_bwd_efficiency = SourcedFraction(*own);
     p.attention_seq_factors = SourcedSeqFactors(attention.Required("seq_factors"));
     attention.Finish();
   }
@@ -467,6 +475,14 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
                     {"flash2_bwd_efficiency", SourcedJson(p.flash2_bwd_efficiency, p.flash2_bwd_efficiency.value)},
                     {"flash1_fwd_efficiency", SourcedJson(p.flash1_fwd_efficiency, p.flash1_fwd_efficiency.value)},
                     {"flash1_bwd_efficiency", SourcedJson(p.flash1_bwd_efficiency, p.flash1_bwd_efficiency.value)}};
+  if (p.own_attention_fwd_efficiency) {
+    j["attention"]["own_fwd_efficiency"] =
+        SourcedJson(*p.own_attention_fwd_efficiency, p.own_attention_fwd_efficiency->value);
+  }
+  if (p.own_attention_bwd_efficiency) {
+    j["attention"]["own_bwd_efficiency"] =
+        SourcedJson(*p.own_attention_bwd_efficiency, p.own_attention_bwd_efficiency->value);
+  }
   nlohmann::json seq = nlohmann::json::array();
   for (const auto& pt : p.attention_seq_factors.value) seq.push_back({pt.seq, pt.fwd, pt.bwd});
   j["attention"]["seq_factors"] = SourcedJson(p.attention_seq_factors, seq);

@@ -127,6 +127,12 @@ struct ProfileConfig {
   // The FlashAttention-2 kernels (2023 frameworks), same units.
   Sourced<double> flash2_fwd_efficiency;
   Sourced<double> flash2_bwd_efficiency;
+  // The project's own FlashAttention-2-style kernel (kernels/attention.cu),
+  // as calibrate measured it on this GPU (attention.own_fwd_efficiency,
+  // own_bwd_efficiency); absent in profiles calibrate did not write, where
+  // the FlashAttention-2 rates stand in.
+  std::optional<Sourced<double>> own_attention_fwd_efficiency;
+  std::optional<Sourced<double>> own_attention_bwd_efficiency;
   // The FlashAttention-1 class (FlashAttention v1 and its Triton port, the
   // attention of 2022-23 frameworks), same units.
   Sourced<double> flash1_fwd_efficiency;

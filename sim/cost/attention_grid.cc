@@ -107,7 +107,7 @@ double AttentionGridFactor(const trace::ComputeOp& op, int64_t sms, int64_t gpu_
   switch (op.attention_kernel) {
     case trace::AttentionKernel::kOwn: {
       // kernels/attention.cu's largest benchmark case, which calibrate's
-      // kernels step takes the profile's flash2 efficiencies from.
+      // kernels step takes the profile's own_* efficiencies from.
       trace::ComputeOp measured = op;
       measured.m = measured.n = 8192;
       measured.batch = 2 * 64;

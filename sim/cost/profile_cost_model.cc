@@ -110,8 +110,12 @@ double ProfileCostModel::AttentionEfficiency(trace::AttentionKernel kernel, bool
     case trace::AttentionKernel::kFastest:
       return backward ? profile_.attention_bwd_efficiency.value : profile_.attention_fwd_efficiency.value;
     case trace::AttentionKernel::kFlash2:
-    case trace::AttentionKernel::kOwn:  // calibrate measures flash2's rates on this kernel
       return backward ? profile_.flash2_bwd_efficiency.value : profile_.flash2_fwd_efficiency.value;
+    case trace::AttentionKernel::kOwn: {  // calibrate's measurement of it, else FlashAttention-2's
+      const auto& own = backward ? profile_.own_attention_bwd_efficiency : profile_.own_attention_fwd_efficiency;
+      if (own) return own->value;
+      return backward ? profile_.flash2_bwd_efficiency.value : profile_.flash2_fwd_efficiency.value;
+    }
     case trace::AttentionKernel::kFlash1:
       return backward ? profile_.flash1_bwd_efficiency.value : profile_.flash1_fwd_efficiency.value;
   }

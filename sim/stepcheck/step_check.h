@@ -12,8 +12,8 @@
 // op lists' collectives and host-side waits are left out (and counted).
 // Plan: no sequence parallelism (each GPU norms all tokens), no
 // recomputation, bf16, fused kernels, our FlashAttention-2-style kernel
-// (attention "flash2"), eager launches; MoE layers with every expert on the
-// GPU (ep 1) and balanced routing.
+// (attention "stacksim", at the profile's own_* rates), eager launches; MoE
+// layers with every expert on the GPU (ep 1) and balanced routing.
 //
 // Measured side: <raw>/step_measured.csv, written by the harness, one row per
 // shape: shape, model, tp, seq, micro_batch, hidden, ffn, heads, kv_heads,

@@ -104,8 +104,9 @@ const char* CollectiveName(CollectiveKind k);
 // profile knows (cuDNN/FlashAttention-3 class on Hopper), FlashAttention-2,
 // the FlashAttention-1 class (FlashAttention v1 and its Triton port), or the
 // project's own FlashAttention-2-style kernel (kernels/attention.cu: the
-// kernel `calibrate` measures for the profile's flash2 efficiencies, priced
-// with them and with its launch grid, sim/cost/attention_grid.h).
+// kernel `calibrate` measures for the profile's own_* efficiencies, priced
+// with them, else the FlashAttention-2 ones, and with its launch grid,
+// sim/cost/attention_grid.h).
 enum class AttentionKernel : uint8_t { kFastest, kFlash2, kFlash1, kOwn };
 
 struct ComputeOp {
