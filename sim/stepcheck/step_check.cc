@@ -82,6 +82,11 @@ std::string Fmt(const char* format, double v) {
   return buf;
 }
 
+// A signed whole percentage or millisecond figure, with no "-0" for what
+// rounds to zero.
+std::string SignedPercent(double pct) { return Fmt("%+.0f%%", std::fabs(pct) < 0.5 ? 0.0 : pct); }
+std::string SignedMs(double seconds) { return Fmt("%+.3f", std::fabs(seconds) < 5e-7 ? 0.0 : seconds * 1e3) + " ms"; }
+
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -98,18 +103,15 @@ std::string KernelMisses(const StepCheckRow& r) {
     const double m = r.measured_kernels.seconds[c], p = r.prediction.by_class.seconds[c];
     kernels += m;
     if (m <= 0 && p <= 0) continue;
-    const double d = std::fabs(p - m) < 5e-7 ? 0.0 : p - m;  // no "-0.000"
-    const double pct = m > 0 && std::fabs(100.0 * d / m) >= 0.5 ? 100.0 * d / m : 0.0;
-    std::string what = std::string(KernelClassName(static_cast<KernelClass>(c))) + " " + Fmt("%+.3f", d * 1e3) + " ms";
-    if (m > 0) what += " (" + Fmt("%+.0f%%", pct) + ")";
-    misses.emplace_back(std::fabs(d), what);
+    std::string what = std::string(KernelClassName(static_cast<KernelClass>(c))) + " " + SignedMs(p - m);
+    if (m > 0) what += " (" + SignedPercent(100.0 * (p - m) / m) + ")";
+    misses.emplace_back(std::fabs(p - m), what);
   }
-  double between = r.measured_s - kernels;
-  if (std::fabs(between) < 5e-7) between = 0;  // below the printed precision: no "-0.000"
-  misses.emplace_back(std::fabs(between), "between kernels " + Fmt("%+.3f", between == 0 ? 0.0 : -between * 1e3) + " ms");
+  const double between = r.measured_s - kernels;
+  misses.emplace_back(std::fabs(between), "between kernels " + SignedMs(-between));
   std::stable_sort(misses.begin(), misses.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::string out = r.shape + " (" + Fmt("%+.1f%%", r.error_pct) + ", " +
-                    Fmt("%+.3f", (r.predicted_s - r.measured_s) * 1e3) + " ms), predicted minus recorded: ";
+  std::string out = r.shape + " (" + Fmt("%+.1f%%", r.error_pct) + ", " + SignedMs(r.predicted_s - r.measured_s) +
+                    "), predicted minus recorded: ";
   for (size_t i = 0; i < misses.size(); ++i) out += (i ? ", " : "") + misses[i].second;
   return out;
 }
@@ -128,10 +130,10 @@ std::string ClassErrorSummary(const std::vector<StepCheckRow>& rows) {
     double mean = 0;
     for (double e : errors) mean += e;
     mean /= static_cast<double>(errors.size());
-    auto pct = [](double v) { return Fmt("%+.0f%%", std::fabs(v) < 0.5 ? 0.0 : v); };
     const auto [lo, hi] = std::minmax_element(errors.begin(), errors.end());
-    out += (out.empty() ? "" : "; ") + std::string(KernelClassName(static_cast<KernelClass>(c))) + " " + pct(mean) +
-           " (" + pct(*lo) + " to " + pct(*hi) + ", " + std::to_string(errors.size()) +
+    out += (out.empty() ? "" : "; ") + std::string(KernelClassName(static_cast<KernelClass>(c))) + " " +
+           SignedPercent(mean) + " (" + SignedPercent(*lo) + " to " + SignedPercent(*hi) + ", " +
+           std::to_string(errors.size()) +
            (errors.size() == 1 ? " shape)" : " shapes)");
   }
   return out;
@@ -158,19 +160,9 @@ LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, i
 }
 
 const char* KernelClassName(KernelClass c) {
-  switch (c) {
-    case KernelClass::kGemm:
-      return "GEMM";
-    case KernelClass::kAttentionForward:
-      return "attention fwd";
-    case KernelClass::kAttentionBackward:
-      return "attention bwd";
-    case KernelClass::kMemoryBound:
-      return "memory-bound";
-    case KernelClass::kOptimizer:
-      return "optimizer";
-  }
-  return "?";
+  static constexpr const char* kNames[kKernelClasses] = {"GEMM", "attention fwd", "attention bwd", "memory-bound",
+                                                         "optimizer"};  // KernelClass's order
+  return kNames[static_cast<int>(c)];
 }
 
 KernelClass ClassifyStepKernel(const std::string& part, const std::string& kernel) {
@@ -461,7 +453,7 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
         measured_count += r.measured_kernels.kernels[c];
         predicted_count += r.prediction.by_class.kernels[c];
         s << " " << Fmt("%.3f", m * 1e3) << " / " << Fmt("%.3f", p * 1e3);
-        if (m > 0) s << " (" << Fmt("%+.0f%%", std::fabs(100.0 * (p - m) / m) < 0.5 ? 0.0 : 100.0 * (p - m) / m) << ")";
+        if (m > 0) s << " (" << SignedPercent(100.0 * (p - m) / m) << ")";
         s << " |";
       }
       s << " " << measured_count << " / " << predicted_count << " | " << Fmt("%.3f", (r.measured_s - sum) * 1e3)
