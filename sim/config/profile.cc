@@ -183,6 +183,11 @@ std::vector<std::pair<std::string, std::string>> ProfileFieldSources(const Profi
                          {"collectives.intra_node.ring", p.intra_ring.source},
                          {"collectives.inter_node.nic_efficiency", p.nic_efficiency.source},
                          {"collectives.inter_node.latency", p.inter_latency.source}});
+  if (p.power) {
+    ForEachPowerField(*p.power, [&](const char* key, const Sourced<double>& field) {
+      out.emplace_back(std::string("power.") + key, field.source);
+    });
+  }
   return out;
 }
 
@@ -287,6 +292,24 @@ double ProfileConfig::AttentionSeqFactor(double seq, bool backward) const {
 }
 
 namespace {
+
+PowerModel ParsePowerModel(const JsonNode& node) {
+  JsonObject o(node);
+  PowerModel m;
+  ForEachPowerField(m, [&](const char* key, Sourced<double>& field) {
+    const bool exponent = std::string_view(key).ends_with("_exponent");
+    field = ReadSourced<double>(o.Required(key), [exponent](const JsonNode& v) {
+      double x = v.PositiveNumber();
+      if (exponent && x > 4) v.Fail("implausible clock exponent (expected 0 < e <= 4)");
+      if (!exponent && x > 10000) v.Fail("implausible power (watts)");
+      return x;
+    });
+  });
+  o.Finish();
+  if (m.idle_w.value >= m.board_limit_w.value) node.Fail("idle_w must lie below board_limit_w");
+  if (m.idle_w.value >= m.reference_limit_w.value) node.Fail("idle_w must lie below reference_limit_w");
+  return m;
+}
 
 Sourced<std::vector<AttentionSeqPoint>> SourcedSeqFactors(const JsonNode& node) {
   return ReadSourced<std::vector<AttentionSeqPoint>>(node, [](const JsonNode& v) {
@@ -415,6 +438,7 @@ ProfileConfig ParseProfile(const JsonNode& node) {
     inter.Finish();
     coll.Finish();
   }
+  if (auto power = obj.Optional("power")) p.power = ParsePowerModel(*power);
   ParsePartialMarker(obj, &p);
   obj.Finish();
   return p;
@@ -503,6 +527,11 @@ nlohmann::json ProfileToJson(const ProfileConfig& p) {
       {"inter_node",
        {{"nic_efficiency", SourcedJson(p.nic_efficiency, p.nic_efficiency.value)},
         {"latency", SourcedJson(p.inter_latency, TimeText(p.inter_latency.value))}}}};
+  if (p.power) {
+    ForEachPowerField(*p.power, [&](const char* key, const Sourced<double>& field) {
+      j["power"][key] = SourcedJson(field, field.value);
+    });
+  }
   return j;
 }
 

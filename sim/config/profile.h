@@ -103,6 +103,37 @@ struct AttentionSeqPoint {
   double bwd = 1;
 };
 
+// How the GPU's SM clock follows its board power limit (sim/cost/power_state.h):
+// watts above idle at the maximum clock while GEMMs, fused attention or
+// memory-bound kernels run, how compute power and throughput scale with the
+// clock, and the limit under which the profile's GEMM and attention
+// efficiencies were measured (each class back to back, so at the clock that
+// limit allows it). Absent: every step runs at the profile's rates.
+struct PowerModel {
+  Sourced<double> board_limit_w;      // this GPU's power limit
+  Sourced<double> reference_limit_w;  // the limit the efficiencies were measured under
+  Sourced<double> idle_w;
+  Sourced<double> gemm_w;
+  Sourced<double> attention_w;
+  Sourced<double> memory_w;
+  Sourced<double> power_exponent;  // compute power ~ clock^power_exponent
+  Sourced<double> rate_exponent;   // GEMM and attention throughput ~ clock^rate_exponent
+};
+
+// Calls f(key, field) for each of the power block's fields, in file order
+// (parsing, writing and source listing share it).
+template <typename Model, typename F>
+void ForEachPowerField(Model& m, F f) {
+  f("board_limit_w", m.board_limit_w);
+  f("reference_limit_w", m.reference_limit_w);
+  f("idle_w", m.idle_w);
+  f("gemm_w", m.gemm_w);
+  f("attention_w", m.attention_w);
+  f("memory_w", m.memory_w);
+  f("power_exponent", m.power_exponent);
+  f("rate_exponent", m.rate_exponent);
+}
+
 struct ProfileConfig {
   std::string name;         // "h100-sxm-80gb"
   std::string gpu;          // human name, "NVIDIA H100 SXM5 80GB"
@@ -159,6 +190,7 @@ struct ProfileConfig {
   // Across nodes: achieved fraction of NIC line rate, and per-step latency.
   Sourced<double> nic_efficiency;
   Sourced<Time> inter_latency;
+  std::optional<PowerModel> power;
 
   std::optional<FlopRate> Peak(Precision p) const;
   // attention_seq_factors at `seq` keys (1 when empty or seq <= 0).

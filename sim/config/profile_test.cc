@@ -1,7 +1,10 @@
 #include "sim/config/profile.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <functional>
+
+#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -379,26 +382,78 @@ TEST(Profile, EveryShippedProfileLoads) {
 }
 
 // The torchtitan benchmarks' H100 (Grand Teton): HBM2e at 2.4 TB/s and a 500 W
-// power limit, whose dense bf16 peak torchtitan puts between its SXM (989) and
-// NVL (835) figures (benchmarks/llama3_h100_202412_torchtitan.md, torchtitan/utils.py
-// get_peak_flops); the profile projects the midpoint, every precision at the
-// same clock ratio, and keeps the standard SXM part's figures apart.
-TEST(Profile, TorchtitanH100IsTheHbm2ePowerCappedPart) {
+// power limit (benchmarks/llama3_h100_202412_torchtitan.md). The same GH100
+// SXM5 silicon, so the SXM part's peaks; its limit is the power block's
+// board_limit_w (sim/cost/power_state.h), which the 700 W SXM part's profile
+// does not carry.
+TEST(Profile, TorchtitanH100IsTheHbm2ePowerLimitedPart) {
   std::string dir = kSourceDir + "/profiles";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no profiles/ yet";
-  ProfileConfig capped = LoadProfileFile(dir + "/h100-sxm-96gb.json");
+  ProfileConfig limited = LoadProfileFile(dir + "/h100-sxm-96gb.json");
   ProfileConfig sxm = LoadProfileFile(dir + "/h100-sxm-80gb.json");
-  EXPECT_DOUBLE_EQ(capped.hbm_bandwidth.value.value, 2400e9);
-  EXPECT_DOUBLE_EQ(capped.copy_efficiency.value, 0.92);
+  EXPECT_DOUBLE_EQ(limited.hbm_bandwidth.value.value, 2400e9);
+  EXPECT_DOUBLE_EQ(limited.copy_efficiency.value, 0.92);
   EXPECT_DOUBLE_EQ(sxm.hbm_bandwidth.value.value, 3350e9);
-  EXPECT_DOUBLE_EQ(capped.Peak(Precision::kBf16)->value, 912e12);
-  EXPECT_DOUBLE_EQ(capped.Peak(Precision::kFp8)->value, 2 * capped.Peak(Precision::kBf16)->value);
-  EXPECT_DOUBLE_EQ(capped.Peak(Precision::kTf32)->value, capped.Peak(Precision::kBf16)->value / 2);
-  EXPECT_DOUBLE_EQ(sxm.Peak(Precision::kBf16)->value, 989.4e12);
-  EXPECT_NE(capped.peak_flops[static_cast<int>(Precision::kBf16)]->source.find("projected"), std::string::npos);
-  // GEMM and attention efficiencies are fractions of the (lower) peak, as on the SXM part.
-  EXPECT_DOUBLE_EQ(capped.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]->value,
+  EXPECT_DOUBLE_EQ(limited.Peak(Precision::kBf16)->value, sxm.Peak(Precision::kBf16)->value);
+  ASSERT_TRUE(limited.power.has_value());
+  EXPECT_DOUBLE_EQ(limited.power->board_limit_w.value, 500);
+  EXPECT_DOUBLE_EQ(limited.power->reference_limit_w.value, 700);
+  EXPECT_NE(limited.power->gemm_w.source.find("projected"), std::string::npos);
+  EXPECT_FALSE(sxm.power.has_value());
+  EXPECT_DOUBLE_EQ(limited.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]->value,
                    sxm.gemm.max_efficiency[static_cast<int>(Precision::kBf16)]->value);
+}
+
+// Every shipped profile is what tools/gpu/build_profiles.py writes from its
+// cited sources (no hand edits that the generator would undo).
+TEST(Profile, ShippedProfilesAreWhatTheGeneratorWrites) {
+  const std::string cmd = "python3 " + kSourceDir + "/tools/gpu/build_profiles.py --check 2>&1";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[512];
+  while (fgets(buf, sizeof(buf), pipe)) out += buf;
+  const int status = pclose(pipe);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) GTEST_SKIP() << "no python3 on this machine";
+  EXPECT_EQ(status, 0) << out;
+}
+
+// The shipped H200 profile's power block, as a document to break.
+nlohmann::json WithPowerBlock() {
+  nlohmann::json doc = ReadJsonFile(kFixture);
+  doc["power"] = ReadJsonFile(kSourceDir + "/profiles/h200-sxm-141gb.json")["power"];
+  return doc;
+}
+
+TEST(Profile, PowerBlockIsOptionalAndRoundTrips) {
+  EXPECT_FALSE(LoadProfileFile(kFixture).power.has_value());
+  const ProfileConfig p = Parse(WithPowerBlock());
+  ASSERT_TRUE(p.power.has_value());
+  EXPECT_DOUBLE_EQ(p.power->board_limit_w.value, 700);
+  EXPECT_GT(p.power->gemm_w.value, p.power->memory_w.value);
+  EXPECT_NE(p.power->gemm_w.source.find("measured"), std::string::npos);
+  EXPECT_EQ(ProfileToJson(Parse(ProfileToJson(p))), ProfileToJson(p));
+  EXPECT_EQ(FieldSource(p, "power.rate_exponent"), p.power->rate_exponent.source);
+}
+
+TEST(Profile, BadPowerBlockNamesTheField) {
+  nlohmann::json doc = WithPowerBlock();
+  doc["power"].erase("memory_w");
+  EXPECT_EQ(ParseError(doc).key_path(), "power.memory_w");
+  doc = WithPowerBlock();
+  doc["power"]["gemm_w"]["value"] = -5;
+  EXPECT_EQ(ParseError(doc).key_path(), "power.gemm_w.value");
+  doc = WithPowerBlock();
+  doc["power"]["rate_exponent"]["value"] = 7;
+  EXPECT_TRUE(Mentions(ParseError(doc), "implausible clock exponent"));
+  doc = WithPowerBlock();
+  doc["power"]["idle_w"]["value"] = 800;
+  InputError e = ParseError(doc);
+  EXPECT_EQ(e.key_path(), "power");
+  EXPECT_TRUE(Mentions(e, "idle_w must lie below board_limit_w"));
+  doc = WithPowerBlock();
+  doc["power"]["turbo"] = {{"value", 1}, {"source", "x"}};
+  EXPECT_EQ(ParseError(doc).key_path(), "power.turbo");
 }
 
 }  // namespace

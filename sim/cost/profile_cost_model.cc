@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "sim/cost/attention_grid.h"
 #include "sim/util/error.h"
@@ -77,7 +78,7 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op, int64_t sms) const
                                                    config::PrecisionName(op.precision) + " GEMM rate");
       }
       double eff = GemmEfficiencyOn(op.m, op.n, op.k, op.batch, op.precision, sms);
-      double flop_time = op.flops.value / (peak->value * eff);
+      double flop_time = op.flops.value / (peak->value * eff * clock_.gemm_rate);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
     case trace::OpClass::kAttention: {
@@ -96,7 +97,7 @@ Time ProfileCostModel::KernelTime(const trace::ComputeOp& op, int64_t sms) const
                    (own ? grid
                         : profile_.AttentionSeqFactor(static_cast<double>(op.n), op.backward) * grid *
                               static_cast<double>(sms) / static_cast<double>(profile_.sm_count.value));
-      double flop_time = op.flops.value / (peak->value * eff);
+      double flop_time = op.flops.value / (peak->value * eff * clock_.attention_rate);
       return Time::FromSeconds(std::max(flop_time, bytes_time));
     }
     case trace::OpClass::kMemoryBound:
@@ -133,6 +134,57 @@ Time ProfileCostModel::ComputeTime(const trace::ComputeOp& op) const { return Ta
 Time ProfileCostModel::ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId /*rank*/) const {
   if (beside_comm_sms_ == compute_sms_) return ComputeTime(op);
   return TaskTime(op, beside_comm_sms_);
+}
+
+void ProfileCostModel::AddToMix(const trace::ComputeOp& op, double count, WorkMix* mix) const {
+  const double kernel = KernelTime(op, compute_sms_).seconds();
+  mix->other_s += count * (TaskTime(op, compute_sms_).seconds() - kernel);
+  if (!(kernel > 0)) return;
+  // The op's activity: the time it would take at its kernel's full rate over
+  // the time it takes (grid, tiles, roofline), at most 1.
+  auto add = [&](double* seconds, double* active, double full_rate_s) {
+    *seconds += count * kernel;
+    *active += count * std::min(kernel, full_rate_s);
+  };
+  switch (op.op_class) {
+    case trace::OpClass::kGemm: {
+      const auto peak = profile_.Peak(op.precision);
+      const auto& eff = profile_.gemm.max_efficiency[static_cast<int>(op.precision)];
+      add(&mix->gemm_s, &mix->gemm_active_s, (peak && eff) ? op.flops.value / (peak->value * eff->value) : kernel);
+      break;
+    }
+    case trace::OpClass::kAttention: {
+      const auto peak = profile_.Peak(config::Precision::kBf16);
+      add(&mix->attention_s, &mix->attention_active_s,
+          op.flops.value / (peak->value * AttentionEfficiency(op.attention_kernel, op.backward)));
+      break;
+    }
+    case trace::OpClass::kMemoryBound:
+      add(&mix->memory_s, &mix->memory_active_s, op.bytes.value / memory_bw_.value);
+      break;
+  }
+}
+
+ClockState TraceClockState(const config::ProfileConfig& profile, const ProfileCostModel& cost,
+                           const trace::Trace& trace) {
+  if (!profile.power) return {};
+  // Tasks that share an op (the same ref) are priced once, times their count.
+  std::vector<int64_t> uses(trace.compute_op_count(), 0);
+  std::vector<trace::TaskId> first(trace.compute_op_count(), -1);
+  WorkMix mix;
+  for (trace::TaskId t = 0; t < static_cast<trace::TaskId>(trace.size()); ++t) {
+    if (trace.kind(t) != trace::TaskKind::kCompute) continue;
+    const trace::Trace::ComputeRef ref = trace.compute_ref(t);
+    if (ref < 0) {
+      cost.AddToMix(trace.compute(t), 1.0, &mix);
+      continue;
+    }
+    if (uses[ref]++ == 0) first[ref] = t;
+  }
+  for (size_t ref = 0; ref < uses.size(); ++ref) {
+    if (uses[ref] > 0) cost.AddToMix(trace.compute(first[ref]), static_cast<double>(uses[ref]), &mix);
+  }
+  return SolveClockState(*profile.power, mix);
 }
 
 }  // namespace stacksim::cost

@@ -14,7 +14,9 @@
 #define STACKSIM_SIM_COST_PROFILE_COST_MODEL_H_
 
 #include "sim/config/profile.h"
+#include "sim/cost/power_state.h"
 #include "sim/engine/cost_model.h"
+#include "sim/trace/trace.h"
 
 namespace stacksim::cost {
 
@@ -30,6 +32,11 @@ class ProfileCostModel : public engine::CostModel {
   // REQUIRES: 0 <= comm_sms, 0 <= overlap_sms, comm_sms + overlap_sms < profile.sm_count.
   ProfileCostModel(const config::ProfileConfig& profile, bool cuda_graphs, int comm_sms = 0, int overlap_sms = 0);
 
+  // GEMMs and attention at the clock a power state allows (power_state.h):
+  // their compute time divided by its rates. Default: the profile's rates.
+  void set_clock(const ClockState& clock) { clock_ = clock; }
+  const ClockState& clock() const { return clock_; }
+
   Time ComputeTime(const trace::ComputeOp& op) const override;
   Time ComputeTimeBesideComm(const trace::ComputeOp& op, trace::RankId rank) const override;
 
@@ -37,6 +44,11 @@ class ProfileCostModel : public engine::CostModel {
   // REQUIRES: the profile has a peak and GEMM efficiency for `p`.
   double GemmEfficiency(int64_t m, int64_t n, int64_t k, int64_t batch, config::Precision p) const;
   Bandwidth memory_bandwidth() const { return memory_bw_; }
+
+  // Adds `count` runs of the op at the profile's rates to its class in `mix`
+  // (seconds, and seconds weighted by its activity: power_state.h); launch
+  // time beyond the kernel's counts as idle ("other").
+  void AddToMix(const trace::ComputeOp& op, double count, WorkMix* mix) const;
 
  private:
   // On `sms` of the GPU's SMs (the rest held by communication).
@@ -51,7 +63,15 @@ class ProfileCostModel : public engine::CostModel {
   Time launch_;
   int64_t compute_sms_;   // SMs left to GEMMs and attention
   int64_t beside_comm_sms_;  // ... while a collective is in flight
+  ClockState clock_;
 };
+
+// The profile's power state for the compute work of a whole trace (every
+// rank's compute tasks at the profile's rates, communication left out: the
+// GPU is taken as busy throughout, the upper bound on its draw). The
+// profile's rates when it has no power model.
+ClockState TraceClockState(const config::ProfileConfig& profile, const ProfileCostModel& cost,
+                           const trace::Trace& trace);
 
 }  // namespace stacksim::cost
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <stdexcept>
 
 #include "sim/config/hardware_match.h"
@@ -19,6 +21,24 @@ namespace stacksim::simulate {
 namespace {
 
 using trace::TaskId;
+
+std::string Fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+// What the power state did to the step's compute rates (cost/power_state.h).
+std::string PowerStateNote(const cost::ClockState& c, const config::PowerModel& power) {
+  std::string out = "power: the step's compute draws about " + std::to_string(static_cast<int>(c.watts + 0.5)) +
+                    " W at " + Fixed2(c.clock_ratio) + " of the maximum clock (board limit " +
+                    std::to_string(static_cast<int>(power.board_limit_w.value + 0.5)) + " W" +
+                    (c.limited ? ", which binds" : ", not reached") + "); GEMMs priced at x" + Fixed2(c.gemm_rate) +
+                    " and attention at x" + Fixed2(c.attention_rate) +
+                    " of the profile's rates (measured back to back under " +
+                    std::to_string(static_cast<int>(power.reference_limit_w.value + 0.5)) + " W)";
+  return out;
+}
 
 double NonEmbeddingFlopParams(const config::ModelConfig& m) {
   // Parameters that take part in matrix products per token: every layer plus
@@ -112,6 +132,9 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
   StepModels step = BuildStep(scenario, options.network);
   std::shared_ptr<trace::Trace> trace = step.trace;
   res.network_model = step.network->name();
+  if (step.clock.watts > 0) {
+    res.notes.push_back(PowerStateNote(step.clock, *scenario.profile.power));
+  }
   auto replay = std::make_shared<engine::ReplayResult>(ReplayStep(step));
 
   res.iteration = replay->makespan;

@@ -11,8 +11,11 @@ namespace stacksim::simulate {
 StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network, workload::DpSyncPhase phase) {
   StepModels m;
   m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s, phase));
-  m.cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs, s.plan.comm_sms,
-                                                    cost::OverlapCommSms(s.plan, s.profile));
+  auto cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs, s.plan.comm_sms,
+                                                       cost::OverlapCommSms(s.plan, s.profile));
+  m.clock = cost::TraceClockState(s.profile, *cost, *m.trace);
+  cost->set_clock(m.clock);
+  m.cost = std::move(cost);
   m.network = net::MakeNetwork(network, s.topology, s.profile, s.gpus, s.node_order);
   return m;
 }

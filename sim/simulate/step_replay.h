@@ -12,6 +12,7 @@
 #include "sim/config/scenario.h"
 #include "sim/engine/cost_model.h"
 #include "sim/engine/network_model.h"
+#include "sim/cost/power_state.h"
 #include "sim/trace/replay_result.h"
 #include "sim/trace/trace.h"
 #include "sim/workload/dp_sync.h"
@@ -23,6 +24,7 @@ struct StepModels {
   std::shared_ptr<trace::Trace> trace;
   std::unique_ptr<engine::CostModel> cost;
   std::unique_ptr<engine::NetworkModel> network;
+  cost::ClockState clock;  // the power state the cost model prices at (cost/power_state.h)
 };
 
 // REQUIRES: config::ValidatePlan(s) passed. `network`: "analytic" or

@@ -139,6 +139,24 @@ std::string ClassErrorSummary(const std::vector<StepCheckRow>& rows) {
   return out;
 }
 
+// The range over the shapes of the forward and backward's power state, when
+// the profile models one ("" otherwise).
+std::string PowerStateLine(const std::vector<StepCheckRow>& rows) {
+  double lo[3] = {1e9, 1e9, 1e9}, hi[3] = {0, 0, 0};
+  for (const StepCheckRow& r : rows) {
+    const cost::ClockState& c = r.prediction.clock;
+    if (c.watts <= 0) continue;
+    const double v[3] = {c.clock_ratio, c.gemm_rate, c.attention_rate};
+    for (int i = 0; i < 3; ++i) lo[i] = std::min(lo[i], v[i]), hi[i] = std::max(hi[i], v[i]);
+  }
+  if (hi[0] <= 0) return "";
+  auto range = [&](int i) { return Fmt("%.2f", lo[i]) + (hi[i] - lo[i] < 0.005 ? "" : "-" + Fmt("%.2f", hi[i])); };
+  return "Power state (the profile's power block, sim/cost/power_state.h): forward and backward priced at the clock "
+         "their mix of GEMMs, attention and memory-bound kernels allows under the board limit, " +
+         range(0) + " of the maximum; GEMMs at x" + range(1) + " and attention at x" + range(2) +
+         " of the profile's rates (measured back to back).\n";
+}
+
 }  // namespace
 
 LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, int64_t seq, int64_t micro_batch,
@@ -147,10 +165,24 @@ LayerStepPrediction PredictLayerStep(const config::ModelConfig& model, int tp, i
   const int64_t layer = CheckedLayer(model);
   workload::LayerShape shape = workload::LayerShape::From(model, plan, seq, profile);
   if (model.IsMoeLayer(layer)) shape = shape.Moe(model, plan);
-  const cost::ProfileCostModel cost(profile, plan.cuda_graphs, plan.comm_sms);
+  cost::ProfileCostModel cost(profile, plan.cuda_graphs, plan.comm_sms);
+  const std::vector<workload::Op> forward = workload::LayerForward(shape), backward = workload::LayerBackward(shape);
+  // The harness soaks and times forward and backward back to back, without
+  // the optimizer: their mix sets the clock (power_state.h); the optimizer,
+  // timed on its own, is memory-bound and keeps its rate at any clock.
+  if (profile.power) {
+    cost::WorkMix mix;
+    for (const auto* ops : {&forward, &backward}) {
+      for (const workload::Op& op : *ops) {
+        if (!op.is_collective && op.host_wait <= Time::Zero()) cost.AddToMix(op.compute, 1.0, &mix);
+      }
+    }
+    cost.set_clock(cost::SolveClockState(*profile.power, mix));
+  }
   LayerStepPrediction p;
-  p.forward = PriceOps(workload::LayerForward(shape), cost, &p);
-  p.backward = PriceOps(workload::LayerBackward(shape), cost, &p);
+  p.clock = cost.clock();
+  p.forward = PriceOps(forward, cost, &p);
+  p.backward = PriceOps(backward, cost, &p);
   p.parameters = static_cast<double>(workload::LayerParametersPerGpu(model, plan, layer));
   const trace::ComputeOp optimizer = workload::OptimizerStepOp(p.parameters, 1.0);
   p.optimizer = cost.ComputeTime(optimizer);
@@ -369,8 +401,10 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
     << profile_label
     << " (sim/stepcheck/step_check.h; collectives and host waits are not part of one GPU's slice and are left out "
        "of both). Error = (predicted - measured) / measured.\n\n";
-  s << "| shape | measured ms | predicted ms | error | fwd / bwd / optimizer ms, measured | predicted |\n"
-       "|---|---|---|---|---|---|\n";
+  bool power = false;
+  for (const StepCheckRow& r : rows) power = power || r.prediction.clock.watts > 0;
+  s << "| shape | measured ms | predicted ms | error | fwd / bwd / optimizer ms, measured | predicted |"
+    << (power ? " clock, W (model) |\n|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|\n");
   std::vector<std::string> above, unstable;
   auto parts = [](double f, double b, double o) {
     if (f < 0 || b < 0 || o < 0) return std::string("-");
@@ -381,13 +415,16 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
     s << "| " << r.shape << (r.stable ? "" : " (unstable)") << " | " << Fmt("%.3f", r.measured_s * 1e3) << " | "
       << Fmt("%.3f", r.predicted_s * 1e3) << " | " << Fmt("%+.1f%%", r.error_pct) << " | "
       << parts(r.measured_forward_s, r.measured_backward_s, r.measured_optimizer_s) << " | "
-      << parts(p.forward.seconds(), p.backward.seconds(), p.optimizer.seconds()) << " |\n";
+      << parts(p.forward.seconds(), p.backward.seconds(), p.optimizer.seconds()) << " |";
+    if (power) s << " " << Fmt("%.2f", p.clock.clock_ratio) << ", " << Fmt("%.0f", p.clock.watts) << " |";
+    s << "\n";
     if (std::fabs(r.error_pct) > kTargetErrorPct) above.push_back(r.shape + " (" + Fmt("%+.1f%%", r.error_pct) + ")");
     if (!r.stable) unstable.push_back(r.shape);
   }
   s << "\n";
   if (!rows.empty()) {
     s << "Mean |error| over " << rows.size() << " shapes: " << Fmt("%.1f%%", Summarize(rows).mean_abs_pct) << ".\n";
+    s << PowerStateLine(rows);
   }
   if (above.empty()) {
     s << "Every shape is within " << Fmt("%.0f%%", kTargetErrorPct) << " of its prediction.\n";
@@ -405,9 +442,9 @@ std::string StepCheckSection(const std::vector<StepCheckRow>& rows, const std::s
   if (!swept.empty()) {
     s << "\nThe GEMM sweep (gemm.csv) timed the forward's four GEMMs of " << swept.size()
       << " shapes on their own. Where their sum comes near or above the whole measured forward, the step ran its "
-         "GEMMs faster than the sweep measured them and the profile fitted to the sweep predicts them slow: the "
-         "sweep times long series of large GEMMs, which hold the GPU at its power cap, and a layer step runs them "
-         "in short bursts between lighter kernels (docs/calibrate.md, \"Power state\").\n\n"
+         "GEMMs faster than the sweep measured them: the sweep times long series of large GEMMs, which hold the GPU "
+         "at its power cap, and a layer step runs them in short bursts between lighter kernels; a profile with a "
+         "power block prices that difference (docs/calibrate.md, \"Power state\").\n\n"
          "| shape | forward's GEMMs in the sweep, ms | measured forward, ms | ratio |\n|---|---|---|---|\n";
     for (const StepCheckRow* r : swept) {
       s << "| " << r->shape << " | " << Fmt("%.3f", r->sweep_forward_gemms_s * 1e3) << " | "

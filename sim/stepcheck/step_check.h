@@ -38,6 +38,7 @@
 #include "calibrate/fit/gemm_fit.h"
 #include "sim/config/model.h"
 #include "sim/config/profile.h"
+#include "sim/cost/power_state.h"
 #include "sim/util/units.h"
 
 namespace stacksim::stepcheck {
@@ -67,6 +68,7 @@ struct LayerStepPrediction {
   int left_out_ops = 0;   // collectives and host waits (not on one GPU's slice)
   double parameters = 0;  // of the layer, on this GPU
   KernelTotals by_class;  // the priced ops, by class (kernels: the launches they stand for)
+  cost::ClockState clock;  // forward and backward's power state (the profile's rates without a power block)
   Time total() const { return forward + backward + optimizer; }
 };
 

@@ -336,7 +336,8 @@ TEST(StepCheck, RecordedKernelsStandBesideThePricedOps) {
 // reproduces the folder's step_check.csv against the shipped profile, and
 // every shape's kernels join.
 TEST(StepCheck, ShippedMeasurementReproducesItsStepCheck) {
-  const fs::path shipped = fs::path(kRoot) / "profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate";
+  // The newest recording; its step_check.csv is the shipped profile's check of it.
+  const fs::path shipped = fs::path(kRoot) / "profiles/measured/h200-sxm-141gb-2026-12-04c-power/step_check";
   fs::path dir = fs::path(::testing::TempDir()) / "step_check_shipped";
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -19,6 +19,7 @@ usage: build_profiles.py [--out DIR] [--check]
   --check  regenerate in memory and fail (exit 1) if a file on disk differs
 """
 import argparse
+import csv
 import json
 import os
 import sys
@@ -122,7 +123,6 @@ TT_HBM_GBPS = 2400.0
 # torchtitan's own dense bf16 peaks (torchtitan/utils.py get_peak_flops at 9dec370, the benchmarked commit: H100 NVL
 # 835e12, H100 SXM 989e12) and the benchmark doc's footnote 2 (also docs/performance.md at 9dec370): 'the actual
 # peak TFLOPs number is between SXM and NVL, and we don't know its exact value'.
-TT_PEAK_SXM, TT_PEAK_NVL = 989.0, 835.0
 TT_PEAK_SRC = ("pytorch/torchtitan torchtitan/utils.py get_peak_flops at 9dec370 (H100 NVL 835e12, SXM 989e12 dense "
                "bf16) and the benchmark doc's footnote 2 ('HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs "
                "number is between SXM and NVL, and we don't know its exact value')")
@@ -697,7 +697,7 @@ def h100_sxm(d, mem_gb):
         p["copy_efficiency"] = v(TORCHAO_MEM_FRACTION,
                                  f"{TORCHAO_SRC}: 0.92 of the 2.4 TB/s HBM2e on this GPU (cf. 0.866 STREAM copy on the "
                                  f"3.35 TB/s HBM3 H100, {STREAM_SRC})")
-        p["peak_flops"] = power_capped_peaks(tab, gk)
+        p["peak_flops"] = power_limited_peaks(tab, gk)
     p["gemm"] = gemm_block(d, gemm_eff(d, bf16, f"{MAMF_SRC}: H100 SXM 794.5 / 989 TFLOP/s, shape 2048x2048x13312, "
                                        f"torch 2.7.0+cu126" + ("" if mem_gb == 80 else f"; applied to {what} [U]"),
                                        fp8, f"{MAMF_SRC}: H100 SXM FP8 1,402.6 / 1,979 TFLOP/s"
@@ -718,19 +718,14 @@ def h100_sxm(d, mem_gb):
     return p
 
 
-def power_capped_peaks(tab, gk):
-    """Peaks of the 500 W, HBM2e H100 SXM of the torchtitan benchmarks: the torchtitan team puts its dense bf16 peak
-    between their H100 SXM (989) and H100 NVL (835) figures without knowing where; projected at the midpoint, every
-    precision at the same clock ratio (tensor-core rates are per clock: fp8 = 2 x bf16, tf32 = bf16 / 2)."""
-    bf16 = (TT_PEAK_SXM + TT_PEAK_NVL) / 2
-    k = bf16 / TT_PEAK_SXM
-    why = (f"projected: midpoint of {TT_PEAK_NVL:g}-{TT_PEAK_SXM:g} TFLOP/s dense bf16 = {bf16:g} (x {k:.4f} of the "
-           f"SXM peak, +-{(TT_PEAK_SXM - TT_PEAK_NVL) / 2:g}); {TT_PEAK_SRC}; {TT_BENCH}")
-    return peak_flops((round(67 * k, 1), f"{why}; SXM 67 ({tab}) x {k:.4f}, the same clock ratio (one third-party "
-                                         f"spec dump lists FP32 62.1 vs 66.9 TFLOP/s for this part, ratio 0.928)"),
-                      (bf16 / 2, f"{why}; tf32 = bf16 / 2 as on H100 SXM 494.7 / 989.4 ({gk})"),
-                      (bf16, why),
-                      (bf16 * 2, f"{why}; fp8 = 2 x bf16 as on H100 SXM 1,978.9 / 989.4 ({gk})"))
+def power_limited_peaks(tab, gk):
+    """Peaks of the 500 W, HBM2e H100 SXM of the torchtitan benchmarks: the same GH100 SXM5 silicon as H100 SXM (132
+    SMs, the same maximum clock [U]), so the same per-clock peaks; its 500 W limit lowers the clock it sustains, which
+    the profile's power block models (the torchtitan team put its peak between their SXM and NVL figures, 989 and
+    835, without knowing where: the clock its limit allows depends on the work, as power_state.h computes)."""
+    why = (f"[U] the H100 SXM peaks ({gk}), the same GH100 SXM5 part; its 500 W limit is the power block's "
+           f"board_limit_w, not a lower peak (cf. {TT_PEAK_SRC}); {TT_BENCH}")
+    return peak_flops((67, f"{why}; {tab}"), (494.7, why), (989.4, why), (1978.9, why))
 
 
 def h800(d):
@@ -1064,6 +1059,39 @@ def calibrated(d, path):
                                    f"{d.model['k_overhead']} and gave {old}): {f8['n']} fp8 cuBLASLt GEMMs, mean |log "
                                    f"error| {100 * f8['mean_abs_log']:.1f}% by {GEN} calibrate_fit")
     g["k_overhead_fp8"] = fp8_k_overhead(d, "H200")
+    return with_sdpa_flash2(p)
+
+
+SDPA_GRID = "profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate/sdpa/sdpa_grid.csv"
+
+
+def with_sdpa_flash2(p):
+    """calibrate wrote our own FlashAttention-2-style kernel as flash2_* until 2026-12-04; it is own_*, and the
+    flash2_* keys are FlashAttention-2 itself, measured on PyTorch SDPA's flash backend (tools/gpu/measure_sdpa_grid.py)
+    at the FA2 benchmark's shape."""
+    at = p["attention"]
+    for pss in ("fwd", "bwd"):
+        at[f"own_{pss}_efficiency"] = at[f"flash2_{pss}_efficiency"]
+    with open(os.path.join(REPO, SDPA_GRID)) as f:
+        row = next(r for r in csv.DictReader(f) if r["backend"] == "flash" and r["batch"] == "2"
+                   and r["q_heads"] == "16" and r["seq"] == "8192" and r["head_dim"] == "128")
+    peak = p["peak_flops"]["bf16"]["value"]
+    peak_tflops = float(peak.split()[0])
+    for pss in ("fwd", "bwd"):
+        tflops = float(row[f"{pss}_tflops"])
+        at[f"flash2_{pss}_efficiency"] = v(
+            round(tflops / peak_tflops, 3),
+            f"measured on NVIDIA H200 (driver 580.159.04, CUDA 13.0, PyTorch 2.11.0+cu130, 2026-12-04) by "
+            f"tools/gpu/measure_sdpa_grid.py: PyTorch SDPA's flash backend (FlashAttention-2, its pytorch_flash "
+            f"kernels), b=2 h=16 s=8192 head_dim 128 causal, the kernels' device time from the profiler's records "
+            f"({SDPA_GRID}): {tflops:g} TFLOP/s / {peak_tflops:g} TFLOP/s dense bf16 peak; calibrate's own kernel "
+            f"(own_{pss}_efficiency) is only in its style")
+    p["provenance"] = p["provenance"].replace(
+        "attention.flash2_fwd_efficiency, attention.flash2_bwd_efficiency (kernels.csv)",
+        "attention.own_fwd_efficiency, attention.own_bwd_efficiency (kernels.csv: our FlashAttention-2-style kernel, "
+        "written as flash2_* by calibrate until 2026-12-04); attention.flash2_fwd_efficiency and "
+        "attention.flash2_bwd_efficiency measured on FlashAttention-2 itself (sdpa_grid.csv, 2026-12-04), "
+        "attention.flash1_* derived from them")
     return p
 
 
@@ -1115,9 +1143,51 @@ def with_flash1(p):
     return p
 
 
+# The H200's power model (sim/cost/power_state.h): measured 2026-12-04 with tools/gpu/measure_sustained.py --duty
+# (GEMMs, SDPA forward+backward and copies filling part of each 10 ms cycle, the rest copies or an idle GPU;
+# nvidia-smi's SM clock and power draw), fitted by tools/gpu/fit_power.py (power_fit.json and power_fit.md there:
+# every point's rate predicted back from its duty alone within 0.9% mean, 2.6% max).
+POWER_DIR = "profiles/measured/h200-sxm-141gb-2026-12-04c-power"
+POWER_FIT = os.path.join(REPO, POWER_DIR, "power_fit.json")
+H200_LIMIT_SRC = (f"{HW} §1: H200 SXM 700 W (NVIDIA MLPerf system JSON H200-SXM-141GBx8_TRT_MaxQ.json 'H200 TGP "
+                  f"700W'); our H200 drew 689-699 W whenever its clock fell below 1980 MHz ({POWER_DIR}/duty)")
+
+
+def with_power(p, limit_w, limit_src, applied=None):
+    """Adds the power block: the H200's measured power model; `applied` names the GPU it is carried to (same GH100
+    die and SM count, its own board limit) [U]."""
+    with open(POWER_FIT) as f:
+        fit = json.load(f)
+    meas = (f"measured (NVIDIA H200, driver 580.159.04, 2026-12-04): {POWER_DIR}/duty, tools/gpu/fit_power.py "
+            f"(power_fit.json)")
+    if applied:
+        meas = f"projected: the H200's {meas}, applied to {applied} (same GH100 die, 132 SMs) [U]"
+    p["power"] = {
+        "board_limit_w": v(limit_w, limit_src),
+        "reference_limit_w": v(700, "the H200's 700 W limit, under which calibrate measured the GEMM and attention "
+                                    f"efficiencies this profile's are taken from ({H200_LIMIT_SRC})"),
+        "idle_w": v(round(fit["idle_w"], 1), meas + ": intercept of power against the time shares at 1980 MHz"),
+        "gemm_w": v(round(fit["gemm_w"], 1), meas + ": cuBLAS bf16 GEMMs at 1980 MHz, above idle"),
+        "attention_w": v(round(fit["attention_w"], 1), meas + ": PyTorch SDPA causal forward+backward (FlashAttention-2 "
+                                                              "kernels) at 1980 MHz, above idle"),
+        "memory_w": v(round(fit["memory_w"], 1), meas + ": device copies at 1980 MHz, above idle"),
+        "power_exponent": v(round(fit["power_exponent"], 3), meas + ": median over the points below 1980 MHz"),
+        "rate_exponent": v(round(fit["rate_exponent"], 3), meas + ": GEMM and attention TFLOP/s against the SM clock"),
+    }
+    return p
+
+
 def all_profiles(fit):
     d = Derived(fit)
-    profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80), h100_sxm(d, 96), h800(d), calibrated(d, CALIBRATED_H200),
+    # The power block goes where the board limit is measured (the H200) or below the limit the efficiencies were
+    # measured under (the 500 W H100: rates measured at 700 W cannot hold there). Not on the 700 W H100 SXM and
+    # H800: carried there, it moves the 159 H100 development runs by -2.9% on average (signed error -2.0% ->
+    # -4.9%; FP8 runs -5%), i.e. real multi-GPU steps at 700 W do not gain the clock it gives light mixes. What
+    # such a step draws beyond its compute kernels (collective kernels, NVLink, temperature) is not measured
+    # (docs/calibrate.md, "Power state").
+    profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80),
+                with_power(h100_sxm(d, 96), 500, TT_BENCH, "H100 SXM 96GB"),
+                h800(d), with_power(calibrated(d, CALIBRATED_H200), 700, H200_LIMIT_SRC),
                 blackwell(d, False), blackwell(d, True), l40s(d), h100_pcie(d)]
     return d, [with_seq_factors(with_flash1(with_eager_kernels(d, p))) for p in profiles]
 

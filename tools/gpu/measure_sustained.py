@@ -24,7 +24,19 @@ TFLOP/s, first-5-s and last-10-s median TFLOP/s and SM clock, their ratio)
 into OUT_DIR, plus env.json. Leave the card's clocks and power limit as they
 are (METHOD.md): this measures the card as it is run.
 
-usage: measure_sustained.py OUT_DIR [--seconds 60] [--dtype bf16]
+With --duty D1,D2,... it instead measures the GEMM's rate (--work gemm; or
+causal SDPA forward+backward, or copies, for their power) when GEMMs fill only
+a fraction D of the time, the rest taken by a memory-bound copy, as in a
+training step where norms, activations and attention sit between the GEMMs.
+Each duty runs --seconds in ~10 ms cycles (GEMMs, then copies); CUDA events
+time the GEMM group and the copy group of every cycle (--filler idle: a
+one-thread spin kernel instead of the copies, the GPU otherwise idle, as in a
+step's exposed communication). Writes duty.csv (one
+row per 250 ms window: shape, duty asked, duty measured, GEMM TFLOP/s, copy
+GB/s, SM clock, power, temperature, reasons) and duty_summary.csv (per shape
+and duty: medians over the second half of the run).
+
+usage: measure_sustained.py OUT_DIR [--seconds 60] [--dtype bf16] [--duty 1,0.7,0.4]
 """
 import argparse
 import csv
@@ -39,6 +51,11 @@ SHAPES = [
     # (label, M, N, K): Llama-3 70B at TP 4, 8192 tokens: FC1 forward; and a square.
     ("llama3-70b/tp4/fc1/fwd", 8192, 14336, 8192),
     ("square-8192", 8192, 8192, 8192),
+]
+DUTY_SHAPES = [
+    # (label, M, N, K): Llama-3 70B at TP 4, 8192 tokens, FC1 forward; Llama-3 8B at TP 1, 2048 tokens, QKV.
+    ("llama3-70b/tp4/fc1/fwd", 8192, 14336, 8192),
+    ("llama3-8b/tp1/qkv/fwd", 2048, 6144, 4096),
 ]
 QUERY = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
 
@@ -115,6 +132,110 @@ def sustained(torch, a, b, flop, seconds, smi, label, writer):
     return rows
 
 
+def duty_cycle(torch, work, flop, src, dst, duty, filler, seconds, smi, label, writer):
+    """`work` fills `duty` of each ~10 ms cycle, the filler the rest (device copies, or a one-thread spin
+    kernel that leaves the GPU idle, as a step's exposed communication does); one row per ~250 ms window."""
+    def timed(fn, reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        fn()
+        s.record()
+        for _ in range(reps):
+            fn()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / reps
+
+    copy = (lambda: dst.copy_(src)) if filler == "copy" else (lambda: torch.cuda._sleep(1000000))
+    t_work, t_copy = timed(work, 5), timed(copy, 5)
+    cycle_ms = 10.0
+    n_work = max(1, round(duty * cycle_ms / t_work))
+    n_copy = round((1.0 - duty) * cycle_ms / t_copy) if duty < 1.0 else 0
+    cycles = max(1, round(250.0 / (n_work * t_work + n_copy * t_copy)))
+    copy_bytes = 2.0 * src.numel() * src.element_size()
+    start = time.monotonic()
+    rows = []
+    while time.monotonic() - start < seconds:
+        marks = []
+        for _ in range(cycles):
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+            ev[0].record()
+            for _ in range(n_work):
+                work()
+            ev[1].record()
+            for _ in range(n_copy):
+                copy()
+            ev[2].record()
+            marks.append(ev)
+        marks[-1][2].synchronize()
+        w_ms = sum(m[0].elapsed_time(m[1]) for m in marks)
+        c_ms = sum(m[1].elapsed_time(m[2]) for m in marks)
+        t = time.monotonic()
+        tflops = cycles * n_work * flop / (w_ms * 1e-3) / 1e12
+        gbs = cycles * n_copy * copy_bytes / (c_ms * 1e-3) / 1e9 if n_copy and filler == "copy" else 0.0
+        sm, power, temp, reasons = (smi.nearest(t) + ["", "", "", ""])[:4]
+        row = [label, filler, duty, round(w_ms / (w_ms + c_ms), 3), round(t - start, 3), round(tflops, 1),
+               round(gbs, 1), sm, power, temp, reasons]
+        writer.writerow(row)
+        rows.append(row)
+    return rows
+
+
+def duty_works(torch, dtype, kind, src, dst):
+    """(label, callable, FLOP per call) for --work: GEMMs of DUTY_SHAPES (bf16, or fp8 e4m3 through
+    torch._scaled_mm), causal SDPA forward and
+    backward (PyTorch's default backend; FLOP counted for the causal half), or device copies."""
+    works = []
+    if kind == "gemm":
+        for label, m, n, k in DUTY_SHAPES:
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            works.append((label, lambda a=a, b=b: torch.matmul(a, b), 2.0 * m * n * k))
+    elif kind == "gemm-fp8":
+        # torch._scaled_mm: A row-major (m, k), B column-major (k, n), unit scales, bf16 out.
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        for label, m, n, k in DUTY_SHAPES:
+            a = torch.randn(m, k, device="cuda", dtype=dtype).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device="cuda", dtype=dtype).to(torch.float8_e4m3fn).t()
+            works.append((label + "/fp8", lambda a=a, b=b: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                                                             out_dtype=torch.bfloat16),
+                          2.0 * m * n * k))
+    elif kind == "sdpa":
+        import torch.nn.functional as F
+        heads, seq, dim = 32, 4096, 128  # Llama-3 8B's attention at TP 1, one 4096-token sequence
+        q, k, v = (torch.randn(1, heads, seq, dim, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3))
+        grad = torch.randn(1, heads, seq, dim, device="cuda", dtype=dtype)
+
+        def fwd_bwd():
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            torch.autograd.grad(out, (q, k, v), grad)
+        works.append((f"llama3-8b/sdpa-causal/fwd+bwd/s{seq}", fwd_bwd, 3.5 * 2.0 * seq * seq * heads * dim))
+    else:
+        works.append(("copy/512MiB", lambda: dst.copy_(src), 0.0))
+    return works
+
+
+def run_duty(torch, dtype, kind, duties, filler, seconds, smi, out):
+    with open(os.path.join(out, "duty.csv"), "w", newline="") as f, \
+         open(os.path.join(out, "duty_summary.csv"), "w", newline="") as g:
+        w = csv.writer(f)
+        w.writerow(["shape", "filler", "duty_asked", "duty", "t_s", "work_tflops", "copy_gbs", "sm_mhz", "power_w",
+                    "temp_c", "clock_event_reasons"])
+        summary = csv.writer(g)
+        summary.writerow(["shape", "filler", "duty_asked", "duty", "work_tflops", "copy_gbs", "sm_mhz", "power_w",
+                          "temp_c"])
+        src = torch.randn(256 * 1024 * 1024, device="cuda", dtype=dtype)  # 512 MiB, random (zeros draw less)
+        dst = torch.empty_like(src)
+        for label, work, flop in duty_works(torch, dtype, kind, src, dst):
+            for duty in duties:
+                rows = duty_cycle(torch, work, flop, src, dst, duty, filler, seconds, smi, label, w)
+                f.flush()
+                half = [[r[0], r[3], r[4] - seconds / 2.0] + r[5:10] for r in rows]
+                med = [median_of(half, col, 0.0, seconds) for col in (1, 3, 4, 5, 6, 7)]
+                summary.writerow([label, filler, duty] + [round(v, 3) for v in med])
+                print(f"{label} {filler} duty {duty}: measured duty {med[0]:.2f}, {med[1]:.1f} TFLOP/s, "
+                      f"copy {med[2]:.0f} GB/s, {med[3]:.0f} MHz, {med[4]:.0f} W", flush=True)
+
+
 def median_of(rows, col, lo, hi):
     vals = []
     for r in rows:
@@ -131,7 +252,15 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
+    ap.add_argument("--duty", help="comma-separated GEMM time fractions, e.g. 1,0.7,0.4")
+    ap.add_argument("--filler", choices=["copy", "idle"], default="copy",
+                    help="what fills the rest of each cycle with --duty: device copies or an idle GPU")
+    ap.add_argument("--work", choices=["gemm", "gemm-fp8", "sdpa", "copy"], default="gemm",
+                    help="what runs for the --duty fraction: bf16 or fp8 GEMMs, SDPA forward+backward, or copies")
     args = ap.parse_args()
+    duties = [float(d) for d in args.duty.split(",")] if args.duty else []
+    if any(not 0.0 < d <= 1.0 for d in duties):
+        ap.error(f"--duty: each fraction must lie in (0, 1], got {args.duty}")
     import torch  # the device machine has it; this machine may not
 
     os.makedirs(args.out, exist_ok=True)
@@ -139,6 +268,11 @@ def main():
     smi = SmiSampler()
     smi.start()
     time.sleep(1.0)
+    if duties:
+        run_duty(torch, dtype, args.work, duties, args.filler, args.seconds, smi, args.out)
+        smi.stop()
+        write_env(torch, args)
+        return
     with open(os.path.join(args.out, "sustained.csv"), "w", newline="") as f, \
          open(os.path.join(args.out, "sustained_summary.csv"), "w", newline="") as g:
         w = csv.writer(f)
@@ -163,8 +297,13 @@ def main():
             del a, b
             time.sleep(10.0)  # let the card cool a little between shapes
     smi.stop()
+    write_env(torch, args)
+
+
+def write_env(torch, args):
     env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
-           "date": time.strftime("%Y-%m-%d"), "seconds": args.seconds, "dtype": args.dtype}
+           "date": time.strftime("%Y-%m-%d"), "seconds": args.seconds, "dtype": args.dtype, "duty": args.duty,
+           "filler": args.filler, "work": args.work}
     with open(os.path.join(args.out, "env.json"), "w") as h:
         json.dump(env, h, indent=2)
 
