@@ -297,8 +297,10 @@ PowerModel ParsePowerModel(const JsonNode& node) {
   JsonObject o(node);
   PowerModel m;
   ForEachPowerField(m, [&](const char* key, Sourced<double>& field) {
-    const bool exponent = std::string_view(key).ends_with("_exponent");
-    field = ReadSourced<double>(o.Required(key), [exponent](const JsonNode& v) {
+    const std::string_view k(key);
+    const bool exponent = k.ends_with("_exponent"), clock = k.ends_with("_clock");
+    field = ReadSourced<double>(o.Required(key), [exponent, clock](const JsonNode& v) {
+      if (clock) return v.Fraction();
       double x = v.PositiveNumber();
       if (exponent && x > 4) v.Fail("implausible clock exponent (expected 0 < e <= 4)");
       if (!exponent && x > 10000) v.Fail("implausible power (watts)");

@@ -106,12 +106,14 @@ struct AttentionSeqPoint {
 // How the GPU's SM clock follows its board power limit (sim/cost/power_state.h):
 // watts above idle at the maximum clock while GEMMs, fused attention or
 // memory-bound kernels run, how compute power and throughput scale with the
-// clock, and the limit under which the profile's GEMM and attention
-// efficiencies were measured (each class back to back, so at the clock that
-// limit allows it). Absent: every step runs at the profile's rates.
+// clock, and the states the profile's rates were measured in: GEMMs back to
+// back under reference_limit_w (so at the clock that limit allows them),
+// attention at attention_reference_clock (of the maximum). Absent: every
+// step runs at the profile's rates.
 struct PowerModel {
   Sourced<double> board_limit_w;      // this GPU's power limit
-  Sourced<double> reference_limit_w;  // the limit the efficiencies were measured under
+  Sourced<double> reference_limit_w;  // the limit the GEMM efficiencies were measured under
+  Sourced<double> attention_reference_clock;  // the clock ratio the attention efficiencies were measured at
   Sourced<double> idle_w;
   Sourced<double> gemm_w;
   Sourced<double> attention_w;
@@ -126,6 +128,7 @@ template <typename Model, typename F>
 void ForEachPowerField(Model& m, F f) {
   f("board_limit_w", m.board_limit_w);
   f("reference_limit_w", m.reference_limit_w);
+  f("attention_reference_clock", m.attention_reference_clock);
   f("idle_w", m.idle_w);
   f("gemm_w", m.gemm_w);
   f("attention_w", m.attention_w);

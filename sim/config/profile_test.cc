@@ -447,6 +447,9 @@ TEST(Profile, BadPowerBlockNamesTheField) {
   doc["power"]["rate_exponent"]["value"] = 7;
   EXPECT_TRUE(Mentions(ParseError(doc), "implausible clock exponent"));
   doc = WithPowerBlock();
+  doc["power"]["attention_reference_clock"]["value"] = 1.2;
+  EXPECT_EQ(ParseError(doc).key_path(), "power.attention_reference_clock.value");
+  doc = WithPowerBlock();
   doc["power"]["idle_w"]["value"] = 800;
   InputError e = ParseError(doc);
   EXPECT_EQ(e.key_path(), "power");

@@ -31,7 +31,7 @@ ClockState SolveClockState(const config::PowerModel& power, const WorkMix& mix) 
   if (!(total > 0)) return s;
   const double a = power.power_exponent.value, b = power.rate_exponent.value;
   const double ref_gemm = ClockUnderLimit(power, power.gemm_w.value, power.reference_limit_w.value);
-  const double ref_attention = ClockUnderLimit(power, power.attention_w.value, power.reference_limit_w.value);
+  const double ref_attention = power.attention_reference_clock.value;
   auto watts = [&](double x) {
     const double gemm_stretch = std::pow(ref_gemm / x, b), attention_stretch = std::pow(ref_attention / x, b);
     const double time = mix.gemm_s * gemm_stretch + mix.attention_s * attention_stretch + mix.memory_s + mix.other_s;

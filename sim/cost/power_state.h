@@ -19,9 +19,10 @@
 // clocks were further from nvidia-smi's: profiles/measured/
 // h200-sxm-141gb-2026-12-04c-power/README.md.)
 //
-// The profile's GEMM and attention rates were measured with each class back
-// to back under reference_limit_w, so at the clock that limit allows that
-// class alone (large GEMMs: ~0.75 of the maximum on the H200). Power at clock
+// The profile's GEMM rates were measured back to back under
+// reference_limit_w, so at the clock that limit allows GEMMs alone (~0.75 of
+// the maximum on the H200); its attention rates in short runs from an idle
+// GPU, at attention_reference_clock (1 on the H200: the maximum). Power at clock
 // ratio x, with each class's seconds stretched to that clock (GEMM and
 // attention as (x_ref / x)^rate_exponent; memory-bound and idle time not):
 //   P(x) = idle + (a_gemm(x) gemm_w + a_attn(x) attention_w) x^power_exponent / T(x) + a_mem memory_w / T(x)

@@ -91,6 +91,26 @@ TEST(PowerState, ALowerBoardLimitSlowsGemmsBelowTheProfilesRate) {
   EXPECT_GT(SolveClockState(power, GemmMix(1.0, false)).gemm_rate, s.gemm_rate);
 }
 
+// The H200's attention rates were measured at the maximum clock: a step whose
+// mix the limit holds below it runs attention slower than the profile says,
+// and no faster where it is not limited.
+TEST(PowerState, AttentionMeasuredAtTheMaximumClockSlowsWhenTheLimitBinds) {
+  const config::PowerModel power = ShippedH200Power();
+  ASSERT_DOUBLE_EQ(power.attention_reference_clock.value, 1.0);
+  WorkMix busy;
+  busy.gemm_s = busy.gemm_active_s = 0.5;
+  busy.attention_s = busy.attention_active_s = 0.5;
+  const ClockState s = SolveClockState(power, busy);
+  ASSERT_TRUE(s.limited);
+  EXPECT_NEAR(s.attention_rate, std::pow(s.clock_ratio, power.rate_exponent.value), 1e-9);
+  EXPECT_LT(s.attention_rate, 0.95);
+  EXPECT_GT(s.gemm_rate, s.attention_rate);
+  WorkMix light = busy;
+  light.attention_active_s = 0.1;
+  light.gemm_active_s = 0.1;
+  EXPECT_DOUBLE_EQ(SolveClockState(power, light).attention_rate, 1.0);
+}
+
 TEST(PowerState, NoWorkKeepsTheProfilesRates) {
   const ClockState s = SolveClockState(ShippedH200Power(), WorkMix{});
   EXPECT_DOUBLE_EQ(s.gemm_rate, 1.0);

@@ -1164,8 +1164,16 @@ def with_power(p, limit_w, limit_src, applied=None):
         meas = f"projected: the H200's {meas}, applied to {applied} (same GH100 die, 132 SMs) [U]"
     p["power"] = {
         "board_limit_w": v(limit_w, limit_src),
-        "reference_limit_w": v(700, "the H200's 700 W limit, under which calibrate measured the GEMM and attention "
-                                    f"efficiencies this profile's are taken from ({H200_LIMIT_SRC})"),
+        "reference_limit_w": v(700, "the H200's 700 W limit, under which calibrate's GEMM sweep measured the GEMM "
+                                    "efficiencies this profile's are taken from, back to back at 1425-1700 MHz "
+                                    "(profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate/smi.csv; "
+                                    f"{H200_LIMIT_SRC})"),
+        "attention_reference_clock": v(1.0, "the attention efficiencies were measured in runs of about a second from "
+                                            "an idle GPU (calibrate's kernels step, the first of its sweep: 1980 of "
+                                            "1980 MHz in profiles/measured/h200-sxm-141gb-2026-12-04b-calibrate/"
+                                            "smi.csv; PyTorch SDPA's kernels in short timed loops, "
+                                            "tools/gpu/measure_sdpa_grid.py and measure_torch.py), so at the maximum "
+                                            "clock [U for the PyTorch runs, whose clocks were not logged]"),
         "idle_w": v(round(fit["idle_w"], 1), meas + ": intercept of power against the time shares at 1980 MHz"),
         "gemm_w": v(round(fit["gemm_w"], 1), meas + ": cuBLAS bf16 GEMMs at 1980 MHz, above idle"),
         "attention_w": v(round(fit["attention_w"], 1), meas + ": PyTorch SDPA causal forward+backward (FlashAttention-2 "
@@ -1181,8 +1189,8 @@ def all_profiles(fit):
     d = Derived(fit)
     # The power block goes where the board limit is measured (the H200) or below the limit the efficiencies were
     # measured under (the 500 W H100: rates measured at 700 W cannot hold there). Not on the 700 W H100 SXM and
-    # H800: carried there, it moves the 159 H100 development runs by -2.9% on average (signed error -2.0% ->
-    # -4.9%; FP8 runs -5%), i.e. real multi-GPU steps at 700 W do not gain the clock it gives light mixes. What
+    # H800: carried there, it moves the 159 H100 development runs by -1.8% on average (signed error -2.0% ->
+    # -3.8%; FP8 runs -3.2%), i.e. real multi-GPU steps at 700 W do not gain the clock it gives light mixes. What
     # such a step draws beyond its compute kernels (collective kernels, NVLink, temperature) is not measured
     # (docs/calibrate.md, "Power state").
     profiles = [a100(d, 40), a100(d, 80), h100_sxm(d, 80),
