@@ -58,6 +58,22 @@ TEST(Cli, SameInputGivesTheSameOutput) {
   EXPECT_EQ(ja, jb);
 }
 
+// A profile with a power block (sim/cost/power_state.h): the 500 W H100 runs
+// the flagship's step at a lower clock than the 700 W one, slower, and says so.
+TEST(Cli, PowerLimitedProfileSlowsTheStepAndSaysWhy) {
+  CmdResult full = Stacksim("simulate " + kFlagship);
+  CmdResult limited = Stacksim("simulate " + kFlagship + " --profile " + kRoot + "/profiles/h100-sxm-96gb.json");
+  ASSERT_EQ(full.status, 0) << full.err;
+  ASSERT_EQ(limited.status, 0) << limited.err;
+  EXPECT_EQ(full.out.find("power:"), std::string::npos);
+  EXPECT_NE(limited.out.find("power: the step's compute draws about 500 W"), std::string::npos) << limited.out;
+  EXPECT_NE(limited.out.find("board limit 500 W, which binds"), std::string::npos) << limited.out;
+  CmdResult fj = Stacksim("simulate " + kFlagship + " --format json");
+  CmdResult lj = Stacksim("simulate " + kFlagship + " --profile " + kRoot + "/profiles/h100-sxm-96gb.json --format json");
+  const auto f = nlohmann::json::parse(fj.out), l = nlohmann::json::parse(lj.out);
+  EXPECT_GT(l.at("iteration_s").get<double>(), f.at("iteration_s").get<double>());
+}
+
 TEST(Cli, SetOverridesThePlan) {
   CmdResult r = Stacksim("simulate " + kFlagship + " --format json --set plan.tp=4 --set plan.pp=16 --set plan.vp=1 "
                    "--set plan.schedule=1f1b");

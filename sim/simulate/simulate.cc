@@ -35,8 +35,9 @@ std::string PowerStateNote(const cost::ClockState& c, const config::PowerModel& 
                     std::to_string(static_cast<int>(power.board_limit_w.value + 0.5)) + " W" +
                     (c.limited ? ", which binds" : ", not reached") + "); GEMMs priced at x" + Fixed2(c.gemm_rate) +
                     " and attention at x" + Fixed2(c.attention_rate) +
-                    " of the profile's rates (measured back to back under " +
-                    std::to_string(static_cast<int>(power.reference_limit_w.value + 0.5)) + " W)";
+                    " of the profile's rates (GEMMs measured back to back under " +
+                    std::to_string(static_cast<int>(power.reference_limit_w.value + 0.5)) + " W, attention at " +
+                    Fixed2(power.attention_reference_clock.value) + " of the maximum clock)";
   return out;
 }
 

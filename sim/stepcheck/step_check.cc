@@ -154,7 +154,8 @@ std::string PowerStateLine(const std::vector<StepCheckRow>& rows) {
   return "Power state (the profile's power block, sim/cost/power_state.h): forward and backward priced at the clock "
          "their mix of GEMMs, attention and memory-bound kernels allows under the board limit, " +
          range(0) + " of the maximum; GEMMs at x" + range(1) + " and attention at x" + range(2) +
-         " of the profile's rates (measured back to back).\n";
+         " of the profile's rates (GEMMs measured back to back under the reference limit, attention at its reference "
+         "clock).\n";
 }
 
 }  // namespace
