@@ -124,9 +124,7 @@ double ProfileCostModel::AttentionEfficiency(trace::AttentionKernel kernel, bool
 }
 
 Time ProfileCostModel::TaskTime(const trace::ComputeOp& op, int64_t sms) const {
-  Time kernel = KernelTime(op, sms);
-  Time issue = launch_ * static_cast<double>(op.kernels);
-  return std::max(kernel, issue);
+  return std::max(KernelTime(op, sms), IssueTime(op));
 }
 
 Time ProfileCostModel::ComputeTime(const trace::ComputeOp& op) const { return TaskTime(op, compute_sms_); }
@@ -138,7 +136,7 @@ Time ProfileCostModel::ComputeTimeBesideComm(const trace::ComputeOp& op, trace::
 
 void ProfileCostModel::AddToMix(const trace::ComputeOp& op, double count, WorkMix* mix) const {
   const double kernel = KernelTime(op, compute_sms_).seconds();
-  mix->other_s += count * (TaskTime(op, compute_sms_).seconds() - kernel);
+  mix->other_s += count * std::max(0.0, IssueTime(op).seconds() - kernel);  // TaskTime's floor beyond the kernel
   if (!(kernel > 0)) return;
   // The op's activity: the time it would take at its kernel's full rate over
   // the time it takes (grid, tiles, roofline), at most 1.
@@ -165,9 +163,8 @@ void ProfileCostModel::AddToMix(const trace::ComputeOp& op, double count, WorkMi
   }
 }
 
-ClockState TraceClockState(const config::ProfileConfig& profile, const ProfileCostModel& cost,
-                           const trace::Trace& trace) {
-  if (!profile.power) return {};
+ClockState ProfileCostModel::TraceClockState(const trace::Trace& trace) const {
+  if (!profile_.power) return {};
   // Tasks that share an op (the same ref) are priced once, times their count.
   std::vector<int64_t> uses(trace.compute_op_count(), 0);
   std::vector<trace::TaskId> first(trace.compute_op_count(), -1);
@@ -176,15 +173,15 @@ ClockState TraceClockState(const config::ProfileConfig& profile, const ProfileCo
     if (trace.kind(t) != trace::TaskKind::kCompute) continue;
     const trace::Trace::ComputeRef ref = trace.compute_ref(t);
     if (ref < 0) {
-      cost.AddToMix(trace.compute(t), 1.0, &mix);
+      AddToMix(trace.compute(t), 1.0, &mix);
       continue;
     }
     if (uses[ref]++ == 0) first[ref] = t;
   }
   for (size_t ref = 0; ref < uses.size(); ++ref) {
-    if (uses[ref] > 0) cost.AddToMix(trace.compute(first[ref]), static_cast<double>(uses[ref]), &mix);
+    if (uses[ref] > 0) AddToMix(trace.compute(first[ref]), static_cast<double>(uses[ref]), &mix);
   }
-  return SolveClockState(*profile.power, mix);
+  return SolveClockState(*profile_.power, mix);
 }
 
 }  // namespace stacksim::cost

@@ -50,10 +50,18 @@ class ProfileCostModel : public engine::CostModel {
   // time beyond the kernel's counts as idle ("other").
   void AddToMix(const trace::ComputeOp& op, double count, WorkMix* mix) const;
 
+  // The profile's power state for the compute work of a whole trace (every
+  // rank's compute tasks at the profile's rates, communication left out: the
+  // GPU is taken as busy throughout, the upper bound on its draw). The
+  // profile's rates when it has no power model.
+  ClockState TraceClockState(const trace::Trace& trace) const;
+
  private:
   // On `sms` of the GPU's SMs (the rest held by communication).
   Time KernelTime(const trace::ComputeOp& op, int64_t sms) const;
   Time TaskTime(const trace::ComputeOp& op, int64_t sms) const;
+  // The host's issue time for the op's kernel launches (TaskTime's floor).
+  Time IssueTime(const trace::ComputeOp& op) const { return launch_ * static_cast<double>(op.kernels); }
   double GemmEfficiencyOn(int64_t m, int64_t n, int64_t k, int64_t batch, config::Precision p, int64_t sms) const;
   // Fraction of bf16 peak the given attention kernel reaches.
   double AttentionEfficiency(trace::AttentionKernel kernel, bool backward) const;
@@ -66,12 +74,6 @@ class ProfileCostModel : public engine::CostModel {
   ClockState clock_;
 };
 
-// The profile's power state for the compute work of a whole trace (every
-// rank's compute tasks at the profile's rates, communication left out: the
-// GPU is taken as busy throughout, the upper bound on its draw). The
-// profile's rates when it has no power model.
-ClockState TraceClockState(const config::ProfileConfig& profile, const ProfileCostModel& cost,
-                           const trace::Trace& trace);
 
 }  // namespace stacksim::cost
 

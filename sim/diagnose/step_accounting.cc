@@ -41,7 +41,7 @@ StepAccounting AccountStep(const simulate::SimulationResult& result) {
   const double peak = s.profile.Peak(PeakPrecision(p.precision))->value;
   a.peak = peak;
   cost::ProfileCostModel cost(s.profile, p.cuda_graphs, p.comm_sms);
-  cost.set_clock(cost::TraceClockState(s.profile, cost, t));  // the power state the replay priced at
+  cost.set_clock(cost.TraceClockState(t));  // the power state the replay priced at
 
   const trace::StreamId compute = t.compute_stream();
 

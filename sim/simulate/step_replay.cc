@@ -13,7 +13,7 @@ StepModels BuildStep(const config::ScenarioConfig& s, const std::string& network
   m.trace = std::make_shared<trace::Trace>(workload::BuildTrainingStep(s, phase));
   auto cost = std::make_unique<cost::ProfileCostModel>(s.profile, s.plan.cuda_graphs, s.plan.comm_sms,
                                                        cost::OverlapCommSms(s.plan, s.profile));
-  m.clock = cost::TraceClockState(s.profile, *cost, *m.trace);
+  m.clock = cost->TraceClockState(*m.trace);
   cost->set_clock(m.clock);
   m.cost = std::move(cost);
   m.network = net::MakeNetwork(network, s.topology, s.profile, s.gpus, s.node_order);

@@ -145,12 +145,12 @@ def duty_cycle(torch, work, flop, src, dst, duty, filler, seconds, smi, label, w
         e.synchronize()
         return s.elapsed_time(e) / reps
 
-    copy = (lambda: dst.copy_(src)) if filler == "copy" else (lambda: torch.cuda._sleep(1000000))
-    t_work, t_copy = timed(work, 5), timed(copy, 5)
+    fill = (lambda: dst.copy_(src)) if filler == "copy" else (lambda: torch.cuda._sleep(1000000))
+    t_work, t_fill = timed(work, 5), timed(fill, 5)
     cycle_ms = 10.0
     n_work = max(1, round(duty * cycle_ms / t_work))
-    n_copy = round((1.0 - duty) * cycle_ms / t_copy) if duty < 1.0 else 0
-    cycles = max(1, round(250.0 / (n_work * t_work + n_copy * t_copy)))
+    n_fill = round((1.0 - duty) * cycle_ms / t_fill) if duty < 1.0 else 0
+    cycles = max(1, round(250.0 / (n_work * t_work + n_fill * t_fill)))
     copy_bytes = 2.0 * src.numel() * src.element_size()
     start = time.monotonic()
     rows = []
@@ -162,8 +162,8 @@ def duty_cycle(torch, work, flop, src, dst, duty, filler, seconds, smi, label, w
             for _ in range(n_work):
                 work()
             ev[1].record()
-            for _ in range(n_copy):
-                copy()
+            for _ in range(n_fill):
+                fill()
             ev[2].record()
             marks.append(ev)
         marks[-1][2].synchronize()
@@ -171,7 +171,7 @@ def duty_cycle(torch, work, flop, src, dst, duty, filler, seconds, smi, label, w
         c_ms = sum(m[1].elapsed_time(m[2]) for m in marks)
         t = time.monotonic()
         tflops = cycles * n_work * flop / (w_ms * 1e-3) / 1e12
-        gbs = cycles * n_copy * copy_bytes / (c_ms * 1e-3) / 1e9 if n_copy and filler == "copy" else 0.0
+        gbs = cycles * n_fill * copy_bytes / (c_ms * 1e-3) / 1e9 if n_fill and filler == "copy" else 0.0
         sm, power, temp, reasons = (smi.nearest(t) + ["", "", "", ""])[:4]
         row = [label, filler, duty, round(w_ms / (w_ms + c_ms), 3), round(t - start, 3), round(tflops, 1),
                round(gbs, 1), sm, power, temp, reasons]
