@@ -40,9 +40,9 @@ TEST(Validation, PublishedRunsArePredictedWithinTarget) {
   }
   EXPECT_GE(j.at("scored_predicted").get<int>(), 125);
   // The target for dense runs (issue 2); MoE runs are tracked, with a looser guard.
-  EXPECT_LE(j.at("mape_dense_pct").get<double>(), 7.3);  // 7.23% (2026-12-04)
+  EXPECT_LE(j.at("mape_dense_pct").get<double>(), 7.0);  // 6.96% (2026-12-04, DeepSpeed's rank loops)
   EXPECT_GE(j.at("scored_dense_predicted").get<int>(), 120);
-  EXPECT_LE(j.at("mape_pct").get<double>(), 7.8);  // 7.76%
+  EXPECT_LE(j.at("mape_pct").get<double>(), 7.55);  // 7.49%
 }
 
 // Both development files of issue 17 in one call: every scored run modelled,
@@ -59,8 +59,9 @@ TEST(Validation, BothDevelopmentFilesModelEveryScoredRun) {
   EXPECT_EQ(t.at("scored_predicted").get<int>(), t.at("scored_total").get<int>());
   EXPECT_EQ(m.at("scored_predicted").get<int>(), m.at("scored_total").get<int>());
   EXPECT_EQ(m.at("scored_total").get<int>(), 133);
-  // 7.76% (2026-12-04; 7.67% before overlap_comm_sms was refitted 22 -> 28).
-  EXPECT_LE(t.at("mape_pct").get<double>(), 7.8);
+  // 7.49% (2026-12-04: DeepSpeed v0.3.13's Python loops over the ranks
+  // and its torch.zeros per ZeRO-3 gather, 7.73% -> 7.49%).
+  EXPECT_LE(t.at("mape_pct").get<double>(), 7.55);
   EXPECT_GE(t.at("within_10").get<int>(), 99);
   // 5.70% (2026-12-04): Transformer Engine's FP8 casts (weights cached for
   // the step, cast-transpose; 7.21% -> 7.46%), NeMo's per-model userbuffers

@@ -38,6 +38,14 @@ using trace::TaskKind;
 // mixed-precision layout.)
 constexpr double kOptimizerBytesPerParam = 38.0;
 
+// Host time of a PyTorch tensor view (narrow, view) called from Python: the
+// dispatch an eager op costs beyond its kernel launch. Measured on the H200
+// node (2026-11-29, PyTorch 2.11): an eager op 6.908 us
+// (profiles/measured/h200-sxm-141gb-2026-11-29/launch.csv eager_torch_add)
+// less a bare CUDA launch 4.683 us (launch_cuda.csv host_issue_us_per_launch);
+// the hosts of other runs assumed no faster [U].
+constexpr double kTorchViewOpUs = 6.908 - 4.683;
+
 struct OpList {
   std::vector<Op> ops;
   std::vector<int32_t> names;
@@ -106,6 +114,9 @@ class StepBuilder {
   // The list API's copies of each rank's piece of a `bytes` collective to or
   // from a flat buffer: one copy per group member, on the dp stream.
   TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb);
+  // DeepSpeed's Python loop over the group's ranks before a list-API
+  // collective: `views` tensor views per rank, host work on the host stream.
+  TaskId RankLoopViews(int rank, int views, std::vector<TaskId> deps, int l, int mb);
   // A memory-bound task of `bytes` that the workload adds itself (not from a
   // layer's op list).
   trace::Task MemoryPass(int rank, trace::StreamId stream, trace::TaskRole role, const char* name, Bytes bytes,
@@ -192,6 +203,7 @@ class StepBuilder {
   std::map<std::pair<int, int>, std::vector<TaskId>> b_async_;
   int Kind(int layer) const { return s_.model.IsMoeLayer(layer) ? 1 : 0; }
   trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0, ep_stream_ = 0;
+  trace::StreamId host_stream_ = 0;  // SyncGathers(): the framework's Python loops (RankLoopViews)
   trace::LabelId label_compute_ = 0;
   StageGroups groups_;
   // DualPipe: the collective instance each rank shares with its mirror.
@@ -278,6 +290,27 @@ TaskId StepBuilder::ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> dep
   return t_.Add(c, deps);
 }
 
+TaskId StepBuilder::RankLoopViews(int rank, int views, std::vector<TaskId> deps, int l, int mb) {
+  // DeepSpeed v0.3.13 (partition_parameters.py) builds the list API's
+  // per-rank tensors in Python: _allgather_param takes one narrow() of the
+  // flat buffer per rank, _reduce_scatter_gradient one view(-1).narrow()
+  // pair. A view launches no kernel but costs PyTorch's dispatch from
+  // Python (kTorchViewOpUs). The host does it between the collectives of
+  // the dp stream; the Python work between the views (the loop itself, the
+  // get_rank(group) call per rank) is not priced.
+  trace::Task t;
+  t.kind = TaskKind::kDelay;
+  t.rank = rank;
+  t.stream = host_stream_;
+  t.role = trace::TaskRole::kDpComm;
+  t.label = t_.RoleLabel(t.role);
+  t.name = t_.InternName("zero3-rank-views");
+  t.layer = l;
+  t.micro_batch = mb;
+  t.duration = Time::Us(kTorchViewOpUs * views * plan_.FsdpShardRanks());
+  return t_.Add(t, deps);
+}
+
 trace::Task StepBuilder::MemoryPass(int rank, trace::StreamId stream, trace::TaskRole role, const char* name,
                                     Bytes bytes, int kernels, int layer, int mb) {
   trace::Task c;
@@ -311,8 +344,13 @@ TaskId StepBuilder::SyncParameterGathers(int rank, int l, int mb, const std::vec
   if (!dp_tasks_[rank].empty()) deps.push_back(dp_tasks_[rank].back());  // the synchronize waits for these too
   for (int i : tensors) {
     const Bytes bytes = shard.dense * (static_cast<double>(plan_.FsdpShardRanks()) * all[i].share);
+    // _allgather_param: torch.zeros of the whole gathered tensor, then
+    // torch.cuda.synchronize(), then the per-rank views.
+    TaskId zeros = t_.Add(MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "zero3-gather-zeros", bytes, 1, l, mb),
+                          deps);
+    TaskId views = RankLoopViews(rank, 1, {zeros}, l, mb);
     TaskId g = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-gather", CollectiveKind::kAllGather, bytes,
-                          groups_.fsdp[rank], deps, -1, l, mb);
+                          groups_.fsdp[rank], {views}, -1, l, mb);
     prev = ListApiCopies(rank, bytes, {g}, l, mb);
     deps = {prev};
   }
@@ -605,7 +643,8 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
       // parameter, through the list API (its inputs copied into a flat buffer).
       for (const FsdpTensor& tensor : fsdp_tensors_[k]) {
         const Bytes bytes = sizes_.dense[k] * tensor.share;
-        TaskId flat = ListApiCopies(rank, bytes, {reduced}, layer, mb);
+        TaskId views = RankLoopViews(rank, 2, {reduced}, layer, mb);
+        TaskId flat = ListApiCopies(rank, bytes, {views}, layer, mb);
         reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
                              CollectiveKind::kReduceScatter, bytes, groups_.fsdp[rank], {flat}, -1, layer, mb);
         dp_tasks_[rank].push_back(reduced);
@@ -871,6 +910,7 @@ trace::Trace StepBuilder::Build() {
   dp_stream_ = t_.InternStream("dp");
   pp_stream_ = t_.InternStream("pp");
   if (layout_.paired()) ep_stream_ = t_.InternStream("ep");
+  if (SyncGathers()) host_stream_ = t_.InternStream("host");
   for (trace::TaskRole r : {trace::TaskRole::kGemm, trace::TaskRole::kAttention, trace::TaskRole::kMemoryBound,
                             trace::TaskRole::kOptimizer, trace::TaskRole::kTpComm, trace::TaskRole::kDpComm,
                             trace::TaskRole::kPpComm, trace::TaskRole::kEpComm}) {

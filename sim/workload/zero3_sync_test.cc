@@ -5,7 +5,9 @@
 // Counts and sizes are checked against hand counts on a 4-layer GPT.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "sim/config/scenario.h"
@@ -37,13 +39,22 @@ struct Counts {
   int copies = 0;
   double copy_bytes = 0;
   int copy_kernels = 0;
+  std::vector<double> zeros;  // bytes of each gather's torch.zeros
+  std::vector<double> views;  // seconds of each Python loop over the ranks
 };
 
 Counts Count(const trace::Trace& t) {
   Counts c;
   for (const auto& task : t.tasks()) {
     if (task.role != trace::TaskRole::kDpComm) continue;
-    if (task.kind == trace::TaskKind::kCompute) {
+    const std::string& name = t.name(task.name);
+    if (name == "zero3-gather-zeros") {
+      c.zeros.push_back(task.compute.bytes.value);
+    } else if (name == "zero3-rank-views") {
+      EXPECT_EQ(task.kind, trace::TaskKind::kDelay);
+      c.views.push_back(task.duration.seconds());
+    } else if (task.kind == trace::TaskKind::kCompute) {
+      EXPECT_EQ(name, "zero3-list-copies");
       ++c.copies;
       c.copy_bytes += task.compute.bytes.value;
       c.copy_kernels = task.compute.kernels;
@@ -78,6 +89,49 @@ TEST(Zero3SyncGather, OneGatherAndOneReduceScatterPerWeightTensor) {
   double scattered = 0;
   for (double b : c.scatters) scattered += b;
   EXPECT_NEAR(c.copy_bytes, 2 * (sum + scattered), 1e3);
+}
+
+// DeepSpeed v0.3.13's own work around each collective: _allgather_param
+// zeroes the whole gathered tensor and takes one narrow() per rank,
+// _reduce_scatter_gradient a view(-1).narrow() pair per rank; each view
+// costs an eager op's dispatch without its launch, 6.908 - 4.683 us (the
+// H200 node's launch.csv and launch_cuda.csv).
+TEST(Zero3SyncGather, ZeroesEachGatheredTensorAndLoopsOverTheRanksInPython) {
+  const int dp = 8;
+  const Counts c = Count(BuildTrainingStep(SyncZero3(dp, config::Recompute::kNone)));
+  ASSERT_EQ(c.zeros.size(), c.gathers.size());
+  for (size_t i = 0; i < c.gathers.size(); ++i) EXPECT_NEAR(c.zeros[i], c.gathers[i], 1) << i;
+  ASSERT_EQ(c.views.size(), c.gathers.size() + c.scatters.size());
+  const double view = 2.225e-6;
+  int one = 0, two = 0;
+  for (double v : c.views) {
+    if (std::fabs(v - dp * view) < 1e-9) ++one;
+    if (std::fabs(v - 2 * dp * view) < 1e-9) ++two;
+  }
+  EXPECT_EQ(one, static_cast<int>(c.gathers.size()));
+  EXPECT_EQ(two, static_cast<int>(c.scatters.size()));
+}
+
+// The loop is host work that grows with the ranks; a gather's zeroing and
+// views come just before its collective on the rank.
+TEST(Zero3SyncGather, TheRankLoopComesBeforeEachGatherAndGrowsWithTheRanks) {
+  const trace::Trace t = BuildTrainingStep(SyncZero3(8, config::Recompute::kNone));
+  std::vector<std::string> names;
+  for (const auto& task : t.tasks()) {
+    if (task.rank == 0 && task.role == trace::TaskRole::kDpComm) names.push_back(t.name(task.name));
+  }
+  int gathers = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] != "fsdp-gather") continue;
+    ++gathers;
+    ASSERT_GE(i, 2u);
+    EXPECT_EQ(names[i - 1], "zero3-rank-views");
+    EXPECT_EQ(names[i - 2], "zero3-gather-zeros");
+  }
+  EXPECT_EQ(gathers, 4 * 2 * 4);
+  const double small = Count(t).views.front();
+  const double large = Count(BuildTrainingStep(SyncZero3(32, config::Recompute::kNone))).views.front();
+  EXPECT_NEAR(large, 4 * small, 1e-12);
 }
 
 // After a layer's recompute forward, tensor i is kept only if the weights
