@@ -664,6 +664,8 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
   doc["framework"] = "llama3-meta";
   s = ParseScenario(doc, "s.json", {});
   EXPECT_EQ(s.plan.cp_comm, CpComm::kAllGather);
+  // PyTorch's flash kernel of 2024, FlashAttention-2: FlashAttention-3 came after the pretraining.
+  EXPECT_EQ(s.plan.attention, AttentionImpl::kFlash2);
   doc["plan"]["cp_comm"] = "p2p";
   s = ParseScenario(doc, "s.json", {});
   EXPECT_EQ(s.plan.cp_comm, CpComm::kP2p);
