@@ -1,6 +1,7 @@
 #include "sim/workload/training_step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <coroutine>
 #include <exception>
 #include <map>
@@ -45,6 +46,13 @@ constexpr double kOptimizerBytesPerParam = 38.0;
 // less a bare CUDA launch 4.683 us (launch_cuda.csv host_issue_us_per_launch);
 // the hosts of other runs assumed no faster [U].
 constexpr double kTorchViewOpUs = 6.908 - 4.683;
+
+// DeepSpeed ZeRO-3's stage3_param_persistence_threshold default, 1e5
+// elements (DeepSpeed's ZeRO configuration docs; v0.3.13's
+// FP16_DeepSpeedZeroOptimizer_Stage3 param_persistence_threshold=100000):
+// smaller tensors are kept whole from the optimizer step to the end of the
+// backward (PersistentGather).
+constexpr double kZero3PersistenceThreshold = 1e5;
 
 struct OpList {
   std::vector<Op> ops;
@@ -113,10 +121,18 @@ class StepBuilder {
   std::vector<int> RegatheredTensors(int kind) const;
   // The list API's copies of each rank's piece of a `bytes` collective to or
   // from a flat buffer: one copy per group member, on the dp stream.
-  TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb);
+  TaskId ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb,
+                       const char* name = "zero3-list-copies");
   // DeepSpeed's Python loop over the group's ranks before a list-API
   // collective: `views` tensor views per rank, host work on the host stream.
   TaskId RankLoopViews(int rank, int views, std::vector<TaskId> deps, int l, int mb);
+  // `ops` PyTorch ops dispatched from Python without a launch, on the host stream.
+  TaskId HostDispatch(int rank, const char* name, double ops, std::vector<TaskId> deps, int l, int mb);
+  // kSyncPerParameter: the tensors of rank `rank` below DeepSpeed's
+  // persistence threshold (elements each, as the rank holds them after tp),
+  // and their gather after the optimizer step (the .cc).
+  std::vector<double> PersistentTensors(int rank) const;
+  TaskId PersistentGather(int rank, TaskId after);
   // A memory-bound task of `bytes` that the workload adds itself (not from a
   // layer's op list).
   trace::Task MemoryPass(int rank, trace::StreamId stream, trace::TaskRole role, const char* name, Bytes bytes,
@@ -278,14 +294,14 @@ StepBuilder::FsdpShard StepBuilder::FsdpShardOf(int l) const {
   return out;
 }
 
-TaskId StepBuilder::ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb) {
+TaskId StepBuilder::ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> deps, int l, int mb, const char* name) {
   // torch.distributed.all_gather / reduce_scatter with a list of tensors
   // (PyTorch 1.8 ProcessGroupNCCL.cpp, the API DeepSpeed v0.3.13 calls): the
   // NCCL call works on a flat buffer, and each of the group's ranks' pieces is
   // copied out of it (all-gather) or into it (reduce-scatter) by its own
   // copy_: every byte read and written once, one launch per rank.
   // Part of the collective call, as the framework issues it: on the dp stream, counted as DP communication.
-  trace::Task c = MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "zero3-list-copies", bytes * 2.0,
+  trace::Task c = MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, name, bytes * 2.0,
                              std::min(plan_.FsdpShardRanks(), 32767), l, mb);
   return t_.Add(c, deps);
 }
@@ -298,17 +314,88 @@ TaskId StepBuilder::RankLoopViews(int rank, int views, std::vector<TaskId> deps,
   // Python (kTorchViewOpUs). The host does it between the collectives of
   // the dp stream; the Python work between the views (the loop itself, the
   // get_rank(group) call per rank) is not priced.
+  return HostDispatch(rank, "zero3-rank-views", static_cast<double>(views) * plan_.FsdpShardRanks(), std::move(deps),
+                      l, mb);
+}
+
+TaskId StepBuilder::HostDispatch(int rank, const char* name, double ops, std::vector<TaskId> deps, int l, int mb) {
   trace::Task t;
   t.kind = TaskKind::kDelay;
   t.rank = rank;
   t.stream = host_stream_;
   t.role = trace::TaskRole::kDpComm;
   t.label = t_.RoleLabel(t.role);
-  t.name = t_.InternName("zero3-rank-views");
+  t.name = t_.InternName(name);
   t.layer = l;
   t.micro_batch = mb;
-  t.duration = Time::Us(kTorchViewOpUs * views * plan_.FsdpShardRanks());
+  t.duration = Time::Us(kTorchViewOpUs * ops);
   return t_.Add(t, deps);
+}
+
+std::vector<double> StepBuilder::PersistentTensors(int rank) const {
+  // Per layer: the two norms' weights (and biases), the attention's QKV
+  // bias (split over tp, as Megatron's column-parallel bias) and output
+  // bias, the MLP's FC1 bias (both halves when gated, split over tp) and
+  // FC2 bias; the final norm on the last stage. Weight matrices are far
+  // above the threshold. MoE layers' expert biases and router are left out.
+  const config::ModelConfig& m = s_.model;
+  const double h = static_cast<double>(m.hidden_size);
+  const int norm_tensors = m.norm == config::NormKind::kLayerNorm && m.norm_bias ? 2 : 1;
+  std::vector<double> out;
+  auto add = [&](double elements) {
+    if (elements > 0 && elements < kZero3PersistenceThreshold) out.push_back(elements);
+  };
+  for (int c = 0; c < v_; ++c) {
+    const int stage = c * p_ + rank;
+    for (int l = first_layer_[stage]; l < first_layer_[stage] + layers_[stage]; ++l) {
+      for (int i = 0; i < 2 * norm_tensors; ++i) add(h);
+      if (m.attention_bias) {
+        add(static_cast<double>(shape_.attention.heads + 2 * shape_.attention.kv_heads) * shape_.attention.head_dim /
+            plan_.tp);
+        add(h);
+      }
+      if (m.mlp_bias && !m.IsMoeLayer(l)) {
+        add(static_cast<double>(shape_.ffn) * (m.gated_mlp() ? 2 : 1) / plan_.tp);
+        add(h);
+      }
+    }
+  }
+  if (rank == p_ - 1) {
+    for (int i = 0; i < norm_tensors; ++i) add(h);
+  }
+  return out;
+}
+
+TaskId StepBuilder::PersistentGather(int rank, TaskId after) {
+  // DeepSpeed v0.3.13 stage3.py: backward() ends by partitioning every
+  // parameter (_partition_all_parameters, the persistent ones too), and
+  // step() ends (_post_step) by gathering the persistent ones again with
+  // persistent_parameters[0].all_gather, the synchronous _allgather_params
+  // of partition_parameters.py: their shards in one flat buffer with a
+  // narrow() per rank, one list-API all-gather, then for every tensor and
+  // every rank holding part of it a narrow(), a view(-1), a narrow() and a
+  // copy_ into the tensor's replicated copy, all from Python.
+  const std::vector<double> tensors = PersistentTensors(rank);
+  if (tensors.empty()) return after;
+  const int ranks = plan_.FsdpShardRanks();
+  double elements = 0;
+  for (double e : tensors) elements += std::ceil(e / ranks) * ranks;  // each padded to whole shards
+  const Bytes bytes{elements * shape_.element_bytes()};
+  TaskId prev = HostDispatch(rank, "zero3-persistent-rank-views", ranks, {after}, -1, -1);
+  prev = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "zero3-persistent-gather", CollectiveKind::kAllGather,
+                    bytes, groups_.fsdp[rank], {prev});
+  prev = ListApiCopies(rank, bytes, {prev}, -1, -1, "zero3-persistent-list-copies");
+  for (double e : tensors) {
+    const double shard = std::ceil(e / ranks);
+    const int holders = static_cast<int>(std::ceil(e / shard));
+    // Three views and the copy's own dispatch per rank; then the copies'
+    // launches and bytes (read and written).
+    prev = HostDispatch(rank, "zero3-persistent-views", 4.0 * holders, {prev}, -1, -1);
+    prev = t_.Add(MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "zero3-persistent-copies",
+                             Bytes{2.0 * e * shape_.element_bytes()}, std::min(holders, 32767), -1, -1),
+                  {prev});
+  }
+  return prev;
 }
 
 trace::Task StepBuilder::MemoryPass(int rank, trace::StreamId stream, trace::TaskRole role, const char* name,
@@ -883,6 +970,7 @@ void StepBuilder::EmitStepEnd() {
       step = EmitOuterSync(t_, r, compute_, dp_stream_, sync, {step});
     }
     last_compute_[r] = step;
+    if (SyncGathers() && plan_.FsdpShardRanks() > 1) PersistentGather(r, step);
     // The distributed optimizer all-gathers the updated 16-bit parameters.
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
         !plan_.overlap_param_gather) {
