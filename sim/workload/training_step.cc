@@ -728,9 +728,13 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
     if (plan_.FsdpShardRanks() > 1 && SyncGathers()) {
       // DeepSpeed v0.3.13 _reduce_scatter_gradients: one reduce_scatter per
       // parameter, through the list API (its inputs copied into a flat buffer).
+      // The host's loop for a tensor waits only for the gradients and the
+      // loops before it (the host stream's order), not for the previous
+      // reduce-scatter, which DeepSpeed leaves running (async_op=True).
+      const TaskId gradients = reduced;
       for (const FsdpTensor& tensor : fsdp_tensors_[k]) {
         const Bytes bytes = sizes_.dense[k] * tensor.share;
-        TaskId views = RankLoopViews(rank, 2, {reduced}, layer, mb);
+        TaskId views = RankLoopViews(rank, 2, {gradients}, layer, mb);
         TaskId flat = ListApiCopies(rank, bytes, {views}, layer, mb);
         reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-reduce-scatter",
                              CollectiveKind::kReduceScatter, bytes, groups_.fsdp[rank], {flat}, -1, layer, mb);

@@ -130,6 +130,26 @@ TEST(Zero3SyncGather, TheRankLoopComesBeforeEachGatherAndGrowsWithTheRanks) {
     EXPECT_EQ(names[i - 2], "zero3-gather-zeros");
   }
   EXPECT_EQ(gathers, 4 * 2 * 4);
+  // A reduce-scatter's loop waits for the gradients, not for the previous
+  // tensor's reduce-scatter, which DeepSpeed leaves running.
+  int scatter_loops = 0;
+  for (trace::TaskId id = 0; id < static_cast<trace::TaskId>(t.size()); ++id) {
+    if (t.rank(id) != 0 || t.name(t.task(id).name) != "zero3-rank-views") continue;
+    bool before_scatter = false;
+    for (trace::TaskId next = id + 1; next < static_cast<trace::TaskId>(t.size()); ++next) {
+      if (t.rank(next) != 0 || t.task(next).role != trace::TaskRole::kDpComm) continue;
+      const std::string& n = t.name(t.task(next).name);
+      if (n == "zero3-list-copies") continue;
+      before_scatter = n == "fsdp-reduce-scatter";
+      break;
+    }
+    if (!before_scatter) continue;
+    ++scatter_loops;
+    for (const trace::TaskId* d = t.deps_begin(id); d != t.deps_end(id); ++d) {
+      EXPECT_NE(t.name(t.task(*d).name), "fsdp-reduce-scatter");
+    }
+  }
+  EXPECT_EQ(scatter_loops, 4 * 4);
   const double small = Count(t).views.front();
   const double large = Count(BuildTrainingStep(SyncZero3(32, config::Recompute::kNone))).views.front();
   EXPECT_NEAR(large, 4 * small, 1e-12);
