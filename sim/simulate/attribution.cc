@@ -60,6 +60,38 @@ Time Covered(const std::vector<std::pair<Time, Time>>& spans, Time lo, Time hi) 
   return sum;
 }
 
+// The rank's host work off the compute stream (role other: a framework's
+// Python loops between its collectives), as disjoint sorted intervals.
+std::vector<std::pair<Time, Time>> HostBusy(const trace::Trace& t, const engine::ReplayResult& r,
+                                            const std::vector<TaskId>& side) {
+  std::vector<std::pair<Time, Time>> spans;
+  for (TaskId i : side) {
+    if (t.role(i) != trace::TaskRole::kOther) continue;
+    if (r.timings[i].end > r.timings[i].start) spans.emplace_back(r.timings[i].start, r.timings[i].end);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<Time, Time>> merged;
+  for (const auto& s : spans) {
+    if (!merged.empty() && s.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, s.second);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
+}
+
+// How much of [lo, hi) `host` covers while `dp` does not.
+Time HostOnly(const std::vector<std::pair<Time, Time>>& host, const std::vector<std::pair<Time, Time>>& dp, Time lo,
+              Time hi) {
+  Time sum = Time::Zero();
+  for (const auto& [h0, h1] : host) {
+    const Time a = std::max(lo, h0), b = std::min(hi, h1);
+    if (b > a) sum += (b - a) - Covered(dp, a, b);
+  }
+  return sum;
+}
+
 }  // namespace
 
 StepEnd FindStepEnd(const trace::Trace& t, const engine::ReplayResult& r) {
@@ -157,7 +189,10 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
     Time comm_end = prev_end;
     for (TaskId id : side) comm_end = std::max(comm_end, r.timings[id].end);
     Time exposed = std::min(tail, comm_end - prev_end);
-    b.dp_exposed += exposed;
+    // Host work among that communication with none of it beside: other.
+    const Time host = HostOnly(HostBusy(t, r, side), dp_busy, prev_end, prev_end + exposed);
+    b.other += host;
+    b.dp_exposed += exposed - host;
     // Then the stage that ends the step: its data-parallel communication,
     // else bubble.
     const Time waiting_from = prev_end + exposed;

@@ -43,6 +43,9 @@ trace::TaskId GapBlocker(const trace::Trace& t, const engine::ReplayResult& r, t
 // time while that stage's data-parallel communication runs (at large DP its
 // gradient reduction is what the others wait for), pipeline bubble for the
 // rest (it still computes, or waits for its own pipeline neighbours).
+// Host work off the compute stream (role other, e.g. DeepSpeed's Python
+// loops over the ranks) is "other" wherever none of the rank's
+// data-parallel communication runs beside it, in a gap and in the tail.
 struct StepEnd {
   trace::RankId final_rank = 0;  // the rank whose task ends last
   std::vector<std::pair<Time, Time>> final_rank_dp;  // its data-parallel communication, disjoint, sorted

@@ -323,7 +323,7 @@ TaskId StepBuilder::HostDispatch(int rank, const char* name, double ops, std::ve
   t.kind = TaskKind::kDelay;
   t.rank = rank;
   t.stream = host_stream_;
-  t.role = trace::TaskRole::kDpComm;
+  t.role = trace::TaskRole::kOther;  // host work: runtime orchestration in the breakdown
   t.label = t_.RoleLabel(t.role);
   t.name = t_.InternName(name);
   t.layer = l;

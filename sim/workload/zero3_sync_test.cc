@@ -46,13 +46,14 @@ struct Counts {
 Counts Count(const trace::Trace& t) {
   Counts c;
   for (const auto& task : t.tasks()) {
-    if (task.role != trace::TaskRole::kDpComm) continue;
+    if (task.role != trace::TaskRole::kDpComm && task.role != trace::TaskRole::kOther) continue;
     const std::string& name = t.name(task.name);
     if (name.rfind("zero3-persistent", 0) == 0) continue;  // after the optimizer step (its own test)
     if (name == "zero3-gather-zeros") {
       c.zeros.push_back(task.compute.bytes.value);
     } else if (name == "zero3-rank-views") {
       EXPECT_EQ(task.kind, trace::TaskKind::kDelay);
+      EXPECT_EQ(task.role, trace::TaskRole::kOther);  // host work
       c.views.push_back(task.duration.seconds());
     } else if (task.kind == trace::TaskKind::kCompute) {
       EXPECT_EQ(name, "zero3-list-copies");
@@ -119,7 +120,9 @@ TEST(Zero3SyncGather, TheRankLoopComesBeforeEachGatherAndGrowsWithTheRanks) {
   const trace::Trace t = BuildTrainingStep(SyncZero3(8, config::Recompute::kNone));
   std::vector<std::string> names;
   for (const auto& task : t.tasks()) {
-    if (task.rank == 0 && task.role == trace::TaskRole::kDpComm) names.push_back(t.name(task.name));
+    if (task.rank == 0 && (task.role == trace::TaskRole::kDpComm || task.role == trace::TaskRole::kOther)) {
+      names.push_back(t.name(task.name));
+    }
   }
   int gathers = 0;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -137,7 +140,7 @@ TEST(Zero3SyncGather, TheRankLoopComesBeforeEachGatherAndGrowsWithTheRanks) {
     if (t.rank(id) != 0 || t.name(t.task(id).name) != "zero3-rank-views") continue;
     bool before_scatter = false;
     for (trace::TaskId next = id + 1; next < static_cast<trace::TaskId>(t.size()); ++next) {
-      if (t.rank(next) != 0 || t.task(next).role != trace::TaskRole::kDpComm) continue;
+      if (t.rank(next) != 0 || t.task(next).role != trace::TaskRole::kDpComm) continue;  // not the loops
       const std::string& n = t.name(t.task(next).name);
       if (n == "zero3-list-copies") continue;
       before_scatter = n == "fsdp-reduce-scatter";
@@ -210,18 +213,29 @@ TEST(Zero3SyncGather, RecomputeRegathersWhatTheReuseDistanceReleases) {
 }
 
 // Synchronous gathers and reduce-scatters add to the compute instead of
-// hiding under it, and the breakdown charges the whole wait to DP
-// communication (the chain of gathers and copies on the DP stream).
-TEST(Zero3SyncGather, NothingOverlapsComputeAndTheWaitIsDpComm) {
+// hiding under it. The breakdown charges the wait for this chain to DP
+// communication (gathers and copies on the DP stream), except DeepSpeed's
+// Python loops where no DP communication runs beside them: host work,
+// "other" (runtime orchestration in diagnose).
+TEST(Zero3SyncGather, NothingOverlapsComputeAndTheWaitIsDpCommOrHostWork) {
   config::ScenarioConfig s = SyncZero3(16, config::Recompute::kFull);
   simulate::Options o;
   o.simulate_if_out_of_memory = true;
   const auto sync = simulate::Simulate(s, o);
+  double loops = 0;  // rank 0's host loops, seconds
+  const trace::Trace t = BuildTrainingStep(s);
+  for (const auto& task : t.tasks()) {
+    if (task.rank == 0 && task.role == trace::TaskRole::kOther) loops += task.duration.seconds();
+  }
   s.plan.zero3_gather = config::Zero3Gather::kPrefetchPerLayer;
   const auto prefetch = simulate::Simulate(s, o);
   EXPECT_GT(sync.iteration.seconds(), prefetch.iteration.seconds());
   EXPECT_GT(sync.breakdown.dp_exposed.seconds(), prefetch.breakdown.dp_exposed.seconds());
-  EXPECT_LT(sync.breakdown.other.seconds(), 0.01 * sync.iteration.seconds());
+  EXPECT_GT(loops, 0);
+  // At most the loops (some run beside a reduce-scatter), at least the
+  // gathers' loops, which nothing runs beside.
+  EXPECT_LE(sync.breakdown.other.seconds(), loops + 1e-6 * sync.iteration.seconds());
+  EXPECT_GT(sync.breakdown.other.seconds(), 0.5 * loops);
   EXPECT_NEAR(sync.breakdown.total().seconds(), sync.iteration.seconds(), 1e-3 * sync.iteration.seconds());
 }
 
