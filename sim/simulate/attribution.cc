@@ -30,13 +30,16 @@ Time* Bucket(Breakdown& b, trace::TaskRole role) {
   return &b.other;
 }
 
-// The rank's data-parallel communication off the compute stream, as
-// disjoint intervals sorted by start.
-std::vector<std::pair<Time, Time>> DpBusy(const trace::Trace& t, const engine::ReplayResult& r,
-                                          const std::vector<TaskId>& rank_tasks, trace::StreamId compute) {
+// The spans of the rank's tasks off the compute stream that have `role`, as
+// disjoint intervals sorted by start: its data-parallel communication
+// (kDpComm), or its host work (kOther: a framework's Python loops between
+// its collectives).
+std::vector<std::pair<Time, Time>> Busy(const trace::Trace& t, const engine::ReplayResult& r,
+                                        const std::vector<TaskId>& rank_tasks, trace::StreamId compute,
+                                        trace::TaskRole role) {
   std::vector<std::pair<Time, Time>> spans;
   for (TaskId i : rank_tasks) {
-    if (t.stream(i) == compute || t.role(i) != trace::TaskRole::kDpComm) continue;
+    if (t.stream(i) == compute || t.role(i) != role) continue;
     if (r.timings[i].end > r.timings[i].start) spans.emplace_back(r.timings[i].start, r.timings[i].end);
   }
   std::sort(spans.begin(), spans.end());
@@ -58,27 +61,6 @@ Time Covered(const std::vector<std::pair<Time, Time>>& spans, Time lo, Time hi) 
                              [](const std::pair<Time, Time>& s, Time v) { return s.second <= v; });
   for (; it != spans.end() && it->first < hi; ++it) sum += Overlap(lo, hi, it->first, it->second);
   return sum;
-}
-
-// The rank's host work off the compute stream (role other: a framework's
-// Python loops between its collectives), as disjoint sorted intervals.
-std::vector<std::pair<Time, Time>> HostBusy(const trace::Trace& t, const engine::ReplayResult& r,
-                                            const std::vector<TaskId>& side) {
-  std::vector<std::pair<Time, Time>> spans;
-  for (TaskId i : side) {
-    if (t.role(i) != trace::TaskRole::kOther) continue;
-    if (r.timings[i].end > r.timings[i].start) spans.emplace_back(r.timings[i].start, r.timings[i].end);
-  }
-  std::sort(spans.begin(), spans.end());
-  std::vector<std::pair<Time, Time>> merged;
-  for (const auto& s : spans) {
-    if (!merged.empty() && s.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, s.second);
-    } else {
-      merged.push_back(s);
-    }
-  }
-  return merged;
 }
 
 // How much of [lo, hi) `host` covers while `dp` does not.
@@ -107,7 +89,7 @@ StepEnd FindStepEnd(const trace::Trace& t, const engine::ReplayResult& r) {
   for (TaskId i = 0; i < static_cast<TaskId>(t.size()); ++i) {
     if (t.rank(i) == s.final_rank) tasks.push_back(i);
   }
-  s.final_rank_dp = DpBusy(t, r, tasks, t.compute_stream());
+  s.final_rank_dp = Busy(t, r, tasks, t.compute_stream(), trace::TaskRole::kDpComm);
   return s;
 }
 
@@ -126,7 +108,7 @@ TaskId GapBlocker(const trace::Trace& t, const engine::ReplayResult& r, TaskId t
 Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const std::vector<TaskId>& rank_tasks,
                     trace::StreamId compute, Time makespan, const StepEnd& step) {
   Breakdown b;
-  const std::vector<std::pair<Time, Time>> dp_busy = DpBusy(t, r, rank_tasks, compute);
+  const std::vector<std::pair<Time, Time>> dp_busy = Busy(t, r, rank_tasks, compute, trace::TaskRole::kDpComm);
   Time prev_end = Time::Zero();
   std::vector<TaskId> side;  // this rank's tasks on other streams
   for (TaskId i : rank_tasks) {
@@ -190,7 +172,8 @@ Breakdown Attribute(const trace::Trace& t, const engine::ReplayResult& r, const 
     for (TaskId id : side) comm_end = std::max(comm_end, r.timings[id].end);
     Time exposed = std::min(tail, comm_end - prev_end);
     // Host work among that communication with none of it beside: other.
-    const Time host = HostOnly(HostBusy(t, r, side), dp_busy, prev_end, prev_end + exposed);
+    const Time host = HostOnly(Busy(t, r, rank_tasks, compute, trace::TaskRole::kOther), dp_busy, prev_end,
+                               prev_end + exposed);
     b.other += host;
     b.dp_exposed += exposed - host;
     // Then the stage that ends the step: its data-parallel communication,

@@ -301,8 +301,7 @@ TaskId StepBuilder::ListApiCopies(int rank, Bytes bytes, std::vector<TaskId> dep
   // copied out of it (all-gather) or into it (reduce-scatter) by its own
   // copy_: every byte read and written once, one launch per rank.
   // Part of the collective call, as the framework issues it: on the dp stream, counted as DP communication.
-  trace::Task c = MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, name, bytes * 2.0,
-                             std::min(plan_.FsdpShardRanks(), 32767), l, mb);
+  trace::Task c = MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, name, bytes * 2.0, plan_.FsdpShardRanks(), l, mb);
   return t_.Add(c, deps);
 }
 
@@ -392,7 +391,7 @@ TaskId StepBuilder::PersistentGather(int rank, TaskId after) {
     // launches and bytes (read and written).
     prev = HostDispatch(rank, "zero3-persistent-views", 4.0 * holders, {prev}, -1, -1);
     prev = t_.Add(MemoryPass(rank, dp_stream_, trace::TaskRole::kDpComm, "zero3-persistent-copies",
-                             Bytes{2.0 * e * shape_.element_bytes()}, std::min(holders, 32767), -1, -1),
+                             Bytes{2.0 * e * shape_.element_bytes()}, holders, -1, -1),
                   {prev});
   }
   return prev;
@@ -413,7 +412,7 @@ trace::Task StepBuilder::MemoryPass(int rank, trace::StreamId stream, trace::Tas
   c.compute.precision = plan_.precision;
   c.compute.bytes = bytes;
   c.compute.flops = Flops{0};
-  c.compute.kernels = static_cast<int16_t>(kernels);
+  c.compute.kernels = static_cast<int16_t>(std::min(kernels, 32767));  // the trace's field holds up to int16
   return c;
 }
 
