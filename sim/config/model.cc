@@ -240,6 +240,63 @@ void ParseMla(JsonObject& obj, ModelConfig& m) {
   m.v_head_dim = obj.Required("v_head_dim").PositiveInt();
 }
 
+// Hybrid Mamba-2 models as Megatron-Core and Hugging Face's NemotronH write
+// them: hybrid_override_pattern (a character per layer) and the mixer's
+// mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel,
+// chunk_size. Run after ParseMoe: the pattern decides which layers are MoE.
+void ParseHybrid(JsonObject& obj, ModelConfig& m) {
+  std::optional<JsonNode> pattern = obj.Optional("hybrid_override_pattern");
+  const char* mamba_keys[] = {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel",
+                              "chunk_size"};
+  if (!pattern || pattern->IsNull()) {
+    for (const char* key : mamba_keys) {
+      if (auto n = obj.Optional(key)) n->Fail("a Mamba-2 key without hybrid_override_pattern (which layers are Mamba)");
+    }
+    return;
+  }
+  m.hybrid_pattern = pattern->String();
+  if (static_cast<int64_t>(m.hybrid_pattern.size()) != m.num_layers) {
+    pattern->Fail("has " + std::to_string(m.hybrid_pattern.size()) + " layers; num_hidden_layers says " +
+                  std::to_string(m.num_layers));
+  }
+  bool mamba = false, moe = false;
+  for (char c : m.hybrid_pattern) {
+    if (c != 'M' && c != '*' && c != '-' && c != 'E') {
+      pattern->Fail(std::string("unknown layer '") + c + "' (M: Mamba-2, *: attention, -: MLP, E: mixture of experts)");
+    }
+    mamba |= c == 'M';
+    moe |= c == 'E';
+  }
+  if (moe != m.is_moe()) {
+    pattern->Fail(moe ? "has mixture-of-experts layers (E) but the model gives no routed experts"
+                      : "has no mixture-of-experts layer (E) though the model gives routed experts");
+  }
+  if (m.first_k_dense != 0 || m.moe_layer_step != 1) {
+    pattern->Fail("decides which layers are MoE: leave out first_k_dense_replace and decoder_sparse_step");
+  }
+  if (m.is_mla() || m.mtp_modules > 0 || m.sliding_window > 0 || m.attention_chunk > 0) {
+    pattern->Fail("hybrid models with multi-head latent attention, MTP modules, sliding-window or chunked "
+                  "attention are not modelled");
+  }
+  if (!mamba) {
+    for (const char* key : mamba_keys) {
+      if (auto n = obj.Optional(key)) n->Fail("the pattern has no Mamba-2 layer (M)");
+    }
+    return;
+  }
+  m.mamba.heads = obj.Required("mamba_num_heads").PositiveInt();
+  m.mamba.head_dim = obj.Required("mamba_head_dim").PositiveInt();
+  m.mamba.state = obj.Required("ssm_state_size").PositiveInt();
+  JsonNode groups = obj.Required("n_groups");
+  m.mamba.groups = groups.PositiveInt();
+  if (m.mamba.heads % m.mamba.groups != 0) {
+    groups.Fail("n_groups (" + std::to_string(m.mamba.groups) + ") must divide mamba_num_heads (" +
+                std::to_string(m.mamba.heads) + ")");
+  }
+  if (auto k = obj.Optional("conv_kernel")) m.mamba.conv_kernel = k->PositiveInt();
+  if (auto c = obj.Optional("chunk_size")) m.mamba.chunk = c->PositiveInt();
+}
+
 std::string FileStem(const std::string& file) {
   std::string stem = std::filesystem::path(file).stem().string();
   return stem.empty() ? "model" : stem;
@@ -320,7 +377,31 @@ int64_t ModelConfig::LayerParameterCount() const {
   return AttentionParameterCount() + MlpParameterCount(intermediate_size) + 2 * NormParameterCount();
 }
 
+LayerKind ModelConfig::LayerKindAt(int64_t layer) const {
+  if (is_hybrid()) {
+    switch (hybrid_pattern[static_cast<size_t>(std::min<int64_t>(layer, num_layers - 1))]) {
+      case 'M': return LayerKind::kMamba;
+      case '*': return LayerKind::kAttention;
+      case '-': return LayerKind::kMlp;
+      default: return LayerKind::kMoeBlock;
+    }
+  }
+  return IsMoeLayer(layer) ? LayerKind::kMoe : LayerKind::kDense;
+}
+
+int64_t ModelConfig::AttentionLayerCount() const {
+  if (!is_hybrid()) return num_layers;
+  return static_cast<int64_t>(std::count(hybrid_pattern.begin(), hybrid_pattern.end(), '*'));
+}
+
+int64_t ModelConfig::MambaParameterCount() const {
+  const MambaConfig& c = mamba;
+  return hidden_size * c.in_proj_width() + c.conv_channels() * (c.conv_kernel + 1) + 3 * c.heads + c.inner() +
+         c.inner() * hidden_size;
+}
+
 bool ModelConfig::IsMoeLayer(int64_t layer) const {
+  if (is_hybrid()) return LayerKindAt(layer) == LayerKind::kMoeBlock;
   if (!is_moe() || layer < first_k_dense) return false;
   return (layer + 1) % moe_layer_step == 0;
 }
@@ -334,14 +415,26 @@ int64_t ModelConfig::MoeLayerCount() const {
 int64_t ModelConfig::ExpertParameterCount() const { return num_experts * MlpParameterCount(moe_intermediate_size); }
 
 int64_t ModelConfig::LayerParameterCount(int64_t layer) const {
-  if (!IsMoeLayer(layer)) return LayerParameterCount();
-  int64_t router = hidden_size * num_experts + (router_bias ? num_experts : 0);
-  int64_t shared = shared_expert_intermediate_size > 0 ? MlpParameterCount(shared_expert_intermediate_size) : 0;
-  return AttentionParameterCount() + router + ExpertParameterCount() + shared + 2 * NormParameterCount();
+  const int64_t norm = NormParameterCount();
+  int64_t moe = 0;
+  if (IsMoeLayer(layer)) {
+    const int64_t router = hidden_size * num_experts + (router_bias ? num_experts : 0);
+    const int64_t shared = shared_expert_intermediate_size > 0 ? MlpParameterCount(shared_expert_intermediate_size) : 0;
+    moe = router + ExpertParameterCount() + shared;
+  }
+  switch (LayerKindAt(layer)) {
+    case LayerKind::kDense: return LayerParameterCount();
+    case LayerKind::kMoe: return AttentionParameterCount() + moe + 2 * norm;
+    case LayerKind::kMamba: return MambaParameterCount() + norm;
+    case LayerKind::kAttention: return AttentionParameterCount() + norm;
+    case LayerKind::kMlp: return MlpParameterCount(intermediate_size) + norm;
+    case LayerKind::kMoeBlock: return moe + norm;
+  }
+  return 0;
 }
 
 int64_t ModelConfig::ActiveLayerParameterCount(int64_t layer) const {
-  if (!IsMoeLayer(layer)) return LayerParameterCount();
+  if (!IsMoeLayer(layer)) return LayerParameterCount(layer);
   return LayerParameterCount(layer) - (num_experts - experts_per_token) * MlpParameterCount(moe_intermediate_size);
 }
 
@@ -523,6 +616,7 @@ ModelConfig ParseModel(const JsonNode& node) {
   if (auto mtp = obj.Optional("num_nextn_predict_layers")) m.mtp_modules = NonNegativeInt(*mtp);
   ParseSlidingWindow(obj, m);
   ParseChunkedAttention(obj, m);
+  ParseHybrid(obj, m);
 
   // Keys of Hugging Face configs that do not change the cost of training.
   obj.Ignore({"architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
@@ -538,7 +632,12 @@ ModelConfig ParseModel(const JsonNode& node) {
               "attention_sinks",
               // Llama 4: QK norm (a small norm per head, not costed) and the
               // attention temperature tuning of its global layers.
-              "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale"});
+              "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
+              // NemotronH (Mamba-2): initialisation, the mixer's fixed choices
+              // (SiLU, conv bias, no linear bias) and inference settings.
+              "expand", "mamba_hidden_act", "use_conv_bias", "use_bias", "mamba_proj_bias", "residual_in_fp32",
+              "rescale_prenorm_residual", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
+              "num_logits_to_keep"});
   obj.Finish();
 
   double params = static_cast<double>(m.num_layers) *
@@ -605,6 +704,17 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
   if (m.attention_chunk > 0) {
     j["attention_chunk_size"] = m.attention_chunk;
     j["chunked_attention_layers"] = m.chunked_attention_layers;
+  }
+  if (m.is_hybrid()) {
+    j["hybrid_override_pattern"] = m.hybrid_pattern;
+    if (m.mamba.heads > 0) {
+      j["mamba_num_heads"] = m.mamba.heads;
+      j["mamba_head_dim"] = m.mamba.head_dim;
+      j["ssm_state_size"] = m.mamba.state;
+      j["n_groups"] = m.mamba.groups;
+      j["conv_kernel"] = m.mamba.conv_kernel;
+      j["chunk_size"] = m.mamba.chunk;
+    }
   }
   return j;
 }

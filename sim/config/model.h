@@ -20,6 +20,33 @@ enum class NormKind { kLayerNorm, kRmsNorm };
 // max_position_embeddings x hidden); RoPE and ALiBi cost a few element-wise ops.
 enum class PositionEmbedding { kRope, kLearned, kAlibi, kNone };
 
+// What one layer of the stack is. A transformer layer (self-attention, then
+// a dense or MoE MLP) unless the model is hybrid: Megatron-Core's hybrid
+// models (MambaModel with hybrid_override_pattern; Nemotron-H, Nemotron 3)
+// stack single blocks, each with its own pre-norm and residual: a Mamba-2
+// mixer ('M'), self-attention ('*'), a dense MLP ('-') or a MoE MLP ('E').
+enum class LayerKind { kDense, kMoe, kMamba, kAttention, kMlp, kMoeBlock };
+inline constexpr int kNumLayerKinds = 6;
+
+// A Mamba-2 mixer (Dao & Gu 2024, arXiv:2405.21060, section 7; Megatron-Core
+// MambaMixer): in_proj maps the hidden state to z and x (inner = heads x
+// head_dim each), B and C (groups x state each) and one dt per head; a
+// causal depthwise convolution of conv_kernel taps runs over x, B and C; the
+// state-space dual (SSD) scan works in chunks of `chunk` tokens; a gated
+// RMSNorm (y * silu(z)) and out_proj (inner -> hidden) follow. Sizes in elements.
+struct MambaConfig {
+  int64_t heads = 0;        // mamba_num_heads
+  int64_t head_dim = 0;     // mamba_head_dim (the SSD's P)
+  int64_t state = 0;        // ssm_state_size (N)
+  int64_t groups = 0;       // n_groups: heads / groups heads share one B and C
+  int64_t conv_kernel = 4;  // conv_kernel (Megatron-Core's d_conv default)
+  int64_t chunk = 128;      // chunk_size (Megatron-Core's MambaMixer default)
+
+  int64_t inner() const { return heads * head_dim; }
+  int64_t in_proj_width() const { return 2 * inner() + 2 * groups * state + heads; }
+  int64_t conv_channels() const { return inner() + 2 * groups * state; }
+};
+
 struct ModelConfig {
   std::string name;
   std::string family;  // Hugging Face model_type ("" when not given)
@@ -105,6 +132,20 @@ struct ModelConfig {
   int64_t v_head_dim = 0;
 
   bool is_mla() const { return kv_lora_rank > 0; }
+
+  // Hybrid models: one character per layer (hybrid_override_pattern, 'M',
+  // '*', '-' or 'E'; its length is num_layers) and the Mamba-2 mixer's
+  // shapes. Empty for a plain transformer.
+  std::string hybrid_pattern;
+  MambaConfig mamba;
+  bool is_hybrid() const { return !hybrid_pattern.empty(); }
+  // REQUIRES: 0 <= layer < PipelineLayerCount() (an MTP layer is shaped as the last layer).
+  LayerKind LayerKindAt(int64_t layer) const;
+  // Layers with self-attention (every layer unless the model is hybrid).
+  int64_t AttentionLayerCount() const;
+  // One Mamba-2 mixer's parameters: in_proj, the convolution's taps and
+  // bias, A, D and dt_bias per head, the gated norm's weight, out_proj.
+  int64_t MambaParameterCount() const;
 
   bool is_moe() const { return num_experts > 0; }
   bool IsMoeLayer(int64_t layer) const;  // 0-based

@@ -478,6 +478,56 @@ TEST(Model, BadLatentAttentionKeysAreErrors) {
   EXPECT_EQ(Parse(ok).ParameterCount(), 671026404352);
 }
 
+// A small hybrid stack in Hugging Face's NemotronH keys.
+nlohmann::json Hybrid() {
+  nlohmann::json j = Llama7b();
+  j["num_hidden_layers"] = 4;
+  j["hybrid_override_pattern"] = "M*M-";
+  j["mamba_num_heads"] = 64;
+  j["mamba_head_dim"] = 64;
+  j["ssm_state_size"] = 128;
+  j["n_groups"] = 8;
+  return j;
+}
+
+TEST(Model, ReadsHybridMambaPatternsAndRejectsBadOnes) {
+  const ModelConfig m = Parse(Hybrid());
+  EXPECT_TRUE(m.is_hybrid());
+  EXPECT_EQ(m.LayerKindAt(0), LayerKind::kMamba);
+  EXPECT_EQ(m.LayerKindAt(1), LayerKind::kAttention);
+  EXPECT_EQ(m.LayerKindAt(3), LayerKind::kMlp);
+  EXPECT_EQ(m.mamba.inner(), 4096);
+  EXPECT_EQ(m.mamba.chunk, 128);  // Megatron-Core's default
+  EXPECT_EQ(m.AttentionLayerCount(), 1);
+  // Written back and read again, the same model.
+  const ModelConfig again = ParseModel(JsonNode(ModelToJson(m), "back.json", ""));
+  EXPECT_EQ(again.hybrid_pattern, "M*M-");
+  EXPECT_EQ(again.ParameterCount(), m.ParameterCount());
+
+  auto fails_at = [](nlohmann::json j, const std::string& key) {
+    const InputError e = ParseError(j);
+    EXPECT_EQ(e.key_path(), key) << e.what();
+  };
+  nlohmann::json j = Hybrid();
+  j["hybrid_override_pattern"] = "M*M";  // three layers, four said
+  fails_at(j, "hybrid_override_pattern");
+  j = Hybrid();
+  j["hybrid_override_pattern"] = "M*MX";
+  fails_at(j, "hybrid_override_pattern");
+  j = Hybrid();
+  j["hybrid_override_pattern"] = "M*ME";  // MoE blocks, no experts
+  fails_at(j, "hybrid_override_pattern");
+  j = Hybrid();
+  j["n_groups"] = 5;
+  fails_at(j, "n_groups");
+  j = Hybrid();
+  j.erase("ssm_state_size");
+  fails_at(j, "ssm_state_size");
+  j = Llama7b();
+  j["mamba_num_heads"] = 64;  // without a pattern
+  fails_at(j, "mamba_num_heads");
+}
+
 TEST(Model, EveryShippedModelLoadsAndCitesItsSource) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/models")) {

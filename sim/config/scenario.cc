@@ -383,6 +383,17 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     fail("plan.tp", "tp " + Str(p.tp) + " and the model's " + Str(m.num_kv_heads) +
                         " KV heads must divide one another (KV heads are split, or replicated, across TP ranks)");
   }
+  if (m.is_hybrid()) {
+    // Megatron-Core's MambaMixer splits the heads and the B/C groups over TP.
+    if (m.mamba.heads > 0 && (m.mamba.heads % p.tp != 0 || m.mamba.groups % p.tp != 0)) {
+      fail("plan.tp", "tp " + Str(p.tp) + " must divide the Mamba-2 mixer's " + Str(m.mamba.heads) + " heads and " +
+                          Str(m.mamba.groups) + " groups (each TP rank holds whole groups)");
+    }
+    if (p.cp > 1) fail("plan.cp", "context parallelism of hybrid (Mamba-2) models is not modelled");
+    if (p.finetune.frozen_base()) {
+      fail("plan.finetune", "LoRA and QLoRA of hybrid (Mamba-2) models are not modelled");
+    }
+  }
   const int domain = t.scale_up.kind == ScaleUpKind::kPcie ? t.gpus_per_node : t.scale_up.domain_gpus;
   if (p.tp > domain || domain % p.tp != 0) {
     if (t.scale_up.kind == ScaleUpKind::kPcie) {

@@ -1,6 +1,7 @@
 #include "sim/memory/memory_model.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -123,12 +124,13 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   if (recompute == config::Recompute::kFull) return Bytes{e * Tn * h};
   // The op policy for dense layers with standard attention; MoE and MLA
   // layers fall back to the module-based accounting below.
+  const bool dense = s.kind == config::LayerKind::kDense;
   if (recompute == config::Recompute::kSelective && s.selective_policy == config::SelectivePolicy::kOpPolicy &&
-      !s.moe.enabled && !s.mla.enabled) {
+      dense && !s.mla.enabled) {
     return Bytes{OpPolicyActivations(s)};
   }
   if (recompute == config::Recompute::kSelective && s.selective_policy == config::SelectivePolicy::kSaveQkvProj &&
-      !s.moe.enabled && !s.mla.enabled) {
+      dense && !s.mla.enabled) {
     return Bytes{SaveQkvProjActivations(s)};
   }
   // Selective recomputation by module (Megatron-Core recompute_modules; see
@@ -147,13 +149,29 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
   // re-gathers it for the weight gradient) or, under DTensor's SP, the
   // gathered tensor (plan.sp_keeps_gathered_inputs).
   const double Tin = s.sp_keeps_gathered_inputs ? T : Tn;
-  double attn = s.mla.enabled ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
-                                                recomputed(RecomputeModule::kMlaUpProj))
-                      : e * Tn * h + l * Tin * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
+  using config::LayerKind;
+  if (s.kind == LayerKind::kMamba) {
+    // Mamba-2 block (mamba_ssm's mamba_split_conv1d_scan_combined, then TE's
+    // out_proj): the block input, in_proj's input (kept by the fused
+    // norm-linear), in_proj's output z x B C dt and the scan's output y (the
+    // combined function recomputes the rest), out_proj's input.
+    const double heads = D(s.mamba.heads / s.tp), groups = D(s.mamba.groups / s.tp);
+    const double inner = heads * D(s.mamba.head_dim);
+    const double in_proj = 2.0 * inner + 2.0 * groups * D(s.mamba.state) + heads;
+    return Bytes{e * Tn * h + l * Tin * h + e * T * in_proj + e * T * inner + l * T * inner + mask * Tn * h};
+  }
+  const bool attention_block = s.kind != LayerKind::kMlp && s.kind != LayerKind::kMoeBlock;
+  const bool mlp_block = s.kind != LayerKind::kAttention;
+  double attn = 0;
+  if (attention_block) {
+    attn = s.mla.enabled ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
+                                                   recomputed(RecomputeModule::kMlaUpProj))
+                         : e * Tn * h + l * Tin * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
+  }
   const double scores = D(s.micro_batch) * D(s.attention.heads / s.tp) * D(s.seq) * D(s.seq);
-  if (s.attention.flash) {
+  if (attention_block && s.attention.flash) {
     attn += 4.0 * D(s.tokens()) * D(s.attention.heads / s.tp);  // fp32 log-sum-exp per (local) row
-  } else if (!recomputed(RecomputeModule::kCoreAttn)) {
+  } else if (attention_block && !recomputed(RecomputeModule::kCoreAttn)) {
     attn += e * scores + mask * scores + e * scores;  // softmax output, dropout mask, dropout output: 5as^2b/t
   }
   if (s.moe.enabled) {
@@ -185,6 +203,7 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     }
     return Bytes{attn + moe};
   }
+  if (!mlp_block) return Bytes{attn};
   // MLP block: norm input, FC1 input, activation input (both halves when
   // gated), FC2 input, dropout mask. Recomputed (mlp), the MLP module keeps
   // only its input, the norm's input (the norm is inside FC1).
@@ -200,7 +219,7 @@ namespace {
 // full recomputation holds one whole layer). core_attn's transient scores are
 // left out, as Korthikanti et al. leave them out.
 double RecomputedTransient(const workload::LayerShape& s) {
-  if (s.selective_policy != config::SelectivePolicy::kModules && !s.moe.enabled && !s.mla.enabled) {
+  if (s.selective_policy != config::SelectivePolicy::kModules && s.kind == config::LayerKind::kDense && !s.mla.enabled) {
     // Everything the policy recomputes is back during the layer's backward.
     return std::max(0.0, LayerActivations(s, config::Recompute::kNone).value -
                              LayerActivations(s, config::Recompute::kSelective).value);
@@ -236,13 +255,26 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   // MoE: the routed experts' optimizer state and gradients are sharded over
   // the expert-data-parallel group (tp x dp x cp / ep ranks hold the same experts).
   const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards());
-  const auto moe_shape = s.model.is_moe() ? shape.Moe(s.model, plan) : shape;
+  // One shape per layer kind (config::LayerKind), and the largest layer's
+  // parameters on one GPU (a hybrid model's blocks differ).
+  std::array<workload::LayerShape, config::kNumLayerKinds> kind_shape;
+  for (int k = 0; k < config::kNumLayerKinds; ++k) {
+    const auto kind = static_cast<config::LayerKind>(k);
+    const bool moe = kind == config::LayerKind::kMoe || kind == config::LayerKind::kMoeBlock;
+    kind_shape[k] = moe && !s.model.is_moe() ? shape : shape.Kind(s.model, plan, kind);
+  }
   double largest_layer = layer_params;
   for (int64_t l = 0; l < s.model.num_layers && s.model.is_moe(); ++l) {
     if (!s.model.IsMoeLayer(l)) continue;
     largest_layer = std::max(largest_layer, D(s.model.LayerParameterCount(l) - s.model.ExpertParameterCount()) / plan.tp +
                                                 D(s.model.ExpertParameterCount()) / plan.ExpertShards());
     break;
+  }
+  if (s.model.is_hybrid()) {
+    largest_layer = 0;
+    for (int64_t l = 0; l < s.model.num_layers; ++l) {
+      largest_layer = std::max(largest_layer, D(workload::LayerParametersPerGpu(s.model, plan, l)));
+    }
   }
   std::vector<StageFootprint> out;
   for (int st = 0; st < p; ++st) {
@@ -335,17 +367,21 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     // Activations: the peak number of chunk forwards awaiting their backward,
     // each holding its chunk's layers.
     int peak_chunks = workload::PeakInFlightChunks(schedule[st]);
-    // Layers of each kind (dense, MoE) on this stage.
-    double stage_layers[2] = {0, 0};
+    // Layers of each kind on this stage.
+    std::array<double, config::kNumLayerKinds> stage_layers{};
     const std::vector<int> held = layout.StagesOfRank(st);
     for (int vs : held) {
-      for (int l = first_layer[vs]; l < first_layer[vs] + layers[vs]; ++l) stage_layers[s.model.IsMoeLayer(l) ? 1 : 0] += 1;
+      for (int l = first_layer[vs]; l < first_layer[vs] + layers[vs]; ++l) {
+        stage_layers[static_cast<int>(s.model.LayerKindAt(l))] += 1;
+      }
     }
     const bool has_embedding = std::find(held.begin(), held.end(), 0) != held.end();
     const bool has_head = std::find(held.begin(), held.end(), layout.stages() - 1) != held.end();
-    double act = peak_chunks / static_cast<double>(v) *
-                 (stage_layers[0] * LayerActivations(shape, plan.recompute).value +
-                  stage_layers[1] * LayerActivations(moe_shape, plan.recompute).value);
+    double saved = 0;
+    for (int k = 0; k < config::kNumLayerKinds; ++k) {
+      if (stage_layers[k] > 0) saved += stage_layers[k] * LayerActivations(kind_shape[k], plan.recompute).value;
+    }
+    double act = peak_chunks / static_cast<double>(v) * saved;
     // LoRA / QLoRA: each adapter keeps lora_A's output h (tokens x r) for
     // dB; the inputs it keeps are the projections' own (counted above).
     if (plan.finetune.frozen_base() && plan.recompute != config::Recompute::kFull) {
@@ -355,15 +391,19 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     }
     // The backward of one layer (after its recomputation) holds gradients of
     // its own beside the saved activations.
-    act += BackwardTransient(stage_layers[1] > 0 ? moe_shape : shape);
-    if (plan.recompute == config::Recompute::kFull) {
-      // The layer being recomputed holds its full activations during its backward.
-      act += std::max(LayerActivations(shape, config::Recompute::kNone).value,
-                      stage_layers[1] > 0 ? LayerActivations(moe_shape, config::Recompute::kNone).value : 0.0);
-    } else if (plan.recompute == config::Recompute::kSelective) {
-      act += std::max(stage_layers[0] > 0 ? RecomputedTransient(shape) : 0.0,
-                      stage_layers[1] > 0 ? RecomputedTransient(moe_shape) : 0.0);
+    const int moe_kind = static_cast<int>(s.model.is_hybrid() ? config::LayerKind::kMoeBlock : config::LayerKind::kMoe);
+    act += BackwardTransient(stage_layers[moe_kind] > 0 ? kind_shape[moe_kind] : shape);
+    // The layer being recomputed holds its full activations during its
+    // backward; selective recomputation brings back its modules' tensors.
+    double transient = 0;
+    for (int k = 0; k < config::kNumLayerKinds; ++k) {
+      if (plan.recompute == config::Recompute::kFull && (stage_layers[k] > 0 || (!s.model.is_hybrid() && k == 0))) {
+        transient = std::max(transient, LayerActivations(kind_shape[k], config::Recompute::kNone).value);
+      } else if (plan.recompute == config::Recompute::kSelective && stage_layers[k] > 0) {
+        transient = std::max(transient, RecomputedTransient(kind_shape[k]));
+      }
     }
+    act += transient;
     const double T = D(shape.tokens());
     const double Tn = shape.sequence_parallel ? T / plan.tp : T;
     if (has_embedding) act += peak_chunks / static_cast<double>(v) * (e * Tn * D(s.model.hidden_size));  // embedding output

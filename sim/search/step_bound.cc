@@ -115,8 +115,12 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
   const auto& model = scenario_.model;
   const workload::PlanGroups groups = workload::PlacePlan(plan, scenario_.topology);
   const workload::LayerShape shape = workload::LayerShape::From(model, plan, scenario_.seq_len, scenario_.profile);
-  for (int kind = 0; kind < (model.is_moe() ? 2 : 1); ++kind) {
-    const workload::LayerShape ls = kind == 1 ? shape.Moe(model, plan, workload::DomainSize(scenario_.topology)) : shape;
+  bool present[config::kNumLayerKinds] = {};
+  for (int64_t l = 0; l < model.PipelineLayerCount(); ++l) present[static_cast<int>(model.LayerKindAt(l))] = true;
+  for (int kind = 0; kind < config::kNumLayerKinds; ++kind) {
+    if (!present[kind]) continue;
+    const workload::LayerShape ls =
+        shape.Kind(model, plan, static_cast<config::LayerKind>(kind), workload::DomainSize(scenario_.topology));
     auto bwd = workload::LayerBackward(ls);
     c->fwd[kind] = ListTime(workload::LayerForward(ls), cost_, network_, groups, dual);
     c->bwd[kind] = ListTime(bwd, cost_, network_, groups, dual);
@@ -166,7 +170,7 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
   for (int vs = 0; vs < stages; ++vs) {
     Time f = Time::Zero(), b = Time::Zero(), bi = Time::Zero(), w = Time::Zero();
     for (int l = first; l < first + layers[vs]; ++l) {
-      const int k = model.is_moe() && model.IsMoeLayer(l) ? 1 : 0;
+      const int k = static_cast<int>(model.LayerKindAt(l));
       const Time rec = full ? c.recompute_full[k] : selective ? c.recompute_selective[k] : Time::Zero();
       f += c.fwd[k];
       b += c.bwd[k] + rec;
@@ -431,11 +435,11 @@ Time StepTimeBound::PipelineBound(const config::PlanConfig& plan, int gpus) {
   if (full_training && plan.sharding == config::Sharding::kZero3 && plan.FsdpShardRanks() > 1) {
     const workload::PlanGroups groups = workload::PlacePlan(plan, topo);
     double dense_params = static_cast<double>(model.LayerParameterCount());
-    for (int64_t l = 0; l < model.num_layers && model.is_moe(); ++l) {
-      if (!model.IsMoeLayer(l)) continue;
-      dense_params = std::min(dense_params, static_cast<double>(model.LayerParameterCount(l) -
-                                                                model.ExpertParameterCount()));
-      break;
+    for (int64_t l = 0; l < model.num_layers && (model.is_moe() || model.is_hybrid()); ++l) {
+      const int64_t experts = model.IsMoeLayer(l) ? model.ExpertParameterCount() : 0;
+      if (experts == 0 && !model.is_hybrid()) continue;
+      dense_params = std::min(dense_params, static_cast<double>(model.LayerParameterCount(l) - experts));
+      if (!model.is_hybrid()) break;  // a transformer's MoE layers are alike: the first stands for all
     }
     const double layer_params = dense_params / plan.tp;
     trace::CommOp gather, scatter;

@@ -58,11 +58,14 @@ class StepTimeBound {
  private:
   // Per micro-batch, on one rank's compute stream.
   struct LayerCosts {
-    Time fwd[2], bwd[2], bwd_input[2], weight[2], recompute_full[2], recompute_selective[2];  // [dense, MoE]
+    // Per layer kind (config::LayerKind).
+    Time fwd[config::kNumLayerKinds], bwd[config::kNumLayerKinds], bwd_input[config::kNumLayerKinds];
+    Time weight[config::kNumLayerKinds], recompute_full[config::kNumLayerKinds];
+    Time recompute_selective[config::kNumLayerKinds];
     Time emb_fwd, emb_bwd, head_fwd, head_bwd, head_bwd_input, head_weight;
     // DualPipe only: the expert all-to-alls a layer's forward / backward
     // issues, at their unshared cost (ListTime leaves them out there).
-    Time a2a_fwd[2], a2a_bwd[2];
+    Time a2a_fwd[config::kNumLayerKinds], a2a_bwd[config::kNumLayerKinds];
   };
   const LayerCosts& Costs(const config::PlanConfig& plan, int gpus);
   // Per virtual stage, per micro-batch: forward, whole backward (with

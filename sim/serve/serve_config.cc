@@ -433,6 +433,11 @@ void ValidateServeConfig(const ServeConfig& c) {
   if (m.num_layers % c.pp != 0) {
     throw InputError(c.file, "replica.pp", "pp does not divide the model's layers");
   }
+  if (m.is_hybrid()) {
+    // Serving a Mamba-2 hybrid keeps a fixed-size SSM state per sequence
+    // instead of a growing KV cache for most layers; not modelled.
+    throw InputError(c.file, "model", "serving hybrid (Mamba-2) models is not modelled; simulate trains them");
+  }
   if (c.ep > 1 && (!m.is_moe() || m.num_experts % c.ep != 0 || c.ep > c.tp || c.tp % c.ep != 0)) {
     throw InputError(c.file, "replica.ep",
                      "ep needs a MoE model whose experts it divides, and ep dividing tp (experts spread over the TP "

@@ -14,6 +14,7 @@
 #include "sim/simulate/step_replay.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/lora.h"
+#include "sim/workload/mamba.h"
 #include "sim/workload/offload.h"
 #include "sim/workload/training_step.h"
 
@@ -121,9 +122,17 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
                    6.0 * static_cast<double>(scenario.model.num_layers) *
                        workload::LayerAdapterParameters(scenario.model, whole);
   }
-  res.model_flops = Flops{tokens * (matrix_flops + 6.0 * scenario.model.num_layers *
-                                                       scenario.model.num_attention_heads * attn_dim *
-                                                       scenario.seq_len)};
+  // Hybrid models: attention in their attention blocks only, and each
+  // Mamba-2 block's SSD products (forward, and twice that backward).
+  double ssd_flops = 0;
+  if (scenario.model.is_hybrid()) {
+    const auto& p = scenario.model.hybrid_pattern;
+    ssd_flops = 3.0 * static_cast<double>(std::count(p.begin(), p.end(), 'M')) *
+                workload::SsdForwardFlops(scenario.model.mamba, 1.0);
+  }
+  res.model_flops = Flops{tokens * (matrix_flops + ssd_flops +
+                                    6.0 * static_cast<double>(scenario.model.AttentionLayerCount()) *
+                                        scenario.model.num_attention_heads * attn_dim * scenario.seq_len)};
   if (res.out_of_memory && !options.simulate_if_out_of_memory) {
     res.notes.push_back("the plan does not fit in GPU memory; not simulated");
     res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -128,8 +128,65 @@ const config::ModelConfig* PublishedModelNamed(const std::string& name) {
   const std::string key = config::AlnumNameKey(name);
   for (const config::ModelConfig& ref : ShippedModels()) {
     if (config::AlnumNameKey(ref.name) == key) return &ref;
+    for (const std::string& alias : ref.aliases) {
+      if (config::AlnumNameKey(alias) == key) return &ref;
+    }
   }
   return nullptr;
+}
+
+// A hybrid (Mamba-2) model: the schema cannot state its blocks, so the
+// architecture is the published config's; each shape the run gives must
+// agree with it.
+void ReadHybridModel(JsonObject& m, const config::ModelConfig& published, const std::string& attention,
+                     RunScenario& out) {
+  config::ScenarioConfig& s = out.scenario;
+  const std::string name = s.model.name;
+  auto agree = [&](JsonObject& obj, const char* key, int64_t value) {
+    if (auto v = obj.Optional(key); v && v->PositiveInt() != value) {
+      v->Fail("differs from " + published.name + "'s published config (" + std::to_string(value) +
+              "), whose hybrid layers this run takes");
+    }
+  };
+  if (attention != "mha-gqa") m.Required("attention").Fail("the hybrid model's attention blocks are mha-gqa");
+  agree(m, "layers", published.num_layers);
+  agree(m, "hidden", published.hidden_size);
+  agree(m, "heads", published.num_attention_heads);
+  agree(m, "kv_heads", published.num_kv_heads);
+  agree(m, "head_dim", published.head_dim);
+  agree(m, "ffn_hidden", published.intermediate_size);
+  agree(m, "vocab", published.vocab_size);
+  s.seq_len = m.Required("seq_len").PositiveInt();
+  JsonNode act = m.Required("activation");
+  if (act.OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"}) !=
+      (published.activation == config::Activation::kSquaredRelu ? "squared-relu"
+                                                                : config::ActivationName(published.activation))) {
+    act.Fail("differs from " + published.name + "'s published config (" + config::ActivationName(published.activation) + ")");
+  }
+  if (auto moe_node = m.Optional("moe")) {
+    JsonObject moe(*moe_node);
+    agree(moe, "experts", published.num_experts);
+    agree(moe, "top_k", published.experts_per_token);
+    agree(moe, "expert_ffn_hidden", published.moe_intermediate_size);
+    // A count; the published config gives the shared experts' width (one
+    // expert of 3712 in Nemotron 3 Nano, twice a routed expert's).
+    if (auto sh = moe.Optional("shared_experts"); sh && (sh->Int() > 0) != (published.shared_expert_intermediate_size > 0)) {
+      sh->Fail("differs from " + published.name + "'s published config (shared experts " +
+               std::to_string(published.shared_expert_intermediate_size) + " wide in all)");
+    }
+    moe.Ignore({"dense_layers"});
+    moe.Finish();
+  } else if (published.is_moe()) {
+    m.Required("moe").Fail(published.name + " is a mixture-of-experts model");
+  }
+  m.Finish();
+  s.model = published;
+  s.model.name = name;
+  const std::string& p = published.hybrid_pattern;
+  auto count = [&](char c) { return std::to_string(std::count(p.begin(), p.end(), c)); };
+  out.choices.push_back("hybrid layers from " + published.name + "'s published config (models/): " + count('M') +
+                        " Mamba-2, " + count('E') + " MoE, " + count('-') + " MLP and " + count('*') +
+                        " attention blocks");
 }
 
 // The run's "model": shapes as given, architecture details by model family.
@@ -145,6 +202,10 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   // same model, where one is shipped (models/), and the choices say so;
   // otherwise it is an error at the field.
   const config::ModelConfig* published = PublishedModelNamed(model.name);
+  if (published != nullptr && published->is_hybrid()) {
+    ReadHybridModel(m, *published, attention, out);
+    return;
+  }
   auto shape = [&](const char* key, int64_t config::ModelConfig::*field) {
     if (auto v = m.Optional(key); v || published == nullptr) return m.Required(key).PositiveInt();
     out.choices.push_back(std::string(key) + "=" + std::to_string(published->*field) + " from " + published->name +

@@ -13,15 +13,25 @@ GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s) {
   if (plan.finetune.frozen_base()) {
     // LoRA / QLoRA: only the adapters have gradients (MoE models are refused).
     const Bytes adapters{LayerAdapterParameters(s.model, plan) * config::PrecisionBytes(precision)};
-    out.fsdp_layer = out.dense[0] = out.dense[1] = adapters;
+    for (Bytes& b : out.dense) b = adapters;
+    out.fsdp_layer = adapters;
     return out;
   }
-  for (int kind = 0; kind < 2; ++kind) {
-    double expert = kind == 1 && s.model.is_moe() ? static_cast<double>(s.model.ExpertParameterCount()) : 0.0;
-    int64_t first_moe = 0;
-    while (first_moe < s.model.num_layers - 1 && !s.model.IsMoeLayer(first_moe)) ++first_moe;
-    double all =
-        static_cast<double>(kind == 1 ? s.model.LayerParameterCount(first_moe) : s.model.LayerParameterCount());
+  for (int kind = 0; kind < config::kNumLayerKinds; ++kind) {
+    // The kind's first layer stands for all of its layers; a plain
+    // transformer without dense (or without MoE) layers gets a dense
+    // layer's sizes there.
+    int64_t first = 0;
+    while (first < s.model.num_layers && static_cast<int>(s.model.LayerKindAt(first)) != kind) ++first;
+    double all = 0, expert = 0;
+    if (first < s.model.num_layers) {
+      all = static_cast<double>(s.model.LayerParameterCount(first));
+      if (s.model.IsMoeLayer(first)) expert = static_cast<double>(s.model.ExpertParameterCount());
+    } else if (kind == 0 || (kind == 1 && !s.model.is_moe())) {
+      all = static_cast<double>(s.model.LayerParameterCount());
+    } else {
+      continue;
+    }
     out.dense[kind] = Bytes{(all - expert) / plan.tp * config::PrecisionBytes(precision)};
     out.expert[kind] = Bytes{expert / plan.ExpertShards() * config::PrecisionBytes(precision)};
   }

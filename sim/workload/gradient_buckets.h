@@ -20,8 +20,10 @@ namespace stacksim::workload {
 // in plan.grad_reduce_precision (Megatron's fp32 main gradients by default; the
 // compute dtype under ZeRO-3 unless a framework or the plan says otherwise).
 struct GradientSizes {
-  Bytes dense[2];
-  Bytes expert[2];
+  // Per layer kind (config::LayerKind): the layer's gradients outside and
+  // inside its routed experts, on one rank.
+  Bytes dense[config::kNumLayerKinds];
+  Bytes expert[config::kNumLayerKinds];
   Bytes fsdp_layer;  // ZeRO-3: one dense layer's gradients, reduce-scattered per micro-batch
 };
 GradientSizes ComputeGradientSizes(const config::ScenarioConfig& s);

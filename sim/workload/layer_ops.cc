@@ -7,6 +7,7 @@
 #include "sim/workload/context_parallel.h"
 #include "sim/workload/dense_mlp.h"
 #include "sim/workload/lora.h"
+#include "sim/workload/mamba.h"
 #include "sim/workload/mla.h"
 #include "sim/workload/moe.h"
 #include "sim/workload/op_builders.h"
@@ -21,8 +22,14 @@ double D(int64_t v) { return static_cast<double>(v); }
 
 }  // namespace
 
-std::vector<Op> LayerForward(const LayerShape& s) {
-  std::vector<Op> ops;
+namespace {
+
+using config::LayerKind;
+
+bool HasAttention(LayerKind k) { return k == LayerKind::kDense || k == LayerKind::kMoe || k == LayerKind::kAttention; }
+bool HasMlp(LayerKind k) { return k != LayerKind::kMamba && k != LayerKind::kAttention; }
+
+void AttentionBlockForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t T = s.tokens();
   ops.push_back(NormForward("input-norm", s));
   if (s.mla.enabled) {
@@ -37,6 +44,9 @@ std::vector<Op> LayerForward(const LayerShape& s) {
   WaitFor(ops, exchange);
   AddReduce(ops, "tp-attn", s);
   ops.push_back(ResidualForward("attn-residual", s));
+}
+
+void MlpBlockForward(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(NormForward("mlp-norm", s));
   if (s.moe.enabled) {
     MoeForward(ops, s);
@@ -44,12 +54,9 @@ std::vector<Op> LayerForward(const LayerShape& s) {
     DenseMlpForward(ops, s);
   }
   ops.push_back(ResidualForward("mlp-residual", s));
-  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel, s.tp);
 }
 
-std::vector<Op> LayerBackward(const LayerShape& s) {
-  std::vector<Op> ops;
-  const int64_t T = s.tokens();
+void MlpBlockBackward(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(ResidualBackward("mlp-residual-bwd", s));
   if (s.moe.enabled) {
     MoeBackward(ops, s);
@@ -57,6 +64,10 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
     DenseMlpBackward(ops, s);
   }
   ops.push_back(NormBackward("mlp-norm-bwd", s));
+}
+
+void AttentionBlockBackward(std::vector<Op>& ops, const LayerShape& s) {
+  const int64_t T = s.tokens();
   ops.push_back(ResidualBackward("attn-residual-bwd", s));
   AddGather(ops, "ag-attn-grad", s);
   LinearBackward(ops, "attn-proj", Projection::kAttnOut, T, s.hidden, QHeads(s) * VDim(s), s);
@@ -71,6 +82,31 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   WaitFor(ops, exchange);
   if (!s.mla.enabled) AddReduce(ops, "tp-attn-grad", s);
   ops.push_back(NormBackward("input-norm-bwd", s));
+}
+
+}  // namespace
+
+std::vector<Op> LayerForward(const LayerShape& s) {
+  std::vector<Op> ops;
+  if (s.kind == LayerKind::kMamba) {
+    ops.push_back(NormForward("input-norm", s));
+    MambaForward(ops, s);
+    ops.push_back(ResidualForward("mamba-residual", s));
+  }
+  if (HasAttention(s.kind)) AttentionBlockForward(ops, s);
+  if (HasMlp(s.kind)) MlpBlockForward(ops, s);
+  return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel, s.tp);
+}
+
+std::vector<Op> LayerBackward(const LayerShape& s) {
+  std::vector<Op> ops;
+  if (HasMlp(s.kind)) MlpBlockBackward(ops, s);
+  if (HasAttention(s.kind)) AttentionBlockBackward(ops, s);
+  if (s.kind == LayerKind::kMamba) {
+    ops.push_back(ResidualBackward("mamba-residual-bwd", s));
+    MambaBackward(ops, s);
+    ops.push_back(NormBackward("input-norm-bwd", s));
+  }
   return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel, s.tp);
 }
 

@@ -57,9 +57,18 @@ LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanC
   return m;
 }
 
+LayerShape LayerShape::Kind(const config::ModelConfig& model, const config::PlanConfig& plan,
+                            config::LayerKind kind, int domain_gpus) const {
+  const bool moe = kind == config::LayerKind::kMoe || kind == config::LayerKind::kMoeBlock;
+  LayerShape k = moe ? Moe(model, plan, domain_gpus) : *this;
+  k.kind = kind;
+  return k;
+}
+
 LayerShape LayerShape::From(const config::ModelConfig& model, const config::PlanConfig& plan, int64_t seq,
                             const config::ProfileConfig& profile) {
   LayerShape s;
+  s.mamba = model.mamba;
   s.micro_batch = plan.micro_batch;
   s.seq = seq;
   s.hidden = model.hidden_size;

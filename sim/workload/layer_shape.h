@@ -113,6 +113,10 @@ struct KernelShape {
 };
 
 struct LayerShape {
+  // Which block the layer is (config::LayerKind): a transformer layer, or
+  // one block of a hybrid model. The ops of LayerForward/LayerBackward.
+  config::LayerKind kind = config::LayerKind::kDense;
+  config::MambaConfig mamba;  // whole model (a Mamba-2 layer splits heads and groups over TP)
   int64_t micro_batch = 1;   // sequences
   int64_t seq = 1;           // tokens per sequence
   int64_t hidden = 0;
@@ -173,6 +177,9 @@ struct LayerShape {
   // The same shape for a MoE layer of `model` (REQUIRES: model.is_moe()).
   // domain_gpus: GPUs per node (NVLink domain); 0 puts the EP group in one node.
   LayerShape Moe(const config::ModelConfig& model, const config::PlanConfig& plan, int domain_gpus = 0) const;
+  // The shape of a layer of this kind (Moe() for the MoE kinds).
+  LayerShape Kind(const config::ModelConfig& model, const config::PlanConfig& plan, config::LayerKind kind,
+                  int domain_gpus = 0) const;
   // MoE: tokens this rank routes per micro-batch (its sequence-parallel shard).
   double routed_tokens() const;
   // MoE: tokens per local expert on the busiest EP rank (rounded up), after

@@ -72,11 +72,16 @@ std::vector<Op> AsRecompute(std::vector<Op> ops) {
 // (the MLP side first). Megatron re-runs a unit when the backward reaches
 // it; the difference within one layer is not modelled.
 std::vector<Op> SelectiveRecompute(const LayerShape& s) {
+  using config::LayerKind;
   using config::RecomputeModule;
-  if (s.selective_policy == config::SelectivePolicy::kOpPolicy && !s.moe.enabled && !s.mla.enabled) {
+  // Megatron-Core's recompute modules name parts of attention and MLP
+  // blocks; a Mamba-2 block's norm is fused into in_proj, so none applies.
+  if (s.kind == LayerKind::kMamba) return {};
+  const bool dense = s.kind == LayerKind::kDense;
+  if (s.selective_policy == config::SelectivePolicy::kOpPolicy && dense && !s.mla.enabled) {
     return AsRecompute(OpPolicyRecompute(s));
   }
-  if (s.selective_policy == config::SelectivePolicy::kSaveQkvProj && !s.moe.enabled && !s.mla.enabled) {
+  if (s.selective_policy == config::SelectivePolicy::kSaveQkvProj && dense && !s.mla.enabled) {
     // The whole forward again except the saved QKV projection and its casts.
     std::vector<Op> ops;
     for (Op& op : LayerForward(s)) {
@@ -86,25 +91,27 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
   }
   const config::RecomputeModules& m = s.recompute_modules;
   const bool moe = s.moe.enabled;
+  const bool mlp_block = s.kind != LayerKind::kAttention;
+  const bool attention_block = s.kind != LayerKind::kMlp && s.kind != LayerKind::kMoeBlock;
   const int64_t T = s.tokens();
   const double Tn = NormTokens(s);
   std::vector<Op> ops;
   // MLP side. A MoE layer's norm is a module of its own; under FP8 the linear
   // layers it feeds then keep its 16-bit output instead of their FP8 copy
   // (Megatron's set_save_original_input) and cast it again for the backward.
-  if (moe && m.Has(RecomputeModule::kLayerNorm)) {
+  if (mlp_block && moe && m.Has(RecomputeModule::kLayerNorm)) {
     ops.push_back(NormForward("mlp-norm", s));
     if (s.moe.shared_ffn > 0 && !m.Has(RecomputeModule::kMoe) && !m.Has(RecomputeModule::kSharedExperts)) {
       AddCast(ops, "shared-fc1-cast-x", D(T) * D(s.hidden), s);
     }
   }
-  if (!moe && m.Has(RecomputeModule::kMlp)) {
+  if (mlp_block && !moe && m.Has(RecomputeModule::kMlp)) {
     ops.push_back(NormForward("mlp-norm", s));  // inside FC1 (TE LayerNormLinear)
     DenseMlpForward(ops, s);
   }
-  if (moe && m.Has(RecomputeModule::kMoe)) {
+  if (mlp_block && moe && m.Has(RecomputeModule::kMoe)) {
     MoeForward(ops, s);
-  } else if (moe) {
+  } else if (mlp_block && moe) {
     if (m.Has(RecomputeModule::kMoeAct)) {
       // As MoeForward's expert activation; FC2 keeps the activation's 16-bit
       // output instead of its FP8 copy and casts it again.
@@ -116,6 +123,7 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
     if (m.Has(RecomputeModule::kSharedExperts)) SharedExpertForward(ops, s);
   }
   // Attention side.
+  if (!attention_block) return AsRecompute(std::move(ops));
   if (m.Has(RecomputeModule::kCoreAttn) && !s.attention.flash) AttentionCoreForward(ops, s);
   if (s.mla.enabled && m.Has(RecomputeModule::kMlaUpProj)) MlaUpForward(ops, s, /*recompute=*/true);
   if (s.mla.enabled && m.Has(RecomputeModule::kLayerNorm)) {

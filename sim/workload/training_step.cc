@@ -146,8 +146,8 @@ class StepBuilder {
   struct FsdpTensor {
     double elements = 0, share = 1;
   };
-  std::vector<FsdpTensor> fsdp_tensors_[2];
-  std::vector<int> all_tensors_[2];
+  std::vector<FsdpTensor> fsdp_tensors_[config::kNumLayerKinds];
+  std::vector<int> all_tensors_[config::kNumLayerKinds];
   bool SyncGathers() const {
     return plan_.sharding == Sharding::kZero3 && plan_.zero3_gather == Zero3Gather::kSyncPerParameter;
   }
@@ -198,10 +198,11 @@ class StepBuilder {
   LayerShape shape_;
   std::vector<int> layers_;      // per virtual stage
   std::vector<int> first_layer_; // per virtual stage
-  // Per layer kind: [0] dense, [1] MoE.
-  OpList fwd_[2], bwd_[2], recompute_full_[2], recompute_sel_[2];
-  int fp8_gemms_[2] = {0, 0};  // FP8 GEMMs of a layer's forward (a grouped GEMM counts each expert)
-  OpList bwd_input_[2], bwd_weight_[2];  // bwd_ split into B and W
+  // Per layer kind (config::LayerKind; built for the kinds the model has).
+  OpList fwd_[config::kNumLayerKinds], bwd_[config::kNumLayerKinds];
+  OpList recompute_full_[config::kNumLayerKinds], recompute_sel_[config::kNumLayerKinds];
+  int fp8_gemms_[config::kNumLayerKinds] = {};  // FP8 GEMMs of a layer's forward (a grouped GEMM counts each expert)
+  OpList bwd_input_[config::kNumLayerKinds], bwd_weight_[config::kNumLayerKinds];  // bwd_ split into B and W
   OpList emb_f_, emb_b_, head_f_, head_b_, emb_recompute_;
   // Megatron-LM's scatter/gather of pipeline sends without sequence
   // parallelism: each TP rank sends 1/t of the activation (Send) and the
@@ -217,7 +218,7 @@ class StepBuilder {
   OpList head_b_input_, head_b_weight_;
   // Split backward: per (micro-batch, stage), B's async collectives W waits for.
   std::map<std::pair<int, int>, std::vector<TaskId>> b_async_;
-  int Kind(int layer) const { return s_.model.IsMoeLayer(layer) ? 1 : 0; }
+  int Kind(int layer) const { return static_cast<int>(s_.model.LayerKindAt(layer)); }
   trace::StreamId compute_ = 0, tp_stream_ = 0, dp_stream_ = 0, pp_stream_ = 0, ep_stream_ = 0;
   trace::StreamId host_stream_ = 0;  // SyncGathers(): the framework's Python loops (RankLoopViews)
   trace::LabelId label_compute_ = 0;
@@ -1010,8 +1011,11 @@ trace::Trace StepBuilder::Build() {
   n_xfer_fwd_ = t_.InternName("send-activation");
   n_xfer_bwd_ = t_.InternName("send-gradient");
 
-  for (int kind = 0; kind < (s_.model.is_moe() ? 2 : 1); ++kind) {
-    LayerShape ls = kind == 1 ? shape_.Moe(s_.model, plan_, DomainSize(s_.topology)) : shape_;
+  bool present[config::kNumLayerKinds] = {};
+  for (int64_t l = 0; l < s_.model.PipelineLayerCount(); ++l) present[Kind(static_cast<int>(l))] = true;
+  for (int kind = 0; kind < config::kNumLayerKinds; ++kind) {
+    if (!present[kind]) continue;
+    LayerShape ls = shape_.Kind(s_.model, plan_, static_cast<config::LayerKind>(kind), DomainSize(s_.topology));
     fwd_[kind] = Intern(LayerForward(ls));
     for (const Op& op : fwd_[kind].ops) {
       if (!op.is_collective && op.compute.op_class == trace::OpClass::kGemm &&

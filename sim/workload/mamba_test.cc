@@ -1,0 +1,197 @@
+// Hybrid Mamba-2 models (Nemotron 3 Nano): the layer pattern and parameter
+// counts against a hand count and the model card, the Mamba-2 mixer's
+// forward and backward FLOPs, its tensor-parallel split, the blocks of a
+// hybrid stack, activation memory, and a whole step.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/scenario.h"
+#include "sim/memory/memory_model.h"
+#include "sim/simulate/simulate.h"
+#include "sim/workload/layer_ops.h"
+#include "sim/workload/mamba.h"
+#include "tests/fixtures.h"
+#include "tests/input_error.h"
+
+namespace stacksim::workload {
+namespace {
+
+using config::LayerKind;
+
+const std::string kModels = std::string(STACKSIM_SOURCE_DIR) + "/models/";
+
+config::ModelConfig Nano() { return config::LoadModelFile(kModels + "nemotron-3-nano-30b-a3b.json"); }
+
+config::PlanConfig Plan(int tp, bool sp) {
+  config::PlanConfig p;
+  p.tp = tp;
+  p.sequence_parallel = sp;
+  p.micro_batch = 1;
+  return p;
+}
+
+LayerShape Block(LayerKind kind, int tp = 1, bool sp = false, int64_t seq = 8192) {
+  const config::ModelConfig m = Nano();
+  return LayerShape::From(m, Plan(tp, sp), seq, testing::RoundProfile()).Kind(m, Plan(tp, sp), kind);
+}
+
+double FlopsNamed(const std::vector<Op>& ops, const std::string& prefix) {
+  double f = 0;
+  for (const Op& op : ops) {
+    if (!op.is_collective && op.name.rfind(prefix, 0) == 0) f += op.compute.flops.value;
+  }
+  return f;
+}
+
+bool HasOp(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return true;
+  }
+  return false;
+}
+
+// Hand count (hidden 2688, vocabulary 131072, untied):
+//   Mamba-2 mixer: in_proj 2688 x (2 x 4096 + 2 x 8 x 128 + 64 = 10304),
+//     convolution 6144 x (4 taps + bias), A/D/dt_bias 3 x 64, gated norm
+//     4096, out_proj 4096 x 2688: 38,742,208
+//   attention: 2688 x (4096 + 2 x 256) + 4096 x 2688: 23,396,352
+//   MoE: router 2688 x 128, 128 experts of 2 x 2688 x 1856, one shared
+//     expert of 2 x 2688 x 3712: 1,297,465,344
+//   52 blocks with a 2688-wide norm each, two embeddings, the final norm:
+//   31,577,937,344 (the model card: 31.6B); with 6 of 128 experts used,
+//   3,580,073,408 (the card: 3.5B active).
+TEST(Hybrid, NemotronNanoParametersMatchHandCountAndModelCard) {
+  const config::ModelConfig m = Nano();
+  EXPECT_EQ(m.MambaParameterCount(), 38742208);
+  EXPECT_EQ(m.AttentionParameterCount(), 23396352);
+  EXPECT_EQ(m.LayerParameterCount(0), 38742208 + 2688);  // 'M'
+  EXPECT_EQ(m.LayerParameterCount(1), 1297465344 + 2688);  // 'E'
+  EXPECT_EQ(m.LayerParameterCount(5), 23396352 + 2688);  // '*'
+  EXPECT_EQ(m.ParameterCount(), 31577937344);
+  EXPECT_EQ(m.ActiveParameterCount(), 3580073408);
+  EXPECT_EQ(m.AttentionLayerCount(), 6);
+  EXPECT_EQ(m.MoeLayerCount(), 23);
+  EXPECT_EQ(m.LayerKindAt(0), LayerKind::kMamba);
+  EXPECT_EQ(m.LayerKindAt(1), LayerKind::kMoeBlock);
+  EXPECT_EQ(m.LayerKindAt(5), LayerKind::kAttention);
+  EXPECT_TRUE(m.IsMoeLayer(1));
+  EXPECT_FALSE(m.IsMoeLayer(0));
+}
+
+// The dense Nemotron-H models against their paper's sizes (arXiv:2504.03624:
+// 8B and 56B): the same block formulas at other widths.
+TEST(Hybrid, NemotronHSizesMatchThePaper) {
+  const config::ModelConfig h8 = config::LoadModelFile(kModels + "nemotron-h-8b.json");
+  EXPECT_EQ(h8.ParameterCount(), 8100852736);
+  EXPECT_FALSE(h8.is_moe());
+  EXPECT_EQ(h8.LayerKindAt(1), LayerKind::kMlp);
+  const config::ModelConfig h56 = config::LoadModelFile(kModels + "nemotron-h-56b.json");
+  EXPECT_EQ(h56.ParameterCount(), 56324350464);
+  EXPECT_EQ(h56.AttentionLayerCount(), 10);
+}
+
+// Per token, tp 1: in_proj 2 x 2688 x 10304 = 55,394,304; out_proj
+// 2 x 4096 x 2688 = 22,020,096; the SSD's products 2 x (64 x 128 x 64
+// states + 8 x 128 x 128 C B^T + 64 x 64 x (128 + 128) output) = 3,407,872.
+TEST(Hybrid, MambaForwardFlopsMatchHandCount) {
+  const std::vector<Op> fwd = LayerForward(Block(LayerKind::kMamba));
+  const double T = 8192;
+  EXPECT_DOUBLE_EQ(FlopsNamed(fwd, "in-proj") / T, 55394304.0);
+  EXPECT_DOUBLE_EQ(FlopsNamed(fwd, "out-proj") / T, 22020096.0);
+  EXPECT_DOUBLE_EQ(FlopsNamed(fwd, "ssd-") / T, 3407872.0);
+  EXPECT_DOUBLE_EQ(SsdForwardFlops(Nano().mamba, T) / T, 3407872.0);
+  // The SSD's products count as the sequence mixer's work, like attention.
+  for (const Op& op : fwd) {
+    if (op.name == "ssd-chunk-scan") EXPECT_EQ(op.role, trace::TaskRole::kAttention);
+  }
+  EXPECT_FALSE(HasOp(fwd, "qkv"));
+  EXPECT_FALSE(HasOp(fwd, "mlp-norm"));
+}
+
+TEST(Hybrid, MambaBackwardDoublesTheProjectionsAndRecomputesTheScanState) {
+  const LayerShape s = Block(LayerKind::kMamba);
+  const std::vector<Op> fwd = LayerForward(s), bwd = LayerBackward(s);
+  EXPECT_DOUBLE_EQ(FlopsNamed(bwd, "in-proj-"), 2.0 * FlopsNamed(fwd, "in-proj"));
+  EXPECT_DOUBLE_EQ(FlopsNamed(bwd, "out-proj-"), 2.0 * FlopsNamed(fwd, "out-proj"));
+  // Transposed products (about twice the forward's) plus CB and the states again.
+  const double scan = FlopsNamed(bwd, "ssd-");
+  EXPECT_GT(scan, 2.0 * FlopsNamed(fwd, "ssd-"));
+  EXPECT_LT(scan, 3.5 * FlopsNamed(fwd, "ssd-"));
+  EXPECT_TRUE(HasOp(bwd, "ssd-chunk-state-recompute"));
+}
+
+TEST(Hybrid, TensorParallelismSplitsTheMixerAndAddsItsCollectives) {
+  const std::vector<Op> one = LayerForward(Block(LayerKind::kMamba, 1));
+  const std::vector<Op> two = LayerForward(Block(LayerKind::kMamba, 2, /*sp=*/true));
+  EXPECT_DOUBLE_EQ(FlopsNamed(two, "in-proj"), FlopsNamed(one, "in-proj") / 2);
+  EXPECT_DOUBLE_EQ(FlopsNamed(two, "ssd-"), FlopsNamed(one, "ssd-") / 2);
+  int collectives = 0;
+  for (const Op& op : two) collectives += op.is_collective ? 1 : 0;
+  EXPECT_EQ(collectives, 2);  // SP: all-gather before in_proj, reduce-scatter after out_proj
+  for (const Op& op : one) EXPECT_FALSE(op.is_collective);
+}
+
+TEST(Hybrid, BlocksHoldOnlyTheirOwnPart) {
+  const std::vector<Op> attention = LayerForward(Block(LayerKind::kAttention));
+  EXPECT_TRUE(HasOp(attention, "attention"));
+  EXPECT_FALSE(HasOp(attention, "mlp-norm"));
+  EXPECT_FALSE(HasOp(attention, "router"));
+  const std::vector<Op> moe = LayerForward(Block(LayerKind::kMoeBlock));
+  EXPECT_FALSE(HasOp(moe, "attention"));
+  EXPECT_FALSE(HasOp(moe, "input-norm"));
+  EXPECT_TRUE(HasOp(moe, "expert-fc1"));
+  EXPECT_TRUE(HasOp(moe, "mlp-residual"));
+}
+
+TEST(Hybrid, MambaActivationsAreTheCombinedFunctionsSavedTensors) {
+  // bf16, tp 1, 8192 tokens: the block input and in_proj's input (2 x 2688),
+  // z x B C dt (10304), y (4096), out_proj's input (4096), 2 bytes each.
+  const double expected = 2.0 * 8192 * (2688 + 2688 + 10304 + 4096 + 4096);
+  EXPECT_DOUBLE_EQ(memory::LayerActivations(Block(LayerKind::kMamba), config::Recompute::kNone).value, expected);
+  // An attention block keeps less than a whole transformer layer would.
+  const double attention = memory::LayerActivations(Block(LayerKind::kAttention), config::Recompute::kNone).value;
+  const double transformer = memory::LayerActivations(Block(LayerKind::kDense), config::Recompute::kNone).value;
+  EXPECT_GT(attention, 0.0);
+  EXPECT_LT(attention, transformer);
+}
+
+TEST(Hybrid, PlansMustSplitTheMixerIntoWholeGroups) {
+  config::PlanConfig p = Plan(8, true);
+  p.dp = 2;
+  p.global_batch = 2;
+  const config::ScenarioConfig s = testing::Scenario(Nano(), 16, 8192, p);
+  EXPECT_NO_THROW(config::ValidatePlan(s, "nano.json"));
+  config::ScenarioConfig cp = s;
+  cp.plan.tp = 4;
+  cp.plan.cp = 2;
+  const InputError e = testing::ErrorFrom([&] { config::ValidatePlan(cp, "nano.json"); });
+  EXPECT_EQ(e.key_path(), "plan.cp") << e.what();
+  config::ModelConfig odd = Nano();
+  odd.mamba.groups = 4;  // tp 8 cannot split 4 groups
+  const InputError g = testing::ErrorFrom([&] { config::ValidatePlan(testing::Scenario(odd, 16, 8192, p), "nano.json"); });
+  EXPECT_EQ(g.key_path(), "plan.tp") << g.what();
+}
+
+// Model FLOPs per token: 6 x the 3,227,749,184 parameters a token uses
+// outside the input embedding, 3 x 23 SSD scans of 3,407,872, and
+// attention in the 6 attention blocks only: 6 x 6 x 32 x 128 x 8192.
+TEST(Hybrid, StepSimulatesWithModelFlopsOfItsBlocks) {
+  config::PlanConfig p = Plan(1, false);
+  p.dp = 8;
+  p.ep = 8;
+  p.global_batch = 16;
+  p.precision = config::Precision::kBf16;
+  config::ScenarioConfig s = testing::Scenario(Nano(), 8, 8192, p);
+  s.plan.recompute = config::Recompute::kFull;
+  simulate::Options options;
+  options.simulate_if_out_of_memory = true;  // the step's work, whatever the fit
+  const simulate::SimulationResult r = simulate::Simulate(s, options);
+  EXPECT_GT(r.iteration.seconds(), 0.0);
+  const double tokens = 16.0 * 8192;
+  EXPECT_DOUBLE_EQ(r.model_flops.value / tokens, 6.0 * 3227749184.0 + 3.0 * 23 * 3407872.0 + 6.0 * 6 * 32 * 128 * 8192);
+  EXPECT_GT(r.breakdown.attention.seconds(), 0.0);  // the SSD scans and the six attention blocks
+}
+
+}  // namespace
+}  // namespace stacksim::workload
