@@ -164,8 +164,10 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   // Group-limited routing (DeepSeek's n_group / topk_group); null means none.
   auto groups = obj.Optional("n_group");
   auto groups_per_token = obj.Optional("topk_group");
+  auto latent = obj.Optional("moe_latent_size");
   if (!experts) {
-    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense, &groups, &groups_per_token, &dense_width}) {
+    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense, &groups, &groups_per_token, &dense_width,
+                    &latent}) {
       if (*n) {
         (*n)->Fail("a mixture-of-experts key without a number of experts (num_local_experts, num_experts or "
                    "n_routed_experts)");
@@ -202,6 +204,7 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
     }
   }
   if (m.MoeLayerCount() == 0) experts->Fail("no layer is a mixture-of-experts layer with these settings");
+  if (latent) m.moe_latent_size = latent->PositiveInt();
   if (groups || groups_per_token) {
     if (!groups) groups_per_token->Fail("topk_group needs n_group (the number of expert groups)");
     if (!groups_per_token) groups->Fail("n_group needs topk_group (the groups each token may use)");
@@ -274,9 +277,18 @@ void ParseHybrid(JsonObject& obj, ModelConfig& m) {
   if (m.first_k_dense != 0 || m.moe_layer_step != 1) {
     pattern->Fail("decides which layers are MoE: leave out first_k_dense_replace and decoder_sparse_step");
   }
-  if (m.is_mla() || m.mtp_modules > 0 || m.sliding_window > 0 || m.attention_chunk > 0) {
-    pattern->Fail("hybrid models with multi-head latent attention, MTP modules, sliding-window or chunked "
-                  "attention are not modelled");
+  if (m.is_mla() || m.sliding_window > 0 || m.attention_chunk > 0) {
+    pattern->Fail("hybrid models with multi-head latent attention, sliding-window or chunked attention are not "
+                  "modelled");
+  }
+  // Each MTP module's layer: attention then an MLP (Nemotron 3 Super: "*E").
+  std::optional<JsonNode> mtp = obj.Optional("mtp_hybrid_override_pattern");
+  if (m.mtp_modules > 0 || mtp) {
+    if (!mtp) pattern->Fail("MTP modules of a hybrid model need mtp_hybrid_override_pattern (\"*E\" or \"*-\")");
+    if (m.mtp_modules == 0) mtp->Fail("needs num_nextn_predict_layers (the MTP modules)");
+    const std::string p = mtp->OneOf({"*E", "*-"});
+    if ((p == "*E") != m.is_moe()) mtp->Fail(p == "*E" ? "an MoE layer without routed experts" : "the model's MTP layer is MoE (\"*E\")");
+    m.mtp_kind = p == "*E" ? LayerKind::kMoe : LayerKind::kDense;
   }
   if (!mamba) {
     for (const char* key : mamba_keys) {
@@ -379,7 +391,8 @@ int64_t ModelConfig::LayerParameterCount() const {
 
 LayerKind ModelConfig::LayerKindAt(int64_t layer) const {
   if (is_hybrid()) {
-    switch (hybrid_pattern[static_cast<size_t>(std::min<int64_t>(layer, num_layers - 1))]) {
+    if (layer >= num_layers) return mtp_kind;
+    switch (hybrid_pattern[static_cast<size_t>(layer)]) {
       case 'M': return LayerKind::kMamba;
       case '*': return LayerKind::kAttention;
       case '-': return LayerKind::kMlp;
@@ -401,7 +414,10 @@ int64_t ModelConfig::MambaParameterCount() const {
 }
 
 bool ModelConfig::IsMoeLayer(int64_t layer) const {
-  if (is_hybrid()) return LayerKindAt(layer) == LayerKind::kMoeBlock;
+  if (is_hybrid()) {
+    const LayerKind k = LayerKindAt(layer);
+    return k == LayerKind::kMoeBlock || k == LayerKind::kMoe;
+  }
   if (!is_moe() || layer < first_k_dense) return false;
   return (layer + 1) % moe_layer_step == 0;
 }
@@ -412,7 +428,14 @@ int64_t ModelConfig::MoeLayerCount() const {
   return n;
 }
 
-int64_t ModelConfig::ExpertParameterCount() const { return num_experts * MlpParameterCount(moe_intermediate_size); }
+int64_t ModelConfig::OneExpertParameterCount() const {
+  const int64_t in = expert_input_width(), width = moe_intermediate_size;
+  int64_t n = (gated_mlp() ? 3 : 2) * in * width;
+  if (mlp_bias) n += (gated_mlp() ? 2 : 1) * width + in;
+  return n;
+}
+
+int64_t ModelConfig::ExpertParameterCount() const { return num_experts * OneExpertParameterCount(); }
 
 int64_t ModelConfig::LayerParameterCount(int64_t layer) const {
   const int64_t norm = NormParameterCount();
@@ -420,7 +443,8 @@ int64_t ModelConfig::LayerParameterCount(int64_t layer) const {
   if (IsMoeLayer(layer)) {
     const int64_t router = hidden_size * num_experts + (router_bias ? num_experts : 0);
     const int64_t shared = shared_expert_intermediate_size > 0 ? MlpParameterCount(shared_expert_intermediate_size) : 0;
-    moe = router + ExpertParameterCount() + shared;
+    const int64_t latent = moe_latent_size > 0 ? 2 * hidden_size * moe_latent_size : 0;  // fc1/fc2_latent_proj
+    moe = router + latent + ExpertParameterCount() + shared;
   }
   switch (LayerKindAt(layer)) {
     case LayerKind::kDense: return LayerParameterCount();
@@ -435,7 +459,7 @@ int64_t ModelConfig::LayerParameterCount(int64_t layer) const {
 
 int64_t ModelConfig::ActiveLayerParameterCount(int64_t layer) const {
   if (!IsMoeLayer(layer)) return LayerParameterCount(layer);
-  return LayerParameterCount(layer) - (num_experts - experts_per_token) * MlpParameterCount(moe_intermediate_size);
+  return LayerParameterCount(layer) - (num_experts - experts_per_token) * OneExpertParameterCount();
 }
 
 int64_t ModelConfig::ActiveParameterCount() const {
@@ -637,7 +661,8 @@ ModelConfig ParseModel(const JsonNode& node) {
               // (SiLU, conv bias, no linear bias) and inference settings.
               "expand", "mamba_hidden_act", "use_conv_bias", "use_bias", "mamba_proj_bias", "residual_in_fp32",
               "rescale_prenorm_residual", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
-              "num_logits_to_keep"});
+              "num_logits_to_keep", "use_mamba_kernels", "mamba_ssm_cache_dtype", "partial_rotary_factor",
+              "moe_shared_expert_overlap"});
   obj.Finish();
 
   double params = static_cast<double>(m.num_layers) *
@@ -684,6 +709,7 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
     j["first_k_dense_replace"] = m.first_k_dense;
     j["decoder_sparse_step"] = m.moe_layer_step;
     j["router_bias"] = m.router_bias;
+    if (m.moe_latent_size > 0) j["moe_latent_size"] = m.moe_latent_size;
     if (m.expert_groups > 0) {
       j["n_group"] = m.expert_groups;
       j["topk_group"] = m.expert_groups_per_token;
@@ -715,6 +741,7 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
       j["conv_kernel"] = m.mamba.conv_kernel;
       j["chunk_size"] = m.mamba.chunk;
     }
+    if (m.mtp_modules > 0) j["mtp_hybrid_override_pattern"] = m.mtp_kind == LayerKind::kMoe ? "*E" : "*-";
   }
   return j;
 }

@@ -92,6 +92,13 @@ struct ModelConfig {
   // nodes (arXiv:2412.19437 §2.1.2). 0: not group-limited.
   int64_t expert_groups = 0;
   int64_t expert_groups_per_token = 0;
+  // Latent MoE (Megatron-Core's moe_latent_size; Nemotron 3 Super): after
+  // routing, each token is projected from hidden_size down to this width
+  // (fc1_latent_proj, duplicated on every TP rank), dispatched and run
+  // through experts of that input width, combined, and projected back
+  // (fc2_latent_proj). 0: experts take the hidden state.
+  int64_t moe_latent_size = 0;
+  int64_t expert_input_width() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
   // Multi-token prediction modules after the last layer (num_nextn_predict_layers,
   // DeepSeek-V3 §2.2). Training runs each module's transformer layer as a
   // pipeline layer after the last one (index num_layers + k, shaped as a
@@ -138,6 +145,9 @@ struct ModelConfig {
   // shapes. Empty for a plain transformer.
   std::string hybrid_pattern;
   MambaConfig mamba;
+  // A hybrid's MTP modules' layer (mtp_hybrid_override_pattern "*E":
+  // attention then MoE, a transformer layer; "*-": with a dense MLP).
+  LayerKind mtp_kind = LayerKind::kMoe;
   bool is_hybrid() const { return !hybrid_pattern.empty(); }
   // REQUIRES: 0 <= layer < PipelineLayerCount() (an MTP layer is shaped as the last layer).
   LayerKind LayerKindAt(int64_t layer) const;
@@ -164,6 +174,8 @@ struct ModelConfig {
   int64_t ActiveLayerParameterCount(int64_t layer) const;
   // Routed expert parameters of one MoE layer (all experts): what EP shards.
   int64_t ExpertParameterCount() const;
+  // One routed expert's parameters (its input width expert_input_width()).
+  int64_t OneExpertParameterCount() const;
   int64_t AttentionParameterCount() const;  // attention block incl. biases (MLA: its projections and latent norms)
   // MLA parameters Megatron-Core replicates on every TP rank instead of
   // splitting: the down-projections W_DQ and W_DKV+W_KR and the two latent

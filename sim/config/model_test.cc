@@ -526,6 +526,14 @@ TEST(Model, ReadsHybridMambaPatternsAndRejectsBadOnes) {
   j = Llama7b();
   j["mamba_num_heads"] = 64;  // without a pattern
   fails_at(j, "mamba_num_heads");
+  j = Hybrid();
+  j["num_nextn_predict_layers"] = 1;  // MTP without its layer's pattern
+  fails_at(j, "hybrid_override_pattern");
+  j["mtp_hybrid_override_pattern"] = "*E";  // a MoE layer in a dense model
+  fails_at(j, "mtp_hybrid_override_pattern");
+  j = Llama7b();
+  j["moe_latent_size"] = 1024;  // without experts
+  fails_at(j, "moe_latent_size");
 }
 
 TEST(Model, EveryShippedModelLoadsAndCitesItsSource) {

@@ -191,7 +191,12 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     // checkpoint's under moe): gone only when the norm is recomputed.
     if (!norm) moe += e * Tl * h;
     if (!whole) {
-      moe += 4.0 * Tl * D(s.moe.experts) + l * copies * h + e * copies * fe * (s.gated ? 2 : 1) + e * Tl * D(s.moe.top_k) * h;
+      // Latent MoE: rows travel and experts work at the latent width; the
+      // two latent projections keep their inputs.
+      const double hm = D(s.moe_hidden());
+      moe += 4.0 * Tl * D(s.moe.experts) + l * copies * hm + e * copies * fe * (s.gated ? 2 : 1) +
+             e * Tl * D(s.moe.top_k) * hm;
+      if (s.moe.latent > 0) moe += l * Tl * h + l * Tl * hm;
       if (!recomputed(RecomputeModule::kMoeAct)) moe += l * copies * fe;  // the activation's output
     }
     if (s.moe.shared_ffn > 0) {

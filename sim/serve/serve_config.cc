@@ -433,6 +433,9 @@ void ValidateServeConfig(const ServeConfig& c) {
   if (m.num_layers % c.pp != 0) {
     throw InputError(c.file, "replica.pp", "pp does not divide the model's layers");
   }
+  if (m.moe_latent_size > 0) {
+    throw InputError(c.file, "model", "serving latent MoE models (moe_latent_size) is not modelled; simulate trains them");
+  }
   if (m.is_hybrid()) {
     // Serving a Mamba-2 hybrid keeps a fixed-size SSM state per sequence
     // instead of a growing KV cache for most layers; not modelled.

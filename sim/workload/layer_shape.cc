@@ -43,6 +43,7 @@ LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanC
   e.experts = model.num_experts;
   e.top_k = model.experts_per_token;
   e.expert_ffn = model.moe_intermediate_size;
+  e.latent = model.moe_latent_size;
   e.shared_ffn = model.shared_expert_intermediate_size;
   e.ep = plan.ep;
   e.etp = plan.etp;

@@ -68,6 +68,9 @@ struct MoeShape {
   bool enabled = false;
   int64_t experts = 0;       // routed experts, whole model
   int64_t top_k = 0;
+  // Latent MoE (ModelConfig::moe_latent_size): the width tokens are
+  // dispatched at and experts take; 0: the hidden size.
+  int64_t latent = 0;
   int64_t expert_ffn = 0;    // per gated half
   int64_t shared_ffn = 0;    // all shared experts together; 0: none
   int ep = 1;
@@ -182,6 +185,9 @@ struct LayerShape {
                   int domain_gpus = 0) const;
   // MoE: tokens this rank routes per micro-batch (its sequence-parallel shard).
   double routed_tokens() const;
+  // MoE: the width of a dispatched token row and of an expert's input
+  // (the latent width of a latent MoE, else hidden).
+  int64_t moe_hidden() const { return moe.latent > 0 ? moe.latent : hidden; }
   // MoE: tokens per local expert on the busiest EP rank (rounded up), after
   // the expert-TP all-gather (x etp).
   int64_t tokens_per_local_expert() const;

@@ -91,6 +91,48 @@ TEST(Hybrid, NemotronHSizesMatchThePaper) {
   EXPECT_EQ(h56.AttentionLayerCount(), 10);
 }
 
+// Nemotron 3 Super: latent MoE and an MTP module on a hybrid stack, against
+// the hand count (hidden 4096; mixer 109,635,968; attention 35,651,584;
+// latent MoE block: router 4096 x 512, fc1/fc2_latent_proj 2 x 4096 x 1024,
+// 512 experts of 2 x 1024 x 2688, a shared expert of 2 x 4096 x 5376:
+// 2,873,098,240). 40 + 40 + 8 blocks, embeddings and the final norm:
+// 120,668,687,360; the MTP module (an attention and MoE layer, five norms,
+// the 2h x h projection) 2,942,324,736; 40 x 490 unused experts a token.
+TEST(Hybrid, NemotronSuperLatentMoeAndMtpMatchHandCount) {
+  const config::ModelConfig m = config::LoadModelFile(kModels + "nemotron-3-super-120b-a12b.json");
+  EXPECT_EQ(m.LayerParameterCount(1), 2873098240 + 4096);
+  EXPECT_EQ(m.ParameterCount(), 120668687360);
+  EXPECT_EQ(m.MtpParameterCount(), 2942324736);
+  EXPECT_EQ(m.ParameterCount() - m.ActiveParameterCount(), 107898470400);
+  EXPECT_EQ(m.LayerKindAt(88), LayerKind::kMoe);  // the MTP module's layer: attention, then MoE
+  EXPECT_EQ(m.PipelineLayerCount(), 89);
+}
+
+// Latent MoE moves rows and runs experts at the latent width (1024), not
+// the hidden (4096): a quarter of the dispatch bytes, and two projections.
+TEST(Hybrid, LatentMoeDispatchesAndComputesAtTheLatentWidth) {
+  const config::ModelConfig m = config::LoadModelFile(kModels + "nemotron-3-super-120b-a12b.json");
+  config::PlanConfig p = Plan(1, false);
+  p.ep = 8;
+  const LayerShape s = LayerShape::From(m, p, 8192, testing::RoundProfile()).Kind(m, p, LayerKind::kMoeBlock);
+  const std::vector<Op> fwd = LayerForward(s);
+  config::ModelConfig plain = m;
+  plain.moe_latent_size = 0;
+  const LayerShape w = LayerShape::From(plain, p, 8192, testing::RoundProfile()).Kind(plain, p, LayerKind::kMoeBlock);
+  const std::vector<Op> wide = LayerForward(w);
+  auto bytes = [](const std::vector<Op>& ops, const std::string& name) {
+    for (const Op& op : ops) {
+      if (op.name == name) return op.bytes.value;
+    }
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(bytes(fwd, "ep-dispatch") * 4, bytes(wide, "ep-dispatch"));
+  EXPECT_DOUBLE_EQ(FlopsNamed(fwd, "expert-fc1") * 4, FlopsNamed(wide, "expert-fc1"));
+  EXPECT_DOUBLE_EQ(FlopsNamed(fwd, "moe-latent-down") / 8192, 2.0 * 4096 * 1024);
+  EXPECT_TRUE(HasOp(fwd, "moe-latent-up"));
+  EXPECT_FALSE(HasOp(wide, "moe-latent-up"));
+}
+
 // Per token, tp 1: in_proj 2 x 2688 x 10304 = 55,394,304; out_proj
 // 2 x 4096 x 2688 = 22,020,096; the SSD's products 2 x (64 x 128 x 64
 // states + 8 x 128 x 128 C B^T + 64 x 64 x (128 + 128) output) = 3,407,872.

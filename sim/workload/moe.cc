@@ -90,11 +90,11 @@ void RoutedExpertsForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t E = s.moe.local_experts();
   const int64_t f = s.moe.expert_ffn_shard();
   const size_t first_expert_op = ops.size();
-  AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * f, s.hidden, E, /*input_is_fp8=*/Fp8Dispatch(s), s);
-  ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * f, s.hidden, E, s));
+  AddForwardCasts(ops, "expert-fc1", m, (s.gated ? 2 : 1) * f, s.moe_hidden(), E, /*input_is_fp8=*/Fp8Dispatch(s), s);
+  ops.push_back(Gemm("expert-fc1", m, (s.gated ? 2 : 1) * f, s.moe_hidden(), E, s));
   ops.push_back(ExpertActivation(s));
-  AddForwardCasts(ops, "expert-fc2", m, s.hidden, f, E, false, s);
-  ops.push_back(Gemm("expert-fc2", m, s.hidden, f, E, s));
+  AddForwardCasts(ops, "expert-fc2", m, s.moe_hidden(), f, E, false, s);
+  ops.push_back(Gemm("expert-fc2", m, s.moe_hidden(), f, E, s));
   MarkExpert(ops, first_expert_op);
 }
 
@@ -103,28 +103,49 @@ void RoutedExpertsBackward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t E = s.moe.local_experts();
   const int64_t f = s.moe.expert_ffn_shard();
   const size_t first_expert_op = ops.size();
-  GroupedGemmBackward(ops, "expert-fc2", m, s.hidden, f, E, s, /*dy_is_fp8=*/Fp8Dispatch(s));
+  GroupedGemmBackward(ops, "expert-fc2", m, s.moe_hidden(), f, E, s, /*dy_is_fp8=*/Fp8Dispatch(s));
   ops.push_back(Memory("expert-act-bwd", ActBytes(s, (s.gated ? 5.0 : 3.0) * ExpertTokens(s) * D(f)), s, 1,
                        ActivationKernel(s)));
-  GroupedGemmBackward(ops, "expert-fc1", m, (s.gated ? 2 : 1) * f, s.hidden, E, s);
+  GroupedGemmBackward(ops, "expert-fc1", m, (s.gated ? 2 : 1) * f, s.moe_hidden(), E, s);
   MarkExpert(ops, first_expert_op);
 }
 
 }  // namespace
 
+// Latent MoE's duplicated projections (Megatron-Core MoELayer
+// fc1_latent_proj after routing, before the dispatch; fc2_latent_proj
+// after the combine): each rank's routed tokens, hidden <-> latent.
+void LatentProjectionForward(std::vector<Op>& ops, const std::string& name, bool down, const LayerShape& s) {
+  if (s.moe.latent <= 0) return;
+  const auto T = static_cast<int64_t>(std::ceil(s.routed_tokens()));
+  const int64_t n = down ? s.moe.latent : s.hidden, k = down ? s.hidden : s.moe.latent;
+  AddForwardCasts(ops, name, T, n, k, 1, false, s);
+  ops.push_back(Gemm(name, T, n, k, 1, s));
+}
+
+void LatentProjectionBackward(std::vector<Op>& ops, const std::string& name, bool down, const LayerShape& s) {
+  if (s.moe.latent <= 0) return;
+  const auto T = static_cast<int64_t>(std::ceil(s.routed_tokens()));
+  GemmBackward(ops, name, T, down ? s.moe.latent : s.hidden, down ? s.hidden : s.moe.latent, s);
+}
+
 void MoeForward(std::vector<Op>& ops, const LayerShape& s) {
   RouterForward(ops, s);
+  LatentProjectionForward(ops, "moe-latent-down", /*down=*/true, s);
   TokenDispatch(ops, s);
   RoutedExpertsForward(ops, s);
   TokenCombine(ops, s);
+  LatentProjectionForward(ops, "moe-latent-up", /*down=*/false, s);
   SharedExpertForward(ops, s);
 }
 
 void MoeBackward(std::vector<Op>& ops, const LayerShape& s) {
   SharedExpertBackward(ops, s);
+  LatentProjectionBackward(ops, "moe-latent-up", /*down=*/false, s);
   TokenCombineBackward(ops, s);
   RoutedExpertsBackward(ops, s);
   TokenDispatchBackward(ops, s);
+  LatentProjectionBackward(ops, "moe-latent-down", /*down=*/true, s);
   RouterBackward(ops, s);
 }
 

@@ -73,13 +73,13 @@ double ExpertRows(const LayerShape& s) { return s.routed_tokens() * D(s.moe.top_
 // reverse. Bytes: the gathered rows of all etp ranks.
 void AddExpertTpCollective(std::vector<Op>& ops, const std::string& name, CollectiveKind kind, const LayerShape& s) {
   if (s.moe.etp <= 1) return;
-  ops.push_back(Collective(name, kind, ExpertRows(s) * D(s.moe.etp) * D(s.hidden) * s.element_bytes()));
+  ops.push_back(Collective(name, kind, ExpertRows(s) * D(s.moe.etp) * D(s.moe_hidden()) * s.element_bytes()));
 }
 
 // The dispatch or combine all-to-all of token rows; the busiest rank
 // receives load_factor times the mean, which sets the pace.
 Op EpAllToAll(const std::string& name, const LayerShape& s, bool toward_experts) {
-  const double row = D(s.hidden) * DispatchElementBytes(s, toward_experts) * s.moe.load_factor;
+  const double row = D(s.moe_hidden()) * DispatchElementBytes(s, toward_experts) * s.moe.load_factor;
   Op op = Collective(name, CollectiveKind::kAllToAll, DispatchRows(s) * row);
   if (Hierarchical(s)) op.scale_out_bytes = Bytes{ScaleOutRows(s) * row};
   op.role = trace::TaskRole::kEpComm;
@@ -111,7 +111,7 @@ Op HostSync(const std::string& name) {
 // several ranks for several local experts.
 void AddSortChunks(std::vector<Op>& ops, const std::string& name, const LayerShape& s) {
   if (Hierarchical(s) || s.moe.ep <= 1 || s.moe.local_experts() <= 1) return;
-  ops.push_back(Memory(name, ExpertRows(s) * D(s.moe.etp) * (2.0 * D(s.hidden) * s.element_bytes() + 8.0), s, 2));
+  ops.push_back(Memory(name, ExpertRows(s) * D(s.moe.etp) * (2.0 * D(s.moe_hidden()) * s.element_bytes() + 8.0), s, 2));
 }
 
 // Alltoall dispatcher, token counting (MoEAlltoAllTokenDispatcher.preprocess):
@@ -126,7 +126,7 @@ void AddSortChunks(std::vector<Op>& ops, const std::string& name, const LayerSha
 void AlltoAllDispatchPrologue(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
   const double te = Tl * D(s.moe.experts);
-  const double h = D(s.hidden);
+  const double h = D(s.moe_hidden());
   const double copies = Tl * D(s.moe.top_k);
   ops.push_back(Memory("dispatch-preprocess", te, s, 7));
   if (s.moe.ep > 1) {
@@ -149,7 +149,7 @@ bool Fp8Dispatch(const LayerShape& s) { return Hierarchical(s) && s.kernels.prec
 
 void TokenDispatch(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
-  const double h = D(s.hidden);
+  const double h = D(s.moe_hidden());
   if (s.moe.tp_replicated_tokens) {
     // Align the routed copies by expert (vLLM's moe_align_block_size) and
     // gather the rows of this rank's experts: no collective, no host wait.
@@ -181,7 +181,7 @@ void TokenDispatch(std::vector<Op>& ops, const LayerShape& s) {
 
 void TokenCombine(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
-  const double h = D(s.hidden);
+  const double h = D(s.moe_hidden());
   const double copies = Tl * D(s.moe.top_k);
   if (s.moe.tp_replicated_tokens) {
     // Sum this rank's expert outputs per token, then all-reduce the partial
@@ -207,7 +207,7 @@ void TokenCombine(std::vector<Op>& ops, const LayerShape& s) {
 
 void TokenCombineBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
-  const double h = D(s.hidden);
+  const double h = D(s.moe_hidden());
   const double copies = Tl * D(s.moe.top_k);
   if (Hierarchical(s)) {
     // The combine's backward sends the output gradient to the experts (FP8
@@ -231,7 +231,7 @@ void TokenCombineBackward(std::vector<Op>& ops, const LayerShape& s) {
 
 void TokenDispatchBackward(std::vector<Op>& ops, const LayerShape& s) {
   const double Tl = s.routed_tokens();
-  const double h = D(s.hidden);
+  const double h = D(s.moe_hidden());
   const double copies = Tl * D(s.moe.top_k);
   if (Hierarchical(s)) {
     // Sum the input gradient of a token's local experts, send it back (bf16).
