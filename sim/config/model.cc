@@ -19,10 +19,10 @@ namespace {
 constexpr double kMaxParameters = 1e15;
 
 Activation ParseActivation(const JsonNode& node) {
-  std::string s = node.OneOf({"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "squared_relu", "silu",
+  std::string s = node.OneOf({"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "squared_relu", "relu2", "silu",
                               "swiglu", "geglu"});
   if (s == "relu") return Activation::kRelu;
-  if (s == "squared_relu") return Activation::kSquaredRelu;
+  if (s == "squared_relu" || s == "relu2") return Activation::kSquaredRelu;  // relu2: NemotronH's name
   // Hugging Face's "silu" in a Llama-style config means the gated SwiGLU MLP.
   if (s == "silu" || s == "swiglu") return Activation::kSwiglu;
   if (s == "geglu") return Activation::kGeglu;
@@ -145,6 +145,9 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   auto moe_width = obj.Optional("moe_intermediate_size");
   auto shared_n = obj.Optional("n_shared_experts");
   auto shared_width = obj.Optional("shared_expert_intermediate_size");
+  // NemotronH: moe_shared_expert_intermediate_size is the shared experts'
+  // whole width, given beside their count n_shared_experts.
+  auto shared_total = obj.Optional("moe_shared_expert_intermediate_size");
   auto first_dense = obj.Optional("first_k_dense_replace");
   std::optional<JsonNode> step = obj.Optional("decoder_sparse_step");
   for (const char* key : {"moe_layer_freq", "interleave_moe_layer_step"}) {
@@ -166,8 +169,8 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   auto groups_per_token = obj.Optional("topk_group");
   auto latent = obj.Optional("moe_latent_size");
   if (!experts) {
-    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &first_dense, &groups, &groups_per_token, &dense_width,
-                    &latent}) {
+    for (auto* n : {&top_k, &moe_width, &shared_n, &shared_width, &shared_total, &first_dense, &groups, &groups_per_token,
+                    &dense_width, &latent}) {
       if (*n) {
         (*n)->Fail("a mixture-of-experts key without a number of experts (num_local_experts, num_experts or "
                    "n_routed_experts)");
@@ -189,7 +192,13 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   if (shared_width && !shared_width->json().is_null()) {
     m.shared_expert_intermediate_size = NonNegativeInt(*shared_width);
   }
-  if (shared_n && !shared_n->json().is_null()) {
+  if (shared_total) {
+    if (shared_width) shared_total->Fail("give moe_shared_expert_intermediate_size or shared_expert_intermediate_size, not both");
+    m.shared_expert_intermediate_size = NonNegativeInt(*shared_total);
+    if (shared_n && (NonNegativeInt(*shared_n) > 0) != (m.shared_expert_intermediate_size > 0)) {
+      shared_n->Fail("contradicts moe_shared_expert_intermediate_size");
+    }
+  } else if (shared_n && !shared_n->json().is_null()) {
     if (shared_width) shared_n->Fail("give n_shared_experts or shared_expert_intermediate_size, not both");
     m.shared_expert_intermediate_size = NonNegativeInt(*shared_n) * m.moe_intermediate_size;
   }
@@ -539,6 +548,11 @@ ModelConfig ParseModel(const JsonNode& node) {
     aliases.Finish();
   }
 
+  if (auto t = obj.Optional("model_type")) m.family = t->String();
+  // NemotronH (Hugging Face's nemotron_h): RMSNorm though the config gives
+  // layer_norm_epsilon, and attention without RoPE (Megatron-Core's
+  // MambaModel, position_embedding_type none), unless the file says otherwise.
+  const bool nemotron_h = m.family == "nemotron_h";
   JsonNode hidden = obj.Required("hidden_size");
   m.hidden_size = hidden.PositiveInt();
   JsonNode layers = obj.Required("num_hidden_layers");
@@ -552,7 +566,16 @@ ModelConfig ParseModel(const JsonNode& node) {
   m.num_attention_heads = heads.PositiveInt();
   m.intermediate_size = obj.Required("intermediate_size").PositiveInt();
   m.vocab_size = obj.Required("vocab_size").PositiveInt();
-  m.activation = ParseActivation(obj.Required("hidden_act"));
+  // NemotronH names the MLP's activation mlp_hidden_act (its Mamba-2
+  // mixer's is mamba_hidden_act); a config may give hidden_act as well.
+  if (auto mlp_act = obj.Optional("mlp_hidden_act")) {
+    m.activation = ParseActivation(*mlp_act);
+    if (auto act = obj.Optional("hidden_act"); act && ParseActivation(*act) != m.activation) {
+      act->Fail("differs from mlp_hidden_act");
+    }
+  } else {
+    m.activation = ParseActivation(obj.Required("hidden_act"));
+  }
 
   ParseMla(obj, m);  // before head_dim: an MLA head's query/key width comes from its keys
 
@@ -592,6 +615,8 @@ ModelConfig ParseModel(const JsonNode& node) {
   const bool has_ln_eps = obj.Has("layer_norm_eps") || obj.Has("layer_norm_epsilon");
   if (auto nt = obj.Optional("norm_type")) {
     m.norm = nt->OneOf({"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  } else if (nemotron_h) {
+    m.norm = NormKind::kRmsNorm;
   } else if (has_rms_eps && has_ln_eps) {
     throw InputError(node.file(), node.path().empty() ? "norm_type" : node.path() + ".norm_type",
                      "both rms_norm_eps and layer_norm_eps are given; say which norm with norm_type");
@@ -618,6 +643,7 @@ ModelConfig ParseModel(const JsonNode& node) {
   if (auto b = obj.Optional("mlp_bias")) m.mlp_bias = b->Bool();
   std::optional<JsonNode> max_pos = obj.Optional("max_position_embeddings");
   if (max_pos) m.max_position_embeddings = max_pos->PositiveInt();
+  if (nemotron_h) m.position_embedding = PositionEmbedding::kNone;
   if (auto pe = obj.Optional("position_embedding_type")) {
     m.position_embedding = ParsePositionEmbedding(*pe);
     if (m.position_embedding == PositionEmbedding::kLearned && !max_pos) {
@@ -635,7 +661,6 @@ ModelConfig ParseModel(const JsonNode& node) {
     }
   }
 
-  if (auto t = obj.Optional("model_type")) m.family = t->String();
   ParseMoe(obj, m);
   if (auto mtp = obj.Optional("num_nextn_predict_layers")) m.mtp_modules = NonNegativeInt(*mtp);
   ParseSlidingWindow(obj, m);
@@ -662,7 +687,7 @@ ModelConfig ParseModel(const JsonNode& node) {
               "expand", "mamba_hidden_act", "use_conv_bias", "use_bias", "mamba_proj_bias", "residual_in_fp32",
               "rescale_prenorm_residual", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
               "num_logits_to_keep", "use_mamba_kernels", "mamba_ssm_cache_dtype", "partial_rotary_factor",
-              "moe_shared_expert_overlap"});
+              "moe_shared_expert_overlap", "norm_eps", "dtype"});
   obj.Finish();
 
   double params = static_cast<double>(m.num_layers) *

@@ -108,6 +108,40 @@ TEST(Hybrid, NemotronSuperLatentMoeAndMtpMatchHandCount) {
   EXPECT_EQ(m.PipelineLayerCount(), 89);
 }
 
+// Nemotron 3 Super's config.json as Hugging Face publishes it
+// (nvidia/NVIDIA-Nemotron-3-Super-120B-A12B; quantization left out), read
+// as stacksim reads any model file: the same model as the shipped file.
+TEST(Hybrid, NemotronHConfigsAsHuggingFaceWritesThemLoad) {
+  const nlohmann::json hf = nlohmann::json::parse(R"({
+    "architectures": ["NemotronHForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 1, "chunk_size": 128, "conv_kernel": 4, "dtype": "bfloat16", "eos_token_id": 2,
+    "expand": 2, "head_dim": 128, "hidden_dropout": 0.0, "hidden_size": 4096,
+    "hybrid_override_pattern": "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
+    "initializer_range": 0.02, "intermediate_size": 2688, "layer_norm_epsilon": 1e-05, "mamba_head_dim": 64,
+    "mamba_hidden_act": "silu", "mamba_num_heads": 128, "mamba_proj_bias": false,
+    "mamba_ssm_cache_dtype": "float32", "max_position_embeddings": 262144, "mlp_bias": false,
+    "mlp_hidden_act": "relu2", "model_type": "nemotron_h", "moe_intermediate_size": 2688,
+    "moe_latent_size": 1024, "moe_shared_expert_intermediate_size": 5376, "moe_shared_expert_overlap": false,
+    "mtp_hybrid_override_pattern": "*E", "n_group": 1, "n_groups": 8, "n_routed_experts": 512,
+    "n_shared_experts": 1, "norm_eps": 1e-05, "norm_topk_prob": true, "num_attention_heads": 32,
+    "num_experts_per_tok": 22, "num_hidden_layers": 88, "num_key_value_heads": 2, "num_logits_to_keep": 1,
+    "num_nextn_predict_layers": 1, "pad_token_id": 0, "partial_rotary_factor": 1.0,
+    "rescale_prenorm_residual": true, "residual_in_fp32": false, "rope_theta": 10000,
+    "routed_scaling_factor": 5.0, "sliding_window": null, "ssm_state_size": 128, "tie_word_embeddings": false,
+    "time_step_floor": 0.0001, "time_step_max": 0.1, "time_step_min": 0.001, "topk_group": 1,
+    "transformers_version": "4.57.6", "use_bias": false, "use_cache": true, "use_conv_bias": true,
+    "use_mamba_kernels": true, "vocab_size": 131072})");
+  const config::ModelConfig m = config::ParseModel(JsonNode(hf, "config.json", ""));
+  const config::ModelConfig shipped = config::LoadModelFile(kModels + "nemotron-3-super-120b-a12b.json");
+  EXPECT_EQ(m.ParameterCount(), shipped.ParameterCount());
+  EXPECT_EQ(m.MtpParameterCount(), shipped.MtpParameterCount());
+  EXPECT_EQ(m.ActiveParameterCount(), shipped.ActiveParameterCount());
+  EXPECT_EQ(m.norm, config::NormKind::kRmsNorm);
+  EXPECT_EQ(m.position_embedding, config::PositionEmbedding::kNone);
+  EXPECT_EQ(m.activation, config::Activation::kSquaredRelu);
+  EXPECT_EQ(m.expert_groups, 1);  // n_group 1: one group of every expert, as Kimi K2's
+}
+
 // Latent MoE moves rows and runs experts at the latent width (1024), not
 // the hidden (4096): a quarter of the dispatch bytes, and two projections.
 TEST(Hybrid, LatentMoeDispatchesAndComputesAtTheLatentWidth) {
