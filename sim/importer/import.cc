@@ -60,6 +60,8 @@ json ModelValue(const config::ModelConfig& m, const std::string& key) {
   if (key == "num_experts") return m.num_experts;
   if (key == "num_experts_per_tok") return m.experts_per_token;
   if (key == "moe_intermediate_size") return m.moe_intermediate_size;
+  if (key == "moe_latent_size") return m.moe_latent_size;
+  if (key == "hybrid_override_pattern") return m.hybrid_pattern;
   throw std::logic_error("no model value for claim key " + key);
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/config/model.h"
+
 #include "tests/input_error.h"
 
 namespace stacksim::importer {
@@ -155,6 +157,32 @@ TEST(MegatronImport, ShapeFlagsDefineTheModelWithMegatronsVocabularyPadding) {
                "gpt.sh", Options("", 8));
   });
   EXPECT_NE(std::string(no_vocab.what()).find("--vocab-size"), std::string::npos) << no_vocab.what();
+}
+
+// Nemotron-H 8B as Megatron-LM's pretrain_mamba.py takes it: the layer
+// pattern and the Mamba-2 heads; head_dim, state and groups take
+// TransformerConfig's defaults (64, 128, 8).
+TEST(MegatronImport, HybridPatternAndMambaFlagsDefineAHybridModel) {
+  const std::string args =
+      "--num-layers 52 --hidden-size 4096 --num-attention-heads 32 --group-query-attention --num-query-groups 8\n"
+      "--kv-channels 128 --ffn-hidden-size 21504 --squared-relu --normalization RMSNorm --disable-bias-linear\n"
+      "--position-embedding-type none --untie-embeddings-and-output-weights --vocab-size 131072\n"
+      "--hybrid-override-pattern M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M- --mamba-num-heads 128\n"
+      "--tensor-model-parallel-size 8 --seq-length 8192 --micro-batch-size 1 --bf16\n";
+  ImportResult r = ImportText(args, "nemotron_h.sh", Options("", 8));
+  const json& m = r.scenario["model"];
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["hybrid_override_pattern"], "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-");
+  EXPECT_EQ(m["mamba_num_heads"], 128);
+  EXPECT_EQ(m["mamba_head_dim"], 64);
+  EXPECT_EQ(m["ssm_state_size"], 128);
+  EXPECT_EQ(m["n_groups"], 8);
+  const config::ModelConfig imported = config::ParseModel(JsonNode(m, "nemotron_h.sh", "model"));
+  const config::ModelConfig shipped =
+      config::LoadModelFile(std::string(STACKSIM_SOURCE_DIR) + "/models/nemotron-h-8b.json");
+  EXPECT_EQ(imported.ParameterCount(), shipped.ParameterCount());
+  EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--hybrid-override-pattern"));
+  EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--mamba-num-heads"));
 }
 
 TEST(MegatronImport, UnsetScriptVariableInAMappedFlagIsAnError) {
@@ -356,6 +384,45 @@ TEST(MegatronBridgeImport, MicroBatchGroupsGoThroughTheFlagTable) {
   EXPECT_FALSE(r.scenario["plan"].contains("microbatch_group"));
   EXPECT_TRUE(Lists(r.scenario["import"]["ignored"], "model.microbatch_group_size_per_vp_stage (--microbatch-group-size-per-virtual-pipeline-stage)"))
       << r.scenario["import"]["ignored"].dump();
+}
+
+// A hybrid dump (Nemotron 3 Nano): the layer pattern and the Mamba-2 heads
+// are claims checked against the named model; a pattern that differs is
+// an error at its YAML path.
+TEST(MegatronBridgeImport, HybridFieldsAreCheckedAgainstTheNamedModel) {
+  const std::string text =
+      "model:\n"
+      "  num_layers: 52\n"
+      "  hidden_size: 2688\n"
+      "  num_attention_heads: 32\n"
+      "  num_query_groups: 2\n"
+      "  kv_channels: 128\n"
+      "  ffn_hidden_size: 1856\n"
+      "  vocab_size: 131072\n"
+      "  normalization: RMSNorm\n"
+      "  add_bias_linear: false\n"
+      "  share_embeddings_and_output_weights: false\n"
+      "  position_embedding_type: none\n"
+      "  hybrid_override_pattern: MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME\n"
+      "  mamba_num_heads: 64\n"
+      "  num_moe_experts: 128\n"
+      "  moe_router_topk: 6\n"
+      "  moe_ffn_hidden_size: 1856\n"
+      "  expert_model_parallel_size: 8\n"
+      "  tensor_model_parallel_size: 1\n"
+      "  seq_length: 8192\n"
+      "mixed_precision:\n"
+      "  bf16: true\n"
+      "train:\n"
+      "  global_batch_size: 1024\n"
+      "  micro_batch_size: 1\n";
+  ImportResult r = ImportText(text, "run_config.yaml", Options("nemotron-3-nano-30b-a3b", 16));
+  EXPECT_EQ(r.scenario["plan"]["ep"], 8);
+  EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "model.hybrid_override_pattern"));
+  std::string other = text;
+  other.replace(other.find("MEMEM*"), 6, "MEMEME");
+  InputError e = ErrorFrom([&] { ImportText(other, "run_config.yaml", Options("nemotron-3-nano-30b-a3b", 16)); });
+  EXPECT_NE(e.key_path().find("model.hybrid_override_pattern"), std::string::npos) << e.what();
 }
 
 TEST(MegatronBridgeImport, ContradictionsNameTheYamlPath) {

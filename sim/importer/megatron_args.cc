@@ -616,6 +616,39 @@ class Reader {
       }
     }
 
+    const auto latent = int_claim("--moe-latent-size", "moe_latent_size");
+    // Hybrid (Mamba-2) stacks, as pretrain_mamba.py takes them: the layer
+    // pattern (--hybrid-layer-pattern, formerly --hybrid-override-pattern)
+    // and the mixer's shape with TransformerConfig's defaults (state 128,
+    // head_dim 64, 8 groups, heads = 2 x hidden / head_dim).
+    std::optional<std::string> pattern;
+    for (const char* flag : {"--hybrid-layer-pattern", "--hybrid-override-pattern"}) {
+      if (Arg* a = Take(flag)) {
+        pattern = Text(*a);
+        claim(flag, *pattern, "hybrid_override_pattern", *pattern);
+      }
+    }
+    for (const char* flag : {"--hybrid-attention-ratio", "--hybrid-mlp-ratio"}) {
+      if (Arg* a = Take(flag)) job_.Unmapped(flag, Text(*a), "a pattern from ratios: give --hybrid-layer-pattern");
+    }
+    auto mamba_int = [&](const char* flag, const char* key) -> std::optional<int64_t> {
+      Arg* a = Take(flag);
+      if (a == nullptr) return std::nullopt;
+      const int64_t v = Int(*a);
+      job_.Map(flag, std::to_string(v), std::string("model.") + key);
+      return v;
+    };
+    const auto mamba_heads = mamba_int("--mamba-num-heads", "mamba_num_heads");
+    const auto mamba_head_dim = mamba_int("--mamba-head-dim", "mamba_head_dim");
+    const auto mamba_state = mamba_int("--mamba-state-dim", "ssm_state_size");
+    const auto mamba_groups = mamba_int("--mamba-num-groups", "n_groups");
+    const auto mtp = mamba_int("--mtp-num-layers", "num_nextn_predict_layers");
+    std::optional<std::string> mtp_pattern;
+    if (Arg* a = Take("--mtp-hybrid-override-pattern")) {
+      mtp_pattern = Text(*a);
+      job_.Map(a->flag, *mtp_pattern, "model.mtp_hybrid_override_pattern");
+    }
+
     if (!defines || !hidden || !heads) {
       job_.inline_model_missing = "the file does not give --num-layers, --hidden-size and --num-attention-heads";
       return;
@@ -656,6 +689,19 @@ class Reader {
       m["num_experts_per_tok"] = topk ? *topk : 2;  // Megatron-LM's --moe-router-topk default
       m["moe_intermediate_size"] = moe_ffn ? *moe_ffn : *ffn;
       if (shared) m["shared_expert_intermediate_size"] = *shared;
+      if (latent) m["moe_latent_size"] = *latent;
+    }
+    if (mtp) m["num_nextn_predict_layers"] = *mtp;
+    if (mtp_pattern) m["mtp_hybrid_override_pattern"] = *mtp_pattern;
+    if (pattern) {
+      m["hybrid_override_pattern"] = *pattern;
+      if (pattern->find('M') != std::string::npos) {
+        const int64_t head_dim_m = mamba_head_dim ? *mamba_head_dim : 64;
+        m["mamba_head_dim"] = head_dim_m;
+        m["mamba_num_heads"] = mamba_heads ? *mamba_heads : 2 * *hidden / head_dim_m;
+        m["ssm_state_size"] = mamba_state ? *mamba_state : 128;
+        m["n_groups"] = mamba_groups ? *mamba_groups : 8;
+      }
     }
     job_.inline_model = m;
   }
