@@ -67,7 +67,8 @@ void ParseSlidingWindow(JsonObject& obj, ModelConfig& m) {
     }
     sliding = 0;
     for (const JsonNode& t : types->Elements()) {
-      if (t.OneOf({"sliding_attention", "full_attention"}) == "sliding_attention") ++sliding;
+      // linear_attention: Qwen3-Next's Gated DeltaNet layers (ParseLinearAttention).
+      if (t.OneOf({"sliding_attention", "full_attention", "linear_attention"}) == "sliding_attention") ++sliding;
     }
   }
   if (count) {
@@ -214,6 +215,8 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
   }
   if (m.MoeLayerCount() == 0) experts->Fail("no layer is a mixture-of-experts layer with these settings");
   if (latent) m.moe_latent_size = latent->PositiveInt();
+  m.shared_gate = m.family == "qwen2_moe" || m.family == "qwen3_next";
+  if (auto g = obj.Optional("shared_expert_gate")) m.shared_gate = g->Bool();
   if (groups || groups_per_token) {
     if (!groups) groups_per_token->Fail("topk_group needs n_group (the number of expert groups)");
     if (!groups_per_token) groups->Fail("n_group needs topk_group (the groups each token may use)");
@@ -250,6 +253,58 @@ void ParseMla(JsonObject& obj, ModelConfig& m) {
   m.qk_nope_head_dim = obj.Required("qk_nope_head_dim").PositiveInt();
   m.qk_rope_head_dim = obj.Required("qk_rope_head_dim").PositiveInt();
   m.v_head_dim = obj.Required("v_head_dim").PositiveInt();
+}
+
+// Qwen3-Next's linear attention as its Hugging Face config writes it:
+// layer_types with "linear_attention", or full_attention_interval (every
+// n-th layer full attention, the rest linear; Qwen3NextConfig's default 4),
+// and the Gated DeltaNet's linear_* widths; attn_output_gate for the
+// full-attention layers.
+void ParseLinearAttention(JsonObject& obj, ModelConfig& m, const JsonNode& types_raw) {
+  const char* keys[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                        "linear_value_head_dim", "linear_conv_kernel_dim", "full_attention_interval"};
+  std::optional<JsonNode> key_heads = obj.Optional("linear_num_key_heads");
+  if (auto g = obj.Optional("attn_output_gate")) m.attn_output_gate = g->Bool();
+  if (!key_heads) {
+    for (const char* key : keys) {
+      if (auto n = obj.Optional(key)) n->Fail("a linear-attention key without linear_num_key_heads");
+    }
+    if (types_raw.IsArray()) {
+      for (const JsonNode& t : types_raw.Elements()) {
+        if (t.String() == "linear_attention") t.Fail("linear-attention layers need linear_num_key_heads and the other linear_* widths");
+      }
+    }
+    return;
+  }
+  m.gdn.key_heads = key_heads->PositiveInt();
+  m.gdn.value_heads = obj.Required("linear_num_value_heads").PositiveInt();
+  m.gdn.key_dim = obj.Required("linear_key_head_dim").PositiveInt();
+  m.gdn.value_dim = obj.Required("linear_value_head_dim").PositiveInt();
+  if (m.gdn.value_heads % m.gdn.key_heads != 0) {
+    obj.Required("linear_num_value_heads").Fail("must be a multiple of linear_num_key_heads (" +
+                                                std::to_string(m.gdn.key_heads) + ")");
+  }
+  if (auto k = obj.Optional("linear_conv_kernel_dim")) m.gdn.conv_kernel = k->PositiveInt();
+  m.linear_layers.assign(static_cast<size_t>(m.num_layers), false);
+  std::optional<JsonNode> interval = obj.Optional("full_attention_interval");
+  if (types_raw.IsArray()) {
+    for (size_t l = 0; l < types_raw.Elements().size() && l < m.linear_layers.size(); ++l) {
+      m.linear_layers[l] = types_raw.Elements()[l].String() == "linear_attention";
+    }
+    if (interval) {
+      const int64_t every = interval->PositiveInt();
+      for (int64_t l = 0; l < m.num_layers; ++l) {
+        if (m.linear_layers[static_cast<size_t>(l)] != ((l + 1) % every != 0)) interval->Fail("contradicts layer_types");
+      }
+    }
+  } else {
+    const int64_t every = interval ? interval->PositiveInt() : 4;
+    for (int64_t l = 0; l < m.num_layers; ++l) m.linear_layers[static_cast<size_t>(l)] = (l + 1) % every != 0;
+  }
+  if (m.is_mla() || m.sliding_window > 0 || m.attention_chunk > 0 || m.mtp_modules > 0) {
+    key_heads->Fail("linear attention with multi-head latent, sliding-window or chunked attention, or MTP modules "
+                    "is not modelled");
+  }
 }
 
 // Hybrid Mamba-2 models as Megatron-Core and Hugging Face's NemotronH write
@@ -381,6 +436,7 @@ int64_t ModelConfig::AttentionParameterCount() const {
   const int64_t kv_width = num_kv_heads * head_dim;
   // Attention: Q (h x heads*d), K and V (h x kv_heads*d each), output (heads*d x h).
   int64_t attention = h * q_width + 2 * h * kv_width + q_width * h;
+  if (attn_output_gate) attention += h * q_width;  // the gate's half of the query projection
   if (attention_bias) attention += q_width + 2 * kv_width + h;
   return attention;
 }
@@ -408,10 +464,22 @@ LayerKind ModelConfig::LayerKindAt(int64_t layer) const {
       default: return LayerKind::kMoeBlock;
     }
   }
+  const bool linear = layer < num_layers && !linear_layers.empty() && linear_layers[static_cast<size_t>(layer)];
+  if (linear) return IsMoeLayer(layer) ? LayerKind::kGdnMoe : LayerKind::kGdnDense;
   return IsMoeLayer(layer) ? LayerKind::kMoe : LayerKind::kDense;
 }
 
+int64_t ModelConfig::GatedDeltaNetParameterCount() const {
+  const GatedDeltaNetConfig& g = gdn;
+  // in_proj_qkvz and in_proj_ba, the convolution's taps (no bias), dt_bias
+  // and A_log per value head, the gated norm's weight (one value head
+  // wide), out_proj.
+  return hidden_size * (2 * g.qk_width() + 2 * g.v_width()) + hidden_size * 2 * g.value_heads +
+         g.conv_channels() * g.conv_kernel + 2 * g.value_heads + g.value_dim + g.v_width() * hidden_size;
+}
+
 int64_t ModelConfig::AttentionLayerCount() const {
+  if (has_linear_attention()) return static_cast<int64_t>(std::count(linear_layers.begin(), linear_layers.end(), false));
   if (!is_hybrid()) return num_layers;
   return static_cast<int64_t>(std::count(hybrid_pattern.begin(), hybrid_pattern.end(), '*'));
 }
@@ -453,11 +521,16 @@ int64_t ModelConfig::LayerParameterCount(int64_t layer) const {
     const int64_t router = hidden_size * num_experts + (router_bias ? num_experts : 0);
     const int64_t shared = shared_expert_intermediate_size > 0 ? MlpParameterCount(shared_expert_intermediate_size) : 0;
     const int64_t latent = moe_latent_size > 0 ? 2 * hidden_size * moe_latent_size : 0;  // fc1/fc2_latent_proj
-    moe = router + latent + ExpertParameterCount() + shared;
+    // Qwen2-MoE and Qwen3-Next scale the shared expert by a learned sigmoid
+    // gate (shared_expert_gate, hidden x 1).
+    const int64_t gate = shared_gate && shared_expert_intermediate_size > 0 ? hidden_size : 0;
+    moe = router + latent + gate + ExpertParameterCount() + shared;
   }
   switch (LayerKindAt(layer)) {
     case LayerKind::kDense: return LayerParameterCount();
     case LayerKind::kMoe: return AttentionParameterCount() + moe + 2 * norm;
+    case LayerKind::kGdnDense: return GatedDeltaNetParameterCount() + MlpParameterCount(intermediate_size) + 2 * norm;
+    case LayerKind::kGdnMoe: return GatedDeltaNetParameterCount() + moe + 2 * norm;
     case LayerKind::kMamba: return MambaParameterCount() + norm;
     case LayerKind::kAttention: return AttentionParameterCount() + norm;
     case LayerKind::kMlp: return MlpParameterCount(intermediate_size) + norm;
@@ -666,6 +739,14 @@ ModelConfig ParseModel(const JsonNode& node) {
   ParseSlidingWindow(obj, m);
   ParseChunkedAttention(obj, m);
   ParseHybrid(obj, m);
+  {
+    const nlohmann::json& doc = node.json();
+    const nlohmann::json null_types;
+    JsonNode types(doc.contains("layer_types") ? doc.at("layer_types") : null_types, node.file(),
+                   node.path().empty() ? "layer_types" : node.path() + ".layer_types");
+    ParseLinearAttention(obj, m, types);
+    if (m.has_linear_attention() && m.is_hybrid()) obj.Required("hybrid_override_pattern").Fail("with linear attention is not modelled");
+  }
 
   // Keys of Hugging Face configs that do not change the cost of training.
   obj.Ignore({"architectures", "torch_dtype", "rope_theta", "rope_scaling", "bos_token_id",
@@ -756,6 +837,18 @@ nlohmann::json ModelToJson(const ModelConfig& m) {
     j["attention_chunk_size"] = m.attention_chunk;
     j["chunked_attention_layers"] = m.chunked_attention_layers;
   }
+  if (m.has_linear_attention()) {
+    nlohmann::json types = nlohmann::json::array();
+    for (bool linear : m.linear_layers) types.push_back(linear ? "linear_attention" : "full_attention");
+    j["layer_types"] = types;
+    j["linear_num_key_heads"] = m.gdn.key_heads;
+    j["linear_num_value_heads"] = m.gdn.value_heads;
+    j["linear_key_head_dim"] = m.gdn.key_dim;
+    j["linear_value_head_dim"] = m.gdn.value_dim;
+    j["linear_conv_kernel_dim"] = m.gdn.conv_kernel;
+  }
+  if (m.attn_output_gate) j["attn_output_gate"] = true;
+  if (m.is_moe() && m.shared_gate) j["shared_expert_gate"] = true;
   if (m.is_hybrid()) {
     j["hybrid_override_pattern"] = m.hybrid_pattern;
     if (m.mamba.heads > 0) {

@@ -25,8 +25,11 @@ enum class PositionEmbedding { kRope, kLearned, kAlibi, kNone };
 // models (MambaModel with hybrid_override_pattern; Nemotron-H, Nemotron 3)
 // stack single blocks, each with its own pre-norm and residual: a Mamba-2
 // mixer ('M'), self-attention ('*'), a dense MLP ('-') or a MoE MLP ('E').
-enum class LayerKind { kDense, kMoe, kMamba, kAttention, kMlp, kMoeBlock };
-inline constexpr int kNumLayerKinds = 6;
+// Qwen3-Next's layers are transformer layers whose self-attention is, on
+// three of every four, a Gated DeltaNet (linear attention): kGdnDense and
+// kGdnMoe.
+enum class LayerKind { kDense, kMoe, kMamba, kAttention, kMlp, kMoeBlock, kGdnDense, kGdnMoe };
+inline constexpr int kNumLayerKinds = 8;
 
 // A Mamba-2 mixer (Dao & Gu 2024, arXiv:2405.21060, section 7; Megatron-Core
 // MambaMixer): in_proj maps the hidden state to z and x (inner = heads x
@@ -45,6 +48,27 @@ struct MambaConfig {
   int64_t inner() const { return heads * head_dim; }
   int64_t in_proj_width() const { return 2 * inner() + 2 * groups * state + heads; }
   int64_t conv_channels() const { return inner() + 2 * groups * state; }
+};
+
+// Gated DeltaNet (Yang et al. 2024, "Gated Delta Networks", arXiv:2412.06464;
+// Qwen3-Next's linear attention, Hugging Face Qwen3NextGatedDeltaNet):
+// in_proj_qkvz maps the hidden state to q and k (key_heads x key_dim each),
+// v and the output gate z (value_heads x value_dim each), in_proj_ba to one
+// beta and one decay per value head; a causal depthwise convolution of
+// conv_kernel taps (no bias) runs over q, k and v; the gated delta rule works
+// in chunks of `chunk` tokens; a gated RMSNorm per value head and out_proj
+// (value_heads x value_dim -> hidden) follow. Sizes in elements.
+struct GatedDeltaNetConfig {
+  int64_t key_heads = 0;    // linear_num_key_heads
+  int64_t value_heads = 0;  // linear_num_value_heads
+  int64_t key_dim = 0;      // linear_key_head_dim
+  int64_t value_dim = 0;    // linear_value_head_dim
+  int64_t conv_kernel = 4;  // linear_conv_kernel_dim
+  int64_t chunk = 64;       // the chunked kernels' block (flash-linear-attention's chunk_gated_delta_rule)
+
+  int64_t qk_width() const { return key_heads * key_dim; }
+  int64_t v_width() const { return value_heads * value_dim; }
+  int64_t conv_channels() const { return 2 * qk_width() + v_width(); }
 };
 
 struct ModelConfig {
@@ -98,6 +122,10 @@ struct ModelConfig {
   // through experts of that input width, combined, and projected back
   // (fc2_latent_proj). 0: experts take the hidden state.
   int64_t moe_latent_size = 0;
+  // The shared experts' output scaled by a learned sigmoid gate
+  // (shared_expert_gate, hidden x 1: Qwen2-MoE and Qwen3-Next's sparse MoE
+  // block; "shared_expert_gate" in stacksim's files).
+  bool shared_gate = false;
   int64_t expert_input_width() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
   // Multi-token prediction modules after the last layer (num_nextn_predict_layers,
   // DeepSeek-V3 §2.2). Training runs each module's transformer layer as a
@@ -145,6 +173,17 @@ struct ModelConfig {
   // shapes. Empty for a plain transformer.
   std::string hybrid_pattern;
   MambaConfig mamba;
+  // Linear-attention layers (Qwen3-Next: layer_types "linear_attention", or
+  // all but every full_attention_interval-th): one flag per layer, and the
+  // Gated DeltaNet's shapes. Empty without them.
+  std::vector<bool> linear_layers;
+  GatedDeltaNetConfig gdn;
+  // Gated attention (attn_output_gate, Qwen3-Next's full-attention layers):
+  // the query projection also gives a per-head output gate, sigmoid-applied
+  // to the attention output before o_proj.
+  bool attn_output_gate = false;
+  bool has_linear_attention() const { return !linear_layers.empty(); }
+  int64_t GatedDeltaNetParameterCount() const;
   // A hybrid's MTP modules' layer (mtp_hybrid_override_pattern "*E":
   // attention then MoE, a transformer layer; "*-": with a dense MLP).
   LayerKind mtp_kind = LayerKind::kMoe;

@@ -536,6 +536,29 @@ TEST(Model, ReadsHybridMambaPatternsAndRejectsBadOnes) {
   fails_at(j, "moe_latent_size");
 }
 
+TEST(Model, ReadsLinearAttentionLayersAndWritesThemBack) {
+  nlohmann::json j = Llama7b();
+  j["num_hidden_layers"] = 8;
+  j["linear_num_key_heads"] = 16;
+  j["linear_num_value_heads"] = 32;
+  j["linear_key_head_dim"] = 128;
+  j["linear_value_head_dim"] = 128;
+  j["full_attention_interval"] = 4;
+  const ModelConfig m = Parse(j);
+  EXPECT_EQ(m.LayerKindAt(0), LayerKind::kGdnDense);
+  EXPECT_EQ(m.LayerKindAt(3), LayerKind::kDense);
+  EXPECT_EQ(m.AttentionLayerCount(), 2);
+  const ModelConfig again = ParseModel(JsonNode(ModelToJson(m), "back.json", ""));
+  EXPECT_EQ(again.ParameterCount(), m.ParameterCount());
+  EXPECT_EQ(again.linear_layers, m.linear_layers);
+  nlohmann::json bad = j;
+  bad["linear_num_value_heads"] = 24;  // not a multiple of the 16 key heads
+  EXPECT_EQ(ParseError(bad).key_path(), "linear_num_value_heads");
+  bad = Llama7b();
+  bad["linear_key_head_dim"] = 128;  // without the heads
+  EXPECT_EQ(ParseError(bad).key_path(), "linear_key_head_dim");
+}
+
 TEST(Model, EveryShippedModelLoadsAndCitesItsSource) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/models")) {

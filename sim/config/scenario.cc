@@ -383,6 +383,14 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
     fail("plan.tp", "tp " + Str(p.tp) + " and the model's " + Str(m.num_kv_heads) +
                         " KV heads must divide one another (KV heads are split, or replicated, across TP ranks)");
   }
+  if (m.has_linear_attention()) {
+    if (m.gdn.key_heads % p.tp != 0 || m.gdn.value_heads % p.tp != 0) {
+      fail("plan.tp", "tp " + Str(p.tp) + " must divide the Gated DeltaNet's " + Str(m.gdn.key_heads) + " key and " +
+                          Str(m.gdn.value_heads) + " value heads");
+    }
+    if (p.cp > 1) fail("plan.cp", "context parallelism of linear-attention (Gated DeltaNet) layers is not modelled");
+    if (p.finetune.frozen_base()) fail("plan.finetune", "LoRA and QLoRA of linear-attention models are not modelled");
+  }
   if (m.is_hybrid()) {
     // Megatron-Core's MambaMixer splits the heads and the B/C groups over TP.
     if (m.mamba.heads > 0 && (m.mamba.heads % p.tp != 0 || m.mamba.groups % p.tp != 0)) {

@@ -160,13 +160,22 @@ Bytes LayerActivations(const workload::LayerShape& s, config::Recompute recomput
     const double in_proj = 2.0 * inner + 2.0 * groups * D(s.mamba.state) + heads;
     return Bytes{e * Tn * h + l * Tin * h + e * T * in_proj + e * T * inner + l * T * inner + mask * Tn * h};
   }
-  const bool attention_block = s.kind != LayerKind::kMlp && s.kind != LayerKind::kMoeBlock;
+  const bool attention_block = s.kind == LayerKind::kDense || s.kind == LayerKind::kMoe || s.kind == LayerKind::kAttention;
   const bool mlp_block = s.kind != LayerKind::kAttention;
   double attn = 0;
+  if (s.kind == LayerKind::kGdnDense || s.kind == LayerKind::kGdnMoe) {
+    // Gated DeltaNet: the block input, in_proj's input and output, the
+    // rule's q, k, v after the convolution, its output o, out_proj's input.
+    const double vh = D(s.gdn.value_heads / s.tp), qk = D(s.gdn.key_heads / s.tp) * D(s.gdn.key_dim);
+    const double v = vh * D(s.gdn.value_dim);
+    attn = e * Tn * h + l * Tin * h + e * T * (2 * qk + 2 * v + 2 * vh) + e * T * (2 * qk + v) + e * T * v + l * T * v +
+           mask * Tn * h;
+  }
   if (attention_block) {
     attn = s.mla.enabled ? MlaAttentionActivations(s, e, l, recomputed(RecomputeModule::kLayerNorm),
                                                    recomputed(RecomputeModule::kMlaUpProj))
                          : e * Tn * h + l * Tin * h + e * T * (q + kv) + e * T * kv + l * T * q + mask * Tn * h;
+    if (s.attention.output_gate) attn += e * T * q + e * T * q;  // the gate and the ungated output
   }
   const double scores = D(s.micro_batch) * D(s.attention.heads / s.tp) * D(s.seq) * D(s.seq);
   if (attention_block && s.attention.flash) {
@@ -265,7 +274,8 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   std::array<workload::LayerShape, config::kNumLayerKinds> kind_shape;
   for (int k = 0; k < config::kNumLayerKinds; ++k) {
     const auto kind = static_cast<config::LayerKind>(k);
-    const bool moe = kind == config::LayerKind::kMoe || kind == config::LayerKind::kMoeBlock;
+    const bool moe = kind == config::LayerKind::kMoe || kind == config::LayerKind::kMoeBlock ||
+                     kind == config::LayerKind::kGdnMoe;
     kind_shape[k] = moe && !s.model.is_moe() ? shape : shape.Kind(s.model, plan, kind);
   }
   double largest_layer = layer_params;

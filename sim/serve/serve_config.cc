@@ -433,6 +433,9 @@ void ValidateServeConfig(const ServeConfig& c) {
   if (m.num_layers % c.pp != 0) {
     throw InputError(c.file, "replica.pp", "pp does not divide the model's layers");
   }
+  if (m.has_linear_attention()) {
+    throw InputError(c.file, "model", "serving linear-attention (Gated DeltaNet) models is not modelled; simulate trains them");
+  }
   if (m.moe_latent_size > 0) {
     throw InputError(c.file, "model", "serving latent MoE models (moe_latent_size) is not modelled; simulate trains them");
   }

@@ -12,6 +12,7 @@
 #include "sim/net/network_factory.h"
 #include "sim/simulate/attribution.h"
 #include "sim/simulate/step_replay.h"
+#include "sim/workload/gated_delta_net.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/lora.h"
 #include "sim/workload/mamba.h"
@@ -129,6 +130,11 @@ SimulationResult Simulate(const config::ScenarioConfig& scenario, const Options&
     const auto& p = scenario.model.hybrid_pattern;
     ssd_flops = 3.0 * static_cast<double>(std::count(p.begin(), p.end(), 'M')) *
                 workload::SsdForwardFlops(scenario.model.mamba, 1.0);
+  }
+  if (scenario.model.has_linear_attention()) {
+    const auto& linear = scenario.model.linear_layers;
+    ssd_flops += 3.0 * static_cast<double>(std::count(linear.begin(), linear.end(), true)) *
+                 workload::GatedDeltaRuleForwardFlops(scenario.model.gdn, 1.0);
   }
   res.model_flops = Flops{tokens * (matrix_flops + ssd_flops +
                                     6.0 * static_cast<double>(scenario.model.AttentionLayerCount()) *

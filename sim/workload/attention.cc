@@ -15,7 +15,11 @@ using trace::OpClass;
 
 double D(int64_t v) { return static_cast<double>(v); }
 
-int64_t QkvWidth(const LayerShape& s) { return (QHeads(s) + 2 * KvHeads(s)) * s.attention.head_dim; }
+// Gated attention's query projection also gives the output gate (one more
+// query-heads-wide half).
+int64_t QkvWidth(const LayerShape& s) {
+  return ((s.attention.output_gate ? 2 : 1) * QHeads(s) + 2 * KvHeads(s)) * s.attention.head_dim;
+}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include "sim/workload/attention.h"
 #include "sim/workload/context_parallel.h"
 #include "sim/workload/dense_mlp.h"
+#include "sim/workload/gated_delta_net.h"
 #include "sim/workload/lora.h"
 #include "sim/workload/mamba.h"
 #include "sim/workload/mla.h"
@@ -28,6 +29,7 @@ using config::LayerKind;
 
 bool HasAttention(LayerKind k) { return k == LayerKind::kDense || k == LayerKind::kMoe || k == LayerKind::kAttention; }
 bool HasMlp(LayerKind k) { return k != LayerKind::kMamba && k != LayerKind::kAttention; }
+bool HasGatedDeltaNet(LayerKind k) { return k == LayerKind::kGdnDense || k == LayerKind::kGdnMoe; }
 
 void AttentionBlockForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t T = s.tokens();
@@ -39,6 +41,8 @@ void AttentionBlockForward(std::vector<Op>& ops, const LayerShape& s) {
   }
   AttentionCoreForward(ops, s);
   const int exchange = CpExchangeIndex(ops);
+  // Gated attention: sigmoid(gate) times the attention output.
+  if (s.attention.output_gate) ops.push_back(Memory("attn-gate", ActBytes(s, 3.0 * D(T) * D(QHeads(s) * VDim(s))), s, 1));
   AddForwardCasts(ops, "attn-proj", T, s.hidden, QHeads(s) * VDim(s), 1, false, s);
   LinearForward(ops, "attn-proj", Projection::kAttnOut, T, s.hidden, QHeads(s) * VDim(s), s);
   WaitFor(ops, exchange);
@@ -71,6 +75,9 @@ void AttentionBlockBackward(std::vector<Op>& ops, const LayerShape& s) {
   ops.push_back(ResidualBackward("attn-residual-bwd", s));
   AddGather(ops, "ag-attn-grad", s);
   LinearBackward(ops, "attn-proj", Projection::kAttnOut, T, s.hidden, QHeads(s) * VDim(s), s);
+  if (s.attention.output_gate) {
+    ops.push_back(Memory("attn-gate-bwd", ActBytes(s, 5.0 * D(T) * D(QHeads(s) * VDim(s))), s, 1));
+  }
   AttentionCoreBackward(ops, s);
   AddCpGradReduceScatter(ops, s);
   const int exchange = CpExchangeIndex(ops);
@@ -93,6 +100,11 @@ std::vector<Op> LayerForward(const LayerShape& s) {
     MambaForward(ops, s);
     ops.push_back(ResidualForward("mamba-residual", s));
   }
+  if (HasGatedDeltaNet(s.kind)) {
+    ops.push_back(NormForward("input-norm", s));
+    GatedDeltaNetForward(ops, s);
+    ops.push_back(ResidualForward("attn-residual", s));
+  }
   if (HasAttention(s.kind)) AttentionBlockForward(ops, s);
   if (HasMlp(s.kind)) MlpBlockForward(ops, s);
   return OverlapTpCollectives(std::move(ops), s.tp_overlap, s.sequence_parallel, s.tp);
@@ -102,6 +114,11 @@ std::vector<Op> LayerBackward(const LayerShape& s) {
   std::vector<Op> ops;
   if (HasMlp(s.kind)) MlpBlockBackward(ops, s);
   if (HasAttention(s.kind)) AttentionBlockBackward(ops, s);
+  if (HasGatedDeltaNet(s.kind)) {
+    ops.push_back(ResidualBackward("attn-residual-bwd", s));
+    GatedDeltaNetBackward(ops, s);
+    ops.push_back(NormBackward("input-norm-bwd", s));
+  }
   if (s.kind == LayerKind::kMamba) {
     ops.push_back(ResidualBackward("mamba-residual-bwd", s));
     MambaBackward(ops, s);

@@ -60,7 +60,8 @@ LayerShape LayerShape::Moe(const config::ModelConfig& model, const config::PlanC
 
 LayerShape LayerShape::Kind(const config::ModelConfig& model, const config::PlanConfig& plan,
                             config::LayerKind kind, int domain_gpus) const {
-  const bool moe = kind == config::LayerKind::kMoe || kind == config::LayerKind::kMoeBlock;
+  const bool moe = kind == config::LayerKind::kMoe || kind == config::LayerKind::kMoeBlock ||
+                   kind == config::LayerKind::kGdnMoe;
   LayerShape k = moe ? Moe(model, plan, domain_gpus) : *this;
   k.kind = kind;
   return k;
@@ -70,6 +71,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
                             const config::ProfileConfig& profile) {
   LayerShape s;
   s.mamba = model.mamba;
+  s.gdn = model.gdn;
   s.micro_batch = plan.micro_batch;
   s.seq = seq;
   s.hidden = model.hidden_size;
@@ -100,6 +102,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.attention.flash = plan.attention != config::AttentionImpl::kUnfused;
   s.attention.kernel = plan.attention;
   s.attention.work_fraction = model.AttentionWorkFraction(seq);
+  s.attention.output_gate = model.attn_output_gate;
 
   s.mla.enabled = model.is_mla();
   s.mla.q_lora_rank = model.q_lora_rank;

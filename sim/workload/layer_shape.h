@@ -30,6 +30,9 @@ struct AttentionShape {
   // Fused kernels' work as a fraction of full causal attention, the mean
   // over the layers (sliding windows: ModelConfig::AttentionWorkFraction).
   double work_fraction = 1.0;
+  // Gated attention (ModelConfig::attn_output_gate): the query projection
+  // also gives a gate applied to the attention output.
+  bool output_gate = false;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3, Megatron-Core's
@@ -120,6 +123,7 @@ struct LayerShape {
   // one block of a hybrid model. The ops of LayerForward/LayerBackward.
   config::LayerKind kind = config::LayerKind::kDense;
   config::MambaConfig mamba;  // whole model (a Mamba-2 layer splits heads and groups over TP)
+  config::GatedDeltaNetConfig gdn;  // whole model (a Gated DeltaNet layer splits its heads over TP)
   int64_t micro_batch = 1;   // sequences
   int64_t seq = 1;           // tokens per sequence
   int64_t hidden = 0;

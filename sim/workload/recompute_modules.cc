@@ -92,7 +92,7 @@ std::vector<Op> SelectiveRecompute(const LayerShape& s) {
   const config::RecomputeModules& m = s.recompute_modules;
   const bool moe = s.moe.enabled;
   const bool mlp_block = s.kind != LayerKind::kAttention;
-  const bool attention_block = s.kind != LayerKind::kMlp && s.kind != LayerKind::kMoeBlock;
+  const bool attention_block = s.kind == LayerKind::kDense || s.kind == LayerKind::kMoe || s.kind == LayerKind::kAttention;
   const int64_t T = s.tokens();
   const double Tn = NormTokens(s);
   std::vector<Op> ops;
