@@ -313,15 +313,30 @@ void ParseLinearAttention(JsonObject& obj, ModelConfig& m, const JsonNode& types
 // chunk_size. Run after ParseMoe: the pattern decides which layers are MoE.
 void ParseHybrid(JsonObject& obj, ModelConfig& m) {
   std::optional<JsonNode> pattern = obj.Optional("hybrid_override_pattern");
+  // The same blocks as a list (newer NemotronH configs: "mamba", "attention",
+  // "mlp", "moe"), one pattern character each.
+  std::optional<JsonNode> block_list = obj.Optional("layers_block_type");
   const char* mamba_keys[] = {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel",
                               "chunk_size"};
-  if (!pattern || pattern->IsNull()) {
+  if (!pattern && !block_list) {
     for (const char* key : mamba_keys) {
       if (auto n = obj.Optional(key)) n->Fail("a Mamba-2 key without hybrid_override_pattern (which layers are Mamba)");
     }
     return;
   }
-  m.hybrid_pattern = pattern->String();
+  if (block_list) {
+    if (!block_list->IsArray()) block_list->Fail("expected a list of block types");
+    std::string listed;
+    for (const JsonNode& b : block_list->Elements()) {
+      const std::string t = b.OneOf({"mamba", "attention", "mlp", "moe"});
+      listed += t == "mamba" ? 'M' : t == "attention" ? '*' : t == "mlp" ? '-' : 'E';
+    }
+    if (pattern && pattern->String() != listed) block_list->Fail("differs from hybrid_override_pattern");
+    if (!pattern) pattern = block_list;
+    m.hybrid_pattern = listed;
+  } else {
+    m.hybrid_pattern = pattern->String();
+  }
   if (static_cast<int64_t>(m.hybrid_pattern.size()) != m.num_layers) {
     pattern->Fail("has " + std::to_string(m.hybrid_pattern.size()) + " layers; num_hidden_layers says " +
                   std::to_string(m.num_layers));
@@ -347,11 +362,24 @@ void ParseHybrid(JsonObject& obj, ModelConfig& m) {
   }
   // Each MTP module's layer: attention then an MLP (Nemotron 3 Super: "*E").
   std::optional<JsonNode> mtp = obj.Optional("mtp_hybrid_override_pattern");
-  if (m.mtp_modules > 0 || mtp) {
-    if (!mtp) pattern->Fail("MTP modules of a hybrid model need mtp_hybrid_override_pattern (\"*E\" or \"*-\")");
-    if (m.mtp_modules == 0) mtp->Fail("needs num_nextn_predict_layers (the MTP modules)");
-    const std::string p = mtp->OneOf({"*E", "*-"});
-    if ((p == "*E") != m.is_moe()) mtp->Fail(p == "*E" ? "an MoE layer without routed experts" : "the model's MTP layer is MoE (\"*E\")");
+  std::optional<JsonNode> mtp_list = obj.Optional("mtp_layers_block_type");
+  if (m.mtp_modules > 0 || mtp || mtp_list) {
+    if (!mtp && !mtp_list) {
+      pattern->Fail("MTP modules of a hybrid model need mtp_hybrid_override_pattern (\"*E\" or \"*-\")");
+    }
+    const JsonNode& given = mtp ? *mtp : *mtp_list;
+    if (m.mtp_modules == 0) given.Fail("needs num_nextn_predict_layers (the MTP modules)");
+    std::string p;
+    if (mtp) {
+      p = mtp->OneOf({"*E", "*-"});
+    } else {
+      for (const JsonNode& b : mtp_list->Elements()) p += b.OneOf({"attention", "mlp", "moe"}) == "attention" ? '*' : b.String() == "moe" ? 'E' : '-';
+      if (p != "*E" && p != "*-") mtp_list->Fail("expected [\"attention\", \"moe\"] or [\"attention\", \"mlp\"]");
+    }
+    if (mtp && mtp_list) {
+      mtp_list->Fail("give mtp_hybrid_override_pattern or mtp_layers_block_type, not both");
+    }
+    if ((p == "*E") != m.is_moe()) given.Fail(p == "*E" ? "an MoE layer without routed experts" : "the model's MTP layer is MoE (\"*E\")");
     m.mtp_kind = p == "*E" ? LayerKind::kMoe : LayerKind::kDense;
   }
   if (!mamba) {
@@ -628,8 +656,16 @@ ModelConfig ParseModel(const JsonNode& node) {
   const bool nemotron_h = m.family == "nemotron_h";
   JsonNode hidden = obj.Required("hidden_size");
   m.hidden_size = hidden.PositiveInt();
-  JsonNode layers = obj.Required("num_hidden_layers");
-  m.num_layers = layers.PositiveInt();
+  // Newer NemotronH configs list the blocks (layers_block_type) and may
+  // leave num_hidden_layers out: the list's length.
+  std::optional<JsonNode> block_list = obj.Optional("layers_block_type");
+  JsonNode layers = !obj.Has("num_hidden_layers") && block_list ? *block_list : obj.Required("num_hidden_layers");
+  if (layers.IsArray()) {
+    if (layers.Elements().empty()) layers.Fail("expected one block type per layer");
+    m.num_layers = static_cast<int64_t>(layers.Elements().size());
+  } else {
+    m.num_layers = layers.PositiveInt();
+  }
   // 100x the deepest transformer trained (DeepNet, 1,000 layers: Wang et al.
   // 2022, arXiv:2203.00555); per-layer loops and traces stay bounded.
   if (m.num_layers > 100'000) {

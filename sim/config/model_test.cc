@@ -536,6 +536,24 @@ TEST(Model, ReadsHybridMambaPatternsAndRejectsBadOnes) {
   fails_at(j, "moe_latent_size");
 }
 
+// Newer NemotronH configs list the blocks instead of the pattern string and
+// may leave num_hidden_layers out.
+TEST(Model, ReadsHybridBlocksListedByName) {
+  nlohmann::json j = Hybrid();
+  j.erase("hybrid_override_pattern");
+  j.erase("num_hidden_layers");
+  j["layers_block_type"] = {"mamba", "attention", "mamba", "mlp"};
+  const ModelConfig m = Parse(j);
+  EXPECT_EQ(m.hybrid_pattern, "M*M-");
+  EXPECT_EQ(m.num_layers, 4);
+  EXPECT_EQ(m.ParameterCount(), Parse(Hybrid()).ParameterCount());
+  j["hybrid_override_pattern"] = "M*MM";  // both given, and they differ
+  EXPECT_EQ(ParseError(j).key_path(), "layers_block_type");
+  j.erase("hybrid_override_pattern");
+  j["layers_block_type"] = {"mamba", "attention", "ssm", "mlp"};
+  EXPECT_EQ(ParseError(j).key_path(), "layers_block_type[2]");
+}
+
 TEST(Model, ReadsLinearAttentionLayersAndWritesThemBack) {
   nlohmann::json j = Llama7b();
   j["num_hidden_layers"] = 8;
