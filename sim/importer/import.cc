@@ -62,6 +62,7 @@ json ModelValue(const config::ModelConfig& m, const std::string& key) {
   if (key == "moe_intermediate_size") return m.moe_intermediate_size;
   if (key == "moe_latent_size") return m.moe_latent_size;
   if (key == "hybrid_override_pattern") return m.hybrid_pattern;
+  if (key == "linear_attention") return m.has_linear_attention();
   throw std::logic_error("no model value for claim key " + key);
 }
 

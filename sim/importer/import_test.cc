@@ -185,6 +185,31 @@ TEST(MegatronImport, HybridPatternAndMambaFlagsDefineAHybridModel) {
   EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--mamba-num-heads"));
 }
 
+// Qwen3-Next as Megatron-LM's flags give it: Gated DeltaNet layers with
+// TransformerConfig's widths, every fourth layer gated full attention.
+TEST(MegatronImport, GatedDeltaNetFlagsDefineLinearAttentionLayers) {
+  const std::string args =
+      "--num-layers 48 --hidden-size 2048 --num-attention-heads 16 --group-query-attention --num-query-groups 2\n"
+      "--kv-channels 256 --ffn-hidden-size 5120 --swiglu --normalization RMSNorm --disable-bias-linear\n"
+      "--position-embedding-type rope --untie-embeddings-and-output-weights --vocab-size 151936\n"
+      "--num-experts 512 --moe-router-topk 10 --moe-ffn-hidden-size 512 --moe-shared-expert-intermediate-size 512\n"
+      "--experimental-attention-variant gated_delta_net --linear-attention-freq 4 --attention-output-gate\n"
+      "--moe-shared-expert-gate\n"
+      "--tensor-model-parallel-size 1 --expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1 --bf16\n";
+  ImportResult r = ImportText(args, "qwen3_next.sh", Options("", 8));
+  const json& m = r.scenario["model"];
+  EXPECT_EQ(m["linear_num_value_heads"], 32);
+  EXPECT_EQ(m["full_attention_interval"], 4);
+  EXPECT_EQ(m["attn_output_gate"], true);
+  const config::ModelConfig imported = config::ParseModel(JsonNode(m, "qwen3_next.sh", "model"));
+  EXPECT_EQ(imported.AttentionLayerCount(), 12);
+  EXPECT_EQ(imported.LayerKindAt(0), config::LayerKind::kGdnMoe);
+  const config::ModelConfig shipped =
+      config::LoadModelFile(std::string(STACKSIM_SOURCE_DIR) + "/models/qwen3-next-80b-a3b.json");
+  EXPECT_EQ(imported.ParameterCount(), shipped.ParameterCount());
+  EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--experimental-attention-variant"));
+}
+
 TEST(MegatronImport, UnsetScriptVariableInAMappedFlagIsAnError) {
   InputError e = ErrorFrom([] {
     ImportText("torchrun pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1 --seq-length 2048",

@@ -643,6 +643,34 @@ class Reader {
     const auto mamba_state = mamba_int("--mamba-state-dim", "ssm_state_size");
     const auto mamba_groups = mamba_int("--mamba-num-groups", "n_groups");
     const auto mtp = mamba_int("--mtp-num-layers", "num_nextn_predict_layers");
+    // Gated DeltaNet layers (Qwen3-Next: --experimental-attention-variant
+    // gdn, formerly gated_delta_net), every --linear-attention-freq-th
+    // layer full attention, with TransformerConfig's widths where absent
+    // (16 key heads, 32 value heads, 128 each, conv 4).
+    bool gdn = false;
+    if (Arg* a = Take("--experimental-attention-variant")) {
+      const std::string v = OneOf(*a, {"gdn", "gated_delta_net", "gdn2", "dsa"});
+      if (v == "gdn" || v == "gated_delta_net") {
+        gdn = true;
+        claim(a->flag, v, "linear_attention", true);
+      } else {
+        job_.Unmapped(a->flag, v, "not modelled");
+      }
+    }
+    std::optional<int64_t> linear_freq;
+    if (Arg* a = Take("--linear-attention-freq")) {
+      linear_freq = Int(*a);
+      job_.Map(a->flag, std::to_string(*linear_freq), "model.full_attention_interval");
+    }
+    const auto lin_kh = mamba_int("--linear-num-key-heads", "linear_num_key_heads");
+    const auto lin_vh = mamba_int("--linear-num-value-heads", "linear_num_value_heads");
+    const auto lin_kd = mamba_int("--linear-key-head-dim", "linear_key_head_dim");
+    const auto lin_vd = mamba_int("--linear-value-head-dim", "linear_value_head_dim");
+    const auto lin_conv = mamba_int("--linear-conv-kernel-dim", "linear_conv_kernel_dim");
+    const bool output_gate = Switch("--attention-output-gate");
+    const bool shared_gate = Switch("--moe-shared-expert-gate");
+    if (shared_gate) job_.Map("--moe-shared-expert-gate", "", "model.shared_expert_gate = true");
+    if (output_gate) job_.Map("--attention-output-gate", "", "model.attn_output_gate = true");
     std::optional<std::string> mtp_pattern;
     if (Arg* a = Take("--mtp-hybrid-override-pattern")) {
       mtp_pattern = Text(*a);
@@ -690,7 +718,17 @@ class Reader {
       m["moe_intermediate_size"] = moe_ffn ? *moe_ffn : *ffn;
       if (shared) m["shared_expert_intermediate_size"] = *shared;
       if (latent) m["moe_latent_size"] = *latent;
+      if (shared_gate) m["shared_expert_gate"] = true;
     }
+    if (gdn) {
+      m["linear_num_key_heads"] = lin_kh ? *lin_kh : 16;
+      m["linear_num_value_heads"] = lin_vh ? *lin_vh : 32;
+      m["linear_key_head_dim"] = lin_kd ? *lin_kd : 128;
+      m["linear_value_head_dim"] = lin_vd ? *lin_vd : 128;
+      m["linear_conv_kernel_dim"] = lin_conv ? *lin_conv : 4;
+      if (linear_freq) m["full_attention_interval"] = *linear_freq;
+    }
+    if (output_gate) m["attn_output_gate"] = true;
     if (mtp) m["num_nextn_predict_layers"] = *mtp;
     if (mtp_pattern) m["mtp_hybrid_override_pattern"] = *mtp_pattern;
     if (pattern) {
