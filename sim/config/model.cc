@@ -813,6 +813,17 @@ ModelConfig ParseModel(const JsonNode& node) {
                        3.0 * m.hidden_size * m.moe_intermediate_size * m.num_experts) +
                   2.0 * m.vocab_size * m.hidden_size +
                   static_cast<double>(m.max_position_embeddings) * m.hidden_size;
+  // The mixers of hybrid and linear-attention layers, and a latent MoE's
+  // experts, in double before any int64 count of them.
+  const double h = static_cast<double>(m.hidden_size);
+  const double mamba_inner = static_cast<double>(m.mamba.heads) * static_cast<double>(m.mamba.head_dim);
+  const double mamba_bc = 2.0 * static_cast<double>(m.mamba.groups) * static_cast<double>(m.mamba.state);
+  params += static_cast<double>(m.num_layers) *
+            (h * (3.0 * mamba_inner + mamba_bc) + (mamba_inner + mamba_bc) * static_cast<double>(m.mamba.conv_kernel) +
+             h * 3.0 * (static_cast<double>(m.gdn.key_heads) * static_cast<double>(m.gdn.key_dim) +
+                        static_cast<double>(m.gdn.value_heads) * static_cast<double>(m.gdn.value_dim)) +
+             3.0 * static_cast<double>(m.moe_latent_size) * static_cast<double>(m.moe_intermediate_size) *
+                 static_cast<double>(m.num_experts));
   if (params > kMaxParameters) {
     hidden.Fail("these shapes give about " + std::to_string(params / 1e12) +
                 " trillion parameters; more than 1000 trillion is taken to be a typo");

@@ -534,6 +534,10 @@ TEST(Model, ReadsHybridMambaPatternsAndRejectsBadOnes) {
   j = Llama7b();
   j["moe_latent_size"] = 1024;  // without experts
   fails_at(j, "moe_latent_size");
+  j = Hybrid();
+  j["mamba_num_heads"] = 4000000000;  // a typo: refused before any count overflows
+  j["n_groups"] = 8;
+  fails_at(j, "hidden_size");
 }
 
 // Newer NemotronH configs list the blocks instead of the pattern string and
