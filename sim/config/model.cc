@@ -194,7 +194,9 @@ void ParseMoe(JsonObject& obj, ModelConfig& m) {
     m.shared_expert_intermediate_size = NonNegativeInt(*shared_width);
   }
   if (shared_total) {
-    if (shared_width) shared_total->Fail("give moe_shared_expert_intermediate_size or shared_expert_intermediate_size, not both");
+    if (shared_width) {
+      shared_total->Fail("give moe_shared_expert_intermediate_size or shared_expert_intermediate_size, not both");
+    }
     m.shared_expert_intermediate_size = NonNegativeInt(*shared_total);
     if (shared_n && (NonNegativeInt(*shared_n) > 0) != (m.shared_expert_intermediate_size > 0)) {
       shared_n->Fail("contradicts moe_shared_expert_intermediate_size");
@@ -271,7 +273,9 @@ void ParseLinearAttention(JsonObject& obj, ModelConfig& m, const JsonNode& types
     }
     if (types_raw.IsArray()) {
       for (const JsonNode& t : types_raw.Elements()) {
-        if (t.String() == "linear_attention") t.Fail("linear-attention layers need linear_num_key_heads and the other linear_* widths");
+        if (t.String() == "linear_attention") {
+          t.Fail("linear-attention layers need linear_num_key_heads and the other linear_* widths");
+        }
       }
     }
     return;
@@ -373,13 +377,18 @@ void ParseHybrid(JsonObject& obj, ModelConfig& m) {
     if (mtp) {
       p = mtp->OneOf({"*E", "*-"});
     } else {
-      for (const JsonNode& b : mtp_list->Elements()) p += b.OneOf({"attention", "mlp", "moe"}) == "attention" ? '*' : b.String() == "moe" ? 'E' : '-';
+      for (const JsonNode& b : mtp_list->Elements()) {
+        const std::string t = b.OneOf({"attention", "mlp", "moe"});
+        p += t == "attention" ? '*' : t == "moe" ? 'E' : '-';
+      }
       if (p != "*E" && p != "*-") mtp_list->Fail("expected [\"attention\", \"moe\"] or [\"attention\", \"mlp\"]");
     }
     if (mtp && mtp_list) {
       mtp_list->Fail("give mtp_hybrid_override_pattern or mtp_layers_block_type, not both");
     }
-    if ((p == "*E") != m.is_moe()) given.Fail(p == "*E" ? "an MoE layer without routed experts" : "the model's MTP layer is MoE (\"*E\")");
+    if ((p == "*E") != m.is_moe()) {
+      given.Fail(p == "*E" ? "an MoE layer without routed experts" : "the model's MTP layer is MoE (\"*E\")");
+    }
     m.mtp_kind = p == "*E" ? LayerKind::kMoe : LayerKind::kDense;
   }
   if (!mamba) {
@@ -781,7 +790,9 @@ ModelConfig ParseModel(const JsonNode& node) {
     JsonNode types(doc.contains("layer_types") ? doc.at("layer_types") : null_types, node.file(),
                    node.path().empty() ? "layer_types" : node.path() + ".layer_types");
     ParseLinearAttention(obj, m, types);
-    if (m.has_linear_attention() && m.is_hybrid()) obj.Required("hybrid_override_pattern").Fail("with linear attention is not modelled");
+    if (m.has_linear_attention() && m.is_hybrid()) {
+      obj.Required("hybrid_override_pattern").Fail("with linear attention is not modelled");
+    }
   }
 
   // Keys of Hugging Face configs that do not change the cost of training.
