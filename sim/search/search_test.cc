@@ -95,6 +95,23 @@ TEST(Search, TopListEqualsExhaustiveSimulation) {
   ExpectSameTop(space, options);
 }
 
+// A hybrid stack's blocks cost less than transformer layers: the bound
+// prices each block kind on its own and stays below every simulated step.
+TEST(Search, TopListEqualsExhaustiveSimulationForAHybridStack) {
+  SearchSpace space = TinySpace({8}, 16);
+  config::ModelConfig& m = space.scenario.model;
+  m.hybrid_pattern = "M*M-";
+  m.mamba.heads = 16;
+  m.mamba.head_dim = 64;
+  m.mamba.state = 64;
+  m.mamba.groups = 2;
+  SearchOptions options;
+  options.top = 8;
+  options.threads = 2;
+  options.batch = 4;
+  ExpectSameTop(space, options);
+}
+
 TEST(Search, TopListEqualsExhaustiveSimulationForCostOverGpuCounts) {
   SearchSpace space = TinySpace({8, 16}, 16);
   // A little HBM, so that memory prunes some plans too: the runtime's own
