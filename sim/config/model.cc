@@ -515,6 +515,12 @@ int64_t ModelConfig::GatedDeltaNetParameterCount() const {
          g.conv_channels() * g.conv_kernel + 2 * g.value_heads + g.value_dim + g.v_width() * hidden_size;
 }
 
+std::array<bool, kNumLayerKinds> ModelConfig::LayerKindsPresent() const {
+  std::array<bool, kNumLayerKinds> present{};
+  for (int64_t l = 0; l < PipelineLayerCount(); ++l) present[static_cast<size_t>(LayerKindAt(l))] = true;
+  return present;
+}
+
 int64_t ModelConfig::AttentionLayerCount() const {
   if (has_linear_attention()) return static_cast<int64_t>(std::count(linear_layers.begin(), linear_layers.end(), false));
   if (!is_hybrid()) return num_layers;

@@ -7,6 +7,7 @@
 #ifndef STACKSIM_SIM_CONFIG_MODEL_H_
 #define STACKSIM_SIM_CONFIG_MODEL_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -190,6 +191,8 @@ struct ModelConfig {
   bool is_hybrid() const { return !hybrid_pattern.empty(); }
   // REQUIRES: 0 <= layer < PipelineLayerCount() (an MTP layer is shaped as the last layer).
   LayerKind LayerKindAt(int64_t layer) const;
+  // Which kinds the pipeline's layers (MTP layers included) have.
+  std::array<bool, kNumLayerKinds> LayerKindsPresent() const;
   // Layers with self-attention (every layer unless the model is hybrid).
   int64_t AttentionLayerCount() const;
   // One Mamba-2 mixer's parameters: in_proj, the convolution's taps and

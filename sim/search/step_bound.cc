@@ -115,8 +115,7 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
   const auto& model = scenario_.model;
   const workload::PlanGroups groups = workload::PlacePlan(plan, scenario_.topology);
   const workload::LayerShape shape = workload::LayerShape::From(model, plan, scenario_.seq_len, scenario_.profile);
-  bool present[config::kNumLayerKinds] = {};
-  for (int64_t l = 0; l < model.PipelineLayerCount(); ++l) present[static_cast<int>(model.LayerKindAt(l))] = true;
+  const auto present = model.LayerKindsPresent();
   for (int kind = 0; kind < config::kNumLayerKinds; ++kind) {
     if (!present[kind]) continue;
     const workload::LayerShape ls =

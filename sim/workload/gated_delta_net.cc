@@ -46,12 +46,6 @@ std::array<Product, 7> ForwardProducts(const config::GatedDeltaNetConfig& g) {
 
 int64_t Chunks(const LayerShape& s) { return s.micro_batch * ((s.seq + s.gdn.chunk - 1) / s.gdn.chunk); }
 
-Op RuleGemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
-  Op op = Gemm16(name, m, n, k, batch, s);
-  op.role = trace::TaskRole::kAttention;
-  return op;
-}
-
 // The chunk states, fp32 (chunks x value heads x dk x dv), written or read once.
 Op States(const std::string& name, const LayerShape& s, double passes) {
   const RankWidths w = Widths(s);
@@ -69,52 +63,40 @@ double GatedDeltaRuleForwardFlops(const config::GatedDeltaNetConfig& g, double t
 void GatedDeltaNetForward(std::vector<Op>& ops, const LayerShape& s) {
   const RankWidths w = Widths(s);
   const int64_t T = s.tokens(), c = Chunks(s);
-  AddGather(ops, "ag-gdn", s);
-  AddForwardCasts(ops, "gdn-in-proj", T, w.in_proj, s.hidden, 1, /*input_is_fp8=*/true, s);
-  ops.push_back(Gemm("gdn-in-proj", T, w.in_proj, s.hidden, 1, s));
+  MixerInProjForward(ops, "gdn-", "gdn", w.in_proj, s);
   // Causal convolution with SiLU over q, k and v; then the L2 norms of q
   // and k, beta's sigmoid and the decay (read and written once).
   ops.push_back(Memory("gdn-conv", ActBytes(s, 2.0 * D(T) * D(w.conv)), s, 1));
   ops.push_back(Memory("gdn-prep", ActBytes(s, 4.0 * D(T) * D(w.qk) + 4.0 * D(T) * D(w.value_heads)), s, 2));
-  for (const Product& p : ForwardProducts(s.gdn)) ops.push_back(RuleGemm(p.name, p.m, p.n, p.k, c * w.value_heads, s));
+  for (const Product& p : ForwardProducts(s.gdn)) ops.push_back(MixerGemm(p.name, p.m, p.n, p.k, c * w.value_heads, s));
   ops.push_back(States("gdn-states", s, 1.0));
   // Gated RMSNorm per value head: reads o and z, writes the normed product.
   ops.push_back(Memory("gdn-gated-norm", ActBytes(s, 3.0 * D(T) * D(w.v)), s, 1));
-  AddForwardCasts(ops, "gdn-out-proj", T, s.hidden, w.v, 1, false, s);
-  ops.push_back(Gemm("gdn-out-proj", T, s.hidden, w.v, 1, s));
-  AddReduce(ops, "tp-gdn", s);
+  MixerOutProjForward(ops, "gdn-", "gdn", w.v, s);
 }
 
 void GatedDeltaNetBackward(std::vector<Op>& ops, const LayerShape& s) {
   const RankWidths w = Widths(s);
   const int64_t T = s.tokens(), c = Chunks(s);
-  AddGather(ops, "ag-gdn-grad", s);
-  GemmBackward(ops, "gdn-out-proj", T, s.hidden, w.v, s);
+  MixerOutProjBackward(ops, "gdn-", "gdn", w.v, s);
   ops.push_back(Memory("gdn-gated-norm-bwd", ActBytes(s, 5.0 * D(T) * D(w.v)), s, 1));
   // The rule's backward: the chunk states again (the forward keeps only its
   // inputs), then each product's two transposed products.
   for (const Product& p : ForwardProducts(s.gdn)) {
     const std::string name = p.name;
     if (name == "gdn-qk" || name == "gdn-output") continue;  // the states need the first five
-    ops.push_back(RuleGemm(name + "-recompute", p.m, p.n, p.k, c * w.value_heads, s));
+    ops.push_back(MixerGemm(name + "-recompute", p.m, p.n, p.k, c * w.value_heads, s));
   }
   ops.push_back(States("gdn-states-recompute", s, 1.0));
   for (const Product& p : ForwardProducts(s.gdn)) {
     const std::string name = p.name;
-    ops.push_back(RuleGemm(name + "-bwd-a", p.m, p.k, p.n, c * w.value_heads, s));
-    ops.push_back(RuleGemm(name + "-bwd-b", p.k, p.n, p.m, c * w.value_heads, s));
+    ops.push_back(MixerGemm(name + "-bwd-a", p.m, p.k, p.n, c * w.value_heads, s));
+    ops.push_back(MixerGemm(name + "-bwd-b", p.k, p.n, p.m, c * w.value_heads, s));
   }
   ops.push_back(States("gdn-states-bwd", s, 2.0));
   ops.push_back(Memory("gdn-prep-bwd", ActBytes(s, 6.0 * D(T) * D(w.qk) + 6.0 * D(T) * D(w.value_heads)), s, 2));
   ops.push_back(Memory("gdn-conv-bwd", ActBytes(s, 3.0 * D(T) * D(w.conv)), s, 1));
-  int regather = -1;
-  if (s.sequence_parallel && s.tp > 1) {
-    AddGather(ops, "ag-gdn-input", s, /*async=*/true);
-    regather = static_cast<int>(ops.size()) - 1;
-  }
-  AddFp8InputTranspose(ops, "gdn-in-proj", D(T) * D(s.hidden), s);
-  GemmBackward(ops, "gdn-in-proj", T, w.in_proj, s.hidden, s, regather);
-  AddReduce(ops, "tp-gdn-grad", s);
+  MixerInProjBackward(ops, "gdn-", "gdn", w.in_proj, s);
 }
 
 }  // namespace stacksim::workload

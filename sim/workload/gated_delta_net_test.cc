@@ -12,11 +12,14 @@
 #include "sim/workload/layer_ops.h"
 #include "tests/fixtures.h"
 #include "tests/input_error.h"
+#include "tests/ops.h"
 
 namespace stacksim::workload {
 namespace {
 
 using config::LayerKind;
+using testing::FlopsNamed;
+using testing::HasOp;
 
 config::ModelConfig Next() {
   return config::LoadModelFile(std::string(STACKSIM_SOURCE_DIR) + "/models/qwen3-next-80b-a3b.json");
@@ -33,21 +36,6 @@ config::PlanConfig Plan(int tp) {
 LayerShape Layer(LayerKind kind, int tp = 1) {
   const config::ModelConfig m = Next();
   return LayerShape::From(m, Plan(tp), 4096, testing::RoundProfile()).Kind(m, Plan(tp), kind);
-}
-
-double FlopsNamed(const std::vector<Op>& ops, const std::string& prefix) {
-  double f = 0;
-  for (const Op& op : ops) {
-    if (!op.is_collective && op.name.rfind(prefix, 0) == 0) f += op.compute.flops.value;
-  }
-  return f;
-}
-
-bool HasOp(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return true;
-  }
-  return false;
 }
 
 // Published (Hugging Face, Qwen/Qwen3-Next-80B-A3B-Instruct): 79,674,391,296

@@ -32,14 +32,6 @@ int64_t Chunks(const LayerShape& s) {
   return s.micro_batch * per_sequence;
 }
 
-// One SSD product: a batched 16-bit GEMM over (chunks x heads or groups),
-// counted as the sequence mixer's work (like attention's).
-Op SsdGemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
-  Op op = Gemm16(name, m, n, k, batch, s);
-  op.role = trace::TaskRole::kAttention;
-  return op;
-}
-
 // The states passed from chunk to chunk (fp32, chunks x heads x P x N):
 // read and written once, with the per-chunk decay.
 Op StatePassing(const std::string& name, const LayerShape& s, double passes) {
@@ -53,10 +45,10 @@ void SsdForward(std::vector<Op>& ops, const LayerShape& s, const std::string& pr
   const RankWidths w = Widths(s);
   const int64_t Q = s.mamba.chunk, N = s.mamba.state, P = s.mamba.head_dim, c = Chunks(s);
   ops.push_back(Memory(prefix + "ssd-cumsum", ActBytes(s, 2.0 * D(s.tokens()) * D(w.heads)), s, 1));
-  ops.push_back(SsdGemm(prefix + "ssd-chunk-state", N, P, Q, c * w.heads, s));
+  ops.push_back(MixerGemm(prefix + "ssd-chunk-state", N, P, Q, c * w.heads, s));
   ops.push_back(StatePassing(prefix + "ssd-state-passing", s, 2.0));
-  ops.push_back(SsdGemm(prefix + "ssd-bmm-cb", Q, Q, N, c * w.groups, s));
-  ops.push_back(SsdGemm(prefix + "ssd-chunk-scan", Q, P, Q + N, c * w.heads, s));
+  ops.push_back(MixerGemm(prefix + "ssd-bmm-cb", Q, Q, N, c * w.groups, s));
+  ops.push_back(MixerGemm(prefix + "ssd-chunk-scan", Q, P, Q + N, c * w.heads, s));
 }
 
 }  // namespace
@@ -73,25 +65,20 @@ void MambaForward(std::vector<Op>& ops, const LayerShape& s) {
   const int64_t T = s.tokens();
   // in_proj: the pre-norm is fused into it (Transformer Engine's
   // LayerNormColumnParallelLinear), as for the QKV projection.
-  AddGather(ops, "ag-mamba", s);
-  AddForwardCasts(ops, "in-proj", T, w.in_proj, s.hidden, 1, /*input_is_fp8=*/true, s);
-  ops.push_back(Gemm("in-proj", T, w.in_proj, s.hidden, 1, s));
+  MixerInProjForward(ops, "", "mamba", w.in_proj, s);
   // Causal depthwise convolution with SiLU over x, B and C (causal_conv1d).
   ops.push_back(Memory("mamba-conv", ActBytes(s, 2.0 * D(T) * D(w.conv)), s, 1));
   SsdForward(ops, s, "");
   // Gated RMSNorm: reads y and z, writes the normed product.
   ops.push_back(Memory("mamba-gated-norm", ActBytes(s, 3.0 * D(T) * D(w.inner)), s, 1));
-  AddForwardCasts(ops, "out-proj", T, s.hidden, w.inner, 1, false, s);
-  ops.push_back(Gemm("out-proj", T, s.hidden, w.inner, 1, s));
-  AddReduce(ops, "tp-mamba", s);
+  MixerOutProjForward(ops, "", "mamba", w.inner, s);
 }
 
 void MambaBackward(std::vector<Op>& ops, const LayerShape& s) {
   const RankWidths w = Widths(s);
   const int64_t T = s.tokens();
   const int64_t Q = s.mamba.chunk, N = s.mamba.state, P = s.mamba.head_dim, c = Chunks(s);
-  AddGather(ops, "ag-mamba-grad", s);  // row-parallel out_proj: gather the output gradient
-  GemmBackward(ops, "out-proj", T, s.hidden, w.inner, s);
+  MixerOutProjBackward(ops, "", "mamba", w.inner, s);
   // The combined function's backward: the convolution's output again (it
   // keeps only in_proj's output), the gated norm's backward (reads y, z and
   // the gradient, writes dy and dz), then the scan's.
@@ -101,28 +88,21 @@ void MambaBackward(std::vector<Op>& ops, const LayerShape& s) {
   // chunk), their passing backward, dx ([CB | C-decay]^T against dy and
   // dstates), dB and dC (Q x N per head), dCB (Q x Q per head) and its
   // products into dB and dC per group, and dt's gradient.
-  ops.push_back(SsdGemm("ssd-bmm-cb-recompute", Q, Q, N, c * w.groups, s));
-  ops.push_back(SsdGemm("ssd-chunk-state-recompute", N, P, Q, c * w.heads, s));
+  ops.push_back(MixerGemm("ssd-bmm-cb-recompute", Q, Q, N, c * w.groups, s));
+  ops.push_back(MixerGemm("ssd-chunk-state-recompute", N, P, Q, c * w.heads, s));
   ops.push_back(StatePassing("ssd-state-passing-recompute", s, 2.0));
-  ops.push_back(SsdGemm("ssd-dstates", N, P, Q, c * w.heads, s));
+  ops.push_back(MixerGemm("ssd-dstates", N, P, Q, c * w.heads, s));
   ops.push_back(StatePassing("ssd-state-passing-bwd", s, 3.0));
-  ops.push_back(SsdGemm("ssd-dx", Q, P, Q + N, c * w.heads, s));
-  ops.push_back(SsdGemm("ssd-db", Q, N, P, c * w.heads, s));
-  ops.push_back(SsdGemm("ssd-dc", Q, N, P, c * w.heads, s));
-  ops.push_back(SsdGemm("ssd-dcb", Q, Q, P, c * w.heads, s));
-  ops.push_back(SsdGemm("ssd-dbc-from-cb", Q, N, Q, 2 * c * w.groups, s));
+  ops.push_back(MixerGemm("ssd-dx", Q, P, Q + N, c * w.heads, s));
+  ops.push_back(MixerGemm("ssd-db", Q, N, P, c * w.heads, s));
+  ops.push_back(MixerGemm("ssd-dc", Q, N, P, c * w.heads, s));
+  ops.push_back(MixerGemm("ssd-dcb", Q, Q, P, c * w.heads, s));
+  ops.push_back(MixerGemm("ssd-dbc-from-cb", Q, N, Q, 2 * c * w.groups, s));
   ops.push_back(Memory("ssd-ddt", ActBytes(s, 3.0 * D(T) * D(w.heads)), s, 1));
   // Convolution backward: reads the gradient and its input, writes dx (the
   // taps' gradient reduced on the side).
   ops.push_back(Memory("mamba-conv-bwd", ActBytes(s, 3.0 * D(T) * D(w.conv)), s, 1));
-  int regather = -1;
-  if (s.sequence_parallel && s.tp > 1) {
-    AddGather(ops, "ag-mamba-input", s, /*async=*/true);
-    regather = static_cast<int>(ops.size()) - 1;
-  }
-  AddFp8InputTranspose(ops, "in-proj", D(T) * D(s.hidden), s);
-  GemmBackward(ops, "in-proj", T, w.in_proj, s.hidden, s, regather);
-  AddReduce(ops, "tp-mamba-grad", s);
+  MixerInProjBackward(ops, "", "mamba", w.in_proj, s);
 }
 
 }  // namespace stacksim::workload

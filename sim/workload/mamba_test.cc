@@ -13,11 +13,14 @@
 #include "sim/workload/mamba.h"
 #include "tests/fixtures.h"
 #include "tests/input_error.h"
+#include "tests/ops.h"
 
 namespace stacksim::workload {
 namespace {
 
 using config::LayerKind;
+using testing::FlopsNamed;
+using testing::HasOp;
 
 const std::string kModels = std::string(STACKSIM_SOURCE_DIR) + "/models/";
 
@@ -34,21 +37,6 @@ config::PlanConfig Plan(int tp, bool sp) {
 LayerShape Block(LayerKind kind, int tp = 1, bool sp = false, int64_t seq = 8192) {
   const config::ModelConfig m = Nano();
   return LayerShape::From(m, Plan(tp, sp), seq, testing::RoundProfile()).Kind(m, Plan(tp, sp), kind);
-}
-
-double FlopsNamed(const std::vector<Op>& ops, const std::string& prefix) {
-  double f = 0;
-  for (const Op& op : ops) {
-    if (!op.is_collective && op.name.rfind(prefix, 0) == 0) f += op.compute.flops.value;
-  }
-  return f;
-}
-
-bool HasOp(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return true;
-  }
-  return false;
 }
 
 // Hand count (hidden 2688, vocabulary 131072, untied):

@@ -243,4 +243,45 @@ void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t 
   ops.push_back(w);
 }
 
+Op MixerGemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s) {
+  Op op = Gemm16(name, m, n, k, batch, s);
+  op.role = trace::TaskRole::kAttention;
+  return op;
+}
+
+void MixerInProjForward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                        const LayerShape& s) {
+  const int64_t T = s.tokens();
+  AddGather(ops, "ag-" + tag, s);
+  AddForwardCasts(ops, proj + "in-proj", T, width, s.hidden, 1, /*input_is_fp8=*/true, s);
+  ops.push_back(Gemm(proj + "in-proj", T, width, s.hidden, 1, s));
+}
+
+void MixerInProjBackward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                         const LayerShape& s) {
+  const int64_t T = s.tokens();
+  int regather = -1;
+  if (s.sequence_parallel && s.tp > 1) {
+    AddGather(ops, "ag-" + tag + "-input", s, /*async=*/true);
+    regather = static_cast<int>(ops.size()) - 1;
+  }
+  AddFp8InputTranspose(ops, proj + "in-proj", D(T) * D(s.hidden), s);
+  GemmBackward(ops, proj + "in-proj", T, width, s.hidden, s, regather);
+  AddReduce(ops, "tp-" + tag + "-grad", s);
+}
+
+void MixerOutProjForward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                         const LayerShape& s) {
+  const int64_t T = s.tokens();
+  AddForwardCasts(ops, proj + "out-proj", T, s.hidden, width, 1, false, s);
+  ops.push_back(Gemm(proj + "out-proj", T, s.hidden, width, 1, s));
+  AddReduce(ops, "tp-" + tag, s);
+}
+
+void MixerOutProjBackward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                          const LayerShape& s) {
+  AddGather(ops, "ag-" + tag + "-grad", s);  // row-parallel: gather the output gradient
+  GemmBackward(ops, proj + "out-proj", s.tokens(), s.hidden, width, s);
+}
+
 }  // namespace stacksim::workload

@@ -101,6 +101,24 @@ void GemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int6
 void GroupedGemmBackward(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k,
                          int64_t batch, const LayerShape& s, bool dy_is_fp8 = false);
 
+// A sequence mixer's (Mamba-2, Gated DeltaNet) batched 16-bit GEMM over
+// chunks x heads, counted as the mixer's work like attention's.
+Op MixerGemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch, const LayerShape& s);
+// A mixer's projections, named `proj` + "in-proj" / "out-proj", with
+// collectives named after `tag` ("ag-<tag>", "tp-<tag>", ...). In: the
+// column-parallel hidden -> width projection (the pre-norm fused in, as for
+// QKV) after the SP all-gather. Out: the row-parallel width -> hidden
+// projection and its TP reduction. The backward re-gathers the input beside
+// the data gradient under SP.
+void MixerInProjForward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                        const LayerShape& s);
+void MixerInProjBackward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                         const LayerShape& s);
+void MixerOutProjForward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                         const LayerShape& s);
+void MixerOutProjBackward(std::vector<Op>& ops, const std::string& proj, const std::string& tag, int64_t width,
+                          const LayerShape& s);
+
 }  // namespace stacksim::workload
 
 #endif  // STACKSIM_SIM_WORKLOAD_OP_BUILDERS_H_

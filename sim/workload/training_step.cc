@@ -1011,8 +1011,7 @@ trace::Trace StepBuilder::Build() {
   n_xfer_fwd_ = t_.InternName("send-activation");
   n_xfer_bwd_ = t_.InternName("send-gradient");
 
-  bool present[config::kNumLayerKinds] = {};
-  for (int64_t l = 0; l < s_.model.PipelineLayerCount(); ++l) present[Kind(static_cast<int>(l))] = true;
+  const auto present = s_.model.LayerKindsPresent();
   for (int kind = 0; kind < config::kNumLayerKinds; ++kind) {
     if (!present[kind]) continue;
     LayerShape ls = shape_.Kind(s_.model, plan_, static_cast<config::LayerKind>(kind), DomainSize(s_.topology));
