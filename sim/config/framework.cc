@@ -334,12 +334,19 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
       const JsonNode models = recipe.Required("models");
       if (!models.IsArray() || models.Elements().empty()) models.Fail("expected a non-empty array of model names");
       for (const JsonNode& name : models.Elements()) m.models.push_back(name.String());
+      if (auto gpus = recipe.Optional("gpus")) {
+        if (!gpus->IsArray() || gpus->Elements().empty()) gpus->Fail("expected a non-empty array of GPU names");
+        for (const JsonNode& name : gpus->Elements()) m.gpus.push_back(name.String());
+      }
       if (auto d = recipe.Optional("moe_dispatcher")) m.moe_dispatcher = ReadMoeDispatcher(*d);
       if (auto etp = recipe.Optional("expert_tensor_parallel")) m.expert_tp_follows_tp = ReadExpertTp(*etp);
       if (auto o = recipe.Optional("optimizer_state")) m.optimizer_state = ReadOptimizerState(*o);
       if (auto o = recipe.Optional("tp_comm_overlap")) m.tp_comm_overlap = ReadTpCommOverlap(*o);
-      if (!m.moe_dispatcher && !m.expert_tp_follows_tp && !m.optimizer_state && !m.tp_comm_overlap) {
-        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel, optimizer_state, tp_comm_overlap)");
+      if (auto o = recipe.Optional("moe_a2a_overlap")) m.moe_a2a_overlap = o->Bool();
+      if (!m.moe_dispatcher && !m.expert_tp_follows_tp && !m.optimizer_state && !m.tp_comm_overlap &&
+          !m.moe_a2a_overlap) {
+        r.Fail("a recipe must set something (moe_dispatcher, expert_tensor_parallel, optimizer_state, "
+               "tp_comm_overlap, moe_a2a_overlap)");
       }
       recipe.Finish();
       f.model_recipes.push_back(std::move(m));
@@ -357,11 +364,17 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
   return f;
 }
 
-const FrameworkProfile::ModelRecipe* FrameworkProfile::RecipeFor(const std::string& model_name) const {
-  const std::string key = AlnumNameKey(model_name);
+const FrameworkProfile::ModelRecipe* FrameworkProfile::RecipeFor(const std::string& model_name,
+                                                                  const std::string& gpu) const {
+  auto starts = [](const std::string& name, const std::string& prefix) {
+    return AlnumNameKey(name).rfind(AlnumNameKey(prefix), 0) == 0;  // "DeepSeek-V3 671B" is DeepSeek-V3
+  };
   for (const ModelRecipe& r : model_recipes) {
+    const bool on_gpu =
+        r.gpus.empty() || std::any_of(r.gpus.begin(), r.gpus.end(), [&](const std::string& g) { return starts(gpu, g); });
+    if (!on_gpu) continue;
     for (const std::string& m : r.models) {
-      if (key.rfind(AlnumNameKey(m), 0) == 0) return &r;  // "DeepSeek-V3 671B" is DeepSeek-V3
+      if (starts(model_name, m)) return &r;
     }
   }
   return nullptr;

@@ -116,17 +116,23 @@ struct FrameworkProfile {
   // What the framework's own performance recipe for one model sets that a
   // run does not state (fact "model_recipes"). A run's model is a recipe's
   // when its name, in lower case without punctuation, starts with one of the
-  // recipe's ("DeepSeekV3" and "DeepSeek-V3 671B" are "DeepSeek-V3").
+  // recipe's ("DeepSeekV3" and "DeepSeek-V3 671B" are "DeepSeek-V3"); a
+  // recipe that names GPUs ("gpus") holds only on a GPU profile whose name
+  // starts so ("h100" is h100-sxm-80gb), where the framework's recipes
+  // differ between GPUs.
   struct ModelRecipe {
     std::vector<std::string> models;
+    std::vector<std::string> gpus;  // empty: every GPU
     std::optional<MoeDispatcher> moe_dispatcher;
     std::optional<bool> expert_tp_follows_tp;  // "expert_tensor_parallel": 1 or "tp", as the fact
     std::optional<OptimizerState> optimizer_state;  // "optimizer_state", as the fact
     std::optional<TpCommOverlap> tp_comm_overlap;    // "tp_comm_overlap", one mode
+    std::optional<bool> moe_a2a_overlap;             // PlanConfig::moe_a2a_overlap
   };
   std::vector<ModelRecipe> model_recipes;
-  // The recipe for the model called `model_name`, or nullptr.
-  const ModelRecipe* RecipeFor(const std::string& model_name) const;
+  // The first recipe for the model called `model_name` on the GPU profile
+  // `gpu`, or nullptr.
+  const ModelRecipe* RecipeFor(const std::string& model_name, const std::string& gpu) const;
   // The modules selective recomputation recomputes when a run says
   // "selective" (fact "selective_recompute_modules"; absent: Megatron-Core's
   // default, core_attn).

@@ -368,25 +368,43 @@ TEST(Framework, MegatronBridgeRecipeForDeepSeekV3DispatchesHierarchically) {
   const FrameworkProfile& mb = Match("NeMo 25.09 container / Megatron-Bridge (Megatron-Core)");
   EXPECT_EQ(mb.name, "megatron-bridge");
   for (const char* name : {"DeepSeek-V3", "DeepSeekV3", "deepseek_v3", "DeepSeek-V3 671B (37B active)"}) {
-    const FrameworkProfile::ModelRecipe* r = mb.RecipeFor(name);
+    const FrameworkProfile::ModelRecipe* r = mb.RecipeFor(name, "h100-sxm-80gb");
     ASSERT_NE(r, nullptr) << name;
     ASSERT_TRUE(r->moe_dispatcher.has_value());
     EXPECT_EQ(*r->moe_dispatcher, MoeDispatcher::kHierarchical);
   }
-  EXPECT_EQ(mb.RecipeFor("DeepSeek-V2"), nullptr);
-  EXPECT_EQ(mb.RecipeFor("Qwen3_235B_a22B"), nullptr);
+  EXPECT_EQ(mb.RecipeFor("DeepSeek-V2", "h100-sxm-80gb"), nullptr);
+  EXPECT_FALSE(mb.RecipeFor("Qwen3_235B_a22B", "h100-sxm-80gb")->moe_dispatcher.has_value());
   // The framework-wide default stays Megatron-Core's all-to-all.
   EXPECT_EQ(mb.moe_dispatcher, MoeDispatcher::kAllToAll);
   // NeMo 2.x's DeepSeek-V3 recipe enables DeepEP too; Megatron-LM's own
   // command line has no per-model recipe.
-  const FrameworkProfile::ModelRecipe* nemo = Match("NeMo 25.04 (Megatron-Core)").RecipeFor("DeepSeek-V3");
+  const FrameworkProfile::ModelRecipe* nemo = Match("NeMo 25.04 (Megatron-Core)").RecipeFor("DeepSeek-V3", "h100-sxm-80gb");
   ASSERT_NE(nemo, nullptr);
   EXPECT_EQ(*nemo->moe_dispatcher, MoeDispatcher::kHierarchical);
   // ... with whole experts per rank, where NeMo's default is etp = tp.
   EXPECT_TRUE(Match("NeMo 25.04 (Megatron-Core)").expert_tp_follows_tp);
   ASSERT_TRUE(nemo->expert_tp_follows_tp.has_value());
   EXPECT_FALSE(*nemo->expert_tp_follows_tp);
-  EXPECT_EQ(Match("Megatron-LM (Megatron-Core, TE)").RecipeFor("DeepSeek-V3"), nullptr);
+  EXPECT_EQ(Match("Megatron-LM (Megatron-Core, TE)").RecipeFor("DeepSeek-V3", "h100-sxm-80gb"), nullptr);
+}
+
+// A recipe that names GPUs holds on those GPUs only: Megatron-Bridge's
+// Qwen3-235B-A22B presets overlap the expert all-to-alls on H100 in every
+// release, on B200 in some.
+TEST(Framework, MegatronBridgeRecipeNamesItsGpus) {
+  const FrameworkProfile& mb = Match("NeMo 26.04.01 container / Megatron-Bridge (Megatron-Core)");
+  for (const char* gpu : {"h100-sxm-80gb", "h100-sxm-96gb"}) {
+    const FrameworkProfile::ModelRecipe* r = mb.RecipeFor("Qwen3_235B_a22B", gpu);
+    ASSERT_NE(r, nullptr) << gpu;
+    EXPECT_EQ(r->moe_a2a_overlap, std::optional<bool>(true)) << gpu;
+  }
+  for (const char* gpu : {"b200", "gb200", "h200-sxm-141gb", "a100-sxm-80gb"}) {
+    EXPECT_EQ(mb.RecipeFor("Qwen3_235B_a22B", gpu), nullptr) << gpu;
+  }
+  EXPECT_EQ(mb.RecipeFor("Qwen3_30B_a3B", "h100-sxm-80gb"), nullptr);  // its presets run HybridEP, no overlap
+  // DeepSeek-V3's recipe names no GPU: every one.
+  EXPECT_NE(mb.RecipeFor("DeepSeek-V3", "gb200"), nullptr);
 }
 
 // NeMo's launcher configs turn userbuffers TP overlap on per model
@@ -396,17 +414,17 @@ TEST(Framework, NemoRecipesOverlapTpCommunicationPerModel) {
   const FrameworkProfile& nemo = Match("NeMo 24.12 (Megatron-Core)");
   for (const char* name : {"Llama 3.1 405B", "Llama 3.1 70B", "LLAMA3-70B", "LLAMA2-70B", "Nemotron-4 15B", "Nemotron-8B",
                            "Nemotron-22B", "GPT3-20B"}) {
-    const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor(name);
+    const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor(name, "h100-sxm-80gb");
     ASSERT_NE(r, nullptr) << name;
     ASSERT_TRUE(r->tp_comm_overlap.has_value()) << name;
     EXPECT_EQ(*r->tp_comm_overlap, TpCommOverlap::kGemm) << name;
   }
   for (const char* name : {"GPT-3 175B", "GPT3-5B", "Llama 3.1 8B", "LLAMA2-7B", "Grok-1 314B", "Nemotron-4 340B"}) {
-    const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor(name);
+    const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor(name, "h100-sxm-80gb");
     EXPECT_TRUE(r == nullptr || !r->tp_comm_overlap.has_value()) << name;
   }
   // The 15B recipe keeps its optimizer state beside the overlap.
-  ASSERT_TRUE(nemo.RecipeFor("Nemotron-4 15B")->optimizer_state.has_value());
+  ASSERT_TRUE(nemo.RecipeFor("Nemotron-4 15B", "h100-sxm-80gb")->optimizer_state.has_value());
   EXPECT_EQ(nemo.tp_comm_overlap, TpCommOverlap::kBackward);
   // Transformer Engine's FP8 casts for the Megatron-Core family; torchao's elsewhere.
   EXPECT_EQ(nemo.fp8_casts, Fp8Casts::kTransformerEngine);
@@ -436,6 +454,12 @@ TEST_F(FrameworkFile, BadModelRecipesNameTheirKey) {
   recipes[0] = {{"models", {"DeepSeek-V3"}}};
   e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
   EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0]");
+  recipes[0] = {{"models", {"DeepSeek-V3"}}, {"gpus", nlohmann::json::array()}, {"moe_dispatcher", "hierarchical"}};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0].gpus");
+  recipes[0] = {{"models", {"DeepSeek-V3"}}, {"moe_a2a_overlap", "yes"}};
+  e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
+  EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0].moe_a2a_overlap");
   recipes[0] = {{"models", {"DeepSeek-V3"}}, {"expert_tensor_parallel", 2}};
   e = ErrorFrom([&] { LoadFrameworkFile(Write(doc.dump())); });
   EXPECT_EQ(e.key_path(), "facts.model_recipes.value[0].expert_tensor_parallel");
@@ -748,15 +772,15 @@ TEST(FrameworkScenario, TheFrameworksFactsAreThePlanDefaults) {
 // bf16 moments, no master); a recipe that sets nothing is refused.
 TEST(Framework, ModelRecipesCanSetTheOptimizerState) {
   const FrameworkProfile& nemo = FrameworkNamed("nemo", "s.json", "framework");
-  const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor("Nemotron-4 340B");
+  const FrameworkProfile::ModelRecipe* r = nemo.RecipeFor("Nemotron-4 340B", "h100-sxm-80gb");
   ASSERT_NE(r, nullptr);
   ASSERT_TRUE(r->optimizer_state.has_value());
   EXPECT_EQ(r->optimizer_state->exp_avg, StateDtype::kBf16);
   EXPECT_EQ(r->optimizer_state->exp_avg_sq, StateDtype::kBf16);
   EXPECT_EQ(r->optimizer_state->master, MasterWeights::kNone);
-  EXPECT_EQ(nemo.RecipeFor("Nemotron-4 15B")->optimizer_state, OptimizerState{});
-  EXPECT_FALSE(nemo.RecipeFor("Llama 3.1 70B")->optimizer_state.has_value());  // its recipe sets TP overlap only
-  EXPECT_EQ(nemo.RecipeFor("Llama 3.1 8B"), nullptr);
+  EXPECT_EQ(nemo.RecipeFor("Nemotron-4 15B", "h100-sxm-80gb")->optimizer_state, OptimizerState{});
+  EXPECT_FALSE(nemo.RecipeFor("Llama 3.1 70B", "h100-sxm-80gb")->optimizer_state.has_value());  // its recipe sets TP overlap only
+  EXPECT_EQ(nemo.RecipeFor("Llama 3.1 8B", "h100-sxm-80gb"), nullptr);
 }
 
 TEST(FrameworkScenario, PlanKeysWin) {

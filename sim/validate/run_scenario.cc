@@ -411,7 +411,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   }
   // The framework's performance recipe for this model, where it sets what
   // the run does not state (frameworks/*.json model_recipes).
-  const config::FrameworkProfile::ModelRecipe* recipe = fw.RecipeFor(s.model.name);
+  const config::FrameworkProfile::ModelRecipe* recipe = fw.RecipeFor(s.model.name, s.profile.name);
   if (s.model.is_moe() && recipe && recipe->moe_dispatcher) plan.dispatcher = *recipe->moe_dispatcher;
   if (s.model.is_moe() && plan.dispatcher != config::MoeDispatcher::kAllToAll) {
     out.choices.push_back(std::string("moe_dispatcher=") + config::MoeDispatcherName(plan.dispatcher) +
@@ -425,6 +425,7 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
                           config::MasterWeightsName(plan.optimizer_state.master) +
                           (recipe && recipe->optimizer_state ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
+  out.recipe_a2a_overlap = s.model.is_moe() && plan.ep > 1 && recipe && recipe->moe_a2a_overlap.value_or(false);
   if (recipe && recipe->tp_comm_overlap) plan.tp_comm_overlap = *recipe->tp_comm_overlap;
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
     out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap) +
@@ -581,7 +582,18 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
     plan.uneven_stages = true;
     out.choices.push_back("uneven_stages (end stages one layer fewer)");
   }
+  plan.moe_a2a_overlap = out.recipe_a2a_overlap && A2aOverlapRuns(plan);
+  if (out.recipe_a2a_overlap) {
+    out.choices.push_back(std::string("moe_a2a_overlap (the framework's recipe for ") + s.model.name + ")" +
+                          (plan.moe_a2a_overlap ? "" : ": not with this schedule (it needs vp > 1 under pp)"));
+  }
   return out;
+}
+
+bool A2aOverlapRuns(const config::PlanConfig& plan) {
+  const bool paired = plan.schedule == config::PipelineScheduleKind::kOneFOneB ||
+                      plan.schedule == config::PipelineScheduleKind::kInterleaved;
+  return paired && (plan.pp == 1 || (plan.schedule == config::PipelineScheduleKind::kInterleaved && plan.vp > 1));
 }
 
 }  // namespace stacksim::validate

@@ -1,10 +1,12 @@
 #include "sim/validate/run_scenario.h"
 
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/scenario.h"
 #include "sim/validate/plan_choice.h"
 #include "tests/coverage_runs.h"
 #include "tests/input_error.h"
@@ -305,6 +307,55 @@ TEST(RunScenario, MegatronBridgeWidensSelectiveRecomputeBeforeFull) {
   EXPECT_TRUE(older.recompute_escalation.empty());
   FillOpenFields(older, &result, &choices);
   EXPECT_EQ(older.scenario.plan.recompute, config::Recompute::kFull);
+}
+
+// Megatron-Bridge's H100 presets for Qwen3-235B-A22B overlap the expert
+// all-to-alls with the other micro-batch's compute (moe_a2a_overlap, every
+// release from 25.11 to 26.04); its B200 presets differ between releases, so
+// the recipe names the GPU. Megatron-Core needs virtual stages under pp: a
+// plan without them runs without the overlap, and says so.
+TEST(RunScenario, MegatronBridgeOverlapsQwen3AllToAllsOnH100Only) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "Qwen3_235B_a22B"}, {"layers", 94}, {"hidden", 4096}, {"heads", 64}, {"kv_heads", 4},
+                  {"ffn_hidden", 12288}, {"vocab", 151936}, {"seq_len", 4096}, {"activation", "swiglu"},
+                  {"moe", {{"experts", 128}, {"top_k", 8}, {"expert_ffn_hidden", 1536}, {"shared_experts", 0},
+                           {"dense_layers", 0}}},
+                  {"attention", "mha-gqa"}};
+  run["hardware"] = {{"gpu", "h100-sxm-80gb"}, {"gpus", 256}, {"gpus_per_node", 8}, {"nic_gbps_per_gpu", 400}};
+  run["plan"] = {{"tp", 2}, {"pp", 8}, {"dp", 16}, {"cp", 1}, {"ep", 32}, {"vp", 4}, {"sequence_parallel", nullptr},
+                 {"micro_batch", 1}, {"global_batch", 2048}, {"recompute", "none"}, {"precision", "fp8"},
+                 {"sharding", "zero1"}, {"shard_group", nullptr}};
+  run["framework"] = "NeMo 25.11 container / Megatron-Bridge (Megatron-Core)";
+  auto said = [](const RunScenario& r, const std::string& text) {
+    return std::any_of(r.choices.begin(), r.choices.end(),
+                       [&](const std::string& c) { return c.find(text) != std::string::npos; });
+  };
+  RunScenario h100 = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_TRUE(h100.recipe_a2a_overlap);
+  EXPECT_TRUE(h100.scenario.plan.moe_a2a_overlap);
+  EXPECT_TRUE(said(h100, "moe_a2a_overlap (the framework's recipe for Qwen3_235B_a22B)"));
+  EXPECT_NO_THROW(config::ValidatePlan(h100.scenario, kCoverageRuns));
+
+  run["plan"]["vp"] = 1;
+  RunScenario no_vp = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_FALSE(no_vp.scenario.plan.moe_a2a_overlap);
+  EXPECT_TRUE(said(no_vp, "not with this schedule"));
+  EXPECT_NO_THROW(config::ValidatePlan(no_vp.scenario, kCoverageRuns));
+
+  // Left open, the candidates with virtual stages take the overlap.
+  run["plan"]["vp"] = nullptr;
+  RunScenario open = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  simulate::SimulationResult result;
+  std::vector<std::string> choices;
+  FillOpenFields(open, &result, &choices);
+  EXPECT_EQ(open.scenario.plan.moe_a2a_overlap, open.scenario.plan.vp > 1);
+
+  run["plan"]["vp"] = 4;
+  run["hardware"]["gpu"] = "b200";
+  EXPECT_FALSE(ScenarioForRun(run, kCoverageRuns, "runs[1]").scenario.plan.moe_a2a_overlap);
+  run["hardware"]["gpu"] = "h100-sxm-80gb";
+  run["framework"] = "Megatron-LM (Megatron-Core, TE)";
+  EXPECT_FALSE(ScenarioForRun(run, kCoverageRuns, "runs[1]").scenario.plan.moe_a2a_overlap);
 }
 
 // Every run of the synthetic file gets a prediction from the command.
