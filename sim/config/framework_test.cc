@@ -407,6 +407,23 @@ TEST(Framework, MegatronBridgeRecipeNamesItsGpus) {
   EXPECT_NE(mb.RecipeFor("DeepSeek-V3", "gb200"), nullptr);
 }
 
+// Megatron-Bridge's Llama 3 pretraining recipes turn userbuffers TP overlap
+// on in every release and on every GPU; its mixture-of-experts recipes and
+// its other models keep the framework's default.
+TEST(Framework, MegatronBridgeLlamaRecipesOverlapTpCommunication) {
+  const FrameworkProfile& mb = Match("NeMo 25.11 container / Megatron-Bridge (Megatron-Core)");
+  for (const char* name : {"LLAMA3_70B", "LLAMA3.1_405B", "Llama 3.1 405B", "LLAMA3_8B"}) {
+    for (const char* gpu : {"h100-sxm-80gb", "b200", "gb200"}) {
+      const FrameworkProfile::ModelRecipe* r = mb.RecipeFor(name, gpu);
+      ASSERT_NE(r, nullptr) << name << " " << gpu;
+      EXPECT_EQ(r->tp_comm_overlap, std::optional<TpCommOverlap>(TpCommOverlap::kGemm)) << name;
+    }
+  }
+  EXPECT_EQ(mb.tp_comm_overlap, TpCommOverlap::kBackward);
+  EXPECT_FALSE(mb.RecipeFor("Qwen3_235B_a22B", "h100-sxm-80gb")->tp_comm_overlap.has_value());
+  EXPECT_EQ(mb.RecipeFor("GPT OSS 120B", "h100-sxm-80gb"), nullptr);
+}
+
 // NeMo's launcher configs turn userbuffers TP overlap on per model
 // (ub_tp_comm_overlap); a run of such a model gets the recipe's mode, the
 // others the framework's default.
