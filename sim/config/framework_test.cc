@@ -289,6 +289,39 @@ TEST(FrameworkScenario, ExpertTpFollowsTheFramework) {
   EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.etp, 1);
 }
 
+// A scenario that names a framework takes its recipe for the model on the
+// scenario's GPU for what the plan does not state, as validate does for a
+// run: Megatron-Bridge's H100 Qwen3-235B-A22B overlaps the all-to-alls where
+// the schedule can, its Llama 3 recipes overlap TP communication with the
+// GEMMs; a plan that states either keeps its own.
+TEST(FrameworkScenario, TheFrameworksRecipeForTheModelFillsWhatThePlanLeavesOut) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"model": "qwen3-235b-a22b", "topology": "dgx-h100", "gpus": 256,
+    "training": {"seq_len": 4096, "global_batch": 2048}, "framework": "megatron-bridge",
+    "plan": {"tp": 2, "pp": 8, "dp": 16, "ep": 32, "etp": 1, "vp": 4, "uneven_stages": true, "sequence_parallel": true,
+             "precision": "fp8"}})");
+  ScenarioConfig s = ParseScenario(doc, "s.json", {});
+  EXPECT_TRUE(s.plan.moe_a2a_overlap);
+  EXPECT_EQ(s.plan.tp_comm_overlap, TpCommOverlap::kBackward);  // the MoE recipe keeps TE's default
+  doc["plan"]["vp"] = 1;  // no virtual stages under pp: Megatron-Core cannot overlap; the plan stays valid
+  EXPECT_FALSE(ParseScenario(doc, "s.json", {}).plan.moe_a2a_overlap);
+  doc["plan"]["vp"] = 4;
+  doc["plan"]["moe_a2a_overlap"] = false;
+  EXPECT_FALSE(ParseScenario(doc, "s.json", {}).plan.moe_a2a_overlap);
+  doc["plan"].erase("moe_a2a_overlap");
+  doc["framework"] = "megatron-core";  // Megatron-LM's command line has no per-model recipe
+  EXPECT_FALSE(ParseScenario(doc, "s.json", {}).plan.moe_a2a_overlap);
+  doc["framework"] = "megatron-bridge";
+  doc["topology"] = "dgx-b200";  // the B200 presets differ between releases: no recipe
+  EXPECT_FALSE(ParseScenario(doc, "s.json", {}).plan.moe_a2a_overlap);
+
+  nlohmann::json llama = nlohmann::json::parse(R"({"model": "llama3-70b", "topology": "dgx-h100", "gpus": 64,
+    "training": {"seq_len": 8192, "global_batch": 128}, "framework": "megatron-bridge",
+    "plan": {"tp": 4, "pp": 8, "dp": 2, "vp": 5}})");
+  EXPECT_EQ(ParseScenario(llama, "s.json", {}).plan.tp_comm_overlap, TpCommOverlap::kGemm);
+  llama["plan"]["tp_comm_overlap"] = "backward";
+  EXPECT_EQ(ParseScenario(llama, "s.json", {}).plan.tp_comm_overlap, TpCommOverlap::kBackward);
+}
+
 // torchtitan's schedules (torchtitan/parallelisms/pipelining_utils.py at
 // 9dec370): 1F1B has one stage per rank; Interleaved 1F1B, without split
 // points, two.

@@ -276,6 +276,11 @@ const char* ShardingName(Sharding s) {
   return "?";
 }
 
+bool MoeA2aOverlapRuns(const PlanConfig& p) {
+  const bool paired = p.schedule == PipelineScheduleKind::kOneFOneB || p.schedule == PipelineScheduleKind::kInterleaved;
+  return p.ep > 1 && paired && (p.pp == 1 || (p.schedule == PipelineScheduleKind::kInterleaved && p.vp > 1));
+}
+
 const char* ScheduleName(PipelineScheduleKind s) {
   switch (s) {
     case PipelineScheduleKind::kGpipe: return "gpipe";

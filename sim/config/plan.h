@@ -509,6 +509,11 @@ struct PlanConfig {
 // or repeated module name is an error. Rules that need the model or cluster
 // are ValidatePlan's.
 PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults);
+// Whether the plan's schedule can run the 1F1B all-to-all overlap
+// (moe_a2a_overlap): ep > 1, 1F1B or interleaved, and under pipeline
+// parallelism virtual stages (Megatron-Core requires them; ValidatePlan's
+// rule). The model must also be MoE (the caller's part).
+bool MoeA2aOverlapRuns(const PlanConfig& p);
 // Every plan key, explicit (global_batch is not a plan key: it belongs to the
 // scenario's training object). ParsePlan reads it back.
 nlohmann::json PlanToJson(const PlanConfig& p);

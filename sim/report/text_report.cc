@@ -254,7 +254,7 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
 std::string PlanLine(const config::PlanConfig& p) {
   return fmt::format(
       "TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
-      "SP {}, recompute {}, sharding {}, {}, {}{}{}",
+      "SP {}, recompute {}, sharding {}, {}{}, {}{}{}",
       p.tp, p.pp, p.dp,
       p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
                : std::string(),
@@ -263,7 +263,7 @@ std::string PlanLine(const config::PlanConfig& p) {
       p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
       p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
       config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
-      config::PrecisionName(p.precision),
+      p.moe_a2a_overlap ? " with the all-to-alls overlapped" : "", config::PrecisionName(p.precision),
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"
       : p.attention == config::AttentionImpl::kFlash2 ? ", FlashAttention-2"
       : p.attention == config::AttentionImpl::kFlash1 ? ", FlashAttention-1 class"

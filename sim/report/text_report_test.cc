@@ -223,6 +223,10 @@ TEST(TextReport, PlanLineNamesContextAndExpertParallelismWhenUsed) {
   r.scenario.plan.ep = 4;
   std::string both = TextReport(r);
   EXPECT_NE(both.find("TP 4 PP 2 DP 2 CP 2 (all-gather) EP 4 VP 1"), std::string::npos) << both;
+  EXPECT_EQ(both.find("all-to-alls overlapped"), std::string::npos);
+  r.scenario.plan.moe_a2a_overlap = true;
+  const std::string overlapped = TextReport(r);
+  EXPECT_NE(overlapped.find("with the all-to-alls overlapped"), std::string::npos) << overlapped;
 }
 
 }  // namespace

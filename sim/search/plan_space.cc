@@ -298,6 +298,9 @@ config::PlanConfig ApplyPoint(const config::PlanConfig& base, const PlanPoint& p
   c.offload_optimizer = p.offload ? config::OffloadTarget::kHost : config::OffloadTarget::kNone;
   c.offload_optimizer_fraction = 1.0;
   c.offload_params = config::OffloadTarget::kNone;
+  // The scenario's all-to-all overlap (its own or its framework's recipe)
+  // holds on every plan that can run it.
+  c.moe_a2a_overlap = base.moe_a2a_overlap && config::MoeA2aOverlapRuns(c);
   return c;
 }
 

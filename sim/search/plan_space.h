@@ -6,7 +6,8 @@
 // micro-batch, recompute, sharding, optimizer offload to host memory,
 // pipeline schedule and sequence parallelism. Everything else (precision,
 // attention kernels, MoE routing, bucket sizes, ...) comes from the
-// scenario's own plan and stays fixed.
+// scenario's own plan and stays fixed; the expert all-to-all overlap
+// (moe_a2a_overlap) holds on the plans whose schedule can run it.
 //
 // Placement: ranks walk tp fastest, then cp, then dp and pp in the plan's
 // rank order (workload/placement.h). Megatron-LM's tp-cp-dp-pp is every

@@ -143,6 +143,39 @@ TEST(EnumeratePlans, AgreesWithValidatePlanOnEveryPlan) {
   }
 }
 
+// A scenario whose plan overlaps the expert all-to-alls (its own or its
+// framework's recipe) keeps the overlap on every plan that can run it and
+// drops it where the schedule cannot (no ep, or pp without virtual stages):
+// no plan is lost to the overlap's rule.
+TEST(EnumeratePlans, TheAllToAllOverlapHoldsWhereTheScheduleRunsIt) {
+  config::ModelConfig m = testing::GptModel(4, 256, 8, 1024);
+  m.num_experts = 8;
+  m.experts_per_token = 2;
+  m.moe_intermediate_size = 512;
+  m.tie_word_embeddings = false;
+  config::PlanConfig plan;
+  plan.global_batch = 16;
+  SearchSpace space;
+  space.scenario = testing::Scenario(m, 16, 256, plan);
+  EnumerationCounts without;
+  const std::vector<PlanPoint> plain = EnumeratePlans(space, &without);
+  space.scenario.plan.moe_a2a_overlap = true;
+  EnumerationCounts counts;
+  const std::vector<PlanPoint> plans = EnumeratePlans(space, &counts);
+  EXPECT_EQ(plans, plain);
+  EXPECT_EQ(counts.invalid.count("plan.moe_a2a_overlap"), 0u);
+  int overlapped = 0, not_overlapped = 0;
+  for (const PlanPoint& p : plans) {
+    const config::PlanConfig c = ApplyPoint(space.scenario.plan, p);
+    const bool runs = p.ep > 1 && (p.pp == 1 || (p.schedule == PipelineScheduleKind::kInterleaved && p.vp > 1)) &&
+                      (p.schedule == PipelineScheduleKind::kOneFOneB || p.schedule == PipelineScheduleKind::kInterleaved);
+    EXPECT_EQ(c.moe_a2a_overlap, runs) << PlanName(p);
+    (c.moe_a2a_overlap ? overlapped : not_overlapped)++;
+  }
+  EXPECT_GT(overlapped, 0);
+  EXPECT_GT(not_overlapped, 0);
+}
+
 TEST(EnumeratePlans, SelectiveRecomputeIsNoneOnlyWithFusedAttention) {
   SearchSpace space;
   space.scenario = TinyScenario(8, 8);

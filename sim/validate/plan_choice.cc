@@ -108,7 +108,7 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
       c.plan.vp = v;
       c.plan.uneven_stages = vs.uneven;
       c.plan.schedule = ScheduleFor(base.plan, v);
-      c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && A2aOverlapRuns(c.plan);
+      c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(c.plan);
       try {
         config::ValidatePlan(c, c.file);
       } catch (const InputError&) {
@@ -162,7 +162,7 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
     if (open("micro_batch")) c.plan.micro_batch = mbs.front();
     if (open("vp")) c.plan.vp = 1;
     c.plan.schedule = ScheduleFor(base.plan, c.plan.vp);
-    c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && A2aOverlapRuns(c.plan);
+    c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(c.plan);
     simulate::Options o;
     o.simulate_if_out_of_memory = true;
     *best_result = simulate::Simulate(c, o);

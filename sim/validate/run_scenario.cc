@@ -582,7 +582,7 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
     plan.uneven_stages = true;
     out.choices.push_back("uneven_stages (end stages one layer fewer)");
   }
-  plan.moe_a2a_overlap = out.recipe_a2a_overlap && A2aOverlapRuns(plan);
+  plan.moe_a2a_overlap = out.recipe_a2a_overlap && config::MoeA2aOverlapRuns(plan);
   if (out.recipe_a2a_overlap) {
     out.choices.push_back(std::string("moe_a2a_overlap (the framework's recipe for ") + s.model.name + ")" +
                           (plan.moe_a2a_overlap ? "" : ": not with this schedule (it needs vp > 1 under pp)"));
@@ -590,10 +590,5 @@ RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, c
   return out;
 }
 
-bool A2aOverlapRuns(const config::PlanConfig& plan) {
-  const bool paired = plan.schedule == config::PipelineScheduleKind::kOneFOneB ||
-                      plan.schedule == config::PipelineScheduleKind::kInterleaved;
-  return paired && (plan.pp == 1 || (plan.schedule == config::PipelineScheduleKind::kInterleaved && plan.vp > 1));
-}
 
 }  // namespace stacksim::validate

@@ -37,13 +37,11 @@ struct RunScenario {
   std::vector<config::RecomputeModules> recompute_escalation;
   // The framework's recipe for the model overlaps the expert all-to-alls
   // with the other micro-batch's compute (PlanConfig::moe_a2a_overlap). It
-  // holds for every plan that can run it (A2aOverlapRuns): Megatron-Core
+  // holds for every plan that can run it (config::MoeA2aOverlapRuns): Megatron-Core
   // needs virtual stages under pipeline parallelism.
   bool recipe_a2a_overlap = false;
 };
 
-// Whether `plan` can run the 1F1B all-to-all overlap (ValidatePlan's rule).
-bool A2aOverlapRuns(const config::PlanConfig& plan);
 
 // The framework profile a published run's (or memory entry's) framework
 // text selects (config::FindFramework). A text no profile names, a
