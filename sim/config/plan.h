@@ -497,6 +497,15 @@ struct PlanConfig {
   // MoE: ranks one layer's routed experts are split over (ep x etp); the
   // expert-data-parallel group is tp x dp x cp / ExpertShards() ranks.
   int ExpertShards() const { return ep * etp; }
+  // MoE: ranks that hold the same experts and shard their optimizer state
+  // (and under ZeRO-3 their parameters and gradients): tp x dp x cp /
+  // ExpertShards(); under hybrid-sharded ZeRO-3 those of one shard group,
+  // tp x shard_group x cp / ExpertShards(), the experts' copies in the other
+  // shard groups all-reducing their gradient shards (torchtitan's FSDP2 over
+  // dp_shard x cp / ep, replicated over dp_replicate).
+  int ExpertDpRanks() const {
+    return tp * (sharding == Sharding::kZero3 ? FsdpShardRanks() : dp * cp) / ExpertShards();
+  }
 };
 
 // Parses a plan object. Fields absent from the object keep the values in

@@ -592,10 +592,13 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
                                      "sequence-parallel shard of each TP rank)");
     }
     // ZeRO-3/FSDP of a MoE model shards the routed experts over the
-    // expert-data-parallel group; hybrid sharding of them is not modelled.
-    if (p.sharding == Sharding::kZero3 && p.ShardGroup() < p.dp) {
-      fail("plan.shard_group", "hybrid sharding (shard_group " + Str(p.shard_group) + " < dp " + Str(p.dp) +
-                                   ") of a mixture-of-experts model is not modelled; leave shard_group out");
+    // expert-data-parallel ranks; hybrid sharding, over those of one shard
+    // group, which must hold whole copies of the layer's experts.
+    if (p.sharding == Sharding::kZero3 && p.ShardGroup() < p.dp &&
+        (static_cast<int64_t>(p.tp) * p.FsdpShardRanks()) % p.ExpertShards() != 0) {
+      fail("plan.shard_group", "ep x etp = " + Str(p.ExpertShards()) + " must divide tp x shard_group x cp = " +
+                                   Str(static_cast<int64_t>(p.tp) * p.FsdpShardRanks()) +
+                                   ": hybrid sharding shards the routed experts within one shard group");
     }
     if (p.routing == Routing::kHistogram && static_cast<int64_t>(p.routing_histogram.size()) != m.num_experts) {
       fail("plan.moe_routing_histogram", "the histogram has " + Str(static_cast<int64_t>(p.routing_histogram.size())) +

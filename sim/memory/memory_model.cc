@@ -268,7 +268,7 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
   const double layer_params = workload::LayerTrainableParameters(s.model, plan);  // LoRA: the adapters
   // MoE: the routed experts' optimizer state and gradients are sharded over
   // the expert-data-parallel group (tp x dp x cp / ep ranks hold the same experts).
-  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards());
+  const double edp = D(plan.ExpertDpRanks());
   // One shape per layer kind (config::LayerKind), and the largest layer's
   // parameters on one GPU (a hybrid model's blocks differ).
   std::array<workload::LayerShape, config::kNumLayerKinds> kind_shape;
@@ -453,7 +453,7 @@ std::vector<OffloadFootprint> EstimateOffload(const config::ScenarioConfig& s) {
   if (plan.offload_optimizer == config::OffloadTarget::kNone) return out;
   // Ranks the dense optimizer shard spans (ZeRO-3: the shard group x cp).
   const double dp = plan.sharding == config::Sharding::kZero3 ? plan.FsdpShardRanks() : plan.dp * plan.cp;
-  const double edp = D(static_cast<int64_t>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards());
+  const double edp = D(plan.ExpertDpRanks());
   const double f = plan.offload_optimizer_fraction;
   for (int st = 0; st < plan.pp; ++st) {
     const double P = D(workload::StageParameters(s, st));

@@ -524,7 +524,7 @@ Time StepTimeBound::GradientTail(const config::PlanConfig& plan, const workload:
     for (int r = 0; r < p / 2; ++r) {
       const double all = static_cast<double>(workload::StageParameters(scratch_, r));
       const double expert = static_cast<double>(workload::StageExpertParameters(scratch_, r));
-      const double edp = static_cast<double>(plan.tp) * plan.dp * plan.cp / plan.ExpertShards();
+      const double edp = static_cast<double>(plan.ExpertDpRanks());
       const double shard =
           plan.sharding == config::Sharding::kNone ? all : (all - expert) / (plan.dp * plan.cp) + expert / edp;
       const Time start = std::max(dp_free[r], dp_free[p - 1 - r]);

@@ -193,10 +193,76 @@ TEST(Fsdp, ExpertsShardOverTheExpertDataParallelGroup) {
   const double Pe = static_cast<double>(StageExpertParameters(s, 0));
   EXPECT_NEAR(memory::EstimateMemory(s)[0].optimizer.value, 12 * ((P - Pe) / 8 + Pe / 2), 1.0);
 
-  // Hybrid sharding of the experts is not modelled: refused, naming the key.
+  // Hybrid sharding needs whole copies of a layer's experts in each shard
+  // group: ep 4 does not divide a shard group of 2.
   config::ScenarioConfig hybrid = s;
-  hybrid.plan.shard_group = 4;
+  hybrid.plan.shard_group = 2;
   EXPECT_EQ(ValidateError(hybrid).key_path(), "plan.shard_group");
+}
+
+// Hybrid sharding of a MoE model (torchtitan's FSDP2 over dp_shard x cp / ep
+// for the experts, replicated over dp_replicate): the experts shard over the
+// ranks of one shard group that hold them, and each shard's copies in the
+// other shard groups all-reduce its gradients once per step, as the dense
+// parameters' shards do.
+TEST(Fsdp, HybridShardedExpertsShardInTheirGroupAndAllReduceAcrossThem) {
+  config::ModelConfig model = testing::GptModel(2, 1024, 16, 32000);
+  model.activation = config::Activation::kSwiglu;
+  model.num_experts = 8;
+  model.experts_per_token = 2;
+  model.moe_intermediate_size = 1024;
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.ep = 2;
+  plan.shard_group = 4;  // 2 replicas of 4-way shard groups, 2 expert shards in each
+  plan.sharding = config::Sharding::kZero3;
+  plan.micro_batch = 1;
+  plan.global_batch = 8;
+  const config::ScenarioConfig s = testing::Scenario(model, 8, 2048, plan);
+  config::ValidatePlan(s, "test");
+  EXPECT_EQ(s.plan.ExpertDpRanks(), 2);
+  const trace::Trace t = BuildTrainingStep(s);
+  const double expert = static_cast<double>(model.ExpertParameterCount());
+  const double dense = static_cast<double>(model.LayerParameterCount(0)) - expert;
+  const double ep_share = expert / 2 * 2;  // one EP rank's experts, bf16
+  int expert_gathers = 0, expert_scatters = 0, expert_all_reduces = 0, dense_all_reduces = 0;
+  for (const DpCollective& c : DpCollectives(t)) {
+    if (c.group.role == trace::GroupRole::kExpertDp) {
+      EXPECT_EQ(c.group.size, 2);    // 4 ranks of the shard group / ep 2
+      EXPECT_EQ(c.group.stride, 2);  // ep ranks apart
+      EXPECT_DOUBLE_EQ(c.bytes, ep_share);
+      (c.kind == CollectiveKind::kAllGather ? expert_gathers : expert_scatters) += 1;
+    } else if (c.kind == CollectiveKind::kAllReduce) {
+      EXPECT_EQ(c.group.size, 2);    // the replicas
+      EXPECT_EQ(c.group.stride, 4);  // a shard group apart
+      if (c.bytes == ep_share / 2) {
+        ++expert_all_reduces;        // the expert shard of this rank
+      } else {
+        EXPECT_DOUBLE_EQ(c.bytes, dense * 2 / 4);
+        ++dense_all_reduces;
+      }
+    }
+  }
+  EXPECT_EQ(expert_gathers, 2 * 2);  // 2 layers, forward and backward, 1 micro-batch
+  EXPECT_EQ(expert_scatters, 2);
+  EXPECT_EQ(expert_all_reduces, 2);
+  EXPECT_EQ(dense_all_reduces, 2);
+  const double P = static_cast<double>(StageParameters(s, 0));
+  const double Pe = static_cast<double>(StageExpertParameters(s, 0));
+  EXPECT_NEAR(memory::EstimateMemory(s)[0].optimizer.value, 12 * ((P - Pe) / 4 + Pe / 2), 1.0);
+
+  // Shard groups that hold whole experts per rank (ep 4 of 4): nothing to
+  // gather, the experts' gradients all-reduced whole across the replicas.
+  config::ScenarioConfig whole = s;
+  whole.plan.ep = 4;
+  config::ValidatePlan(whole, "test");
+  EXPECT_EQ(whole.plan.ExpertDpRanks(), 1);
+  int whole_expert_all_reduces = 0;
+  for (const DpCollective& c : DpCollectives(BuildTrainingStep(whole))) {
+    EXPECT_NE(c.group.role, trace::GroupRole::kExpertDp);
+    if (c.kind == CollectiveKind::kAllReduce && c.bytes == expert / 4 * 2) ++whole_expert_all_reduces;
+  }
+  EXPECT_EQ(whole_expert_all_reduces, 2);
 }
 
 }  // namespace

@@ -87,7 +87,9 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
     out.edp.role = trace::GroupRole::kExpertDp;
     out.edp.name = trace::GroupRoleName(out.edp.role);
   } else {
-    out.edp = PlaceGroup(trace::GroupRole::kExpertDp, 0, shards, folded / shards, domain);
+    // Under hybrid-sharded ZeRO-3 the ranks of one shard group
+    // (PlanConfig::ExpertDpRanks).
+    out.edp = PlaceGroup(trace::GroupRole::kExpertDp, 0, shards, plan.ExpertDpRanks(), domain);
     out.edp.stride = shards;
     out.edp.siblings = shards;
     out.edp.sibling_stride = 1;
@@ -113,6 +115,11 @@ PlanGroups PlacePlan(const config::PlanConfig& plan, const config::TopologyConfi
     // replica; pp-inner, the TP ranks (the other shard members' load is left out).
     out.fsdp_replica.siblings = pp_inner ? plan.tp : static_cast<int>(replica_stride);
     out.fsdp_replica.sibling_stride = 1;
+    if (pp_inner) {  // expert layers here have ep 1 and tp 1: the experts shard like the dense parameters
+      out.edp = out.fsdp;
+      out.edp.role = trace::GroupRole::kExpertDp;
+      out.edp.name = trace::GroupRoleName(out.edp.role);
+    }
   }
   out.stage = PlaceGroup(trace::GroupRole::kStage, 0, 1, folded, domain);
   return out;

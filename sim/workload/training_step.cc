@@ -756,20 +756,28 @@ void StepBuilder::WeightGradientsDone(int rank, int layer, int mb, TaskId last, 
                            CollectiveKind::kReduceScatter, sizes_.dense[k], groups_.fsdp[rank], {input}, -1, layer, mb);
       dp_tasks_[rank].push_back(reduced);
     }
+    TaskId experts_reduced = last;
     if (sizes_.expert[k].value > 0 && edp_ > 1) {
-      dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-expert-reduce-scatter",
-                                           CollectiveKind::kReduceScatter, sizes_.expert[k], groups_.edp[rank],
-                                           {last}, -1, layer, mb));
+      experts_reduced = Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "fsdp-expert-reduce-scatter",
+                                   CollectiveKind::kReduceScatter, sizes_.expert[k], groups_.edp[rank], {last}, -1,
+                                   layer, mb);
+      dp_tasks_[rank].push_back(experts_reduced);
     }
     // Hybrid sharding: the replicas of each shard all-reduce it, once per
     // step after the last micro-batch's reduce-scatter (the shard accumulates
     // locally before, as FSDP2's set_requires_all_reduce(False) does for
-    // gradient accumulation).
+    // gradient accumulation). The routed experts' shards likewise: the same
+    // experts sit at the same place of every shard group.
     if (last_micro_batch && plan_.FsdpReplicas() > 1) {
       dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "hsdp-grad-allreduce",
                                            CollectiveKind::kAllReduce,
                                            sizes_.dense[k] / static_cast<double>(plan_.FsdpShardRanks()),
                                            groups_.fsdp_replica[rank], {reduced}, -1, layer, mb));
+      if (sizes_.expert[k].value > 0) {
+        dp_tasks_[rank].push_back(Collective(rank, dp_stream_, trace::TaskRole::kDpComm, "hsdp-expert-grad-allreduce",
+                                             CollectiveKind::kAllReduce, sizes_.expert[k] / static_cast<double>(edp_),
+                                             groups_.fsdp_replica[rank], {experts_reduced}, -1, layer, mb));
+      }
     }
   } else if (last_micro_batch) {
     LayerGradientsDone(rank, layer, last);
@@ -1045,7 +1053,7 @@ trace::Trace StepBuilder::Build() {
     for (FsdpTensor& t : tensors) t.share = total > 0 ? t.elements / total : 1.0;
     for (int i = 0; i < static_cast<int>(tensors.size()); ++i) all_tensors_[kind].push_back(i);
   }
-  edp_ = plan_.tp * plan_.dp * plan_.cp / plan_.ExpertShards();
+  edp_ = plan_.ExpertDpRanks();
   if (plan_.pp > 1 && plan_.tp > 1 && !plan_.sequence_parallel) {
     pp_recv_gather_ = Intern(std::vector<Op>{workload::Collective(
         "pp-recv-gather", trace::CollectiveKind::kAllGather,
