@@ -251,17 +251,31 @@ void AppendBreakdown(const simulate::SimulationResult& r, std::string& out) {
 
 }  // namespace
 
+// How tensor-parallel collectives meet the GEMMs, where it is not the
+// Megatron family's default (the data-gradient reductions beside the weight
+// gradients): "" without TP.
+std::string TpOverlapText(const config::PlanConfig& p) {
+  if (p.tp <= 1) return "";
+  switch (p.tp_comm_overlap) {
+    case config::TpCommOverlap::kNone: return ", TP collectives blocking";
+    case config::TpCommOverlap::kBackward: return "";
+    case config::TpCommOverlap::kGemm: return ", TP collectives pipelined with their GEMMs (userbuffers)";
+    case config::TpCommOverlap::kPipelined: return ", TP collectives pipelined with their GEMMs (async TP)";
+  }
+  return "";
+}
+
 std::string PlanLine(const config::PlanConfig& p) {
   return fmt::format(
       "TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
-      "SP {}, recompute {}, sharding {}, {}{}, {}{}{}",
+      "SP {}{}, recompute {}, sharding {}, {}{}, {}{}{}",
       p.tp, p.pp, p.dp,
       p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
                : std::string(),
       p.ep > 1 ? fmt::format(" EP {}{}", p.ep, p.etp > 1 ? fmt::format(" ETP {}", p.etp) : std::string())
                : std::string(),
       p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
-      p.sequence_parallel ? "on" : "off", config::RecomputeName(p.recompute),
+      p.sequence_parallel ? "on" : "off", TpOverlapText(p), config::RecomputeName(p.recompute),
       config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
       p.moe_a2a_overlap ? " with the all-to-alls overlapped" : "", config::PrecisionName(p.precision),
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"

@@ -229,5 +229,19 @@ TEST(TextReport, PlanLineNamesContextAndExpertParallelismWhenUsed) {
   EXPECT_NE(overlapped.find("with the all-to-alls overlapped"), std::string::npos) << overlapped;
 }
 
+// The TP overlap shows where it is not the Megatron family's default.
+TEST(TextReport, PlanLineNamesTheTpOverlapWhenNotTheDefault) {
+  simulate::SimulationResult r = TenSecondStep();
+  r.scenario.plan.tp_comm_overlap = config::TpCommOverlap::kBackward;
+  EXPECT_EQ(TextReport(r).find("TP collectives"), std::string::npos);
+  r.scenario.plan.tp_comm_overlap = config::TpCommOverlap::kGemm;
+  EXPECT_NE(TextReport(r).find("SP off, TP collectives pipelined with their GEMMs (userbuffers)"), std::string::npos)
+      << TextReport(r);
+  r.scenario.plan.tp_comm_overlap = config::TpCommOverlap::kNone;
+  EXPECT_NE(TextReport(r).find("TP collectives blocking"), std::string::npos);
+  r.scenario.plan.tp = 1;
+  EXPECT_EQ(TextReport(r).find("TP collectives"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stacksim::report
