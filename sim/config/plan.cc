@@ -448,6 +448,15 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
     std::string s = v->OneOf({"none", "selective", "full"});
     p.recompute = s == "full" ? Recompute::kFull : s == "selective" ? Recompute::kSelective : Recompute::kNone;
   }
+  if (auto v = obj.Optional("recompute_layers")) {
+    const int64_t n = v->PositiveInt();
+    if (p.recompute != Recompute::kFull) {
+      v->Fail(std::string("recompute_layers needs recompute \"full\" (recompute is \"") + RecomputeName(p.recompute) +
+              "\"): the first N layers of each model chunk are recomputed whole");
+    }
+    if (n > 100000) v->Fail("implausibly many layers");
+    p.recompute_layers = static_cast<int>(n);
+  }
   if (auto v = obj.Optional("recompute_modules")) {
     RecomputeModules modules = ReadRecomputeModules(*v);
     if (p.recompute != Recompute::kSelective) {
@@ -643,6 +652,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
   // Only with an offload target: ParsePlan rejects a fraction of nothing.
   if (p.offload_optimizer != OffloadTarget::kNone) j["offload_optimizer_fraction"] = p.offload_optimizer_fraction;
   if (p.shard_group > 0) j["shard_group"] = p.shard_group;  // only with zero3: ParsePlan rejects it otherwise
+  if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;  // only with full: ParsePlan rejects it otherwise
   if (p.recompute == Recompute::kSelective) {
     nlohmann::json modules = nlohmann::json::array();
     for (int i = 0; i < kRecomputeModuleCount; ++i) {

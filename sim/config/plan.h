@@ -325,6 +325,12 @@ struct PlanConfig {
   int64_t micro_batch = 1;          // sequences per micro-batch
   int64_t global_batch = 1;         // sequences per optimizer step
   Recompute recompute = Recompute::kNone;
+  // With recompute kFull: 0 recomputes every layer from its own input
+  // (Megatron-Core's uniform method with one layer per checkpoint); N > 0
+  // only the first N layers of each model chunk (virtual stage), the others
+  // keeping all their activations (Megatron-Core's block method,
+  // --recompute-method block --recompute-num-layers N). RecomputesLayer.
+  int recompute_layers = 0;
   // With recompute kSelective: which submodules are recomputed.
   RecomputeModules recompute_modules = RecomputeModules::Default();
   // With recompute kSelective: module-based (recompute_modules) or the op policy.
@@ -497,6 +503,11 @@ struct PlanConfig {
   // MoE: ranks one layer's routed experts are split over (ep x etp); the
   // expert-data-parallel group is tp x dp x cp / ExpertShards() ranks.
   int ExpertShards() const { return ep * etp; }
+  // Whether the layer at `index` of its model chunk (0 = the chunk's first)
+  // is recomputed whole (recompute kFull, recompute_layers).
+  bool RecomputesLayer(int64_t index) const {
+    return recompute == Recompute::kFull && (recompute_layers == 0 || index < recompute_layers);
+  }
   // MoE: ranks that hold the same experts and shard their optimizer state
   // (and under ZeRO-3 their parameters and gradients): tp x dp x cp /
   // ExpertShards(); under hybrid-sharded ZeRO-3 those of one shard group,

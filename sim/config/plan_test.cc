@@ -62,6 +62,21 @@ TEST(Plan, ParsesEveryField) {
   EXPECT_EQ(p.GradReducePrecision(), Precision::kBf16);
 }
 
+// Megatron-Core's block method: recompute_layers needs full recomputation.
+TEST(Plan, ParsesRecomputeLayers) {
+  PlanConfig p = Parse(R"({"tp": 1, "pp": 2, "dp": 4, "recompute": "full", "recompute_layers": 3})");
+  EXPECT_EQ(p.recompute_layers, 3);
+  EXPECT_TRUE(p.RecomputesLayer(2));
+  EXPECT_FALSE(p.RecomputesLayer(3));
+  EXPECT_EQ(ParsePlan(JsonNode(PlanToJson(p), "s.json", "plan"), PlanConfig{}).recompute_layers, 3);
+  EXPECT_FALSE(PlanToJson(Parse(R"({"tp": 1, "pp": 2, "dp": 4, "recompute": "full"})")).contains("recompute_layers"));
+  EXPECT_TRUE(Parse(R"({"tp": 1, "pp": 2, "dp": 4, "recompute": "full"})").RecomputesLayer(1000));
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 2, "dp": 4, "recompute": "selective", "recompute_layers": 1})").key_path(),
+            "plan.recompute_layers");
+  EXPECT_EQ(ParseError(R"({"tp": 1, "pp": 2, "dp": 4, "recompute": "full", "recompute_layers": 0})").key_path(),
+            "plan.recompute_layers");
+}
+
 TEST(Plan, ParsesTpCommOverlap) {
   EXPECT_EQ(Parse(R"({"tp": 4, "pp": 1, "dp": 1, "tp_comm_overlap": "backward"})").tp_comm_overlap,
             TpCommOverlap::kBackward);

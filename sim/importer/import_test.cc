@@ -58,6 +58,24 @@ TEST(MegatronImport, MapsParallelismBatchPrecisionAndRecompute) {
   EXPECT_EQ(p["overlap_param_gather"], false);  // Megatron-LM's default: off unless given
 }
 
+// Full recomputation of the first N layers of each chunk (the block method)
+// maps to recompute_layers; uniform with one layer per checkpoint is plain
+// full recomputation.
+TEST(MegatronImport, MapsBlockRecomputeToItsLayerCount) {
+  const std::string block =
+      "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --sequence-parallel\n"
+      "--recompute-granularity full --recompute-method block --recompute-num-layers 3\n"
+      "--micro-batch-size 1 --global-batch-size 64 --seq-length 4096 --bf16\n";
+  ImportResult r = ImportText(block, "args.txt", Options("llama3-8b", 32));
+  EXPECT_EQ(r.scenario["plan"]["recompute"], "full");
+  EXPECT_EQ(r.scenario["plan"]["recompute_layers"], 3);
+  std::string uniform = block;
+  uniform.replace(uniform.find("block --recompute-num-layers 3"), 30, "uniform --recompute-num-layers 1");
+  ImportResult u = ImportText(uniform, "args.txt", Options("llama3-8b", 32));
+  EXPECT_EQ(u.scenario["plan"]["recompute"], "full");
+  EXPECT_FALSE(u.scenario["plan"].contains("recompute_layers"));
+}
+
 // A MoE launch: EP, DeepEP's flex dispatcher and the 1F1B all-to-all
 // overlap map to plan keys.
 TEST(MegatronImport, MapsExpertParallelDispatchAndAllToAllOverlap) {

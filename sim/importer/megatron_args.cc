@@ -399,12 +399,15 @@ class Reader {
           int64_t n = Int(*layers);
           if (m == "uniform" && n == 1) {
             job_.Map(layers->flag, "1", "plan.recompute = full (each layer from its own input)");
+          } else if (m == "block" && n > 0) {
+            job_.plan["recompute_layers"] = n;
+            job_.Map(layers->flag, std::to_string(n),
+                     "plan.recompute_layers = " + std::to_string(n) + " (the first N layers of each model chunk)");
           } else {
             job_.Unmapped(layers->flag, std::to_string(n),
-                          m == "uniform" ? "uniform chunks of several layers: stacksim recomputes each layer from its own "
-                                           "input (activation memory overstated)"
-                                         : "block: only the first N layers of each stage recomputed; stacksim "
-                                           "recomputes every layer (time overstated)");
+                          m == "block" ? "block of no layers: stacksim recomputes every layer (time overstated)"
+                                       : "uniform chunks of several layers: stacksim recomputes each layer from its "
+                                         "own input (activation memory overstated)");
           }
           layers = nullptr;
         }

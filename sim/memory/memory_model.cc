@@ -382,27 +382,36 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     // Activations: the peak number of chunk forwards awaiting their backward,
     // each holding its chunk's layers.
     int peak_chunks = workload::PeakInFlightChunks(schedule[st]);
-    // Layers of each kind on this stage.
-    std::array<double, config::kNumLayerKinds> stage_layers{};
+    // Layers of each kind on this stage, and those of them recomputed whole
+    // (all under full recomputation; the first recompute_layers of each
+    // model chunk under the block method).
+    std::array<double, config::kNumLayerKinds> stage_layers{}, recomputed_layers{};
     const std::vector<int> held = layout.StagesOfRank(st);
     for (int vs : held) {
       for (int l = first_layer[vs]; l < first_layer[vs] + layers[vs]; ++l) {
         stage_layers[static_cast<int>(s.model.LayerKindAt(l))] += 1;
+        if (plan.RecomputesLayer(l - first_layer[vs])) recomputed_layers[static_cast<int>(s.model.LayerKindAt(l))] += 1;
       }
     }
     const bool has_embedding = std::find(held.begin(), held.end(), 0) != held.end();
     const bool has_head = std::find(held.begin(), held.end(), layout.stages() - 1) != held.end();
     double saved = 0;
     for (int k = 0; k < config::kNumLayerKinds; ++k) {
-      if (stage_layers[k] > 0) saved += stage_layers[k] * LayerActivations(kind_shape[k], plan.recompute).value;
+      if (stage_layers[k] == 0) continue;
+      if (plan.recompute != config::Recompute::kFull) {
+        saved += stage_layers[k] * LayerActivations(kind_shape[k], plan.recompute).value;
+        continue;
+      }
+      saved += recomputed_layers[k] * LayerActivations(kind_shape[k], config::Recompute::kFull).value +
+               (stage_layers[k] - recomputed_layers[k]) * LayerActivations(kind_shape[k], config::Recompute::kNone).value;
     }
     double act = peak_chunks / static_cast<double>(v) * saved;
     // LoRA / QLoRA: each adapter keeps lora_A's output h (tokens x r) for
     // dB; the inputs it keeps are the projections' own (counted above).
-    if (plan.finetune.frozen_base() && plan.recompute != config::Recompute::kFull) {
+    if (plan.finetune.frozen_base() && stage_layers[0] > recomputed_layers[0]) {
       const double adapters = static_cast<double>(std::popcount(plan.finetune.targets));
-      act += peak_chunks / static_cast<double>(v) * stage_layers[0] * adapters * e * D(shape.tokens()) *
-             D(plan.finetune.rank);
+      act += peak_chunks / static_cast<double>(v) * (stage_layers[0] - recomputed_layers[0]) * adapters * e *
+             D(shape.tokens()) * D(plan.finetune.rank);
     }
     // The backward of one layer (after its recomputation) holds gradients of
     // its own beside the saved activations.

@@ -268,7 +268,7 @@ std::string TpOverlapText(const config::PlanConfig& p) {
 std::string PlanLine(const config::PlanConfig& p) {
   return fmt::format(
       "TP {} PP {} DP {}{}{} VP {}, micro-batch {}, global batch {} ({} micro-batches/step), "
-      "SP {}{}, recompute {}, sharding {}, {}{}, {}{}{}",
+      "SP {}{}, recompute {}{}, sharding {}, {}{}, {}{}{}",
       p.tp, p.pp, p.dp,
       p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, p.cp_comm == config::CpComm::kAllGather ? "all-gather" : "ring")
                : std::string(),
@@ -276,6 +276,9 @@ std::string PlanLine(const config::PlanConfig& p) {
                : std::string(),
       p.vp, p.micro_batch, p.global_batch, p.micro_batches(),
       p.sequence_parallel ? "on" : "off", TpOverlapText(p), config::RecomputeName(p.recompute),
+      p.recompute == config::Recompute::kFull && p.recompute_layers > 0
+          ? fmt::format(" (the first {} layers of each model chunk)", p.recompute_layers)
+          : std::string(),
       config::ShardingName(p.sharding), config::ScheduleName(p.schedule),
       p.moe_a2a_overlap ? " with the all-to-alls overlapped" : "", config::PrecisionName(p.precision),
       p.attention == config::AttentionImpl::kUnfused  ? ", unfused attention"

@@ -241,6 +241,9 @@ TEST(TextReport, PlanLineNamesTheTpOverlapWhenNotTheDefault) {
   EXPECT_NE(TextReport(r).find("TP collectives blocking"), std::string::npos);
   r.scenario.plan.tp = 1;
   EXPECT_EQ(TextReport(r).find("TP collectives"), std::string::npos);
+  r.scenario.plan.recompute = config::Recompute::kFull;
+  r.scenario.plan.recompute_layers = 2;
+  EXPECT_NE(TextReport(r).find("recompute full (the first 2 layers of each model chunk)"), std::string::npos);
 }
 
 }  // namespace

@@ -148,7 +148,7 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
   const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
   const bool dual_key = plan.schedule == PipelineScheduleKind::kDualPipe || plan.moe_a2a_overlap;
   auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual_key, plan.pp,
-                             layout.v, static_cast<int>(plan.recompute));
+                             layout.v, static_cast<int>(plan.recompute), plan.recompute_layers);
   auto it = stage_costs_.find(key);
   if (it != stage_costs_.end()) return *it->second;
   const LayerCosts& c = Costs(plan, gpus);
@@ -170,7 +170,9 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
     Time f = Time::Zero(), b = Time::Zero(), bi = Time::Zero(), w = Time::Zero();
     for (int l = first; l < first + layers[vs]; ++l) {
       const int k = static_cast<int>(model.LayerKindAt(l));
-      const Time rec = full ? c.recompute_full[k] : selective ? c.recompute_selective[k] : Time::Zero();
+      const Time rec = plan.RecomputesLayer(l - first) ? c.recompute_full[k]
+                       : selective                     ? c.recompute_selective[k]
+                                                       : Time::Zero();
       f += c.fwd[k];
       b += c.bwd[k] + rec;
       bi += c.bwd_input[k] + rec;

@@ -87,7 +87,7 @@ class StepTimeBound {
   std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int>, std::unique_ptr<LayerCosts>> cache_;
   std::map<std::tuple<int, int, int, int, bool, int, bool>, std::vector<std::vector<workload::PipelineStep>>>
       schedules_;
-  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int, int, int>, std::unique_ptr<StageCosts>> stage_costs_;
+  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int, int, int, int>, std::unique_ptr<StageCosts>> stage_costs_;
 };
 
 }  // namespace stacksim::search

@@ -828,7 +828,7 @@ PassEmission StepBuilder::EmitBackward(int rank, PipelineStep st, bool overlappe
         prefetched = FsdpGather(rank, l - 1, mb);
       }
     }
-    if (plan_.recompute == config::Recompute::kFull) {
+    if (plan_.RecomputesLayer(l - first_layer_[vs])) {
       last = Emit(rank, recompute_full_[Kind(l)], deps, l, mb);
       deps = {last};
       if (zero3 && SyncGathers()) {

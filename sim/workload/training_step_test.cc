@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/memory/memory_model.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/stage_layers.h"
 #include "tests/fixtures.h"
@@ -68,6 +69,43 @@ TEST(TrainingStep, RecomputeFlagMarksExactlyTheAddedForwardWork) {
   for (const auto& task : none.tasks()) EXPECT_FALSE(task.recompute);
   EXPECT_GT(flagged, 0);
   EXPECT_NEAR(flagged / (TraceFlops(full) - TraceFlops(none)), 1.0, 1e-12);
+}
+
+// Megatron-Core's block method recomputes the first recompute_layers layers
+// of each model chunk: with 8 layers over pp 2 x vp 2 (2 per chunk) and one
+// layer per chunk, half of full recomputation's added forward work, and the
+// activations of the layers it leaves alone kept whole.
+TEST(TrainingStep, BlockRecomputeRecomputesTheFirstLayersOfEachChunk) {
+  auto model = testing::GptModel(8, 1024, 16, 51200);
+  auto plan = Plan(1, 2, 1, 1, 8);
+  plan.vp = 2;
+  plan.schedule = config::PipelineScheduleKind::kInterleaved;
+  const auto none_s = testing::Scenario(model, 2, 2048, plan);
+  auto none = BuildTrainingStep(none_s);
+  plan.recompute = config::Recompute::kFull;
+  const auto full_s = testing::Scenario(model, 2, 2048, plan);
+  auto full = BuildTrainingStep(full_s);
+  plan.recompute_layers = 1;
+  const auto block_s = testing::Scenario(model, 2, 2048, plan);
+  auto block = BuildTrainingStep(block_s);
+  const double added_full = TraceFlops(full) - TraceFlops(none);
+  const double added_block = TraceFlops(block) - TraceFlops(none);
+  EXPECT_NEAR(added_block / added_full, 0.5, 1e-12);
+  EXPECT_TRUE(plan.RecomputesLayer(0));
+  EXPECT_FALSE(plan.RecomputesLayer(1));
+  plan.recompute_layers = 2;  // every layer of a 2-layer chunk: full recomputation
+  EXPECT_NEAR(TraceFlops(BuildTrainingStep(testing::Scenario(model, 2, 2048, plan))), TraceFlops(full), 1.0);
+
+  // Memory: a recomputed layer keeps its input, the other its activations;
+  // the saved part is half of each (the transient of the layer being
+  // recomputed is full recomputation's).
+  const auto m_none = memory::EstimateMemory(none_s);
+  const auto m_full = memory::EstimateMemory(full_s);
+  const auto m_block = memory::EstimateMemory(block_s);
+  for (size_t st = 0; st < m_block.size(); ++st) {
+    EXPECT_GT(m_block[st].activations.value, m_full[st].activations.value);
+    EXPECT_LT(m_block[st].activations.value, m_none[st].activations.value);
+  }
 }
 
 // Groups say which parallel dimension they span; the data-parallel gradient
