@@ -404,6 +404,21 @@ const std::string kBridgeMoe =
     "  global_batch_size: 1024\n"
     "  micro_batch_size: 1\n";
 
+// The recipe's CommOverlapConfig section turns the overlaps on as the model
+// section's copies do.
+TEST(MegatronBridgeImport, ReadsTheCommOverlapSection) {
+  const std::string dump = kBridgeMoe +
+                           "comm_overlap:\n"
+                           "  tp_comm_overlap: false\n"
+                           "  overlap_moe_expert_parallel_comm: true\n"
+                           "  delay_wgrad_compute: true\n";
+  ImportResult r = ImportText(dump, "run_config.yaml", Options("qwen3-30b-a3b", 16));
+  EXPECT_EQ(r.scenario["plan"]["moe_a2a_overlap"], true);
+  EXPECT_FALSE(r.scenario["plan"].contains("tp_comm_overlap"));
+  EXPECT_TRUE(Lists(r.scenario["import"]["ignored"], "comm_overlap.delay_wgrad_compute"));
+  EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "comm_overlap.overlap_moe_expert_parallel_comm"));
+}
+
 // A MoE dump: the flex dispatcher (DeepEP/HybridEP) is the hierarchical one;
 // a field without a stacksim counterpart is listed, never dropped.
 TEST(MegatronBridgeImport, MapsExpertFieldsAndListsTheRest) {

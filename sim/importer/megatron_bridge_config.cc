@@ -80,6 +80,11 @@ constexpr FieldFlag kFields[] = {
     {"model.hidden_dropout", "--hidden-dropout", Kind::kValue},
     {"model.attention_dropout", "--attention-dropout", Kind::kValue},
     {"model.tp_comm_overlap", "--tp-comm-overlap", Kind::kSwitch},
+    // The recipe's CommOverlapConfig, which Megatron-Bridge copies onto the
+    // model config at setup (training/comm_overlap.py): a dump may carry
+    // either copy, and a switch given by either is on.
+    {"comm_overlap.tp_comm_overlap", "--tp-comm-overlap", Kind::kSwitch},
+    {"comm_overlap.overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", Kind::kSwitch},
     {"model.transformer_impl", "--transformer-impl", Kind::kValue},
     {"mixed_precision.bf16", "--bf16", Kind::kSwitch},
     {"mixed_precision.fp16", "--fp16", Kind::kSwitch},
@@ -104,6 +109,8 @@ constexpr FieldFlag kFields[] = {
 // step's time or memory, or said by another field.
 constexpr KnownKey kIgnored[] = {
     {"checkpoint.", "checkpointing"},
+    {"comm_overlap.tp_comm_overlap_cfg.", "userbuffers settings per GEMM (the overlap is priced per mode)"},
+    {"comm_overlap.delay_wgrad_compute", "the weight gradients' split that the all-to-all overlap pairs with"},
     {"logger.", "logging"},
     {"profiling.", "profiling"},
     {"rerun_state_machine.", "loss checks and reruns"},
