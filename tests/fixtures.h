@@ -30,6 +30,17 @@ inline config::ModelConfig GptModel(int layers, int hidden, int heads, int vocab
   return m;
 }
 
+// GptModel with every layer a MoE layer: `experts` routed experts of width
+// `expert_ffn`, top-`top_k`, untied embeddings.
+inline config::ModelConfig GptMoeModel(int layers, int hidden, int experts, int top_k, int64_t expert_ffn) {
+  config::ModelConfig m = GptModel(layers, hidden, 8, 1024);
+  m.num_experts = experts;
+  m.experts_per_token = top_k;
+  m.moe_intermediate_size = expert_ffn;
+  m.tie_word_embeddings = false;
+  return m;
+}
+
 // Llama-like: hidden 1024, 16 heads of 64, 4 KV heads, SwiGLU 2816, RMSNorm,
 // RoPE, no biases or dropout, untied embeddings.
 inline config::ModelConfig SmallLlamaModel(int layers) {

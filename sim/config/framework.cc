@@ -380,6 +380,17 @@ const FrameworkProfile::ModelRecipe* FrameworkProfile::RecipeFor(const std::stri
   return nullptr;
 }
 
+void FrameworkProfile::ApplyRecipe(const ModelRecipe& recipe, bool moe, PlanConfig& plan,
+                                   const std::function<bool(const char* key)>& stated) {
+  if (moe && recipe.moe_dispatcher && !stated("moe_dispatcher")) plan.dispatcher = *recipe.moe_dispatcher;
+  if (moe && recipe.expert_tp_follows_tp && !stated("etp")) plan.etp = *recipe.expert_tp_follows_tp ? plan.tp : 1;
+  if (recipe.optimizer_state && !stated("optimizer_state")) plan.optimizer_state = *recipe.optimizer_state;
+  if (recipe.tp_comm_overlap && !stated("tp_comm_overlap")) plan.tp_comm_overlap = *recipe.tp_comm_overlap;
+  if (moe && recipe.moe_a2a_overlap && !stated("moe_a2a_overlap")) {
+    plan.moe_a2a_overlap = *recipe.moe_a2a_overlap && MoeA2aOverlapRuns(plan);
+  }
+}
+
 const std::vector<FrameworkProfile>& ShippedFrameworks() {
   static std::once_flag once;
   static std::vector<FrameworkProfile> frameworks;

@@ -14,6 +14,7 @@
 #ifndef STACKSIM_SIM_CONFIG_FRAMEWORK_H_
 #define STACKSIM_SIM_CONFIG_FRAMEWORK_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -133,6 +134,13 @@ struct FrameworkProfile {
   // The first recipe for the model called `model_name` on the GPU profile
   // `gpu`, or nullptr.
   const ModelRecipe* RecipeFor(const std::string& model_name, const std::string& gpu) const;
+  // Sets on `plan` what `recipe` names (the dispatcher and etp on a MoE model
+  // only), except the plan keys `stated` says the plan gives
+  // ("moe_dispatcher", "etp", "optimizer_state", "tp_comm_overlap",
+  // "moe_a2a_overlap"); the all-to-all overlap only where the plan's
+  // schedule runs it (MoeA2aOverlapRuns).
+  static void ApplyRecipe(const ModelRecipe& recipe, bool moe, PlanConfig& plan,
+                          const std::function<bool(const char* key)>& stated);
   // The modules selective recomputation recomputes when a run says
   // "selective" (fact "selective_recompute_modules"; absent: Megatron-Core's
   // default, core_attn).

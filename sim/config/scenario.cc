@@ -58,24 +58,6 @@ bool UnderPath(const std::string& key_path, const std::string& set_path) {
   return next == '.' || next == '[';
 }
 
-// The framework's performance recipe for the model on the scenario's GPU
-// (frameworks/*.json model_recipes) sets what the plan does not state, as
-// validate does for a published run; the all-to-all overlap only where the
-// plan's schedule can run it.
-void ApplyModelRecipe(const FrameworkProfile& fw, const nlohmann::json& plan, ScenarioConfig& s) {
-  const FrameworkProfile::ModelRecipe* r = fw.RecipeFor(s.model.name, s.profile.name);
-  if (r == nullptr) return;
-  auto unstated = [&](const char* key) { return !plan.contains(key); };
-  const bool moe = s.model.is_moe();
-  if (moe && r->moe_dispatcher && unstated("moe_dispatcher")) s.plan.dispatcher = *r->moe_dispatcher;
-  if (moe && r->expert_tp_follows_tp && unstated("etp")) s.plan.etp = *r->expert_tp_follows_tp ? s.plan.tp : 1;
-  if (r->optimizer_state && unstated("optimizer_state")) s.plan.optimizer_state = *r->optimizer_state;
-  if (r->tp_comm_overlap && unstated("tp_comm_overlap")) s.plan.tp_comm_overlap = *r->tp_comm_overlap;
-  if (moe && r->moe_a2a_overlap && unstated("moe_a2a_overlap")) {
-    s.plan.moe_a2a_overlap = *r->moe_a2a_overlap && MoeA2aOverlapRuns(s.plan);
-  }
-}
-
 ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file, const ScenarioOptions& options) {
   JsonNode root(doc, file, "");
   JsonObject obj(root);
@@ -229,7 +211,13 @@ ScenarioConfig ParseDocument(const nlohmann::json& doc, const std::string& file,
     s.profile = LoadProfileFile(path);
   }
 
-  if (framework) ApplyModelRecipe(*framework, plan_node.json(), s);
+  // The framework's performance recipe for the model on the scenario's GPU
+  // (frameworks/*.json model_recipes) sets what the plan does not state, as
+  // validate does for a published run.
+  if (const auto* recipe = framework ? framework->RecipeFor(s.model.name, s.profile.name) : nullptr) {
+    FrameworkProfile::ApplyRecipe(*recipe, s.model.is_moe(), s.plan,
+                                  [&](const char* key) { return plan_node.json().contains(key); });
+  }
 
   // A cluster larger than the topology file describes: more of the same units.
   if (std::string grown = GrowFabricTo(s.topology, s.nodes()); !grown.empty()) {

@@ -148,11 +148,7 @@ TEST(EnumeratePlans, AgreesWithValidatePlanOnEveryPlan) {
 // drops it where the schedule cannot (no ep, or pp without virtual stages):
 // no plan is lost to the overlap's rule.
 TEST(EnumeratePlans, TheAllToAllOverlapHoldsWhereTheScheduleRunsIt) {
-  config::ModelConfig m = testing::GptModel(4, 256, 8, 1024);
-  m.num_experts = 8;
-  m.experts_per_token = 2;
-  m.moe_intermediate_size = 512;
-  m.tie_word_embeddings = false;
+  config::ModelConfig m = testing::GptMoeModel(4, 256, 8, 2, 512);
   config::PlanConfig plan;
   plan.global_batch = 16;
   SearchSpace space;

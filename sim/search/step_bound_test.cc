@@ -71,11 +71,7 @@ TEST(StepTimeBound, NeverAboveTheSimulatedStepUnfusedAttentionNoOverlap) {
 }
 
 TEST(StepTimeBound, NeverAboveTheSimulatedStepMoe) {
-  config::ModelConfig m = testing::GptModel(4, 256, 8, 1024);
-  m.num_experts = 8;
-  m.experts_per_token = 2;
-  m.moe_intermediate_size = 512;
-  m.tie_word_embeddings = false;
+  config::ModelConfig m = testing::GptMoeModel(4, 256, 8, 2, 512);
   config::PlanConfig plan;
   plan.global_batch = 16;
   SearchSpace space;
@@ -88,11 +84,7 @@ TEST(StepTimeBound, NeverAboveTheSimulatedStepMoe) {
 // all-to-alls are most of the step, and the refined bound counts those of
 // overlapped pairs on the EP stream and the others on the compute stream.
 TEST(StepTimeBound, NeverAboveTheSimulatedStepDualPipeWithExpertAllToAlls) {
-  config::ModelConfig m = testing::GptModel(8, 256, 8, 1024);
-  m.num_experts = 16;
-  m.experts_per_token = 4;
-  m.moe_intermediate_size = 512;
-  m.tie_word_embeddings = false;
+  config::ModelConfig m = testing::GptMoeModel(8, 256, 16, 4, 512);
   config::PlanConfig plan;
   plan.global_batch = 128;
   SearchSpace space;

@@ -411,13 +411,14 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   }
   // The framework's performance recipe for this model, where it sets what
   // the run does not state (frameworks/*.json model_recipes).
+  // The schema has none of its keys: every one the recipe names is set (the
+  // all-to-all overlap again once the schedule is known, below).
   const config::FrameworkProfile::ModelRecipe* recipe = fw.RecipeFor(s.model.name, s.profile.name);
-  if (s.model.is_moe() && recipe && recipe->moe_dispatcher) plan.dispatcher = *recipe->moe_dispatcher;
+  if (recipe) config::FrameworkProfile::ApplyRecipe(*recipe, s.model.is_moe(), plan, [](const char*) { return false; });
   if (s.model.is_moe() && plan.dispatcher != config::MoeDispatcher::kAllToAll) {
     out.choices.push_back(std::string("moe_dispatcher=") + config::MoeDispatcherName(plan.dispatcher) +
                           (recipe && recipe->moe_dispatcher ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
-  if (recipe && recipe->optimizer_state) plan.optimizer_state = *recipe->optimizer_state;
   if (plan.optimizer_state != config::OptimizerState{} && plan.precision != Precision::kFp32) {
     out.choices.push_back(std::string("optimizer state: exp_avg ") +
                           config::StateDtypeName(plan.optimizer_state.exp_avg) + ", exp_avg_sq " +
@@ -426,7 +427,6 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
                           (recipe && recipe->optimizer_state ? " (the framework's recipe for " + s.model.name + ")" : ""));
   }
   out.recipe_a2a_overlap = s.model.is_moe() && plan.ep > 1 && recipe && recipe->moe_a2a_overlap.value_or(false);
-  if (recipe && recipe->tp_comm_overlap) plan.tp_comm_overlap = *recipe->tp_comm_overlap;
   if (plan.tp > 1 && plan.tp_comm_overlap != config::TpCommOverlap::kNone) {
     out.choices.push_back(std::string("tp_comm_overlap=") + config::TpCommOverlapName(plan.tp_comm_overlap) +
                           (recipe && recipe->tp_comm_overlap ? " (the framework's recipe for " + s.model.name + ")" : ""));

@@ -33,6 +33,24 @@ config::ScenarioConfig Zero3(int dp, int cp, int shard_group, int64_t global_bat
   return testing::Scenario(model, dp * cp, 2048, plan);
 }
 
+// ZeRO-3 of a 2-layer SwiGLU MoE model (8 experts, top-2) on 8 GPUs of dp,
+// one micro-batch, with `ep` and `shard_group` (0: dp).
+config::ScenarioConfig MoeZero3(int ep, int shard_group) {
+  config::ModelConfig model = testing::GptModel(2, 1024, 16, 32000);
+  model.activation = config::Activation::kSwiglu;
+  model.num_experts = 8;
+  model.experts_per_token = 2;
+  model.moe_intermediate_size = 1024;
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.ep = ep;
+  plan.shard_group = shard_group;
+  plan.sharding = config::Sharding::kZero3;
+  plan.micro_batch = 1;
+  plan.global_batch = 8;
+  return testing::Scenario(model, 8, 2048, plan);
+}
+
 struct DpCollective {
   CollectiveKind kind;
   double bytes;
@@ -158,18 +176,8 @@ TEST(Fsdp, ShardGroupMustDivideDpAndNeedsZero3) {
 // group, the routed experts of this EP rank from the expert-data-parallel
 // group (tp x dp x cp / ep ranks holding the same experts).
 TEST(Fsdp, ExpertsShardOverTheExpertDataParallelGroup) {
-  config::ModelConfig model = testing::GptModel(2, 1024, 16, 32000);
-  model.activation = config::Activation::kSwiglu;
-  model.num_experts = 8;
-  model.experts_per_token = 2;
-  model.moe_intermediate_size = 1024;
-  config::PlanConfig plan;
-  plan.dp = 8;
-  plan.ep = 4;
-  plan.sharding = config::Sharding::kZero3;
-  plan.micro_batch = 1;
-  plan.global_batch = 8;
-  const config::ScenarioConfig s = testing::Scenario(model, 8, 2048, plan);
+  const config::ScenarioConfig s = MoeZero3(/*ep=*/4, /*shard_group=*/0);
+  const config::ModelConfig& model = s.model;
   config::ValidatePlan(s, "test");
   const trace::Trace t = BuildTrainingStep(s);
   const double expert = static_cast<double>(model.ExpertParameterCount());
@@ -206,19 +214,9 @@ TEST(Fsdp, ExpertsShardOverTheExpertDataParallelGroup) {
 // other shard groups all-reduce its gradients once per step, as the dense
 // parameters' shards do.
 TEST(Fsdp, HybridShardedExpertsShardInTheirGroupAndAllReduceAcrossThem) {
-  config::ModelConfig model = testing::GptModel(2, 1024, 16, 32000);
-  model.activation = config::Activation::kSwiglu;
-  model.num_experts = 8;
-  model.experts_per_token = 2;
-  model.moe_intermediate_size = 1024;
-  config::PlanConfig plan;
-  plan.dp = 8;
-  plan.ep = 2;
-  plan.shard_group = 4;  // 2 replicas of 4-way shard groups, 2 expert shards in each
-  plan.sharding = config::Sharding::kZero3;
-  plan.micro_batch = 1;
-  plan.global_batch = 8;
-  const config::ScenarioConfig s = testing::Scenario(model, 8, 2048, plan);
+  // 2 replicas of 4-way shard groups, 2 expert shards in each.
+  const config::ScenarioConfig s = MoeZero3(/*ep=*/2, /*shard_group=*/4);
+  const config::ModelConfig& model = s.model;
   config::ValidatePlan(s, "test");
   EXPECT_EQ(s.plan.ExpertDpRanks(), 2);
   const trace::Trace t = BuildTrainingStep(s);
