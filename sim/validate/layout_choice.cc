@@ -9,6 +9,7 @@
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 #include "sim/validate/plan_choice.h"
+#include "sim/validate/run_scenario.h"
 
 namespace stacksim::validate {
 namespace {
@@ -75,7 +76,11 @@ std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const st
   int64_t domain = kLargestTensorParallel;
   if (auto gpn = GivenInt(hw, "gpus_per_node")) domain = std::min<int64_t>(domain, *gpn);
   JsonObject model(obj.Required("model"));
-  const int64_t layers = model.Required("layers").PositiveInt();
+  // Layers the run leaves null are its published config's (as ScenarioForRun
+  // takes them); without one the field is required.
+  const config::ModelConfig* published = PublishedModelNamed(model.Required("name").String());
+  const int64_t layers = model.Optional("layers") || published == nullptr ? model.Required("layers").PositiveInt()
+                                                                          : published->num_layers;
   const int64_t seq_len = model.Required("seq_len").PositiveInt();
   JsonObject p(obj.Required("plan"));
   const std::optional<int64_t> tp = GivenInt(p, "tp"), pp = GivenInt(p, "pp"), dp = GivenInt(p, "dp");

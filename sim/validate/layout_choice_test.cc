@@ -169,6 +169,33 @@ TEST(LayoutChoice, AnOpenEpOfAMixtureOfExpertsModelIsChosen) {
   }
 }
 
+// A run that leaves its layers null to a shipped published config (the
+// schema cannot state a hybrid model's blocks) has its open layout bounded
+// by that config's layers, as its scenario takes them.
+TEST(LayoutChoice, NullLayersAreThePublishedConfigs) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "Nemotron 3 Nano"}, {"layers", nullptr}, {"hidden", nullptr}, {"heads", nullptr},
+                  {"kv_heads", nullptr}, {"ffn_hidden", nullptr}, {"vocab", nullptr}, {"seq_len", 8192},
+                  {"activation", "squared-relu"}, {"attention", "mha-gqa"},
+                  {"moe", {{"experts", 128}, {"top_k", 6}, {"expert_ffn_hidden", nullptr}, {"shared_experts", 1},
+                           {"dense_layers", 0}}}};
+  run["plan"]["tp"] = 1;
+  run["plan"]["pp"] = nullptr;
+  run["plan"]["dp"] = 2;
+  run["plan"]["ep"] = 2;
+  std::set<int> pps;
+  for (const auto& c : LayoutCandidates(run, kCoverageRuns, "runs[1]")) pps.insert(c["plan"]["pp"].get<int>());
+  EXPECT_EQ(pps, (std::set<int>{8}));  // 16 GPUs at tp 1, dp 2: within the config's 52 layers
+  const LayoutOutcome chosen = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  EXPECT_EQ(chosen.run.scenario.model.num_layers, 52);
+  EXPECT_EQ(chosen.run.scenario.plan.pp, 8);
+
+  // A model without a shipped config still needs its layers.
+  run["model"]["name"] = "Unshipped hybrid";
+  EXPECT_EQ(testing::ErrorFrom([&] { LayoutCandidates(run, kCoverageRuns, "runs[1]"); }).key_path(),
+            "runs[1].model.layers");
+}
+
 // A null cp splits a sequence only into pieces of at least 4,096 tokens.
 TEST(LayoutChoice, AnOpenCpSplitsOnlyLongSequences) {
   nlohmann::json run = CoverageRun("synthetic-b200-tp2");

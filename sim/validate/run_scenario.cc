@@ -122,19 +122,6 @@ void ReadPublishedArchitecture(RunScenario& out, bool head_dim_given) {
   }
 }
 
-// The shipped published config whose name is the run's model name (in lower
-// case without punctuation), or nullptr.
-const config::ModelConfig* PublishedModelNamed(const std::string& name) {
-  const std::string key = config::AlnumNameKey(name);
-  for (const config::ModelConfig& ref : ShippedModels()) {
-    if (config::AlnumNameKey(ref.name) == key) return &ref;
-    for (const std::string& alias : ref.aliases) {
-      if (config::AlnumNameKey(alias) == key) return &ref;
-    }
-  }
-  return nullptr;
-}
-
 // A hybrid (Mamba-2) model: the schema cannot state its blocks, so the
 // architecture is the published config's; each shape the run gives must
 // agree with it.
@@ -537,6 +524,17 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
 }
 
 }  // namespace
+
+const config::ModelConfig* PublishedModelNamed(const std::string& name) {
+  const std::string key = config::AlnumNameKey(name);
+  for (const config::ModelConfig& ref : ShippedModels()) {
+    if (config::AlnumNameKey(ref.name) == key) return &ref;
+    for (const std::string& alias : ref.aliases) {
+      if (config::AlnumNameKey(alias) == key) return &ref;
+    }
+  }
+  return nullptr;
+}
 
 config::FrameworkMatch FrameworkForText(const std::string& text, bool fully_sharded, const std::string& file,
                                         const std::string& key) {

@@ -59,6 +59,11 @@ config::FrameworkMatch FrameworkForText(const std::string& text, bool fully_shar
 // (the message says why).
 RunScenario ScenarioForRun(const nlohmann::json& run, const std::string& file, const std::string& path);
 
+// The shipped published config (models/) whose name or an alias is the run's
+// model name, compared in lower case without punctuation; nullptr if none.
+// Shapes a run leaves null are that config's.
+const config::ModelConfig* PublishedModelNamed(const std::string& name);
+
 }  // namespace stacksim::validate
 
 #endif  // STACKSIM_SIM_VALIDATE_RUN_SCENARIO_H_
