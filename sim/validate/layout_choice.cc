@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
@@ -147,38 +148,46 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");
   // The fastest that fits, and (for when none does) the fastest of the rest.
   std::optional<LayoutOutcome> best_fit, best_other;
-  int valid = 0, fitting = 0, not_offered = 0;
+  int valid = 0, fitting = 0;
   std::string first_error;
-  for (const nlohmann::json& c : candidates) {
+  // Layouts with model parallelism the framework does not offer (fact
+  // model_parallelism) that the run leaves open: tried only when no other
+  // layout is valid, since the run's given fields then leave nothing else.
+  std::vector<const nlohmann::json*> not_offered;
+  auto consider = [&](const nlohmann::json& c, bool offered_only) {
     LayoutOutcome o;
     try {
       o.run = ScenarioForRun(c, file, path);
-      // Only the model parallelism the framework offers (fact
-      // model_parallelism); what the run gives stays as given.
       const config::PlanConfig& p = o.run.scenario.plan;
-      if ((tp_open && p.tp > 1 && !o.run.framework->offers_tp) || (pp_open && p.pp > 1 && !o.run.framework->offers_pp)) {
-        ++not_offered;
-        continue;
+      if (offered_only &&
+          ((tp_open && p.tp > 1 && !o.run.framework->offers_tp) || (pp_open && p.pp > 1 && !o.run.framework->offers_pp))) {
+        not_offered.push_back(&c);
+        return;
       }
       prepare(o.run);
       o.choices = o.run.choices;
       FillOpenFields(o.run, &o.result, &o.choices);
     } catch (const InputError& e) {
       if (first_error.empty()) first_error = e.what();
-      continue;  // not a valid plan for this model (heads, experts, batch)
+      return;  // not a valid plan for this model (heads, experts, batch)
     }
     ++valid;
     const bool fits = !o.result.out_of_memory && FitsWithHeadroom(o.run.scenario);
     fitting += fits ? 1 : 0;
     std::optional<LayoutOutcome>& best = fits ? best_fit : best_other;
     if (!best || o.result.iteration < best->result.iteration) best = std::move(o);
+  };
+  for (const nlohmann::json& c : candidates) consider(c, /*offered_only=*/true);
+  const bool beyond_framework = !best_fit && !best_other && !not_offered.empty();
+  if (beyond_framework) {
+    const std::vector<const nlohmann::json*> rest = std::move(not_offered);
+    for (const nlohmann::json* c : rest) consider(*c, /*offered_only=*/false);
   }
   if (!best_fit && !best_other) {
     const std::string why = first_error.empty() ? "" : "; the first refused: " + first_error;
     throw InputError(file, path + ".plan",
-                     fmt::format("none of the {} parallel layouts for the open fields is a valid plan ({} need model "
-                                 "parallelism the framework does not offer{})",
-                                 candidates.size(), not_offered, why));
+                     fmt::format("none of the {} parallel layouts for the open fields is a valid plan{}",
+                                 candidates.size(), why));
   }
   LayoutOutcome out = best_fit ? std::move(*best_fit) : std::move(*best_other);
   const config::PlanConfig& plan = out.run.scenario.plan;
@@ -188,6 +197,11 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   std::string layout = fmt::format("tp={} pp={} dp={}", plan.tp, plan.pp, plan.dp);
   if (Open(given, "cp")) layout += fmt::format(" cp={}", plan.cp);
   if (EpOpen(run)) layout += fmt::format(" ep={}", plan.ep);
+  if (beyond_framework) {
+    layout += fmt::format(" ({}'s profile lists no such model parallelism, but the run's given fields leave no other "
+                          "layout)",
+                          out.run.framework->name);
+  }
   out.choices.insert(out.choices.begin(), fmt::format("{} (the run leaves the layout open: {})", layout, how));
   return out;
 }

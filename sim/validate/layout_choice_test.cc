@@ -117,12 +117,23 @@ TEST(LayoutChoice, OnlyTheFrameworksOwnModelParallelism) {
   // What the run states is kept even where the framework's profile lacks it.
   run["plan"]["tp"] = 2;
   EXPECT_EQ(ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing).run.scenario.plan.tp, 2);
-  // One sequence per step over 16 GPUs needs model parallelism FSDP lacks.
+  // One sequence per step over 16 GPUs leaves only layouts with model
+  // parallelism FSDP's profile lacks: the run ran, so it is modelled with the
+  // fastest of them, and the choice says the profile does not list it.
   run["plan"]["tp"] = nullptr;
   run["plan"]["global_batch"] = 1;
-  InputError e = testing::ErrorFrom([&] { ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing); });
-  EXPECT_EQ(e.key_path(), "runs[1].plan");
-  EXPECT_NE(std::string(e.what()).find("model parallelism the framework does not offer"), std::string::npos) << e.what();
+  const LayoutOutcome forced = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  EXPECT_EQ(forced.run.scenario.plan.dp, 1);
+  EXPECT_EQ(forced.run.scenario.plan.tp * forced.run.scenario.plan.pp, 16);
+  ASSERT_FALSE(forced.choices.empty());
+  EXPECT_NE(forced.choices.front().find("pytorch-fsdp's profile lists no such model parallelism"), std::string::npos)
+      << forced.choices.front();
+  // A batch no layout divides is still an error naming the plan: at pp 1,
+  // dp = 16 / tp (tp at most 8) never divides 3 sequences.
+  run["plan"]["global_batch"] = 3;
+  run["plan"]["pp"] = 1;
+  EXPECT_EQ(testing::ErrorFrom([&] { ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing); }).key_path(),
+            "runs[1].plan");
 }
 
 // A framework no profile names is modelled with the profile of the stack its

@@ -425,11 +425,28 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   const bool etp_follows_tp = recipe && recipe->expert_tp_follows_tp ? *recipe->expert_tp_follows_tp
                                                                       : fw.expert_tp_follows_tp;
   if (s.model.is_moe() && etp_follows_tp && plan.tp > 1) {
-    plan.etp = plan.tp;
-    out.choices.push_back("etp=" + std::to_string(plan.etp) + " (expert tensor parallelism = tp, the framework's default)");
+    // The run ran, so its ep fitted its expert TP: where the default (etp =
+    // tp) leaves ep x etp not dividing the tensor-, data- and context-parallel
+    // ranks the experts fold over, the run must have set expert TP 1.
+    const int64_t folded = plan.tp * plan.dp * plan.cp;
+    if (folded % (plan.ep * plan.tp) == 0) {
+      plan.etp = plan.tp;
+      out.choices.push_back("etp=" + std::to_string(plan.etp) + " (expert tensor parallelism = tp, the framework's default)");
+    } else {
+      out.choices.push_back("etp=1 (the framework's default etp = tp " + std::to_string(plan.tp) + " would make ep x etp " +
+                            std::to_string(plan.ep * plan.tp) + ", which does not divide tp x dp x cp = " +
+                            std::to_string(folded) + ": the run's ep needs expert tensor parallelism 1)");
+    }
   }
   if (auto sp = p.Optional("sequence_parallel")) {
     plan.sequence_parallel = sp->Bool() && plan.tp > 1;
+  } else if (s.model.is_moe() && plan.tp > 1 && !fw.sequence_parallel) {
+    // The simulator routes a MoE layer under tensor parallelism as
+    // Megatron-Core does, from each TP rank's sequence shard (ValidatePlan
+    // requires it); a framework whose default is off is modelled that way.
+    plan.sequence_parallel = true;
+    out.choices.push_back("sequence_parallel=on (a MoE layer under tp > 1 is routed from each TP rank's sequence shard, "
+                          "as Megatron-Core does; the framework's default is off)");
   } else {
     plan.sequence_parallel = fw.sequence_parallel && plan.tp > 1;
     out.choices.push_back(std::string("sequence_parallel=") + (plan.sequence_parallel ? "on" : "off"));

@@ -371,4 +371,61 @@ TEST(RunScenario, SyntheticGpuRunsArePredicted) {
 }
 
 }  // namespace
+// A small MoE model run by Megatron-LM (expert TP = tp by default, sequence
+// parallelism off by default) on 64 H100 at tp 4, dp 16.
+nlohmann::json MegatronLmMoeRun() {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"]["moe"] = {{"experts", 64}, {"top_k", 2}, {"expert_ffn_hidden", 2048}, {"shared_experts", 0},
+                         {"dense_layers", 0}};
+  run["hardware"] = {{"gpu", "h100-sxm-80gb"}, {"gpus", 64}, {"gpus_per_node", 8}, {"nic_gbps_per_gpu", 400}};
+  run["plan"]["tp"] = 4;
+  run["plan"]["dp"] = 16;
+  run["plan"]["global_batch"] = 64;
+  run["framework"] = "Megatron-LM (Megatron-Core 0.12)";
+  return run;
+}
+
+bool Said(const RunScenario& r, const std::string& text) {
+  return std::any_of(r.choices.begin(), r.choices.end(),
+                     [&](const std::string& c) { return c.find(text) != std::string::npos; });
+}
+
+// The run ran, so its ep fitted its expert TP: ep 4 folds with the default
+// expert TP (= tp 4) over tp x dp = 64 ranks; ep 32 cannot (32 x 4 = 128),
+// so the run must have set expert TP 1, and the choice says why.
+TEST(RunScenario, AnEpTheDefaultExpertTpCannotFoldRunsAtExpertTpOne) {
+  nlohmann::json run = MegatronLmMoeRun();
+  run["plan"]["ep"] = 4;
+  RunScenario folded = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(folded.scenario.plan.etp, 4);
+  EXPECT_TRUE(Said(folded, "etp=4 (expert tensor parallelism = tp, the framework's default)"));
+  run["plan"]["ep"] = 32;
+  RunScenario wide = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(wide.scenario.plan.etp, 1);
+  EXPECT_TRUE(Said(wide, "which does not divide tp x dp x cp = 64: the run's ep needs expert tensor parallelism 1"));
+  EXPECT_NO_THROW(config::ValidatePlan(wide.scenario, kCoverageRuns));
+}
+
+// A MoE model under tensor parallelism is routed from each TP rank's
+// sequence shard (Megatron-LM refuses MoE with tp > 1 without sequence
+// parallelism): an open sequence_parallel is on even where the framework's
+// default is off; one the run states off is still refused.
+TEST(RunScenario, AMoeModelUnderTpRunsSequenceParallel) {
+  nlohmann::json run = MegatronLmMoeRun();
+  run["plan"]["ep"] = 4;
+  RunScenario open = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_TRUE(open.scenario.plan.sequence_parallel);
+  EXPECT_TRUE(Said(open, "sequence_parallel=on (a MoE layer under tp > 1 is routed from each TP rank's sequence shard"));
+  EXPECT_NO_THROW(config::ValidatePlan(open.scenario, kCoverageRuns));
+  // A dense model keeps the framework's default.
+  nlohmann::json dense = MegatronLmMoeRun();
+  dense["model"]["moe"] = nullptr;
+  EXPECT_FALSE(ScenarioForRun(dense, kCoverageRuns, "runs[1]").scenario.plan.sequence_parallel);
+  run["plan"]["sequence_parallel"] = false;
+  RunScenario off = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_FALSE(off.scenario.plan.sequence_parallel);
+  EXPECT_EQ(testing::ErrorFrom([&] { config::ValidatePlan(off.scenario, kCoverageRuns); }).key_path(),
+            "plan.sequence_parallel");
+}
+
 }  // namespace stacksim::validate
