@@ -10,10 +10,17 @@ namespace {
 
 double D(int64_t v) { return static_cast<double>(v); }
 
+// log Gamma(x) without std::lgamma's write of the global signgam, which
+// races when runs are simulated on several threads.
+double LogGamma(double x) {
+  int sign = 0;
+  return lgamma_r(x, &sign);
+}
+
 // log C(n, k); -infinity when k is out of range.
 double LogChoose(double n, double k) {
   if (k < 0 || k > n) return -std::numeric_limits<double>::infinity();
-  return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
+  return LogGamma(n + 1) - LogGamma(k + 1) - LogGamma(n - k + 1);
 }
 
 // Per-expert share of routed tokens under the plan's routing.

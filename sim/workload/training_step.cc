@@ -1098,7 +1098,7 @@ trace::Trace StepBuilder::Build() {
   accumulation_bytes_.assign(p_, 0.0);
   last_gather_.assign(p_, -1);
   gather_gate_.assign(p_, -1);
-  kept_gather_.assign(p_, std::vector<TaskId>(KeepsGathered() ? s_.model.num_layers : 0, -1));
+  kept_gather_.assign(p_, std::vector<TaskId>(KeepsGathered() ? s_.model.PipelineLayerCount() : 0, -1));
   chunk_gather_.assign(p_, {});
   embedding_grad_ready_.assign(p_, -1);
 

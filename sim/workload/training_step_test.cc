@@ -282,6 +282,23 @@ TEST(TrainingStep, Fsdp2UnderPipelineKeepsParametersGatheredThroughTheStep) {
   EXPECT_DOUBLE_EQ(bytes, 2 * elements * (6.0 + 3 * 10.0));
 }
 
+// A model with a multi-token-prediction module (DeepSeek-V3) under the same
+// plan: the MTP module is a pipeline layer of the last stage, kept gathered
+// like the others (once per step), not indexed past the per-layer state.
+TEST(TrainingStep, Fsdp2UnderPipelineKeepsTheMtpLayerGatheredToo) {
+  auto model = testing::GptModel(4, 512, 8, 4096);
+  model.mtp_modules = 1;
+  auto plan = Plan(1, 2, 2, 1, 8);
+  plan.sharding = config::Sharding::kZero3;
+  plan.fsdp_pp_reshard = false;
+  const auto t = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(t.Check(), "");
+  // 5 pipeline layers (4 + the MTP module) over 2 stages, each gathered and
+  // reduce-scattered once on its stage's rank.
+  EXPECT_EQ(TasksNamed(t, 0, "fsdp-gather") + TasksNamed(t, 1, "fsdp-gather"), 5);
+  EXPECT_EQ(TasksNamed(t, 0, "fsdp-reduce-scatter") + TasksNamed(t, 1, "fsdp-reduce-scatter"), 5);
+}
+
 // DeepSpeed's BF16_Optimizer under the pipeline engine: after each
 // micro-batch's backward the rank's 16-bit gradients are added into fp32
 // buffers (18 bytes a parameter), before the gradient goes upstream; the
