@@ -393,6 +393,41 @@ TEST(Model, KimiK2HasDeepSeekV3sLayoutWith384Experts) {
   EXPECT_EQ(m.expert_groups, 1);  // one group (n_group 1): every token may reach every expert
 }
 
+// DeepSeek-V2 (models/deepseek-v2.json; arXiv:2405.04434 3.1.1: 236B
+// total, 21B activated). Hand count (h 5120, 128 heads, q_lora 1536,
+// kv_lora 512, nope 128, rope 64, v 128): W_DQ 7,864,320 + q norm 1,536 +
+// W_UQ 37,748,736 + W_DKV/W_KR 5120 x 576 = 2,949,120 + kv norm 512 +
+// W_UK/W_UV 16,777,216 + W_O 16,384 x 5120 = 83,886,080: attention
+// 149,227,520. Dense layer + 3 x 5120 x 12288 + two norms = 337,981,440; MoE
+// layer: router 5120 x 160 = 819,200, 162 experts of 3 x 5120 x 1536 =
+// 23,592,960, two norms: 3,972,116,480. 1 dense + 59 MoE + embedding and
+// head 2 x 102400 x 5120 + final norm = 235,741,434,880; active: 154 fewer
+// experts per MoE layer = 21,375,800,320.
+// DeepSeek-V2-Lite (Appendix B: 15.7B total, 2.4B activated, the embedding
+// not counted): no query compression, W_Q 2048 x 16 x 192 = 6,291,456 +
+// 1,179,648 + 512 + 2,097,152 + W_O 4,194,304 = 13,763,072; dense layer
+// 81,007,104; MoE layer 584,847,872 (66 experts of 3 x 2048 x 1408);
+// 1 dense + 26 MoE + 2 x 102400 x 2048 + 2048 = 15,706,484,224; active
+// 2,661,150,208 (2,451,435,008 without the input embedding).
+TEST(Model, DeepSeekV2AndV2LiteMatchTheirPublishedCounts) {
+  ModelConfig v2 = LoadModelFile(kSourceDir + "/models/deepseek-v2.json");
+  EXPECT_TRUE(v2.is_mla());
+  EXPECT_EQ(v2.AttentionParameterCount(), 149227520);
+  EXPECT_EQ(v2.LayerParameterCount(0), 337981440);
+  EXPECT_EQ(v2.LayerParameterCount(1), 3972116480);
+  EXPECT_EQ(v2.ParameterCount(), 235741434880);
+  EXPECT_EQ(v2.ActiveParameterCount(), 21375800320);
+  EXPECT_EQ(v2.expert_groups, 8);
+  EXPECT_EQ(v2.expert_groups_per_token, 3);
+  EXPECT_EQ(v2.mtp_modules, 0);
+  ModelConfig lite = LoadModelFile(kSourceDir + "/models/deepseek-v2-lite.json");
+  EXPECT_TRUE(lite.is_mla());
+  EXPECT_EQ(lite.q_lora_rank, 0);
+  EXPECT_EQ(lite.AttentionParameterCount(), 13763072);
+  EXPECT_EQ(lite.ParameterCount(), 15706484224);
+  EXPECT_EQ(lite.ActiveParameterCount(), 2661150208);
+}
+
 TEST(Model, DeepSeekV3Has671BParametersAnd37BActivated) {
   ModelConfig m = LoadModelFile(kSourceDir + "/models/deepseek-v3.json");
   EXPECT_EQ(m.AttentionParameterCount(), 187107328);

@@ -19,6 +19,20 @@ config::PipelineScheduleKind ScheduleFor(const config::PlanConfig& base, int v) 
   return v > 1 ? config::PipelineScheduleKind::kInterleaved : config::PipelineScheduleKind::kOneFOneB;
 }
 
+// A run that states virtual stages whose micro-batches are no multiple of pp
+// ran Megatron-Core's interleaved schedule in micro-batch groups
+// (microbatch_group_size_per_vp_stage; its default, pp, would refuse the
+// run): the smallest group of at least pp whose last group holds none or at
+// least pp micro-batches (schedules.py), or 0 where none exists.
+int GroupForInterleaving(const config::PlanConfig& plan) {
+  const int64_t m = plan.micro_batches();
+  if (plan.schedule != config::PipelineScheduleKind::kInterleaved || m % plan.pp == 0) return 0;
+  for (int64_t g = plan.pp; g <= m; ++g) {
+    if (m % g == 0 || m % g >= plan.pp) return static_cast<int>(g);
+  }
+  return 0;
+}
+
 // The search bounds for open plan fields: micro-batches beyond 16 sequences
 // and more than 16 virtual stages per rank are not what tuned runs use.
 constexpr int64_t kLargestMicroBatch = 16;
@@ -100,33 +114,43 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
     Time bound;
   };
   std::vector<Candidate> candidates;
-  for (int64_t mb : mbs) {
-    for (const VirtualStages& vs : vps) {
-      const int v = vs.vp;
-      config::ScenarioConfig c = base;
-      c.plan.micro_batch = mb;
-      c.plan.vp = v;
-      c.plan.uneven_stages = vs.uneven;
-      c.plan.schedule = ScheduleFor(base.plan, v);
-      c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(c.plan);
-      try {
-        config::ValidatePlan(c, c.file);
-      } catch (const InputError&) {
-        continue;
-      }
-      bool fits = false;
-      for (const RecomputeSetting& mode : modes) {
-        c.plan.recompute = mode.mode;
-        c.plan.recompute_modules = mode.modules;
-        if (FitsWithHeadroom(c)) {
-          fits = true;
-          break;
+  // group: micro-batch groups for a stated vp whose plans are otherwise all
+  // invalid (GroupForInterleaving).
+  int valid_plans = 0;
+  auto collect = [&](bool group) {
+    for (int64_t mb : mbs) {
+      for (const VirtualStages& vs : vps) {
+        const int v = vs.vp;
+        config::ScenarioConfig c = base;
+        c.plan.micro_batch = mb;
+        c.plan.vp = v;
+        c.plan.uneven_stages = vs.uneven;
+        c.plan.schedule = ScheduleFor(base.plan, v);
+        c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(c.plan);
+        if (group && c.plan.microbatch_group == 0) c.plan.microbatch_group = GroupForInterleaving(c.plan);
+        try {
+          config::ValidatePlan(c, c.file);
+        } catch (const InputError&) {
+          continue;
         }
+        ++valid_plans;
+        bool fits = false;
+        for (const RecomputeSetting& mode : modes) {
+          c.plan.recompute = mode.mode;
+          c.plan.recompute_modules = mode.modules;
+          if (FitsWithHeadroom(c)) {
+            fits = true;
+            break;
+          }
+        }
+        if (!fits && (open("micro_batch") || open("vp"))) continue;  // a tuned run would not pick it
+        candidates.push_back({std::move(c), Time::Zero()});
       }
-      if (!fits && (open("micro_batch") || open("vp"))) continue;  // a tuned run would not pick it
-      candidates.push_back({std::move(c), Time::Zero()});
     }
-  }
+  };
+  collect(/*group=*/false);
+  const bool grouped = valid_plans == 0 && !open("vp") && base.plan.vp > 1;
+  if (grouped) collect(/*group=*/true);
   if (candidates.size() > 1) {
     search::StepTimeBound bound(base);
     for (Candidate& c : candidates) c.bound = bound.PipelineBound(c.scenario.plan, c.scenario.gpus);
@@ -163,10 +187,18 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
     if (open("vp")) c.plan.vp = 1;
     c.plan.schedule = ScheduleFor(base.plan, c.plan.vp);
     c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(c.plan);
+    if (grouped && c.plan.microbatch_group == 0) c.plan.microbatch_group = GroupForInterleaving(c.plan);
     simulate::Options o;
     o.simulate_if_out_of_memory = true;
     *best_result = simulate::Simulate(c, o);
     chosen = c;
+  }
+  if (grouped && chosen.plan.microbatch_group > 0) {
+    choices->push_back("microbatch_group=" + std::to_string(chosen.plan.microbatch_group) + " (" +
+                       std::to_string(chosen.plan.micro_batches()) + " micro-batches are no multiple of pp " +
+                       std::to_string(chosen.plan.pp) +
+                       ": the interleaved schedule ran them in groups, Megatron-Core's "
+                       "microbatch_group_size_per_vp_stage)");
   }
   if (open("micro_batch")) choices->push_back("micro_batch=" + std::to_string(chosen.plan.micro_batch));
   if (open("vp")) choices->push_back("vp=" + std::to_string(chosen.plan.vp));

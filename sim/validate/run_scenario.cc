@@ -15,32 +15,39 @@ namespace {
 
 using config::Precision;
 
-// Multi-head latent attention: the schema gives no MLA ranks, so they come
-// from the model family's published config, shipped in models/. DeepSeek-V3:
-// Hugging Face config.json of deepseek-ai/DeepSeek-V3 (q_lora_rank 1536,
-// kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128);
-// Kimi-K2 (moonshotai, models/kimi-k2.json) has the same ranks over 64 heads.
-struct MlaFamily {
-  const char* name;        // the run's model name, lower case without punctuation, starts with this
-  const char* model_file;  // models/<model_file>.json
-};
-constexpr MlaFamily kMlaFamilies[] = {{"deepseekv3", "deepseek-v3"}, {"kimik2", "kimi-k2"}};
+const std::vector<config::ModelConfig>& ShippedModels();
 
+// Multi-head latent attention: the schema gives no MLA ranks, so they come
+// from the model's published config, shipped in models/ (DeepSeek-V2,
+// -V2-Lite, -V3, Kimi-K2): the shipped MLA model whose name or an alias,
+// in lower case without punctuation, begins the run's model name (the
+// longest such), with the run's hidden size and heads.
 void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario& out) {
   config::ModelConfig& model = out.scenario.model;
   const std::string key = config::AlnumNameKey(model.name);
-  const MlaFamily* family = nullptr;
-  for (const MlaFamily& f : kMlaFamilies) {
-    if (key.rfind(f.name, 0) == 0) family = &f;
+  const config::ModelConfig* named = nullptr;  // the longest name match
+  size_t named_length = 0;
+  std::string known;
+  for (const config::ModelConfig& m : ShippedModels()) {
+    if (m.kv_lora_rank <= 0) continue;
+    known += (known.empty() ? "" : ", ") + m.name;
+    std::vector<std::string> names = m.aliases;
+    names.push_back(m.name);
+    for (const std::string& n : names) {
+      const std::string k = config::AlnumNameKey(n);
+      if (!k.empty() && key.rfind(k, 0) == 0 && k.size() > named_length) {
+        named = &m;
+        named_length = k.size();
+      }
+    }
   }
-  if (family == nullptr) {
+  if (named == nullptr) {
     throw InputError(file, path + ".model.name",
                      "multi-head latent attention needs its ranks (q_lora_rank, kv_lora_rank, head dims), which the "
                      "validation schema does not give, and no published config is known for model '" + model.name +
-                         "' (known MLA families: DeepSeek-V3, Kimi-K2)");
+                         "' (known MLA models: " + known + ")");
   }
-  const std::string published = config::ResolveDataFile("models", family->model_file, file);
-  const config::ModelConfig ref = config::LoadModelFile(published);
+  const config::ModelConfig& ref = *named;
   if (ref.hidden_size != model.hidden_size || ref.num_attention_heads != model.num_attention_heads) {
     throw InputError(file, path + ".model.hidden",
                      "hidden " + std::to_string(model.hidden_size) + " and heads " +
@@ -60,8 +67,7 @@ void ReadMlaRanks(const std::string& file, const std::string& path, RunScenario&
     out.choices.push_back(std::to_string(ref.mtp_modules) + " MTP module(s) from " + ref.name +
                           "'s config.json (num_nextn_predict_layers), trained with the model");
   }
-  out.choices.push_back("MLA ranks from " + ref.name + "'s published config.json (models/" +
-                        family->model_file + ".json): q_lora_rank " + std::to_string(ref.q_lora_rank) + ", kv_lora_rank " +
+  out.choices.push_back("MLA ranks from " + ref.name + "'s published config.json (models/): q_lora_rank " + std::to_string(ref.q_lora_rank) + ", kv_lora_rank " +
                         std::to_string(ref.kv_lora_rank) + ", qk_nope/rope " + std::to_string(ref.qk_nope_head_dim) +
                         "/" + std::to_string(ref.qk_rope_head_dim) + ", v_head_dim " + std::to_string(ref.v_head_dim));
 }
@@ -388,7 +394,16 @@ void ReadPlan(JsonObject& obj, const config::FrameworkMatch& match, const std::s
   }
   out.choices.push_back("framework=" + match.Describe(out.framework_text));
   out.choices.push_back(std::string("kernels=") + (fw.kernels == config::KernelFusion::kEager ? "eager" : "fused"));
-  out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
+  if (plan.cp > 1 && plan.attention == config::AttentionImpl::kUnfused) {
+    // Context parallelism exists only on flash-style kernels (ring attention
+    // passes each block's running softmax statistics): a run with cp > 1 of a
+    // framework whose default is unfused ran FlashAttention-2's kernels.
+    plan.attention = config::AttentionImpl::kFlash2;
+    out.choices.push_back("attention=flash2 (context parallelism runs on flash kernels; the framework's default is "
+                          "unfused)");
+  } else {
+    out.choices.push_back(std::string("attention=") + config::AttentionName(plan.attention));
+  }
   if (plan.GradReducePrecision() != config::Precision::kFp32) {
     out.choices.push_back(std::string("gradients in ") + config::PrecisionName(plan.GradReducePrecision()));
   }

@@ -235,8 +235,8 @@ TEST(RunScenario, MxFp8RunsAtTheFp8Rate) {
             "runs[1].plan.precision");
 }
 
-// The schema gives no MLA ranks: DeepSeek-V3's come from its published
-// config.json (models/deepseek-v3.json); an unknown MLA family is refused.
+// The schema gives no MLA ranks: they come from the model's published
+// config.json (models/deepseek-v3.json, ...); an unknown MLA model is refused.
 TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
   nlohmann::json run = CoverageRun("synthetic-b200-tp2");
   run["model"] = DeepSeekV3Model();
@@ -267,6 +267,19 @@ TEST(RunScenario, MlaRanksComeFromTheModelFamily) {
   EXPECT_EQ(kimi.scenario.model.mtp_modules, 0);
   EXPECT_TRUE(Chose(kimi, "MLA ranks from Kimi-K2"));
   EXPECT_FALSE(Chose(kimi, "MTP module"));
+
+  // DeepSeek-V2-Lite (models/deepseek-v2-lite.json): the longest shipped
+  // name that begins the run's ("DeepSeek-V2" begins it too), no query
+  // compression.
+  run["model"] = {{"name", "DeepSeek-V2-Lite 16B"}, {"layers", 27}, {"hidden", 2048}, {"heads", 16},
+                  {"kv_heads", 16}, {"ffn_hidden", 10944}, {"vocab", 102400}, {"seq_len", 4096},
+                  {"activation", "swiglu"}, {"attention", "mla"},
+                  {"moe", {{"experts", 64}, {"top_k", 6}, {"expert_ffn_hidden", 1408}, {"shared_experts", 2},
+                           {"dense_layers", 1}}}};
+  RunScenario lite = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(lite.scenario.model.q_lora_rank, 0);
+  EXPECT_EQ(lite.scenario.model.kv_lora_rank, 512);
+  EXPECT_TRUE(Chose(lite, "MLA ranks from DeepSeek-V2-Lite"));
 
   run["model"]["name"] = "Some MLA model";
   e = testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); });
@@ -426,6 +439,53 @@ TEST(RunScenario, AMoeModelUnderTpRunsSequenceParallel) {
   EXPECT_FALSE(off.scenario.plan.sequence_parallel);
   EXPECT_EQ(testing::ErrorFrom([&] { config::ValidatePlan(off.scenario, kCoverageRuns); }).key_path(),
             "plan.sequence_parallel");
+}
+
+// A stated vp whose micro-batches are no multiple of pp (6 over pp 4): the
+// run ran, so Megatron-Core's interleaved schedule grouped them
+// (microbatch_group_size_per_vp_stage; the default group, pp, refuses 6):
+// the smallest valid group, 6, and the choice says so. A scenario naming
+// that plan without a group is still an error.
+TEST(RunScenario, AStatedVpWithRaggedMicroBatchesRunsInGroups) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"]["tp"] = 2;
+  run["plan"]["pp"] = 4;
+  run["plan"]["dp"] = 2;
+  run["plan"]["vp"] = 2;
+  run["plan"]["micro_batch"] = 1;
+  run["plan"]["global_batch"] = 12;  // 6 micro-batches per pipeline
+  RunScenario rs = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_THROW(config::ValidatePlan(rs.scenario, kCoverageRuns), InputError);
+  simulate::SimulationResult r;
+  std::vector<std::string> choices;
+  FillOpenFields(rs, &r, &choices);
+  EXPECT_GT(r.iteration.seconds(), 0);
+  EXPECT_TRUE(std::any_of(choices.begin(), choices.end(), [](const std::string& c) {
+    return c.find("microbatch_group=6 (6 micro-batches are no multiple of pp 4") == 0;
+  }));
+  // Whole rounds need no groups.
+  run["plan"]["global_batch"] = 16;
+  RunScenario whole = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  choices.clear();
+  FillOpenFields(whole, &r, &choices);
+  EXPECT_TRUE(std::none_of(choices.begin(), choices.end(),
+                           [](const std::string& c) { return c.find("microbatch_group") != std::string::npos; }));
+}
+
+// Context parallelism needs flash-style kernels: a cp > 1 run of a
+// framework whose attention is unfused by default (Megatron-LM 2021) ran
+// FlashAttention-2's, and the choice says so; cp 1 keeps the default.
+TEST(RunScenario, AContextParallelRunOfAnUnfusedFrameworkRunsFlashKernels) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["framework"] = "Megatron-LM (2021)";
+  RunScenario plain = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(plain.scenario.plan.attention, config::AttentionImpl::kUnfused);
+  run["plan"]["cp"] = 2;
+  run["plan"]["dp"] = 4;
+  RunScenario cp = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  EXPECT_EQ(cp.scenario.plan.attention, config::AttentionImpl::kFlash2);
+  EXPECT_TRUE(Said(cp, "attention=flash2 (context parallelism runs on flash kernels"));
+  EXPECT_NO_THROW(config::ValidatePlan(cp.scenario, kCoverageRuns));
 }
 
 }  // namespace stacksim::validate
