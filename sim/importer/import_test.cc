@@ -228,6 +228,26 @@ TEST(MegatronImport, GatedDeltaNetFlagsDefineLinearAttentionLayers) {
   EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--experimental-attention-variant"));
 }
 
+// Megatron-LM's own example scripts check for the training script and echo
+// its path before running it (examples/llama/train_llama3_8b_h100_fp8.sh):
+// those commands name the *.py file with no flag after it, and the training
+// command is the one that passes it flags.
+TEST(MegatronImport, TheTrainingCommandIsTheOneThatPassesFlags) {
+  const std::string script = R"(PRETRAIN_SCRIPT_PATH="pretrain_gpt.py"
+SEQ_LENGTH=4096
+if [ ! -f "$PRETRAIN_SCRIPT_PATH" ]; then
+    echo "Error: pretrain_gpt.py not found at $PRETRAIN_SCRIPT_PATH"
+    exit 1
+fi
+torchrun --nproc_per_node 8 "$PRETRAIN_SCRIPT_PATH" --tensor-model-parallel-size 2 --micro-batch-size 1 \
+    --seq-length $SEQ_LENGTH --bf16
+)";
+  ImportResult r = ImportText(script, "train.sh", Options("llama3-8b", 8));
+  EXPECT_EQ(r.scenario["plan"]["tp"], 2);
+  EXPECT_EQ(r.scenario["training"]["seq_len"], 4096);
+  EXPECT_EQ(r.scenario["plan"]["precision"], "bf16");
+}
+
 TEST(MegatronImport, UnsetScriptVariableInAMappedFlagIsAnError) {
   InputError e = ErrorFrom([] {
     ImportText("torchrun pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1 --seq-length 2048",

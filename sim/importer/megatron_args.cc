@@ -90,10 +90,27 @@ class Reader {
   void Split(const std::vector<ShellCommand>& commands) {
     const ShellCommand* train = nullptr;
     size_t program = 0;
+    // A command that names a *.py file but passes it no flag (a script's
+    // `[ -f "$PRETRAIN_SCRIPT" ]` check, an `echo` of its path) is not the
+    // training command while another one is.
+    auto flags_after = [](const ShellCommand& c, size_t i) {
+      for (size_t j = i + 1; j < c.words.size(); ++j) {
+        if (c.words[j].text.rfind("--", 0) == 0) return true;
+      }
+      return false;
+    };
+    bool any_with_flags = false;
+    for (const ShellCommand& c : commands) {
+      for (size_t i = 0; i < c.words.size() && !any_with_flags; ++i) {
+        const std::string& w = c.words[i].text;
+        any_with_flags = w.size() >= 3 && w.compare(w.size() - 3, 3, ".py") == 0 && flags_after(c, i);
+      }
+    }
     for (const ShellCommand& c : commands) {
       for (size_t i = 0; i < c.words.size(); ++i) {
         const std::string& w = c.words[i].text;
         if (w.size() < 3 || w.compare(w.size() - 3, 3, ".py") != 0) continue;
+        if (any_with_flags && !flags_after(c, i)) break;
         const bool pretrain = std::filesystem::path(w).filename().string().rfind("pretrain", 0) == 0;
         if (train == nullptr || (pretrain && !train_is_pretrain_)) {
           train = &c;
