@@ -161,6 +161,7 @@ PlanConfig FrameworkProfile::PlanDefaults(PlanConfig base) const {
   base.overlap_param_gather = overlap_param_gather;
   base.optimizer_state = optimizer_state;
   base.fp8_tp_gather = fp8_tp_gather;
+  base.fp8_params = fp8_params;
   base.cp_comm = cp_comm;
   base.zero3_gather = zero3_gather;
   base.zero3_max_reuse_distance = zero3_max_reuse_distance;
@@ -304,6 +305,7 @@ FrameworkProfile LoadFrameworkFile(const std::string& path) {
     f.single_round_all_forwards = Fact(facts, "single_round_all_forwards").Bool();
   }
   if (facts.Has("fp8_tp_gather")) f.fp8_tp_gather = Fact(facts, "fp8_tp_gather").Bool();
+  if (facts.Has("fp8_params")) f.fp8_params = Fact(facts, "fp8_params").Bool();
   if (facts.Has("cp_comm")) {
     f.cp_comm = Fact(facts, "cp_comm").OneOf({"p2p", "allgather"}) == "allgather" ? CpComm::kAllGather : CpComm::kP2p;
   }

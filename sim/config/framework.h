@@ -165,6 +165,7 @@ struct FrameworkProfile {
   bool overlap_param_gather = true;        // PlanConfig::overlap_param_gather (ZeRO-1/2: the gather after the step)
   OptimizerState optimizer_state;          // PlanConfig::optimizer_state (fact "optimizer_state")
   bool fp8_tp_gather = false;  // PlanConfig::fp8_tp_gather
+  bool fp8_params = false;     // PlanConfig::fp8_params
   CpComm cp_comm = CpComm::kP2p;  // PlanConfig::cp_comm (Megatron-Core's ring of K/V blocks)
   Zero3Gather zero3_gather = Zero3Gather::kPrefetchPerLayer;
   double zero3_max_reuse_distance = 1e9;

@@ -289,6 +289,23 @@ TEST(FrameworkScenario, ExpertTpFollowsTheFramework) {
   EXPECT_EQ(ParseScenario(doc, "s.json", {}).plan.etp, 1);
 }
 
+// Megatron-Bridge's FP8 recipes make the weights FP8 tensors
+// (fp8_param_gather); under bf16 the default has no effect, and a plan that
+// states FP8 weights without precision fp8 is an error at the field.
+TEST(FrameworkScenario, MegatronBridgeFp8RunsHaveFp8Weights) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"model": "llama3-8b", "topology": "dgx-h100", "gpus": 8,
+    "training": {"seq_len": 8192, "global_batch": 128}, "framework": "megatron-bridge",
+    "plan": {"tp": 1, "pp": 1, "dp": 8, "precision": "fp8"}})");
+  EXPECT_TRUE(ParseScenario(doc, "s.json", {}).plan.Fp8Weights());
+  doc["plan"]["fp8_params"] = false;
+  EXPECT_FALSE(ParseScenario(doc, "s.json", {}).plan.Fp8Weights());
+  doc["plan"].erase("fp8_params");
+  doc["plan"]["precision"] = "bf16";
+  EXPECT_FALSE(ParseScenario(doc, "s.json", {}).plan.Fp8Weights());
+  doc["plan"]["fp8_params"] = true;
+  EXPECT_EQ(ErrorFrom([&] { ParseScenario(doc, "s.json", {}); }).key_path(), "plan.fp8_params");
+}
+
 // A scenario that names a framework takes its recipe for the model on the
 // scenario's GPU for what the plan does not state, as validate does for a
 // run: Megatron-Bridge's H100 Qwen3-235B-A22B overlaps the all-to-alls where

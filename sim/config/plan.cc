@@ -487,6 +487,8 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
   if (auto v = obj.Optional("single_round_all_forwards")) p.single_round_all_forwards = v->Bool();
   if (auto v = obj.Optional("optimizer_state")) p.optimizer_state = ReadOptimizerState(*v);
   if (auto v = obj.Optional("fp8_tp_gather")) p.fp8_tp_gather = v->Bool();
+  std::optional<JsonNode> fp8_params = obj.Optional("fp8_params");
+  if (fp8_params) p.fp8_params = fp8_params->Bool();
   if (auto v = obj.Optional("zero3_gather")) {
     p.zero3_gather = ReadZero3Gather(*v);
   }
@@ -516,6 +518,9 @@ PlanConfig ParsePlan(const JsonNode& node, const PlanConfig& defaults) {
                   : s == "fp32" ? Precision::kFp32
                   : s == "fp8"  ? Precision::kFp8
                                 : Precision::kBf16;
+  }
+  if (fp8_params && p.fp8_params && p.precision != Precision::kFp8) {
+    fp8_params->Fail("FP8 weights need precision fp8");
   }
 
   std::optional<JsonNode> schedule_node = obj.Optional("schedule");
@@ -620,6 +625,7 @@ nlohmann::json PlanToJson(const PlanConfig& p) {
           {"cp_torch_ring", p.cp_torch_ring},
           {"single_round_all_forwards", p.single_round_all_forwards},
           {"fp8_tp_gather", p.fp8_tp_gather},
+          {"fp8_params", p.fp8_params},
           {"zero3_gather", Zero3GatherName(p.zero3_gather)},
           {"fsdp_copies", p.fsdp_copies},
           {"pp_blocking_sends", p.pp_blocking_sends},

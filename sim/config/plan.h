@@ -369,6 +369,16 @@ struct PlanConfig {
   // gradients) move FP8 data, one byte an element (Transformer Engine,
   // torchao's float8 TP); false: 16-bit. Reduce-scatters stay 16-bit.
   bool fp8_tp_gather = false;
+  // FP8 training whose weights are FP8 tensors (Megatron-Core
+  // --fp8-param-gather, Transformer Engine's fp8_model_init): no 16-bit copy
+  // of the weights is kept (the FP8 data and its transpose, 2 bytes a
+  // parameter), the distributed optimizer writes the FP8 weights and
+  // all-gathers one byte a parameter, and the step's weight cast is only the
+  // transpose. Needs precision fp8.
+  bool fp8_params = false;
+  // FP8 weights in effect: fp8_params under precision fp8 (a framework's
+  // default applies only to its FP8 runs).
+  bool Fp8Weights() const { return fp8_params && precision == Precision::kFp8; }
   // Context parallelism as PyTorch's ring attention runs it (torchtitan:
   // torch.distributed.tensor.experimental context_parallel): one SDPA per
   // ring step on the K/V after repeat_kv (query heads wide), the partial

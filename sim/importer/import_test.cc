@@ -248,6 +248,20 @@ torchrun --nproc_per_node 8 "$PRETRAIN_SCRIPT_PATH" --tensor-model-parallel-size
   EXPECT_EQ(r.scenario["plan"]["precision"], "bf16");
 }
 
+// --fp8-param-gather: FP8 weights with an FP8 recipe; without one Megatron-LM
+// keeps 16-bit weights, and the flag is listed as having no effect.
+TEST(MegatronImport, Fp8ParamGatherMakesFp8WeightsUnderFp8Only) {
+  ImportResult fp8 = ImportText("torchrun pretrain_gpt.py --micro-batch-size 1 --seq-length 2048 --bf16 "
+                                "--fp8-format hybrid --fp8-param-gather",
+                                "run.sh", Options("llama3-8b", 8));
+  EXPECT_EQ(fp8.scenario["plan"]["fp8_params"], true);
+  ImportResult bf16 = ImportText("torchrun pretrain_gpt.py --micro-batch-size 1 --seq-length 2048 --bf16 "
+                                 "--fp8-param-gather",
+                                 "run.sh", Options("llama3-8b", 8));
+  EXPECT_FALSE(bf16.scenario["plan"].contains("fp8_params"));
+  EXPECT_TRUE(Lists(bf16.scenario["import"]["ignored"], "--fp8-param-gather"));
+}
+
 TEST(MegatronImport, UnsetScriptVariableInAMappedFlagIsAnError) {
   InputError e = ErrorFrom([] {
     ImportText("torchrun pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1 --seq-length 2048",

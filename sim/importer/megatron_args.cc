@@ -356,6 +356,16 @@ class Reader {
     }
     job_.plan["precision"] = p;
     job_.Map(from, "", "plan.precision = " + p);
+    // FP8 weights (Transformer Engine's fp8_model_init; the distributed
+    // optimizer all-gathers them in FP8). Without FP8 Megatron-LM ignores it.
+    if (Switch("--fp8-param-gather")) {
+      if (p == "fp8") {
+        job_.plan["fp8_params"] = true;
+        job_.Map("--fp8-param-gather", "", "plan.fp8_params = true");
+      } else {
+        job_.Ignore("--fp8-param-gather", "", "FP8 weights need --fp8-format; without it they stay 16-bit");
+      }
+    }
     if (Switch("--grad-reduce-in-bf16")) {
       job_.plan["grad_reduce_precision"] = "bf16";
       job_.Map("--grad-reduce-in-bf16", "", "plan.grad_reduce_precision = bf16");

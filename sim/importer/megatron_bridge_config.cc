@@ -89,6 +89,8 @@ constexpr FieldFlag kFields[] = {
     {"mixed_precision.bf16", "--bf16", Kind::kSwitch},
     {"mixed_precision.fp16", "--fp16", Kind::kSwitch},
     {"mixed_precision.fp8", "--fp8-format", Kind::kValue},
+    {"mixed_precision.fp8_param_gather", "--fp8-param-gather", Kind::kSwitch},
+    {"mixed_precision.fp8_param", "--fp8-param-gather", Kind::kSwitch},
     {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", Kind::kSwitch},
     {"ddp.overlap_param_gather", "--overlap-param-gather", Kind::kSwitch},
     {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", Kind::kSwitch},

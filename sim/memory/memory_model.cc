@@ -366,8 +366,10 @@ std::vector<StageFootprint> EstimateMemory(const config::ScenarioConfig& s) {
     // FP8: Transformer Engine keeps an FP8 copy of the weights (one byte per
     // parameter) beside the 16-bit weights and fp32 master state. Counted for
     // every parameter (embedding and head stay 16-bit in TE; a small excess).
+    // With FP8 weights (plan.fp8_params) there is no 16-bit copy: the FP8
+    // data and the transpose Hopper's FP8 GEMMs need, 2 bytes a parameter.
     if (plan.precision == config::Precision::kFp8 && plan.sharding != config::Sharding::kZero3) {
-      f.weights += Bytes{P};
+      f.weights += Bytes{plan.Fp8Weights() ? (2.0 - e) * P : P};
     }
     // Offload (workload/offload.h): the host's share of the optimizer state
     // (fp32 master and moments) leaves GPU memory; with ZeRO-Infinity parameter

@@ -62,6 +62,26 @@ TEST(MemoryModel, OptimizerStateShardsWithZero) {
   EXPECT_NEAR(none.gradients.value, 4 * params, 1.0);
 }
 
+// FP8 training keeps Transformer Engine's FP8 copy of each weight beside the
+// 16-bit weight (3 bytes a parameter); FP8 weights (plan.fp8_params,
+// --fp8-param-gather) keep the FP8 data and its transpose only (2 bytes).
+TEST(MemoryModel, Fp8WeightsKeepNoSixteenBitCopy) {
+  auto model = testing::GptModel(8, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.global_batch = 8;
+  plan.sharding = config::Sharding::kZero1;
+  auto s = testing::Scenario(model, 8, 1024, plan);
+  const double params = EstimateMemory(s)[0].weights.value / 2;
+  s.plan.precision = config::Precision::kFp8;
+  EXPECT_NEAR(EstimateMemory(s)[0].weights.value, 3 * params, 1.0);
+  s.plan.fp8_params = true;
+  EXPECT_NEAR(EstimateMemory(s)[0].weights.value, 2 * params, 1.0);
+  s.plan.precision = config::Precision::kBf16;  // a framework's default applies to FP8 runs only
+  EXPECT_NEAR(EstimateMemory(s)[0].weights.value, 2 * params, 1.0);
+  EXPECT_FALSE(s.plan.Fp8Weights());
+}
+
 // What the optimizer keeps per parameter (plan.optimizer_state): 16-bit
 // remainders instead of an fp32 master (NeMo's distributed_fused_adam over
 // bf16 weights) save 2 bytes, bf16 moments without a master keep 4; fp32

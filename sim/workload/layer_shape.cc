@@ -88,6 +88,7 @@ LayerShape LayerShape::From(const config::ModelConfig& model, const config::Plan
   s.selective_policy = plan.selective_policy;
   s.sp_keeps_gathered_inputs = plan.sp_keeps_gathered_inputs;
   s.fp8_tp_gather = plan.fp8_tp_gather;
+  s.fp8_params = plan.Fp8Weights();
   s.eager_modules = plan.eager_modules;
   s.fp8_casts = plan.fp8_casts;
   s.compiled_layers_only = plan.compiled_layers_only;

@@ -149,6 +149,9 @@ struct LayerShape {
   bool sp_keeps_gathered_inputs = false;
   // FP8 all-gathers under SP (plan.fp8_tp_gather): see gather_element_bytes().
   bool fp8_tp_gather = false;
+  // The weights are FP8 tensors (plan.fp8_params): the step's weight cast is
+  // only their transpose.
+  bool fp8_params = false;
   // How eager kernels run RMSNorm and RoPE (plan.eager_modules).
   config::EagerModules eager_modules = config::EagerModules::kLibrary;
   // How FP8 operands are cast (plan.fp8_casts).

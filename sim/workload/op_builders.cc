@@ -85,8 +85,11 @@ void AddForwardCasts(std::vector<Op>& ops, const std::string& name, int64_t m, i
   if (s.kernels.precision == Precision::kFp8) {
     // A weight is a parameter, not another kernel's output: its cast is a
     // kernel of its own under every policy.
-    Op w = CastOp(name + "-cast-w", D(k) * D(n) * D(batch), s);
-    w.once_per_step = s.fp8_casts == config::Fp8Casts::kTransformerEngine;  // the FP8 weight cache
+    // FP8 weights (plan.fp8_params): the optimizer wrote them in FP8; the
+    // step computes only their transpose (one byte read, one written).
+    Op w = s.fp8_params ? Memory(name + "-transpose-w", 2.0 * D(k) * D(n) * D(batch), s, 1, EagerKernel::kCast)
+                        : CastOp(name + "-cast-w", D(k) * D(n) * D(batch), s);
+    w.once_per_step = s.fp8_params || s.fp8_casts == config::Fp8Casts::kTransformerEngine;  // the FP8 weight cache
     ops.push_back(std::move(w));
   }
   if (!input_is_fp8) AddCast(ops, name + "-cast-x", D(m) * D(k) * D(batch), s);

@@ -986,7 +986,9 @@ void StepBuilder::EmitStepEnd() {
     // The distributed optimizer all-gathers the updated 16-bit parameters.
     if ((plan_.sharding == Sharding::kZero1 || plan_.sharding == Sharding::kZero2) && plan_.dp > 1 &&
         !plan_.overlap_param_gather) {
-      double bytes = StageTrainableParameters(s_, r) * shape_.element_bytes();
+      // FP8 weights (plan.fp8_params): one byte a parameter (the 16-bit
+      // embedding and head counted at one byte too, a small shortfall).
+      double bytes = StageTrainableParameters(s_, r) * (plan_.Fp8Weights() ? 1.0 : shape_.element_bytes());
       Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather, Bytes{bytes}, groups_.dp[r],
                  {step});
     }
@@ -1121,13 +1123,21 @@ trace::Trace StepBuilder::Build() {
         if ((vs == 0 || vs == vstages - 1) && !plan_.finetune.frozen_base()) {
           params += static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
         }
+        // FP8 weights (plan.fp8_params) gather one byte a parameter; the
+        // embedding and head stay 16-bit.
+        const double layer_bytes = plan_.Fp8Weights() ? 1.0 : shape_.element_bytes();
+        double embedding = 0;
+        if ((vs == 0 || vs == vstages - 1) && !plan_.finetune.frozen_base()) {
+          embedding = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
+        }
         std::vector<TaskId> gathers;
         if (expert > 0 && edp_ > 1) {
           gathers.push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "expert-param-gather", CollectiveKind::kAllGather,
-                                       Bytes{expert * shape_.element_bytes()}, groups_.edp[r], {}));
+                                       Bytes{expert * layer_bytes}, groups_.edp[r], {}));
         }
         chunk_gather_[r][c] = Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather,
-                                         Bytes{params * shape_.element_bytes()}, groups_.dp[r], gathers);
+                                         Bytes{(params - embedding) * layer_bytes + embedding * shape_.element_bytes()},
+                                         groups_.dp[r], gathers);
       }
     }
   }

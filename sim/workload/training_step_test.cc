@@ -282,6 +282,35 @@ TEST(TrainingStep, Fsdp2UnderPipelineKeepsParametersGatheredThroughTheStep) {
   EXPECT_DOUBLE_EQ(bytes, 2 * elements * (6.0 + 3 * 10.0));
 }
 
+// The distributed optimizer's overlapped parameter all-gather moves the
+// 16-bit weights, or one byte a parameter with FP8 weights (plan.fp8_params);
+// the embedding and head stay 16-bit. The step's weight cast becomes the
+// FP8 weights' transpose.
+TEST(TrainingStep, Fp8WeightsAreGatheredInOneByte) {
+  auto model = testing::GptModel(4, 512, 8, 4096);
+  auto plan = Plan(1, 1, 4, 1, 4);
+  plan.sharding = config::Sharding::kZero1;
+  plan.overlap_param_gather = true;
+  plan.precision = config::Precision::kFp8;
+  auto bytes_of = [](const trace::Trace& t, const std::string& name) {
+    double b = 0;
+    for (const auto& task : t.tasks()) {
+      if (task.rank == 0 && t.name(task.name) == name) b += task.comm.bytes.value;
+    }
+    return b;
+  };
+  const double layers = 4.0 * static_cast<double>(model.LayerParameterCount());
+  const double embedding = 4096.0 * 512;  // the first and last stage's: one rank holds both
+  const auto bf16 = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  plan.fp8_params = true;
+  const auto fp8 = BuildTrainingStep(testing::Scenario(model, 4, 1024, plan));
+  EXPECT_EQ(fp8.Check(), "");
+  EXPECT_NEAR(bytes_of(bf16, "param-gather") - bytes_of(fp8, "param-gather"), layers, 1.0);
+  EXPECT_GT(bytes_of(fp8, "param-gather"), layers + embedding);  // the 16-bit embedding and head
+  EXPECT_GT(TasksNamed(fp8, 0, "qkv-transpose-w"), 0);
+  EXPECT_EQ(TasksNamed(fp8, 0, "qkv-cast-w"), 0);
+}
+
 // A model with a multi-token-prediction module (DeepSeek-V3) under the same
 // plan: the MTP module is a pipeline layer of the last stage, kept gathered
 // like the others (once per step), not indexed past the per-layer state.
