@@ -262,6 +262,19 @@ TEST(MegatronImport, Fp8ParamGatherMakesFp8WeightsUnderFp8Only) {
   EXPECT_TRUE(Lists(bf16.scenario["import"]["ignored"], "--fp8-param-gather"));
 }
 
+// torchrun's --nnodes defaults to one node: --nproc_per_node alone gives the
+// GPUs. A node count the script leaves unset still needs --gpus.
+TEST(MegatronImport, TorchrunWithoutNnodesRunsOneNode) {
+  ImportResult r = ImportText("torchrun --nproc_per_node 4 pretrain_gpt.py --micro-batch-size 1 --seq-length 2048 --bf16",
+                              "run.sh", Options("llama3-8b", 0));
+  EXPECT_EQ(r.scenario["gpus"], 4);
+  InputError e = ErrorFrom([] {
+    ImportText("torchrun --nproc_per_node 4 --nnodes $NODES pretrain_gpt.py --micro-batch-size 1 --seq-length 2048",
+               "run.sh", Options("llama3-8b", 0));
+  });
+  EXPECT_NE(std::string(e.what()).find("--gpus"), std::string::npos) << e.what();
+}
+
 TEST(MegatronImport, UnsetScriptVariableInAMappedFlagIsAnError) {
   InputError e = ErrorFrom([] {
     ImportText("torchrun pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1 --seq-length 2048",

@@ -157,6 +157,7 @@ class Reader {
   void Launcher(const std::vector<Word>& words) {
     std::optional<int64_t> per_node, nodes;
     std::string per_node_flag, nodes_flag;
+    bool nodes_given = false;  // a node count flag, resolved or not
     for (size_t i = 0; i < words.size(); ++i) {
       std::string w = words[i].text;
       if (w.rfind("--", 0) != 0) continue;
@@ -176,6 +177,7 @@ class Reader {
       if (w == "--nproc_per_node" || w == "--nproc-per-node" || w == "--num_gpus" || w == "--num-gpus") {
         if (number) per_node = n, per_node_flag = w;
       } else if (w == "--nnodes" || w == "--num_nodes" || w == "--num-nodes") {
+        nodes_given = true;
         if (number) nodes = n, nodes_flag = w;
       } else {
         job_.Ignore(w, value, "launcher option (rendezvous, addresses, ranks): no effect on a step");
@@ -189,7 +191,19 @@ class Reader {
     }
     if (per_node && nodes) {
       job_.gpus.Set(*per_node * *nodes, "launcher " + per_node_flag + " x " + nodes_flag);
+    } else if (per_node && !nodes_given && TorchRun(words)) {
+      // torchrun's --nnodes defaults to 1 (torch.distributed.run: "1:1").
+      job_.gpus.Set(*per_node, "launcher " + per_node_flag + " (torchrun's --nnodes default: one node)");
     }
+  }
+
+  // The launcher is torchrun (or python -m torch.distributed.run / launch).
+  static bool TorchRun(const std::vector<Word>& words) {
+    for (const Word& w : words) {
+      const std::string name = std::filesystem::path(w.text).filename().string();
+      if (name == "torchrun" || w.text == "torch.distributed.run" || w.text == "torch.distributed.launch") return true;
+    }
+    return false;
   }
 
   Arg* Take(const std::string& flag) {

@@ -255,9 +255,14 @@ class Reader {
       f.line = line_;
       ReadWord(&f, false);
       value.push_back(f.cur.text);
+      // A value built from something unknown keeps that part's text
+      // ("${DATA_PATH}"): expanded and split, only the words holding it are
+      // unresolved (a launch script's option string with one unset path
+      // still passes its flags).
       if (!f.cur.unresolved.empty()) {
-        vars_.erase(name);  // a value built from something unknown stays unknown
-        return true;
+        partial_[name] = f.cur.unresolved;
+      } else if (!append) {
+        partial_.erase(name);
       }
     }
     std::vector<std::string>& v = vars_[name];
@@ -499,6 +504,22 @@ class Reader {
   void Expand(Fields* f, const std::string& name, bool all, bool split, bool quoted, const std::string& original) {
     auto it = vars_.find(name);
     if (it == vars_.end()) return Unresolved(f, original, name);
+    if (auto p = partial_.find(name); p != partial_.end()) {
+      const std::string t = it->second.empty() ? "" : it->second[0];
+      if (split && !quoted) {
+        const size_t before = f->done.size();
+        f->AppendSplit(t);
+        for (size_t w = before; w < f->done.size(); ++w) {
+          if (f->done[w].text.find('$') != std::string::npos && f->done[w].unresolved.empty()) {
+            f->done[w].unresolved = p->second;
+          }
+        }
+        if (f->cur.text.find('$') != std::string::npos && f->cur.unresolved.empty()) f->cur.unresolved = p->second;
+      } else {
+        Unresolved(f, t, p->second);
+      }
+      return;
+    }
     const std::vector<std::string>& v = it->second;
     if (all && v.empty() && f->cur.text.empty()) {  // "${EMPTY[@]}" is no word at all
       f->has_content = false;
@@ -533,6 +554,8 @@ class Reader {
   int line_ = 1;
   bool keyword_ = false;  // the statement began with export/declare/...: its -x options are skipped
   std::map<std::string, std::vector<std::string>> vars_;
+  // Variables whose value holds an unresolved part: what was missing.
+  std::map<std::string, std::string> partial_;
 };
 
 }  // namespace

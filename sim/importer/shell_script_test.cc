@@ -37,13 +37,30 @@ TEST(ShellScript, VariablesArraysAndContinuationsExpandInOrder) {
   EXPECT_EQ(Texts(cmds[1]), (std::vector<std::string>{"tee", "log"}));
 }
 
+// A launch script's option string with one unset part (a positional
+// argument): split on expansion, only the word holding it is unresolved, and
+// the flags around it stay usable (Megatron-LM's examples/mamba/train.sh).
+TEST(ShellScript, AnOptionStringWithAnUnsetPartKeepsItsOtherWords) {
+  std::vector<ShellCommand> cmds = ReadShellCommands(
+      "DATA=$1\nSEQ=4096\nopts=\" --seq-length ${SEQ} --data-path ${DATA} --bf16\"\ntorchrun a.py ${opts}\n", "s.sh");
+  ASSERT_EQ(cmds.size(), 1u);
+  const std::vector<Word>& w = cmds[0].words;
+  ASSERT_EQ(w.size(), 7u);
+  EXPECT_EQ(w[3].text, "4096");
+  EXPECT_TRUE(w[3].unresolved.empty());
+  EXPECT_EQ(w[5].text, "$1");
+  EXPECT_EQ(w[5].unresolved, "$1");
+  EXPECT_EQ(w[6].text, "--bf16");
+  EXPECT_TRUE(w[6].unresolved.empty());
+}
+
 TEST(ShellScript, UnsetVariablesStayUnresolvedAndNamed) {
   std::vector<ShellCommand> cmds = ReadShellCommands("N=${SLURM_NNODES}\nrun --nnodes $N --x ${Y:-$Z} --c $(hostname)\n", "s.sh");
   ASSERT_EQ(cmds.size(), 1u);
   const std::vector<Word>& w = cmds[0].words;
   ASSERT_EQ(w.size(), 7u);
-  EXPECT_EQ(w[2].text, "$N");
-  EXPECT_EQ(w[2].unresolved, "N");  // N was built from the unset SLURM_NNODES
+  EXPECT_EQ(w[2].text, "${SLURM_NNODES}");  // N keeps the unset part's text
+  EXPECT_EQ(w[2].unresolved, "SLURM_NNODES");
   EXPECT_EQ(w[4].unresolved, "Z");
   EXPECT_EQ(w[6].unresolved, "$(...)");
   EXPECT_TRUE(w[1].unresolved.empty());
