@@ -201,6 +201,13 @@ TEST(MegatronImport, HybridPatternAndMambaFlagsDefineAHybridModel) {
   EXPECT_EQ(imported.ParameterCount(), shipped.ParameterCount());
   EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--hybrid-override-pattern"));
   EXPECT_FALSE(Lists(r.scenario["import"]["unmapped"], "--mamba-num-heads"));
+
+  // Without --num-layers the pattern gives them (Megatron-LM derives
+  // num_layers from its length; examples/mamba/train.sh passes none).
+  std::string no_layers = args;
+  no_layers.replace(no_layers.find("--num-layers 52 "), 16, "");
+  ImportResult derived = ImportText(no_layers, "nemotron_h.sh", Options("", 8));
+  EXPECT_EQ(derived.scenario["model"]["num_hidden_layers"], 52);
 }
 
 // Qwen3-Next as Megatron-LM's flags give it: Gated DeltaNet layers with

@@ -566,7 +566,21 @@ class Reader {
       claim(flag, std::to_string(v), key, v);
       return v;
     };
-    const auto layers = int_claim("--num-layers", "num_hidden_layers");
+    auto layers = int_claim("--num-layers", "num_hidden_layers");
+    // A hybrid layer pattern gives the layers itself: Megatron-LM derives
+    // --num-layers from its length (arguments.py, "Derive num_layers from
+    // pattern"), and its own examples/mamba/train.sh passes none.
+    if (!layers) {
+      for (const char* flag : {"--hybrid-layer-pattern", "--hybrid-override-pattern"}) {
+        auto it = index_.find(flag);
+        if (it == index_.end() || args_[it->second].values.size() != 1) continue;
+        const std::string& p = args_[it->second].values[0].text;
+        if (!p.empty() && p.find_first_not_of("M*-E") == std::string::npos) {
+          layers = static_cast<int64_t>(p.size());
+          job_.claims.push_back({flag, "num_hidden_layers", *layers});
+        }
+      }
+    }
     const auto hidden = int_claim("--hidden-size", "hidden_size");
     const auto heads = int_claim("--num-attention-heads", "num_attention_heads");
     auto ffn = int_claim("--ffn-hidden-size", "intermediate_size");
