@@ -1,5 +1,7 @@
 #include "sim/importer/shell_script.h"
 
+#include <fnmatch.h>
+
 #include <cctype>
 #include <cstdint>
 #include <map>
@@ -130,7 +132,8 @@ class Reader {
     std::vector<ShellCommand> commands;
     while (i_ < s_.size()) {
       ShellCommand c = Statement();
-      if (!c.words.empty()) commands.push_back(std::move(c));
+      if (Case(c)) continue;
+      if (!c.words.empty() && !skip_) commands.push_back(std::move(c));
     }
     return commands;
   }
@@ -158,11 +161,45 @@ class Reader {
     while (i_ < s_.size() && s_[i_] != '\n') ++i_;
   }
 
+  // `case WORD in PATTERN) ... ;; ... esac`: only the first branch whose
+  // pattern (a literal, a glob such as `*`; no `a|b` alternatives) matches
+  // the resolved WORD runs; a WORD that does not resolve runs every branch.
+  // True when `c` was the case's own syntax (its header, a pattern, esac).
+  struct CaseFrame {
+    std::optional<std::string> subject;
+    bool matched = false;
+    bool outer_skip = false;
+  };
+  bool Case(const ShellCommand& c) {
+    if (c.words.size() >= 3 && c.words[0].text == "case" && c.words.back().text == "in") {
+      CaseFrame f;
+      if (c.words[1].unresolved.empty()) f.subject = c.words[1].text;
+      f.outer_skip = skip_;
+      cases_.push_back(f);
+      return true;
+    }
+    if (cases_.empty()) return false;
+    CaseFrame& f = cases_.back();
+    if (c.words.size() == 1 && c.words[0].text == "esac") {
+      skip_ = f.outer_skip;
+      cases_.pop_back();
+      return true;
+    }
+    if (!closed_paren_ || c.words.size() != 1) return false;
+    // A pattern line: the branch runs when nothing earlier matched and it
+    // matches (or the subject is unknown).
+    bool take = !f.matched && (!f.subject || fnmatch(c.words[0].text.c_str(), f.subject->c_str(), 0) == 0);
+    if (take && f.subject) f.matched = true;
+    skip_ = f.outer_skip || !take;
+    return true;
+  }
+
   // One statement: assignments are executed as they are read; the command's
   // words are returned.
   ShellCommand Statement() {
     ShellCommand cmd;
     bool started = false;
+    closed_paren_ = false;
     while (true) {
       SkipBlanks();
       if (i_ >= s_.size()) break;
@@ -182,6 +219,7 @@ class Reader {
         break;
       }
       if (c == '(' || c == ')' || c == '{' || c == '}') {  // subshells and groups: their words count as commands
+        if (c == ')' && started) closed_paren_ = true;  // `PATTERN)` of a case branch
         ++i_;
         continue;
       }
@@ -259,12 +297,14 @@ class Reader {
       // ("${DATA_PATH}"): expanded and split, only the words holding it are
       // unresolved (a launch script's option string with one unset path
       // still passes its flags).
+      if (skip_) return true;  // a case branch not taken: read, not run
       if (!f.cur.unresolved.empty()) {
         partial_[name] = f.cur.unresolved;
       } else if (!append) {
         partial_.erase(name);
       }
     }
+    if (skip_) return true;
     std::vector<std::string>& v = vars_[name];
     if (append && !v.empty() && value.size() == 1 && At(k + 1) != '(') {
       v[0] += value[0];
@@ -556,6 +596,9 @@ class Reader {
   std::map<std::string, std::vector<std::string>> vars_;
   // Variables whose value holds an unresolved part: what was missing.
   std::map<std::string, std::string> partial_;
+  std::vector<CaseFrame> cases_;
+  bool skip_ = false;          // inside a case branch not taken
+  bool closed_paren_ = false;  // the statement read had a ')' after its first word
 };
 
 }  // namespace

@@ -54,6 +54,40 @@ TEST(ShellScript, AnOptionStringWithAnUnsetPartKeepsItsOtherWords) {
   EXPECT_TRUE(w[6].unresolved.empty());
 }
 
+// `case`: only the first branch whose pattern matches a resolved subject
+// runs (Megatron-LM's examples/mamba/train.sh picks its 800M or 8B sizes so);
+// an unresolved subject runs every branch.
+TEST(ShellScript, ACaseRunsTheBranchItsSubjectMatches) {
+  const std::string script = R"(SCALE="small"
+case "${SCALE}" in
+    "small")
+        TP=1
+        ;;
+    "big")
+        TP=4
+        echo big
+        ;;
+    *)
+        echo "Invalid"
+        exit 1
+        ;;
+esac
+run --tp $TP
+)";
+  std::vector<ShellCommand> cmds = ReadShellCommands(script, "s.sh");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(Texts(cmds[0]), (std::vector<std::string>{"run", "--tp", "1"}));
+  std::string other = script;
+  other.replace(other.find("\"small\"\n"), 8, "\"huge\"\n");  // no literal branch: the * one
+  cmds = ReadShellCommands(other, "s.sh");
+  ASSERT_EQ(cmds.size(), 3u);  // echo Invalid, exit 1, run
+  EXPECT_EQ(Texts(cmds[0]), (std::vector<std::string>{"echo", "Invalid"}));
+  std::string unknown = script;
+  unknown.replace(unknown.find("SCALE=\"small\""), 13, "SCALE=$1");
+  cmds = ReadShellCommands(unknown, "s.sh");
+  EXPECT_EQ(Texts(cmds.back()), (std::vector<std::string>{"run", "--tp", "4"}));  // every branch: the last TP
+}
+
 TEST(ShellScript, UnsetVariablesStayUnresolvedAndNamed) {
   std::vector<ShellCommand> cmds = ReadShellCommands("N=${SLURM_NNODES}\nrun --nnodes $N --x ${Y:-$Z} --c $(hostname)\n", "s.sh");
   ASSERT_EQ(cmds.size(), 1u);
