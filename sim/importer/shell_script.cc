@@ -132,7 +132,7 @@ class Reader {
     std::vector<ShellCommand> commands;
     while (i_ < s_.size()) {
       ShellCommand c = Statement();
-      if (Case(c)) continue;
+      if (Case(c) || If(c)) continue;
       if (!c.words.empty() && !skip_) commands.push_back(std::move(c));
     }
     return commands;
@@ -194,12 +194,77 @@ class Reader {
     return true;
   }
 
+  // `if COND; then ... elif COND; then ... else ... fi`: where every condition
+  // is a test this reader can decide (`[ A == B ]`, `[[ A != B ]]`, `=`,
+  // `-z A`, `-n A` on resolved words), only the branch taken runs; otherwise
+  // every branch is read, as before. True when `c` was the if's own syntax.
+  struct IfFrame {
+    bool known = true;  // every condition so far decided
+    bool taken = false;
+    bool outer_skip = false;
+  };
+  static std::optional<bool> Test(const ShellCommand& c) {
+    std::vector<std::string> w;
+    for (size_t i = 1; i < c.words.size(); ++i) {
+      if (!c.words[i].unresolved.empty()) return std::nullopt;
+      w.push_back(c.words[i].text);
+    }
+    if (w.size() >= 2 && ((w.front() == "[" && w.back() == "]") || (w.front() == "[[" && w.back() == "]]"))) {
+      w = std::vector<std::string>(w.begin() + 1, w.end() - 1);
+    } else {
+      return std::nullopt;
+    }
+    if (w.size() == 3 && (w[1] == "==" || w[1] == "=")) return w[0] == w[2];
+    if (w.size() == 3 && w[1] == "!=") return w[0] != w[2];
+    if (w.size() == 2 && w[0] == "-z") return w[1].empty();
+    if (w.size() == 2 && w[0] == "-n") return !w[1].empty();
+    return std::nullopt;
+  }
+  bool If(const ShellCommand& c) {
+    if (c.words.empty()) return false;
+    const std::string& head = c.words[0].text;
+    if (head == "if") {
+      IfFrame f;
+      f.outer_skip = skip_;
+      const std::optional<bool> t = chained_ ? std::nullopt : Test(c);
+      f.known = t.has_value();
+      f.taken = t.value_or(false);
+      skip_ = f.outer_skip || (f.known && !f.taken);
+      ifs_.push_back(f);
+      return true;
+    }
+    if (ifs_.empty()) return false;
+    IfFrame& f = ifs_.back();
+    if (head == "elif") {
+      const std::optional<bool> t = chained_ ? std::nullopt : Test(c);
+      if (!t) f.known = false;
+      const bool take = f.known && !f.taken && *t;
+      if (take) f.taken = true;
+      skip_ = f.outer_skip || (f.known && !take);
+      return true;
+    }
+    if (c.words.size() == 1 && head == "fi") {
+      skip_ = f.outer_skip;
+      ifs_.pop_back();
+      return true;
+    }
+    return false;
+  }
+  // The `else` keyword: its branch runs when no earlier one was taken.
+  void Else() {
+    if (ifs_.empty()) return;
+    IfFrame& f = ifs_.back();
+    skip_ = f.outer_skip || (f.known && f.taken);
+    f.taken = true;
+  }
+
   // One statement: assignments are executed as they are read; the command's
   // words are returned.
   ShellCommand Statement() {
     ShellCommand cmd;
     bool started = false;
     closed_paren_ = false;
+    chained_ = false;
     while (true) {
       SkipBlanks();
       if (i_ >= s_.size()) break;
@@ -215,7 +280,10 @@ class Reader {
       }
       if (c == ';' || c == '&' || c == '|') {
         ++i_;
-        if ((c == '&' || c == '|') && At(i_) == c) ++i_;
+        if ((c == '&' || c == '|') && At(i_) == c) {
+          ++i_;
+          chained_ = true;  // `A && B`, `A || B`: B belongs to the same condition
+        }
         break;
       }
       if (c == '(' || c == ')' || c == '{' || c == '}') {  // subshells and groups: their words count as commands
@@ -234,6 +302,7 @@ class Reader {
                          w.text == "typeset" || w.text == "then" || w.text == "do" || w.text == "else" ||
                          w.text == "!" || w.text == "time" || (cmd.words.empty() && IsOption(w) && keyword_))) {
           keyword_ = w.text != "then" && w.text != "do" && w.text != "else" && w.text != "!" && w.text != "time";
+          if (w.text == "else") Else();
           continue;
         }
         if (!started) cmd.line = w.line;
@@ -597,8 +666,10 @@ class Reader {
   // Variables whose value holds an unresolved part: what was missing.
   std::map<std::string, std::string> partial_;
   std::vector<CaseFrame> cases_;
+  std::vector<IfFrame> ifs_;
   bool skip_ = false;          // inside a case branch not taken
   bool closed_paren_ = false;  // the statement read had a ')' after its first word
+  bool chained_ = false;       // the statement read ended with && or ||
 };
 
 }  // namespace

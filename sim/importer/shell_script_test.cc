@@ -88,6 +88,37 @@ run --tp $TP
   EXPECT_EQ(Texts(cmds.back()), (std::vector<std::string>{"run", "--tp", "4"}));  // every branch: the last TP
 }
 
+// `if`: a test this reader can decide on resolved words runs only the
+// branch taken; anything else (a file test, a chained condition, an unset
+// word) reads every branch, as before.
+TEST(ShellScript, AnIfRunsTheBranchItsDecidableTestTakes) {
+  const std::string script = R"(MODEL="70b"
+if [ "$MODEL" == "8b" ]; then
+    TP=1
+elif [[ "$MODEL" = "70b" ]]; then
+    TP=8
+else
+    TP=4
+fi
+if [ -z "$MODEL" ]; then
+    echo empty
+fi
+run --tp $TP
+)";
+  std::vector<ShellCommand> cmds = ReadShellCommands(script, "s.sh");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(Texts(cmds[0]), (std::vector<std::string>{"run", "--tp", "8"}));
+  std::string other = script;
+  other.replace(other.find("\"70b\"\n"), 6, "\"13b\"\n");  // neither test: the else branch
+  cmds = ReadShellCommands(other, "s.sh");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(Texts(cmds[0]), (std::vector<std::string>{"run", "--tp", "4"}));
+  std::string chained = script;
+  chained.replace(chained.find("[ \"$MODEL\" == \"8b\" ]"), 19, "[ \"$MODEL\" == \"8b\" ] || [ -f x ]");
+  // Undecided: every branch is read and the last assignment wins.
+  EXPECT_EQ(Texts(ReadShellCommands(chained, "s.sh").back()), (std::vector<std::string>{"run", "--tp", "4"}));
+}
+
 TEST(ShellScript, UnsetVariablesStayUnresolvedAndNamed) {
   std::vector<ShellCommand> cmds = ReadShellCommands("N=${SLURM_NNODES}\nrun --nnodes $N --x ${Y:-$Z} --c $(hostname)\n", "s.sh");
   ASSERT_EQ(cmds.size(), 1u);
