@@ -45,6 +45,16 @@ TEST(MemoryModel, FullRecomputeKeepsTheLayerInput) {
                    2.0 * 2048 * 12288);
 }
 
+// An 8-layer GPT on 8 GPUs, data-parallel with the distributed optimizer.
+config::ScenarioConfig Zero1Scenario() {
+  auto model = testing::GptModel(8, 1024, 16, 32000);
+  config::PlanConfig plan;
+  plan.dp = 8;
+  plan.global_batch = 8;
+  plan.sharding = config::Sharding::kZero1;
+  return testing::Scenario(model, 8, 1024, plan);
+}
+
 TEST(MemoryModel, OptimizerStateShardsWithZero) {
   auto model = testing::GptModel(8, 1024, 16, 32000);
   config::PlanConfig plan;
@@ -66,12 +76,7 @@ TEST(MemoryModel, OptimizerStateShardsWithZero) {
 // 16-bit weight (3 bytes a parameter); FP8 weights (plan.fp8_params,
 // --fp8-param-gather) keep the FP8 data and its transpose only (2 bytes).
 TEST(MemoryModel, Fp8WeightsKeepNoSixteenBitCopy) {
-  auto model = testing::GptModel(8, 1024, 16, 32000);
-  config::PlanConfig plan;
-  plan.dp = 8;
-  plan.global_batch = 8;
-  plan.sharding = config::Sharding::kZero1;
-  auto s = testing::Scenario(model, 8, 1024, plan);
+  auto s = Zero1Scenario();
   const double params = EstimateMemory(s)[0].weights.value / 2;
   s.plan.precision = config::Precision::kFp8;
   EXPECT_NEAR(EstimateMemory(s)[0].weights.value, 3 * params, 1.0);
@@ -87,12 +92,7 @@ TEST(MemoryModel, Fp8WeightsKeepNoSixteenBitCopy) {
 // bf16 weights) save 2 bytes, bf16 moments without a master keep 4; fp32
 // training has no master whatever the state says.
 TEST(MemoryModel, OptimizerBytesFollowTheOptimizerState) {
-  auto model = testing::GptModel(8, 1024, 16, 32000);
-  config::PlanConfig plan;
-  plan.dp = 8;
-  plan.global_batch = 8;
-  plan.sharding = config::Sharding::kZero1;
-  auto s = testing::Scenario(model, 8, 1024, plan);
+  auto s = Zero1Scenario();
   const auto full = EstimateMemory(s)[0];
   const double shard = full.optimizer.value / 12;
   s.plan.optimizer_state.master = config::MasterWeights::kRemainders;

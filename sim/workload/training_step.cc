@@ -1120,23 +1120,20 @@ trace::Trace StepBuilder::Build() {
                                                  : (static_cast<double>(s_.model.LayerParameterCount(l)) - e) / plan_.tp;
           expert += e / plan_.ExpertShards();
         }
-        if ((vs == 0 || vs == vstages - 1) && !plan_.finetune.frozen_base()) {
-          params += static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
-        }
-        // FP8 weights (plan.fp8_params) gather one byte a parameter; the
-        // embedding and head stay 16-bit.
-        const double layer_bytes = plan_.Fp8Weights() ? 1.0 : shape_.element_bytes();
         double embedding = 0;
         if ((vs == 0 || vs == vstages - 1) && !plan_.finetune.frozen_base()) {
           embedding = static_cast<double>(s_.model.vocab_size) * s_.model.hidden_size / plan_.tp;
         }
+        // FP8 weights (plan.fp8_params) gather one byte a parameter; the
+        // embedding and head stay 16-bit.
+        const double layer_bytes = plan_.Fp8Weights() ? 1.0 : shape_.element_bytes();
         std::vector<TaskId> gathers;
         if (expert > 0 && edp_ > 1) {
           gathers.push_back(Collective(r, dp_stream_, trace::TaskRole::kDpComm, "expert-param-gather", CollectiveKind::kAllGather,
                                        Bytes{expert * layer_bytes}, groups_.edp[r], {}));
         }
         chunk_gather_[r][c] = Collective(r, dp_stream_, trace::TaskRole::kDpComm, "param-gather", CollectiveKind::kAllGather,
-                                         Bytes{(params - embedding) * layer_bytes + embedding * shape_.element_bytes()},
+                                         Bytes{params * layer_bytes + embedding * shape_.element_bytes()},
                                          groups_.dp[r], gathers);
       }
     }
