@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -150,6 +151,8 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   std::optional<LayoutOutcome> best_fit, best_other;
   int valid = 0, fitting = 0;
   std::string first_error;
+  std::exception_ptr first_refusal;
+  bool refusals_differ = false;
   // Layouts with model parallelism the framework does not offer (fact
   // model_parallelism) that the run leaves open: tried only when no other
   // layout is valid, since the run's given fields then leave nothing else.
@@ -168,7 +171,11 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
       o.choices = o.run.choices;
       FillOpenFields(o.run, &o.result, &o.choices);
     } catch (const InputError& e) {
-      if (first_error.empty()) first_error = e.what();
+      if (first_error.empty()) {
+        first_error = e.what();
+        first_refusal = std::current_exception();
+      }
+      refusals_differ = refusals_differ || first_error != e.what();
       return;  // not a valid plan for this model (heads, experts, batch)
     }
     ++valid;
@@ -184,6 +191,9 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
     for (const nlohmann::json* c : rest) consider(*c, /*offered_only=*/false);
   }
   if (!best_fit && !best_other) {
+    // Every layout refused for the same reason: the reason is not the
+    // layout (a model field, the GPU's precisions), so it is the error.
+    if (first_refusal && !refusals_differ) std::rethrow_exception(first_refusal);
     const std::string why = first_error.empty() ? "" : "; the first refused: " + first_error;
     throw InputError(file, path + ".plan",
                      fmt::format("none of the {} parallel layouts for the open fields is a valid plan{}",

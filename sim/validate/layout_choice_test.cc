@@ -85,6 +85,17 @@ TEST(LayoutChoice, NoLayoutOrAMalformedFieldIsAnErrorNamingTheField) {
             "runs[1].plan.tp");
 }
 
+// When every layout is refused for the same reason, the reason is not the
+// layout: the error is that field's (here a GPU without FP8), not the plan's.
+TEST(LayoutChoice, ARefusalEveryLayoutSharesIsTheError) {
+  nlohmann::json run = OpenLayoutRun();
+  run["hardware"]["gpu"] = "a100-sxm-80gb";
+  run["plan"]["precision"] = "fp8";
+  InputError e = testing::ErrorFrom([&] { ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing); });
+  EXPECT_EQ(e.key_path(), "plan.precision");
+  EXPECT_NE(std::string(e.what()).find("no fp8 GEMM rate"), std::string::npos);
+}
+
 // The chosen layout is the fastest of the candidates that fit, each built
 // and searched as a run that gave its layout would be; the choices say so.
 TEST(LayoutChoice, ChoosesTheFastestLayoutThatFits) {

@@ -150,11 +150,11 @@ void ReadHybridModel(JsonObject& m, const config::ModelConfig& published, const 
   agree(m, "ffn_hidden", published.intermediate_size);
   agree(m, "vocab", published.vocab_size);
   s.seq_len = m.Required("seq_len").PositiveInt();
-  JsonNode act = m.Required("activation");
-  if (act.OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"}) !=
-      (published.activation == config::Activation::kSquaredRelu ? "squared-relu"
-                                                                : config::ActivationName(published.activation))) {
-    act.Fail("differs from " + published.name + "'s published config (" + config::ActivationName(published.activation) + ")");
+  if (auto act = m.Optional("activation");
+      act && act->OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"}) !=
+                 (published.activation == config::Activation::kSquaredRelu ? "squared-relu"
+                                                                           : config::ActivationName(published.activation))) {
+    act->Fail("differs from " + published.name + "'s published config (" + config::ActivationName(published.activation) + ")");
   }
   if (auto moe_node = m.Optional("moe")) {
     JsonObject moe(*moe_node);
@@ -187,14 +187,25 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
                RunScenario& out) {
   config::ScenarioConfig& s = out.scenario;
   JsonObject m(obj.Required("model"));
-  std::optional<JsonNode> moe_node = m.Optional("moe");
-  std::string attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
   config::ModelConfig& model = s.model;
   model.name = m.Required("name").String();
   // A shape the source does not give (null) is the published config's of the
   // same model, where one is shipped (models/), and the choices say so;
-  // otherwise it is an error at the field.
+  // otherwise it is an error at the field. The attention kind and the
+  // activation likewise.
   const config::ModelConfig* published = PublishedModelNamed(model.name);
+  std::string attention;
+  if (auto a = m.Optional("attention"); a || published == nullptr) {
+    attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
+  } else {
+    attention = published->is_mla() ? "mla" : "mha-gqa";
+    out.choices.push_back("attention=" + attention + " from " + published->name +
+                          "'s published config (models/; the run does not give it)");
+  }
+  // "moe": null is a dense model, unless the published config of the model
+  // routes experts and the run gives none of the expert shapes itself.
+  std::optional<JsonNode> moe_node = m.Optional("moe");
+  const bool moe_from_published = !moe_node && published != nullptr && published->is_moe() && !published->is_hybrid();
   if (published != nullptr && published->is_hybrid()) {
     ReadHybridModel(m, *published, attention, out);
     return;
@@ -224,11 +235,23 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   if (auto hd = m.Optional("head_dim")) head_dim = hd->PositiveInt();
   if (head_dim) model.head_dim = *head_dim;
   model.intermediate_size = shape("ffn_hidden", &config::ModelConfig::intermediate_size);
+  if (m.Optional("activation") || published == nullptr) {
+    std::string act = m.Required("activation").OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"});
+    model.activation = act == "gelu"           ? config::Activation::kGelu
+                       : act == "swiglu"       ? config::Activation::kSwiglu
+                       : act == "relu"         ? config::Activation::kRelu
+                       : act == "squared-relu" ? config::Activation::kSquaredRelu
+                                               : config::Activation::kGeglu;
+  } else {
+    model.activation = published->activation;
+    out.choices.push_back(std::string("activation=") + config::ActivationName(model.activation) + " from " +
+                          published->name + "'s published config (models/; the run does not give it)");
+  }
   if (auto vocab = m.Optional("vocab")) {
     model.vocab_size = vocab->PositiveInt();
-  } else if (published != nullptr && m.Required("activation").String() != "gelu") {
+  } else if (published != nullptr && model.activation != config::Activation::kGelu) {
     model.vocab_size = shape("vocab", &config::ModelConfig::vocab_size);
-  } else if (m.Required("activation").String() == "gelu") {
+  } else if (model.activation == config::Activation::kGelu) {
     // GPT models without a stated vocabulary use GPT-2's BPE (50,257 tokens),
     // which Megatron-LM pads to a multiple of 128 x tp: 51,200 up to tp 8.
     model.vocab_size = 51200;
@@ -237,12 +260,15 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
     throw InputError(file, path + ".model.vocab", "the vocabulary size is needed for this model family");
   }
   s.seq_len = m.Required("seq_len").PositiveInt();
-  std::string act = m.Required("activation").OneOf({"gelu", "swiglu", "relu", "squared-relu", "geglu"});
-  model.activation = act == "gelu"           ? config::Activation::kGelu
-                     : act == "swiglu"       ? config::Activation::kSwiglu
-                     : act == "relu"         ? config::Activation::kRelu
-                     : act == "squared-relu" ? config::Activation::kSquaredRelu
-                                             : config::Activation::kGeglu;
+  if (moe_from_published) {
+    model.num_experts = published->num_experts;
+    model.experts_per_token = published->experts_per_token;
+    model.moe_intermediate_size = published->moe_intermediate_size;
+    model.shared_expert_intermediate_size = published->shared_expert_intermediate_size;
+    model.first_k_dense = published->first_k_dense;
+    out.choices.push_back("experts from " + published->name + "'s published config (models/; the run gives moe null): " +
+                          std::to_string(model.num_experts) + " routed, top-" + std::to_string(model.experts_per_token));
+  }
   if (moe_node) {
     // Routed experts replace the MLP from layer dense_layers on; shared
     // experts as wide as expert_ffn_hidden each (DeepSeek's convention).

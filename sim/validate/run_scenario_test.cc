@@ -222,6 +222,43 @@ TEST(RunScenario, NullShapesComeFromThePublishedConfigOfTheSameModel) {
             "runs[1].model.layers");
 }
 
+// A null attention kind, activation or expert block is the published
+// config's too, said in the choices ("moe": null of a model whose config
+// routes experts is read as not given); with no config of that name a null
+// attention stays an error at its field.
+TEST(RunScenario, NullArchitectureComesFromThePublishedConfig) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["model"] = {{"name", "Mixtral 8x7B"}, {"layers", nullptr}, {"hidden", nullptr}, {"heads", nullptr},
+                  {"kv_heads", nullptr}, {"ffn_hidden", nullptr}, {"vocab", nullptr}, {"seq_len", 4096},
+                  {"activation", nullptr}, {"moe", nullptr}, {"attention", nullptr}};
+  run["plan"]["tp"] = 8;
+  run["plan"]["dp"] = run["hardware"]["gpus"].get<int>() / 8;
+  RunScenario r = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+  const config::ModelConfig& m = r.scenario.model;
+  EXPECT_EQ(m.activation, config::Activation::kSwiglu);
+  EXPECT_EQ(m.num_experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.moe_intermediate_size, 14336);
+  EXPECT_FALSE(m.is_mla());
+  EXPECT_TRUE(Chose(r, "attention=mha-gqa from Mixtral 8x7B's published config"));
+  EXPECT_TRUE(Chose(r, "activation=swiglu from Mixtral 8x7B's published config"));
+  EXPECT_TRUE(Chose(r, "experts from Mixtral 8x7B's published config"));
+
+  nlohmann::json v3 = run;
+  v3["model"]["name"] = "DeepSeek-V3";
+  v3["plan"]["ep"] = 8;
+  RunScenario d = ScenarioForRun(v3, kCoverageRuns, "runs[1]");
+  EXPECT_TRUE(d.scenario.model.is_mla());
+  EXPECT_EQ(d.scenario.model.num_experts, 256);
+  EXPECT_TRUE(Chose(d, "attention=mla from DeepSeek-V3's published config"));
+
+  run["model"] = DeepSeekV3Model();
+  run["model"]["name"] = "Zorblax 70B";  // no published config of that name
+  run["model"]["attention"] = nullptr;
+  EXPECT_EQ(testing::ErrorFrom([&] { ScenarioForRun(run, kCoverageRuns, "runs[1]"); }).key_path(),
+            "runs[1].model.attention");
+}
+
 // A Blackwell run in MXFP8 is simulated as FP8 GEMMs, and says so; a
 // precision the simulator has no rate for stays an error at the field.
 TEST(RunScenario, MxFp8RunsAtTheFp8Rate) {
