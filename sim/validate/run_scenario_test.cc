@@ -509,6 +509,39 @@ TEST(RunScenario, AStatedVpWithRaggedMicroBatchesRunsInGroups) {
                            [](const std::string& c) { return c.find("microbatch_group") != std::string::npos; }));
 }
 
+// A step of many micro-batches is priced from two shorter ones past the
+// warm-up (plan_choice.cc SimulateStep): the steady state repeats, so the
+// time is the whole simulation's, 1F1B and interleaved, with a ragged last
+// round and in micro-batch groups.
+TEST(RunScenario, ALongStepIsExtrapolatedFromItsSteadyState) {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"]["tp"] = 2;
+  run["plan"]["pp"] = 4;
+  run["plan"]["dp"] = 2;
+  run["plan"]["micro_batch"] = 1;
+  run["plan"]["recompute"] = "none";
+  struct Case {
+    int vp;
+    int64_t micro_batches;
+  };
+  for (const Case& c : {Case{1, 301}, Case{2, 300}, Case{2, 302}}) {
+    run["plan"]["vp"] = c.vp;
+    run["plan"]["global_batch"] = 2 * c.micro_batches;
+    RunScenario rs = ScenarioForRun(run, kCoverageRuns, "runs[1]");
+    simulate::SimulationResult r;
+    std::vector<std::string> choices;
+    FillOpenFields(rs, &r, &choices);
+    ASSERT_EQ(rs.scenario.plan.micro_batches(), c.micro_batches);
+    simulate::Options o;
+    o.simulate_if_out_of_memory = true;
+    const simulate::SimulationResult whole = simulate::Simulate(rs.scenario, o);
+    EXPECT_NEAR(r.iteration.seconds(), whole.iteration.seconds(), 1e-6 * whole.iteration.seconds())
+        << "vp " << c.vp << ", " << c.micro_batches << " micro-batches";
+    EXPECT_EQ(r.scenario.plan.global_batch, rs.scenario.plan.global_batch);
+    EXPECT_EQ(r.out_of_memory, whole.out_of_memory);
+  }
+}
+
 // Context parallelism needs flash-style kernels: a cp > 1 run of a
 // framework whose attention is unfused by default (Megatron-LM 2021) ran
 // FlashAttention-2's, and the choice says so; cp 1 keeps the default.
