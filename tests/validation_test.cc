@@ -40,9 +40,11 @@ TEST(Validation, PublishedRunsArePredictedWithinTarget) {
   }
   EXPECT_GE(j.at("scored_predicted").get<int>(), 125);
   // The target for dense runs (issue 2); MoE runs are tracked, with a looser guard.
-  EXPECT_LE(j.at("mape_dense_pct").get<double>(), 6.55);  // 6.51% (2026-12-04, DeepSpeed's rank loops)
+  // 6.51% (2026-12-04, DeepSpeed's rank loops); 6.42% (2026-12-05, NCCL's
+  // LL128 / Simple protocol choice across nodes)
+  EXPECT_LE(j.at("mape_dense_pct").get<double>(), 6.45);
   EXPECT_GE(j.at("scored_dense_predicted").get<int>(), 120);
-  EXPECT_LE(j.at("mape_pct").get<double>(), 7.1);  // 7.06%
+  EXPECT_LE(j.at("mape_pct").get<double>(), 7.0);  // 6.97%
 }
 
 // Both development files of issue 17 in one call: every scored run modelled,
@@ -61,8 +63,9 @@ TEST(Validation, BothDevelopmentFilesModelEveryScoredRun) {
   EXPECT_EQ(m.at("scored_total").get<int>(), 133);
   // 6.99% (2026-12-04: DeepSpeed v0.3.13's Python loops over the ranks
   // and its torch.zeros per ZeRO-3 gather, 7.73% -> 7.49%; the persistent
-  // tensors' gather after the step, -> 7.06%).
-  EXPECT_LE(t.at("mape_pct").get<double>(), 7.1);
+  // tensors' gather after the step, -> 7.06%; NCCL's protocol choice
+  // across nodes, 2026-12-05, -> 6.97%).
+  EXPECT_LE(t.at("mape_pct").get<double>(), 7.0);
   EXPECT_GE(t.at("within_10").get<int>(), 99);
   // 5.70% (2026-12-04): Transformer Engine's FP8 casts (weights cached for
   // the step, cast-transpose; 7.21% -> 7.46%), NeMo's per-model userbuffers
@@ -71,7 +74,8 @@ TEST(Validation, BothDevelopmentFilesModelEveryScoredRun) {
   // save_qkv_proj remat (-> 6.72%), the 500 W H100's power state
   // (cost/power_state.h; torchtitan 13.1% -> 5.9%: -> 5.70%); 110 of 133
   // within 10%, the issue's 75% is 100.
-  // Llama 3's FlashAttention-2 (-> 5.60%, 111 within 10%).
+  // Llama 3's FlashAttention-2 (-> 5.60%, 111 within 10%); 5.56%
+  // (2026-12-05, NCCL's protocol choice across nodes).
   EXPECT_LE(m.at("mape_pct").get<double>(), 5.7);
   EXPECT_GE(m.at("within_10").get<int>(), 111);
 }

@@ -34,6 +34,10 @@ struct CommCost {
   Time transfer;            // bandwidth part at full, unshared link rate
   uint8_t links = kNoLinks; // links the transfer part occupies
   std::string algorithm;    // what the model chose ("ring", "tree", "nvls", "hier-ring"), for reports
+  // Of the bytes a link carries, the share that is data under the protocol
+  // chosen (NCCL's LL128 across nodes: 0.92 in rings; 1 otherwise): a
+  // flow-level model sends bytes / share.
+  double bandwidth_share = 1.0;
 };
 
 // The bandwidth phase of one communication, as the engine hands it to a

@@ -20,11 +20,20 @@ using trace::CollectiveKind;
 // a few percent, while NVLS is ~30% above ring on H100 (480 vs 370 GB/s).
 constexpr double kNvlsPeakRatio = 1.05;
 
+// NCCL's protocols across nodes (InterNode; NCCL 2.x src/graph/tuning.cc):
+// LL128 rings keep 0.92 of the bandwidth (120 data bytes of 128), LL128
+// trees 0.915 of theirs; Simple's ring steps as long as hwLat says.
+constexpr double kLl128RingShare = 0.92;
+constexpr double kLl128TreeShare = 0.915;
+constexpr double kSimpleIntraStepRatio = 3.4 / 1.9;
+constexpr double kSimpleInterStepRatio = 9.6 / 4.0;
+
 struct AnalyticNetwork::Phase {
   double latency = 0;   // seconds
   double transfer = 0;  // seconds
   uint8_t links = engine::kNoLinks;
   std::string algorithm;
+  double bandwidth_share = 1.0;  // CommCost::bandwidth_share
   double total() const { return latency + transfer; }
 };
 
@@ -241,6 +250,17 @@ AnalyticNetwork::Phase AnalyticNetwork::IntraNode(CollectiveKind kind, double by
 // nInterSteps * interLat with nsteps = 2(p-1), nInterSteps = 2(n-1) for
 // all-reduce and p-1, n-1 for all-gather / reduce-scatter; tree
 // 2 * ((p/n - 1) * intraLat + log2i(n) * interLat).
+// Protocol: NCCL prices each call under each protocol and runs the fastest
+// (tuning.cc ncclTopoTuneModel, ncclTopoGetAlgoTime). The profile's
+// per-step latencies are measured with small messages and sit at
+// tuning.cc's LL128 values (the profiles cite them), so they are LL128's:
+// its rings move kLl128RingShare of the bandwidth, its trees
+// kLl128TreeShare of theirs. Simple moves the full bandwidth with longer
+// steps, tuning.cc's ring hwLat Simple over LL128: 3.4 / 1.9 us on NVLink,
+// 9.6 / 4.0 us on the network. A ring runs the faster of the two; a tree
+// runs LL128 (its Simple steps, 28 and 50 us a hop in tuning.cc, never win
+// against the ring). Large messages on long rings (ZeRO-3's gathers over
+// thousands of ranks) thus pay Simple's steps.
 AnalyticNetwork::Phase AnalyticNetwork::InterNode(CollectiveKind kind, double bytes, int p, int g,
                                                   int n) const {
   Phase out;
@@ -253,31 +273,37 @@ AnalyticNetwork::Phase AnalyticNetwork::InterNode(CollectiveKind kind, double by
   if (g > 1) ring_bw = std::min(ring_bw, up * g / (g - 1));
   double pd = p;
 
+  // A ring of `steps` steps, `inter_steps` of them between nodes, moving
+  // `factor` x bytes through each rank: the faster of LL128 and Simple.
+  auto ring_phase = [&](double factor, int steps, int inter_steps) {
+    Phase ll128 = out, simple = out;
+    ll128.algorithm = simple.algorithm = "ring";
+    ll128.transfer = factor * bytes / (kLl128RingShare * ring_bw);
+    ll128.bandwidth_share = kLl128RingShare;
+    ll128.latency = (steps - inter_steps) * a + inter_steps * alpha;
+    simple.transfer = factor * bytes / ring_bw;
+    simple.latency = (steps - inter_steps) * a * kSimpleIntraStepRatio + inter_steps * alpha * kSimpleInterStepRatio;
+    return simple.total() < ll128.total() ? simple : ll128;
+  };
+
   switch (kind) {
     case CollectiveKind::kAllReduce: {
-      Phase ring = out, tree = out;
-      ring.algorithm = "ring";
-      ring.transfer = 2.0 * (pd - 1) / pd * bytes / ring_bw;
-      ring.latency = 2.0 * (p - n) * a + 2.0 * (n - 1) * alpha;
-      // Double binary tree: intra-node chain, then log2(n) levels up and down.
+      Phase ring = ring_phase(2.0 * (pd - 1) / pd, 2 * (p - 1), 2 * (n - 1)), tree = out;
+      // Double binary tree (LL128): intra-node chain, then log2(n) levels up
+      // and down.
       tree.algorithm = "tree";
-      tree.transfer = 2.0 * bytes / (kTreeBandwidthShare * ring_bw);
+      tree.transfer = 2.0 * bytes / (kTreeBandwidthShare * kLl128TreeShare * ring_bw);
+      tree.bandwidth_share = kLl128TreeShare;
       tree.latency = 2.0 * ((g - 1) * a + std::floor(std::log2(static_cast<double>(n))) * alpha);
       return tree.total() < ring.total() ? tree : ring;  // as NCCL: the faster at this size
     }
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
-      out.algorithm = "ring";
-      out.transfer = (pd - 1) / pd * bytes / ring_bw;
-      out.latency = (p - n) * a + (n - 1) * alpha;
-      return out;
+      return ring_phase((pd - 1) / pd, p - 1, n - 1);
     case CollectiveKind::kBroadcast:
       // Pipelined ring: every rank receives S and forwards it; the chain
       // fills in p-1 hops, n-1 of them between nodes.
-      out.algorithm = "ring";
-      out.transfer = bytes / ring_bw;
-      out.latency = (p - n) * a + (n - 1) * alpha;
-      return out;
+      return ring_phase(1.0, p - 1, n - 1);
     case CollectiveKind::kAllToAll: {
       // Pairwise exchange (Thakur, Rabenseifner & Gropp 2005): S/p to each
       // peer; (n-1)/n of the buffer leaves the node, through this GPU's own
@@ -339,8 +365,10 @@ CommCost AnalyticNetwork::Collective(const trace::CommOp& op, const trace::CommG
                 : InterNode(op.kind, op.bytes.value, p, g, n);
   }
   const Phase cross = CrossSite(&op.kind, op.bytes.value, group);
-  return ToCost(phase.latency + cross.latency, phase.transfer + cross.transfer, phase.links | cross.links,
-                std::move(phase.algorithm));
+  CommCost cost = ToCost(phase.latency + cross.latency, phase.transfer + cross.transfer, phase.links | cross.links,
+                         std::move(phase.algorithm));
+  cost.bandwidth_share = phase.bandwidth_share;
+  return cost;
 }
 
 CommCost AnalyticNetwork::Transfer(const trace::TransferOp& op, const trace::CommGroup& pair) const {

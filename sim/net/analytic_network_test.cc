@@ -22,6 +22,14 @@ using trace::CommOp;
 using trace::TransferOp;
 
 constexpr double kGB = 1e9;
+// NCCL's protocols across nodes (analytic_network.cc InterNode): LL128 rings
+// at 0.92 of the bandwidth and trees at 0.915 of theirs, with the profile's
+// per-step latencies, or Simple rings at the full bandwidth with steps
+// 3.4/1.9 (NVLink) and 9.6/4.0 (network) as long; the faster runs.
+constexpr double kLl128 = 0.92;
+constexpr double kLl128Tree = 0.915;
+constexpr double kSimpleIntra = 3.4 / 1.9;
+constexpr double kSimpleInter = 9.6 / 4.0;
 
 // DGX-H100-like: 8 GPUs, 450 GB/s NVLink per direction, 8x 400 Gb/s NICs,
 // 3-level non-blocking fat tree with 0.5 us per level.
@@ -236,9 +244,28 @@ TEST(AnalyticNetwork, RingAllReduceAcrossNodesIsAlphaBeta) {
   CommCost c = net.Collective(Op(CollectiveKind::kAllReduce, s), Group(1, 16));
   EXPECT_EQ(c.algorithm, "ring");
   EXPECT_EQ(c.links, engine::kScaleOutLink);
+  // 1 GB runs Simple: LL128 would lose 8% of 41.7 ms, Simple's longer steps
+  // cost 30 x 6 us x 1.4.
   ExpectNear(c.transfer.seconds(), 2.0 * 15 / 16 * s / b);
-  ExpectNear(c.latency.seconds(), 2.0 * 15 * alpha);
-  ExpectNear(Total(c), 2.0 * 15 / 16 * s / b + 2.0 * 15 * alpha);
+  ExpectNear(c.latency.seconds(), 2.0 * 15 * alpha * kSimpleInter);
+  ExpectNear(Total(c), 2.0 * 15 / 16 * s / b + 2.0 * 15 * alpha * kSimpleInter);
+}
+
+// NCCL runs each call with the protocol its model prices fastest: LL128's
+// short steps win below the size where its 8% of lost bandwidth outweighs
+// Simple's longer steps, S* = 15 x 6 us x 1.4 / (15/16 x 0.087 / b) = 69.6
+// MB for an all-gather over 16 nodes.
+TEST(AnalyticNetwork, Ll128BelowTheCrossoverSimpleAbove) {
+  AnalyticNetwork net(DgxH100(), FlatProfile());
+  const double alpha = 6e-6, b = 45 * kGB;
+  const double s_star = 15 * alpha * (kSimpleInter - 1) / (15.0 / 16 / b * (1 / kLl128 - 1));
+  EXPECT_NEAR(s_star, 69.6e6, 0.1e6);
+  CommCost small = net.Collective(Op(CollectiveKind::kAllGather, 0.98 * s_star), Group(1, 16));
+  ExpectNear(small.latency.seconds(), 15 * alpha);
+  ExpectNear(small.transfer.seconds(), 15.0 / 16 * 0.98 * s_star / (kLl128 * b));
+  CommCost large = net.Collective(Op(CollectiveKind::kAllGather, 1.02 * s_star), Group(1, 16));
+  ExpectNear(large.latency.seconds(), 15 * alpha * kSimpleInter);
+  ExpectNear(large.transfer.seconds(), 15.0 / 16 * 1.02 * s_star / b);
 }
 
 TEST(AnalyticNetwork, TreeForSmallMessagesRingForLarge) {
@@ -247,12 +274,14 @@ TEST(AnalyticNetwork, TreeForSmallMessagesRingForLarge) {
   CommCost small = net.Collective(Op(CollectiveKind::kAllReduce, 64e3), Group(1, 16));
   EXPECT_EQ(small.algorithm, "tree");
   ExpectNear(small.latency.seconds(), 2.0 * 4 * alpha);  // 2 log2(16) steps
-  ExpectNear(small.transfer.seconds(), 2.0 * 64e3 / (0.9 * b));
+  ExpectNear(small.transfer.seconds(), 2.0 * 64e3 / (0.9 * kLl128Tree * b));
   CommCost large = net.Collective(Op(CollectiveKind::kAllReduce, 64e6), Group(1, 16));
   EXPECT_EQ(large.algorithm, "ring");
-  // Crossover where 2(n-1)a + 2(n-1)/n S/b = 2 log2(n) a + 2 S/(0.9 b):
-  // S* = (30 - 8) a / (2/(0.9 b) - 1.875/b) = 22 a b / 0.3472 = 8.55 MB.
-  double s_star = 22 * alpha / (2.0 / (0.9 * b) - 1.875 / b);
+  // Crossover with both in LL128 (the ring's Simple only wins above 70
+  // MB): 2(n-1)a + 2(n-1)/n S/(0.92 b) = 2 log2(n) a + 2 S/(0.9 x 0.915 b):
+  // S* = (30 - 8) a / (2/(0.8235 b) - 1.875/(0.92 b)) = 15.2 MB.
+  double s_star = 22 * alpha / (2.0 / (0.9 * kLl128Tree * b) - 1.875 / (kLl128 * b));
+  EXPECT_NEAR(s_star, 15.2e6, 0.1e6);
   EXPECT_EQ(net.Collective(Op(CollectiveKind::kAllReduce, 0.98 * s_star), Group(1, 16)).algorithm, "tree");
   EXPECT_EQ(net.Collective(Op(CollectiveKind::kAllReduce, 1.02 * s_star), Group(1, 16)).algorithm, "ring");
 }
@@ -263,12 +292,15 @@ TEST(AnalyticNetwork, HierarchicalAllReduceUsesAllRailsOfTheNode) {
   CommCost c = net.Collective(Op(CollectiveKind::kAllReduce, s), Group(8, 16));
   EXPECT_EQ(c.algorithm, "ring");
   EXPECT_EQ(c.links, engine::kScaleOutLink | engine::kScaleUpLink);
-  // busbw = g * B = 360 GB/s (NVLink bound 360 * 8/7 does not bind).
-  ExpectNear(c.transfer.seconds(), 2.0 * 127 / 128 * s / (8 * 45 * kGB));
+  // busbw = g * B = 360 GB/s (NVLink bound 360 * 8/7 does not bind), in
+  // LL128: its 0.48 ms of lost bandwidth beat Simple's 0.61 ms of longer
+  // steps.
+  ExpectNear(c.transfer.seconds(), 2.0 * 127 / 128 * s / (kLl128 * 8 * 45 * kGB));
   // 2(p-n) = 224 intra steps of 2 us, 2(n-1) = 30 inter steps of 6 us.
   ExpectNear(c.latency.seconds(), 224 * 2e-6 + 30 * 6e-6);
 
-  // A slow scale-up link bounds the ring: 90 GB/s * 0.8 * 8/7 = 82.3 GB/s.
+  // A slow scale-up link bounds the ring: 90 GB/s * 0.8 * 8/7 = 82.3 GB/s,
+  // in Simple (24 ms of transfer).
   TopologyConfig slow = DgxH100();
   slow.scale_up.per_gpu_bandwidth = Bandwidth{90 * kGB};
   c = AnalyticNetwork(slow, FlatProfile()).Collective(Op(CollectiveKind::kAllReduce, s), Group(8, 16));
@@ -282,7 +314,8 @@ TEST(AnalyticNetwork, ReduceScatterAndAllGatherAcrossNodes) {
     CommCost c = net.Collective(Op(kind, s), Group(8, 4));
     EXPECT_EQ(c.algorithm, "ring");
     ExpectNear(c.transfer.seconds(), 31.0 / 32 * s / (360 * kGB));
-    ExpectNear(c.latency.seconds(), 28 * 2e-6 + 3 * 6e-6);  // (p-n) intra, (n-1) inter steps
+    // (p-n) intra, (n-1) inter steps, in Simple
+    ExpectNear(c.latency.seconds(), 28 * 2e-6 * kSimpleIntra + 3 * 6e-6 * kSimpleInter);
   }
   CommCost g1 = net.Collective(Op(CollectiveKind::kReduceScatter, s), Group(1, 4));
   ExpectNear(g1.transfer.seconds(), 3.0 / 4 * s / (45 * kGB));
@@ -299,7 +332,7 @@ TEST(AnalyticNetwork, AllToAllAndBroadcastAcrossNodes) {
   c = net.Collective(Op(CollectiveKind::kBroadcast, s), Group(8, 2));
   EXPECT_EQ(c.algorithm, "ring");
   ExpectNear(c.transfer.seconds(), s / (360 * kGB));
-  ExpectNear(c.latency.seconds(), 14 * 2e-6 + 1 * 6e-6);
+  ExpectNear(c.latency.seconds(), 14 * 2e-6 * kSimpleIntra + 1 * 6e-6 * kSimpleInter);
 }
 
 // DeepSeek-V3-style dispatch over 8 nodes x 8 GPUs: the NIC carries the
@@ -336,7 +369,7 @@ TEST(AnalyticNetwork, OversubscriptionSlowsGroupsSpanningLeafGroups) {
   AnalyticNetwork tapered(t, FlatProfile());
   t.fabric.levels[0].oversubscription = 1.0;
   AnalyticNetwork full(t, FlatProfile());
-  const double s = 1e9;
+  const double s = 4e9;  // Simple rings both ways (a protocol change would hide the taper)
   CommOp op = Op(CollectiveKind::kAllReduce, s);
   // 16 nodes > 4 under a leaf: 2:1 doubles the inter-node transfer.
   ExpectNear(tapered.Collective(op, Group(1, 16)).transfer.seconds(),
@@ -359,7 +392,7 @@ TEST(AnalyticNetwork, HopLatencyCountsLevelsClimbed) {
   EXPECT_EQ(net.InterNodeStepLatency(64), Time::Us(7));     // spine: 5 + 2 x (0.5 + 0.5)
   EXPECT_EQ(net.InterNodeStepLatency(2048), Time::Us(8));   // core
   CommCost c = net.Collective(Op(CollectiveKind::kAllGather, 1e9), Group(1, 64));
-  ExpectNear(c.latency.seconds(), 63 * 7e-6);
+  ExpectNear(c.latency.seconds(), 63 * 7e-6 * kSimpleInter);
   // Without rail optimization every inter-node step crosses the spine.
   t.fabric.rail_optimized = false;
   EXPECT_EQ(AnalyticNetwork(t, FlatProfile()).InterNodeStepLatency(2), Time::Us(7));

@@ -418,7 +418,8 @@ void SimGridSession::CollectiveCopy(const trace::Task& t, const engine::CommCost
     default:
       factor = 1.0;
   }
-  RingFlows(at, n, gl, factor * s / gl, out);
+  // The protocol's framing (NCCL's LL128) travels on the links too.
+  RingFlows(at, n, gl, factor * s / (gl * cost.bandwidth_share), out);
 }
 
 std::vector<std::string> SimGridSession::ContentionReport() const {
