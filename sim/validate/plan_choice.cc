@@ -49,7 +49,8 @@ constexpr int64_t kExtrapolateAbove = 256;
 // the step time is affine in m once m is past the warm-up. A long step
 // (more than kExtrapolateAbove micro-batches) is therefore simulated at two
 // micro-batch counts m1 < m2 of the same residue modulo the schedule's
-// period, both past a warm-up of 2 pp x vp, and its time extrapolated to m;
+// period (pp, or the micro-batch group), both well past the warm-up, and
+// its time extrapolated to m;
 // the peak memory is reached within the warm-up, so m2's is m's. The result
 // otherwise is m2's step. The extrapolation is exact: every development
 // run it applies to (up to 1,120 micro-batches) is predicted to the
@@ -64,7 +65,9 @@ simulate::SimulationResult SimulateStep(const config::ScenarioConfig& s, const s
   const int64_t period = plan.schedule == config::PipelineScheduleKind::kInterleaved && plan.microbatch_group > 0
                              ? plan.microbatch_group
                              : plan.pp;
-  const int64_t warm_up = 2 * static_cast<int64_t>(plan.pp) * std::max(plan.vp, 1);
+  // Past the deepest warm-up, 2 (pp-1) + (vp-1) x period chunk forwards,
+  // with room to spare.
+  const int64_t warm_up = 2 * (2 * static_cast<int64_t>(plan.pp) + (std::max(plan.vp, 1) - 1) * period);
   int64_t m1 = m % period;
   while (m1 < warm_up) m1 += period;
   const int64_t m2 = m1 + ((warm_up + period - 1) / period) * period;
