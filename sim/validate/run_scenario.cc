@@ -194,13 +194,17 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   // otherwise it is an error at the field. The attention kind and the
   // activation likewise.
   const config::ModelConfig* published = PublishedModelNamed(model.name);
+  // REQUIRES: published.
+  auto from_published = [&](const std::string& what) {
+    out.choices.push_back(what + " from " + published->name +
+                          "'s published config (models/; the run does not give it)");
+  };
   std::string attention;
   if (auto a = m.Optional("attention"); a || published == nullptr) {
     attention = m.Required("attention").OneOf({"mha-gqa", "mla"});
   } else {
     attention = published->is_mla() ? "mla" : "mha-gqa";
-    out.choices.push_back("attention=" + attention + " from " + published->name +
-                          "'s published config (models/; the run does not give it)");
+    from_published("attention=" + attention);
   }
   // "moe": null is a dense model, unless the published config of the model
   // routes experts and the run gives none of the expert shapes itself.
@@ -212,8 +216,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   }
   auto shape = [&](const char* key, int64_t config::ModelConfig::*field) {
     if (auto v = m.Optional(key); v || published == nullptr) return m.Required(key).PositiveInt();
-    out.choices.push_back(std::string(key) + "=" + std::to_string(published->*field) + " from " + published->name +
-                          "'s published config (models/; the run does not give it)");
+    from_published(std::string(key) + "=" + std::to_string(published->*field));
     return published->*field;
   };
   model.num_layers = shape("layers", &config::ModelConfig::num_layers);
@@ -226,8 +229,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
   if (!kv && published != nullptr && attention == "mha-gqa" && published->num_kv_heads != model.num_kv_heads &&
       published->num_attention_heads == model.num_attention_heads) {
     model.num_kv_heads = published->num_kv_heads;
-    out.choices.push_back("kv_heads=" + std::to_string(model.num_kv_heads) + " from " + published->name +
-                          "'s published config (models/; the run does not give it)");
+    from_published("kv_heads=" + std::to_string(model.num_kv_heads));
   }
   model.head_dim = model.hidden_size / model.num_attention_heads;
   // Beyond the schema, for a source that gives the head width.
@@ -244,8 +246,7 @@ void ReadModel(JsonObject& obj, const config::FrameworkProfile& fw, const std::s
                                                : config::Activation::kGeglu;
   } else {
     model.activation = published->activation;
-    out.choices.push_back(std::string("activation=") + config::ActivationName(model.activation) + " from " +
-                          published->name + "'s published config (models/; the run does not give it)");
+    from_published(std::string("activation=") + config::ActivationName(model.activation));
   }
   if (auto vocab = m.Optional("vocab")) {
     model.vocab_size = vocab->PositiveInt();

@@ -478,18 +478,25 @@ TEST(RunScenario, AMoeModelUnderTpRunsSequenceParallel) {
             "plan.sequence_parallel");
 }
 
+// A run on the synthetic B200s at tp 2, pp 4, dp 2, one sequence a
+// micro-batch; the tests set vp and the batch.
+nlohmann::json Tp2Pp4Dp2Run() {
+  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
+  run["plan"]["tp"] = 2;
+  run["plan"]["pp"] = 4;
+  run["plan"]["dp"] = 2;
+  run["plan"]["micro_batch"] = 1;
+  return run;
+}
+
 // A stated vp whose micro-batches are no multiple of pp (6 over pp 4): the
 // run ran, so Megatron-Core's interleaved schedule grouped them
 // (microbatch_group_size_per_vp_stage; the default group, pp, refuses 6):
 // the smallest valid group, 6, and the choice says so. A scenario naming
 // that plan without a group is still an error.
 TEST(RunScenario, AStatedVpWithRaggedMicroBatchesRunsInGroups) {
-  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
-  run["plan"]["tp"] = 2;
-  run["plan"]["pp"] = 4;
-  run["plan"]["dp"] = 2;
+  nlohmann::json run = Tp2Pp4Dp2Run();
   run["plan"]["vp"] = 2;
-  run["plan"]["micro_batch"] = 1;
   run["plan"]["global_batch"] = 12;  // 6 micro-batches per pipeline
   RunScenario rs = ScenarioForRun(run, kCoverageRuns, "runs[1]");
   EXPECT_THROW(config::ValidatePlan(rs.scenario, kCoverageRuns), InputError);
@@ -514,11 +521,7 @@ TEST(RunScenario, AStatedVpWithRaggedMicroBatchesRunsInGroups) {
 // time is the whole simulation's, 1F1B and interleaved, with a ragged last
 // round and in micro-batch groups.
 TEST(RunScenario, ALongStepIsExtrapolatedFromItsSteadyState) {
-  nlohmann::json run = CoverageRun("synthetic-b200-tp2");
-  run["plan"]["tp"] = 2;
-  run["plan"]["pp"] = 4;
-  run["plan"]["dp"] = 2;
-  run["plan"]["micro_batch"] = 1;
+  nlohmann::json run = Tp2Pp4Dp2Run();
   run["plan"]["recompute"] = "none";
   struct Case {
     int vp;
