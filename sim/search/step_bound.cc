@@ -17,7 +17,8 @@ using config::PipelineScheduleKind;
 // latency + unshared transfer, and async collectives on the TP stream (one
 // after another, each after the compute op before it) delaying the ops that
 // wait for them, as training_step.cc emits them. Under DualPipe the expert
-// all-to-alls run on their own stream; they are left out (a lower bound).
+// all-to-alls run on their own stream; they are left out (a lower bound), as
+// are the ops a step's first micro-batch alone runs (Op::once_per_step).
 // Anything else running beside the list can only make it later.
 Time ListTime(const std::vector<workload::Op>& ops, const engine::CostModel& cost, const engine::NetworkModel& net,
               const workload::PlanGroups& groups, bool dual) {
@@ -26,6 +27,12 @@ Time ListTime(const std::vector<workload::Op>& ops, const engine::CostModel& cos
   for (size_t i = 0; i < ops.size(); ++i) {
     const workload::Op& op = ops[i];
     const Time dep = op.wait_for >= 0 ? end[op.wait_for] : Time::Zero();
+    if (op.once_per_step) {
+      // The first micro-batch's alone (an FP8 weight cast cached for the
+      // step): left out of every micro-batch's (a lower bound).
+      end[i] = std::max(compute, dep);
+      continue;
+    }
     if (op.is_collective) {
       if (dual && op.ep_group && op.collective == trace::CollectiveKind::kAllToAll) {
         end[i] = std::max(compute, dep);

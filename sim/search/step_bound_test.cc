@@ -80,6 +80,23 @@ TEST(StepTimeBound, NeverAboveTheSimulatedStepMoe) {
   ExpectBoundBelowSimulation(space, 3, 300);
 }
 
+// Transformer Engine's FP8 weight casts run on a step's first micro-batch
+// only (Op::once_per_step): priced per micro-batch, they put the bound of a
+// step with many local experts and micro-batches above its replay.
+TEST(StepTimeBound, NeverAboveTheSimulatedStepFp8WeightCastsOncePerStep) {
+  config::ModelConfig m = testing::GptMoeModel(4, 256, 16, 2, 512);
+  config::PlanConfig plan;
+  plan.global_batch = 64;
+  plan.precision = config::Precision::kFp8;
+  plan.fp8_casts = config::Fp8Casts::kTransformerEngine;
+  SearchSpace space;
+  space.scenario = testing::Scenario(m, 16, 256, plan);
+  const int fp8 = static_cast<int>(config::Precision::kFp8);
+  space.scenario.profile.peak_flops[fp8] = config::Sourced<FlopRate>{FlopRate{2000e12}, "test"};
+  space.scenario.profile.gemm.max_efficiency[fp8] = config::Sourced<double>{0.8, "test"};
+  ExpectBoundBelowSimulation(space, 3, 300);
+}
+
 // DualPipe with expert parallelism across nodes over slow NICs: the
 // all-to-alls are most of the step, and the refined bound counts those of
 // overlapped pairs on the EP stream and the others on the compute stream.
