@@ -115,7 +115,9 @@ const StepTimeBound::LayerCosts& StepTimeBound::Costs(const config::PlanConfig& 
   // the tp, cp and ep groups these op lists use sit the same under both
   // orders (tp-cp-pp-dp needs cp 1 and ep 1). PipelineBound and
   // GradientTail place pipeline pairs and DP groups per plan.
-  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual, 0);
+  // Selective recomputation's list follows the plan's modules.
+  auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual,
+                             plan.recompute_modules.bits);
   auto it = cache_.find(key);
   if (it != cache_.end()) return *it->second;
   auto c = std::make_unique<LayerCosts>();
@@ -155,7 +157,7 @@ const StepTimeBound::StageCosts& StepTimeBound::PerStage(const config::PlanConfi
   const workload::PipelineLayout layout = workload::PipelineLayout::Of(plan);
   const bool dual_key = plan.schedule == PipelineScheduleKind::kDualPipe || plan.moe_a2a_overlap;
   auto key = std::make_tuple(plan.tp, plan.cp, plan.ep, plan.etp, plan.sequence_parallel, plan.micro_batch, dual_key, plan.pp,
-                             layout.v, static_cast<int>(plan.recompute), plan.recompute_layers);
+                             layout.v, static_cast<int>(plan.recompute), plan.recompute_layers, plan.recompute_modules.bits);
   auto it = stage_costs_.find(key);
   if (it != stage_costs_.end()) return *it->second;
   const LayerCosts& c = Costs(plan, gpus);

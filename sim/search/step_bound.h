@@ -14,11 +14,12 @@
 // replay may wait longer than the fill and drain (1F1B's bubble); the bound
 // never assumes it does. Tests check bound <= Simulate over many plans.
 //
-// Costs per layer depend on (tp, cp, ep, sp, micro-batch) only and are
+// Costs per layer depend on (tp, cp, ep, sp, micro-batch, recompute modules) only and are
 // cached. Not thread-safe: one instance per thread.
 #ifndef STACKSIM_SIM_SEARCH_STEP_BOUND_H_
 #define STACKSIM_SIM_SEARCH_STEP_BOUND_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -84,10 +85,11 @@ class StepTimeBound {
   config::ScenarioConfig scratch_;  // scenario_ with the plan being bounded
   cost::ProfileCostModel cost_;
   net::AnalyticNetwork network_;
-  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int>, std::unique_ptr<LayerCosts>> cache_;
+  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, uint32_t>, std::unique_ptr<LayerCosts>> cache_;
   std::map<std::tuple<int, int, int, int, bool, int, bool>, std::vector<std::vector<workload::PipelineStep>>>
       schedules_;
-  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int, int, int, int>, std::unique_ptr<StageCosts>> stage_costs_;
+  std::map<std::tuple<int, int, int, int, bool, int64_t, bool, int, int, int, int, uint32_t>, std::unique_ptr<StageCosts>>
+      stage_costs_;
 };
 
 }  // namespace stacksim::search

@@ -97,6 +97,28 @@ TEST(StepTimeBound, NeverAboveTheSimulatedStepFp8WeightCastsOncePerStep) {
   ExpectBoundBelowSimulation(space, 3, 300);
 }
 
+// One bound serves plans that recompute different modules (validate's
+// candidates of one layout, each with the cheapest set that fits): each
+// plan's bound is the one a fresh bound gives it, whatever came before.
+TEST(StepTimeBound, RecomputeModulesAreBoundedAsGiven) {
+  config::PlanConfig plan;
+  plan.global_batch = 16;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.recompute = config::Recompute::kSelective;
+  const config::ScenarioConfig s = testing::Scenario(testing::GptModel(4, 512, 8, 1024), 8, 512, plan);
+  config::PlanConfig wide = plan;
+  wide.recompute_modules.Add(config::RecomputeModule::kLayerNorm).Add(config::RecomputeModule::kMlp);
+  StepTimeBound fresh(s);
+  const Time given = fresh.PipelineBound(plan, s.gpus);
+  StepTimeBound shared(s);
+  const Time wider = shared.PipelineBound(wide, s.gpus);
+  EXPECT_GT(wider, given);  // the MLP's forward again in every backward
+  EXPECT_EQ(shared.PipelineBound(plan, s.gpus), given);
+  EXPECT_EQ(fresh.PipelineBound(wide, s.gpus), wider);
+}
+
 // DualPipe with expert parallelism across nodes over slow NICs: the
 // all-to-alls are most of the step, and the refined bound counts those of
 // overlapped pairs on the EP stream and the others on the compute stream.

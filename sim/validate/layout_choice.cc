@@ -147,63 +147,138 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   const std::vector<nlohmann::json> candidates = LayoutCandidates(run, file, path);
   const nlohmann::json& given = run.at("plan");
   const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");
-  // The fastest that fits, and (for when none does) the fastest of the rest.
-  std::optional<LayoutOutcome> best_fit, best_other;
-  int valid = 0, fitting = 0;
-  std::string first_error;
-  std::exception_ptr first_refusal;
-  bool refusals_differ = false;
+  // Each valid layout: its scenario and the plans its own open fields allow.
+  struct Layout {
+    RunScenario run;
+    OpenFieldPlans plans;
+    size_t order = 0;  // its place among the candidates
+    bool refused = false;
+  };
+  std::vector<Layout> layouts;
+  struct Refusal {
+    size_t order;
+    std::string what;
+    std::exception_ptr error;
+  };
+  std::vector<Refusal> refusals;
+  auto refuse = [&](size_t order, const InputError& e) {
+    refusals.push_back({order, e.what(), std::current_exception()});
+  };
   // Layouts with model parallelism the framework does not offer (fact
   // model_parallelism) that the run leaves open: tried only when no other
   // layout is valid, since the run's given fields then leave nothing else.
-  std::vector<const nlohmann::json*> not_offered;
-  auto consider = [&](const nlohmann::json& c, bool offered_only) {
-    LayoutOutcome o;
+  std::vector<size_t> not_offered;
+  auto build = [&](size_t i, bool offered_only) {
     try {
-      o.run = ScenarioForRun(c, file, path);
-      const config::PlanConfig& p = o.run.scenario.plan;
+      RunScenario rs = ScenarioForRun(candidates[i], file, path);
+      const config::PlanConfig& p = rs.scenario.plan;
       if (offered_only &&
-          ((tp_open && p.tp > 1 && !o.run.framework->offers_tp) || (pp_open && p.pp > 1 && !o.run.framework->offers_pp))) {
-        not_offered.push_back(&c);
+          ((tp_open && p.tp > 1 && !rs.framework->offers_tp) || (pp_open && p.pp > 1 && !rs.framework->offers_pp))) {
+        not_offered.push_back(i);
         return;
       }
-      prepare(o.run);
-      o.choices = o.run.choices;
-      FillOpenFields(o.run, &o.result, &o.choices);
+      prepare(rs);
+      OpenFieldPlans plans = CandidatePlans(rs, /*with_bounds=*/true);
+      layouts.push_back({std::move(rs), std::move(plans), i});
     } catch (const InputError& e) {
-      if (first_error.empty()) {
-        first_error = e.what();
-        first_refusal = std::current_exception();
-      }
-      refusals_differ = refusals_differ || first_error != e.what();
-      return;  // not a valid plan for this model (heads, experts, batch)
+      refuse(i, e);  // not a valid plan for this model (heads, experts, batch)
     }
-    ++valid;
-    const bool fits = !o.result.out_of_memory && FitsWithHeadroom(o.run.scenario);
-    fitting += fits ? 1 : 0;
-    std::optional<LayoutOutcome>& best = fits ? best_fit : best_other;
-    if (!best || o.result.iteration < best->result.iteration) best = std::move(o);
   };
-  for (const nlohmann::json& c : candidates) consider(c, /*offered_only=*/true);
-  const bool beyond_framework = !best_fit && !best_other && !not_offered.empty();
+  for (size_t i = 0; i < candidates.size(); ++i) build(i, /*offered_only=*/true);
+  const bool beyond_framework = layouts.empty() && !not_offered.empty();
   if (beyond_framework) {
-    const std::vector<const nlohmann::json*> rest = std::move(not_offered);
-    for (const nlohmann::json* c : rest) consider(*c, /*offered_only=*/false);
+    for (size_t i : std::vector<size_t>(not_offered)) build(i, /*offered_only=*/false);
   }
-  if (!best_fit && !best_other) {
+  // A plan's step; a layout whose simulation refuses it (the GPU lacks the
+  // precision, say) is refused whole.
+  auto simulate = [&](Layout& l, const config::PlanConfig& plan) -> std::optional<simulate::SimulationResult> {
+    if (l.refused) return std::nullopt;
+    try {
+      return SimulatePlan(l.run.scenario, plan);
+    } catch (const InputError& e) {
+      l.refused = true;
+      refuse(l.order, e);
+      return std::nullopt;
+    }
+  };
+
+  // Every layout's plans that fit in memory, in layout then plan order,
+  // searched together by their bounds: the fastest of all, found without
+  // simulating the plans that cannot beat it.
+  std::vector<std::pair<size_t, size_t>> fitting;  // (layout, plan)
+  std::vector<Time> bounds;
+  for (size_t l = 0; l < layouts.size(); ++l) {
+    const std::vector<PlanCandidate>& plans = layouts[l].plans.candidates;
+    for (size_t c = 0; c < plans.size(); ++c) {
+      if (!plans[c].fits) continue;
+      fitting.emplace_back(l, c);
+      bounds.push_back(plans[c].bound);
+    }
+  }
+  std::optional<Fastest> best = FastestByBound(bounds, [&](size_t i) -> std::optional<simulate::SimulationResult> {
+    Layout& l = layouts[fitting[i].first];
+    std::optional<simulate::SimulationResult> r = simulate(l, l.plans.candidates[fitting[i].second].plan);
+    if (r && r->out_of_memory) return std::nullopt;
+    return r;
+  });
+  const bool fits = best.has_value();
+  size_t chosen_layout = 0;
+  config::PlanConfig chosen_plan;
+  if (best) {
+    chosen_layout = fitting[best->index].first;
+    chosen_plan = layouts[chosen_layout].plans.candidates[fitting[best->index].second].plan;
+  } else {
+    // None fits: the fastest of every layout's own choice (its plans, or its
+    // fallback where it has none).
+    std::vector<std::pair<size_t, const config::PlanConfig*>> all;
+    bounds.clear();
+    for (size_t l = 0; l < layouts.size(); ++l) {
+      const OpenFieldPlans& plans = layouts[l].plans;
+      if (plans.candidates.empty()) {
+        all.emplace_back(l, &plans.fallback);
+        bounds.push_back(plans.fallback_bound);
+      }
+      for (const PlanCandidate& c : plans.candidates) {
+        all.emplace_back(l, &c.plan);
+        bounds.push_back(c.bound);
+      }
+    }
+    best = FastestByBound(bounds, [&](size_t i) { return simulate(layouts[all[i].first], *all[i].second); });
+    if (best) {
+      chosen_layout = all[best->index].first;
+      chosen_plan = *all[best->index].second;
+    }
+  }
+  if (!best) {
+    std::stable_sort(refusals.begin(), refusals.end(),
+                     [](const Refusal& a, const Refusal& b) { return a.order < b.order; });
+    const bool refusals_differ = std::any_of(refusals.begin(), refusals.end(),
+                                             [&](const Refusal& r) { return r.what != refusals.front().what; });
     // Every layout refused for the same reason: the reason is not the
     // layout (a model field, the GPU's precisions), so it is the error.
-    if (first_refusal && !refusals_differ) std::rethrow_exception(first_refusal);
-    const std::string why = first_error.empty() ? "" : "; the first refused: " + first_error;
+    if (!refusals.empty() && !refusals_differ) std::rethrow_exception(refusals.front().error);
+    const std::string why = refusals.empty() ? "" : "; the first refused: " + refusals.front().what;
     throw InputError(file, path + ".plan",
                      fmt::format("none of the {} parallel layouts for the open fields is a valid plan{}",
                                  candidates.size(), why));
   }
-  LayoutOutcome out = best_fit ? std::move(*best_fit) : std::move(*best_other);
+  int valid = 0, fitting_layouts = 0;
+  for (const Layout& l : layouts) {
+    if (l.refused) continue;
+    ++valid;
+    const auto& plans = l.plans.candidates;
+    fitting_layouts += std::any_of(plans.begin(), plans.end(), [](const PlanCandidate& c) { return c.fits; }) ? 1 : 0;
+  }
+
+  LayoutOutcome out;
+  out.run = std::move(layouts[chosen_layout].run);
+  out.result = std::move(best->result);
+  out.choices = out.run.choices;
+  RecordChoice(out.run, layouts[chosen_layout].plans, chosen_plan, &out.choices);
   const config::PlanConfig& plan = out.run.scenario.plan;
   const std::string how =
-      best_fit ? fmt::format("the fastest of {} layouts that fit in memory, of {} valid", fitting, valid)
-               : fmt::format("the fastest of {} valid layouts; none fits in memory", valid);
+      fits ? fmt::format("the fastest of {} layouts that fit in memory, of {} valid", fitting_layouts, valid)
+           : fmt::format("the fastest of {} valid layouts; none fits in memory", valid);
   std::string layout = fmt::format("tp={} pp={} dp={}", plan.tp, plan.pp, plan.dp);
   if (Open(given, "cp")) layout += fmt::format(" cp={}", plan.cp);
   if (EpOpen(run)) layout += fmt::format(" ep={}", plan.ep);

@@ -6,8 +6,8 @@
 // run with those fields filled; it becomes a scenario as a run that gave
 // them would (so the framework's defaults that depend on tp, such as
 // sequence parallelism, follow the layout), its own open fields are chosen
-// by FillOpenFields, and the fastest simulated step among the layouts that
-// fit wins.
+// as FillOpenFields chooses them, and the fastest simulated step among the
+// layouts that fit wins.
 #ifndef STACKSIM_SIM_VALIDATE_LAYOUT_CHOICE_H_
 #define STACKSIM_SIM_VALIDATE_LAYOUT_CHOICE_H_
 
@@ -45,12 +45,16 @@ struct LayoutOutcome {
   std::vector<std::string> choices;
 };
 
-// Builds and simulates every candidate layout (prepare applies what the
-// validation applies to each scenario before its search, e.g. fitted
-// constants) and returns the fastest that fits in memory; when none fits,
-// the fastest of all (its simulation says it is out of memory). Candidates
-// that are not valid plans (heads or experts that tp or ep do not divide)
-// are skipped. Throws InputError (file, path + ".plan") when none is valid.
+// Builds every candidate layout (prepare applies what the validation applies
+// to each scenario before its search, e.g. fitted constants) with the plans
+// its own open fields allow (CandidatePlans), and returns the fastest plan
+// that fits in memory. The plans of all layouts are searched together in
+// the order of their step bounds (FastestByBound), so a plan that cannot
+// beat the best simulated step is never simulated; the choice is the one
+// simulating every layout gives. When none fits, the fastest of every
+// layout's own choice (its simulation says it is out of memory). Candidates
+// that are not valid plans (heads or experts that tp or ep do not divide) are
+// skipped. Throws InputError (file, path + ".plan") when none is valid.
 LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
                            const std::function<void(RunScenario&)>& prepare);
 

@@ -1,7 +1,7 @@
 #include "sim/validate/plan_choice.h"
 
 #include <algorithm>
-#include <limits>
+#include <optional>
 #include <utility>
 
 #include "sim/memory/memory_model.h"
@@ -100,8 +100,8 @@ bool FitsWithHeadroom(const config::ScenarioConfig& s) {
   return true;
 }
 
-void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, std::vector<std::string>* choices) {
-  config::ScenarioConfig base = rs.scenario;
+OpenFieldPlans CandidatePlans(const RunScenario& rs, bool with_bounds) {
+  const config::ScenarioConfig& base = rs.scenario;
   auto open = [&](const char* f) {
     return std::find(rs.open_fields.begin(), rs.open_fields.end(), f) != rs.open_fields.end();
   };
@@ -154,13 +154,7 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
     if (rs.predates_selective_recompute) modes = {modes.front(), modes.back()};
   }
 
-  // Every valid candidate with the cheapest recomputation that fits, in
-  // micro-batch, vp order.
-  struct Candidate {
-    config::ScenarioConfig scenario;
-    Time bound;
-  };
-  std::vector<Candidate> candidates;
+  OpenFieldPlans out;
   // group: micro-batch groups for a stated vp whose plans are otherwise all
   // invalid (GroupForInterleaving).
   int valid_plans = 0;
@@ -191,74 +185,113 @@ void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, st
           }
         }
         if (!fits && (open("micro_batch") || open("vp"))) continue;  // a tuned run would not pick it
-        candidates.push_back({std::move(c), Time::Zero()});
+        out.candidates.push_back({std::move(c.plan), Time::Zero(), fits});
       }
     }
   };
   collect(/*group=*/false);
-  const bool grouped = valid_plans == 0 && !open("vp") && base.plan.vp > 1;
-  if (grouped) collect(/*group=*/true);
-  if (candidates.size() > 1) {
-    search::StepTimeBound bound(base);
-    for (Candidate& c : candidates) c.bound = bound.PipelineBound(c.scenario.plan, c.scenario.gpus);
+  out.grouped = valid_plans == 0 && !open("vp") && base.plan.vp > 1;
+  if (out.grouped) collect(/*group=*/true);
+  std::optional<search::StepTimeBound> bound;
+  if (with_bounds || out.candidates.size() > 1) {
+    bound.emplace(base);
+    for (PlanCandidate& c : out.candidates) c.bound = bound->PipelineBound(c.plan, base.gpus);
   }
-  // Simulated by increasing bound; the first of equally fast steps in
-  // candidate order wins, as an exhaustive search in that order would pick.
-  std::vector<size_t> order(candidates.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return candidates[a].bound < candidates[b].bound; });
-  double best = std::numeric_limits<double>::infinity();
-  size_t best_index = 0;
-  config::ScenarioConfig chosen = base;
-  bool any = false;
-  for (size_t i : order) {
-    if (any && candidates[i].bound.seconds() >= best) break;  // no later candidate can be faster
-    simulate::Options o;
-    o.simulate_if_out_of_memory = true;
-    auto r = SimulateStep(candidates[i].scenario, o);
-    const double t = r.iteration.seconds();
-    if (t < best || (t == best && i < best_index)) {
-      best = t;
-      best_index = i;
-      chosen = candidates[i].scenario;
-      *best_result = std::move(r);
-      any = true;
+
+  // Nothing fits by our memory model: the given plan is simulated anyway.
+  config::PlanConfig& f = out.fallback;
+  f = base.plan;
+  if (open("recompute")) f.recompute = config::Recompute::kFull;
+  if (open("micro_batch")) f.micro_batch = mbs.front();
+  if (open("vp")) f.vp = 1;
+  f.schedule = ScheduleFor(base.plan, f.vp);
+  f.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(f);
+  if (out.grouped && f.microbatch_group == 0) f.microbatch_group = GroupForInterleaving(f);
+  if (with_bounds) {
+    config::ScenarioConfig c = base;
+    c.plan = f;
+    try {
+      config::ValidatePlan(c, c.file);
+      out.fallback_bound = bound->PipelineBound(f, base.gpus);
+    } catch (const InputError&) {
+      // Not a valid plan: its simulation says why; no bound.
     }
   }
-  if (!any) {
-    // Nothing fits by our memory model: simulate the given plan anyway.
-    config::ScenarioConfig c = base;
-    if (open("recompute")) c.plan.recompute = config::Recompute::kFull;
-    if (open("micro_batch")) c.plan.micro_batch = mbs.front();
-    if (open("vp")) c.plan.vp = 1;
-    c.plan.schedule = ScheduleFor(base.plan, c.plan.vp);
-    c.plan.moe_a2a_overlap = rs.recipe_a2a_overlap && config::MoeA2aOverlapRuns(c.plan);
-    if (grouped && c.plan.microbatch_group == 0) c.plan.microbatch_group = GroupForInterleaving(c.plan);
-    simulate::Options o;
-    o.simulate_if_out_of_memory = true;
-    *best_result = SimulateStep(c, o);
-    chosen = c;
+  return out;
+}
+
+std::optional<Fastest> FastestByBound(
+    const std::vector<Time>& bounds,
+    const std::function<std::optional<simulate::SimulationResult>(size_t)>& simulate) {
+  // Simulated by increasing bound; the first of equally fast steps in
+  // candidate order wins, as an exhaustive search in that order would pick.
+  std::vector<size_t> order(bounds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bounds[a] < bounds[b]; });
+  std::optional<Fastest> best;
+  for (size_t i : order) {
+    if (best && bounds[i] >= best->result.iteration) break;  // no later candidate can be faster
+    std::optional<simulate::SimulationResult> r = simulate(i);
+    if (!r) continue;
+    if (!best || r->iteration < best->result.iteration || (r->iteration == best->result.iteration && i < best->index)) {
+      best = Fastest{i, std::move(*r)};
+    }
   }
-  if (grouped && chosen.plan.microbatch_group > 0) {
-    choices->push_back("microbatch_group=" + std::to_string(chosen.plan.microbatch_group) + " (" +
-                       std::to_string(chosen.plan.micro_batches()) + " micro-batches are no multiple of pp " +
-                       std::to_string(chosen.plan.pp) +
+  return best;
+}
+
+simulate::SimulationResult SimulatePlan(const config::ScenarioConfig& base, const config::PlanConfig& plan) {
+  config::ScenarioConfig s = base;
+  s.plan = plan;
+  simulate::Options o;
+  o.simulate_if_out_of_memory = true;
+  return SimulateStep(s, o);
+}
+
+void RecordChoice(RunScenario& rs, const OpenFieldPlans& plans, const config::PlanConfig& chosen,
+                  std::vector<std::string>* choices) {
+  auto open = [&](const char* f) {
+    return std::find(rs.open_fields.begin(), rs.open_fields.end(), f) != rs.open_fields.end();
+  };
+  const config::PlanConfig& given = rs.scenario.plan;
+  if (plans.grouped && chosen.microbatch_group > 0) {
+    choices->push_back("microbatch_group=" + std::to_string(chosen.microbatch_group) + " (" +
+                       std::to_string(chosen.micro_batches()) + " micro-batches are no multiple of pp " +
+                       std::to_string(chosen.pp) +
                        ": the interleaved schedule ran them in groups, Megatron-Core's "
                        "microbatch_group_size_per_vp_stage)");
   }
-  if (open("micro_batch")) choices->push_back("micro_batch=" + std::to_string(chosen.plan.micro_batch));
-  if (open("vp")) choices->push_back("vp=" + std::to_string(chosen.plan.vp));
+  if (open("micro_batch")) choices->push_back("micro_batch=" + std::to_string(chosen.micro_batch));
+  if (open("vp")) choices->push_back("vp=" + std::to_string(chosen.vp));
   if (open("recompute")) {
-    std::string text = std::string("recompute=") + config::RecomputeName(chosen.plan.recompute);
-    if (chosen.plan.recompute == config::Recompute::kSelective &&
-        !(chosen.plan.recompute_modules == base.plan.recompute_modules)) {
-      text += " [" + config::RecomputeModulesText(chosen.plan.recompute_modules) +
+    std::string text = std::string("recompute=") + config::RecomputeName(chosen.recompute);
+    if (chosen.recompute == config::Recompute::kSelective && !(chosen.recompute_modules == given.recompute_modules)) {
+      text += " [" + config::RecomputeModulesText(chosen.recompute_modules) +
               "] (the framework's next wider modules: the default ones do not fit)";
     }
     choices->push_back(text);
   }
-  rs.scenario = chosen;
+  rs.scenario.plan = chosen;
+}
+
+simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen) {
+  std::vector<Time> bounds;
+  for (const PlanCandidate& c : plans.candidates) bounds.push_back(c.bound);
+  std::optional<Fastest> best =
+      FastestByBound(bounds, [&](size_t i) { return SimulatePlan(rs.scenario, plans.candidates[i].plan); });
+  if (best) {
+    *chosen = plans.candidates[best->index].plan;
+    return std::move(best->result);
+  }
+  *chosen = plans.fallback;
+  return SimulatePlan(rs.scenario, plans.fallback);
+}
+
+void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, std::vector<std::string>* choices) {
+  const OpenFieldPlans plans = CandidatePlans(rs, /*with_bounds=*/false);
+  config::PlanConfig chosen;
+  *best_result = ChooseAmong(rs, plans, &chosen);
+  RecordChoice(rs, plans, chosen, choices);
 }
 
 }  // namespace stacksim::validate

@@ -9,10 +9,14 @@
 #ifndef STACKSIM_SIM_VALIDATE_PLAN_CHOICE_H_
 #define STACKSIM_SIM_VALIDATE_PLAN_CHOICE_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/config/plan.h"
 #include "sim/simulate/simulate.h"
+#include "sim/util/units.h"
 #include "sim/validate/run_scenario.h"
 
 namespace stacksim::validate {
@@ -22,10 +26,61 @@ namespace stacksim::validate {
 // memory::ReserveFor) at most the GPU's capacity.
 bool FitsWithHeadroom(const config::ScenarioConfig& s);
 
+// One way to fill a scenario's open fields: its plan, a lower bound on its
+// step (search::StepTimeBound::PipelineBound) and whether it fits in memory
+// with headroom (FitsWithHeadroom).
+struct PlanCandidate {
+  config::PlanConfig plan;
+  Time bound;
+  bool fits = false;
+};
+
+// The plans rs.open_fields allow: every valid micro-batch size and vp
+// (micro-batch, then vp order), each with the cheapest recomputation that
+// fits; plans that fit with none are left out when the micro-batch or vp is
+// open (a tuned run would not pick them). `fallback` is the plan simulated
+// when none is left: the given one with full recomputation, the smallest
+// micro-batch and vp 1. `grouped`: a stated vp whose plans are all invalid
+// runs in micro-batch groups (Megatron-Core's microbatch_group_size_per_vp_stage).
+struct OpenFieldPlans {
+  std::vector<PlanCandidate> candidates;
+  config::PlanConfig fallback;
+  Time fallback_bound;  // with_bounds (zero where the fallback is no valid plan)
+  bool grouped = false;
+};
+
+// Bounds are computed when there are several candidates or `with_bounds`.
+OpenFieldPlans CandidatePlans(const RunScenario& rs, bool with_bounds);
+
+// The fastest of bounds.size() candidates by simulation: simulated in order
+// of their bounds, and one whose bound is no better than the best step so
+// far is skipped (it cannot win), so the choice is the one an exhaustive
+// search makes; ties go to the lowest index. simulate(i) gives candidate i's
+// step, or nullopt where it does not count (refused, out of memory).
+// nullopt when none counts.
+struct Fastest {
+  size_t index = 0;
+  simulate::SimulationResult result;
+};
+std::optional<Fastest> FastestByBound(
+    const std::vector<Time>& bounds,
+    const std::function<std::optional<simulate::SimulationResult>(size_t)>& simulate);
+
+// The step of `plan` in `base` (simulated even when out of memory; a step of
+// many micro-batches from two shorter ones, exactly).
+simulate::SimulationResult SimulatePlan(const config::ScenarioConfig& base, const config::PlanConfig& plan);
+
+// Sets rs.scenario's plan to `chosen` (one of `plans`) and appends
+// "micro_batch=N", "vp=N", "recompute=..." for the fields it fills to *choices.
+void RecordChoice(RunScenario& rs, const OpenFieldPlans& plans, const config::PlanConfig& chosen,
+                  std::vector<std::string>* choices);
+
+// The fastest of `plans` (the fallback when it has none): its step, and its
+// plan in *chosen.
+simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen);
+
 // Fills rs.open_fields in rs.scenario, puts the chosen plan's simulation in
-// *result and appends "micro_batch=N", "vp=N", "recompute=..." for the fields
-// it chose to *choices. When no candidate fits, the given plan is simulated
-// with full recomputation, the smallest micro-batch and vp 1.
+// *result and appends the choices (RecordChoice) to *choices.
 void FillOpenFields(RunScenario& rs, simulate::SimulationResult* result, std::vector<std::string>* choices);
 
 }  // namespace stacksim::validate
