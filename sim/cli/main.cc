@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/cli/command.h"
+#include "sim/util/allocator.h"
 #include "sim/util/error.h"
 #include "sim/util/version.h"
 
@@ -56,6 +57,7 @@ constexpr Command kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stacksim::KeepFreedMemory();
   CLI::App app{"stacksim: predict how large-model training runs on GPU clusters"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for all subcommands");
