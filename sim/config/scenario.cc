@@ -405,7 +405,17 @@ void ValidatePlan(const ScenarioConfig& s, const std::string& file) {
       fail("plan.tp", "tp " + Str(p.tp) + " must divide the Mamba-2 mixer's " + Str(m.mamba.heads) + " heads and " +
                           Str(m.mamba.groups) + " groups (each TP rank holds whole groups)");
     }
-    if (p.cp > 1) fail("plan.cp", "context parallelism of hybrid (Mamba-2) models is not modelled");
+    // Its context parallelism (MambaContextParallel) splits each TP rank's
+    // heads over CP, and its groups too, or replicates a group over the CP
+    // ranks that share it.
+    if (m.mamba.heads > 0 && p.cp > 1) {
+      const int64_t heads = m.mamba.heads / p.tp, groups = m.mamba.groups / p.tp;
+      if (heads % p.cp != 0 || (groups >= p.cp ? groups % p.cp != 0 : p.cp % groups != 0)) {
+        fail("plan.cp", "cp " + Str(p.cp) + " must divide the Mamba-2 mixer's " + Str(heads) +
+                            " heads per TP rank, and divide or be a multiple of its " + Str(groups) +
+                            " groups per TP rank (Megatron-Core's MambaContextParallel)");
+      }
+    }
     if (p.finetune.frozen_base()) {
       fail("plan.finetune", "LoRA and QLoRA of hybrid (Mamba-2) models are not modelled");
     }

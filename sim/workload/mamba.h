@@ -12,7 +12,11 @@
 // Q + N). Each product is a batched GEMM over (chunks x heads or groups), in
 // 16-bit (mamba_ssm's Triton kernels; FP8 recipes cover the linear layers
 // only). The backward recomputes CB and the states and runs the
-// transposed products. Units as in op.h.
+// transposed products. Under context parallelism (Megatron-Core's
+// MambaContextParallel) the projections run on the rank's sequence shard,
+// and all-to-alls over the CP group hand the convolution and the scan whole
+// sequences of 1/cp of the rank's heads (five before them: z, x, B, C, dt;
+// one after: y; the backward the same the other way). Units as in op.h.
 #ifndef STACKSIM_SIM_WORKLOAD_MAMBA_H_
 #define STACKSIM_SIM_WORKLOAD_MAMBA_H_
 
@@ -23,7 +27,9 @@
 
 namespace stacksim::workload {
 
-// REQUIRES: s.kind == kMamba; s.tp divides s.mamba.heads and s.mamba.groups.
+// REQUIRES: s.kind == kMamba; s.tp divides s.mamba.heads and s.mamba.groups;
+// cp divides the heads per TP rank and divides or is a multiple of the
+// groups per TP rank (config::ValidatePlan).
 void MambaForward(std::vector<Op>& ops, const LayerShape& s);
 void MambaBackward(std::vector<Op>& ops, const LayerShape& s);
 

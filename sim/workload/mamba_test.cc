@@ -3,6 +3,8 @@
 // forward and backward FLOPs, its tensor-parallel split, the blocks of a
 // hybrid stack, activation memory, and a whole step.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -196,6 +198,56 @@ TEST(Hybrid, TensorParallelismSplitsTheMixerAndAddsItsCollectives) {
   for (const Op& op : one) EXPECT_FALSE(op.is_collective);
 }
 
+// Megatron-Core's MambaContextParallel: the projections on the rank's
+// sequence shard, five all-to-alls (z, x, B, C, dt) to whole sequences of
+// 1/cp of the heads for the convolution and the scan, one (y) back; the
+// backward the same the other way.
+TEST(Hybrid, ContextParallelismHandsTheScanWholeSequencesOfFewerHeads) {
+  const config::ModelConfig m = Nano();
+  auto block = [&](int tp, int cp) {
+    config::PlanConfig p = Plan(tp, tp > 1);
+    p.cp = cp;
+    return LayerShape::From(m, p, 8192, testing::RoundProfile()).Kind(m, p, LayerKind::kMamba);
+  };
+  const std::vector<Op> one = LayerForward(block(1, 1)), two = LayerForward(block(1, 2));
+  EXPECT_DOUBLE_EQ(FlopsNamed(two, "in-proj"), FlopsNamed(one, "in-proj") / 2);
+  EXPECT_DOUBLE_EQ(FlopsNamed(two, "ssd-"), FlopsNamed(one, "ssd-") / 2);
+  // 4,096 tokens a rank, 2 bytes: z and x 4,096 wide, B and C 8 groups x
+  // 128, dt 64 heads; y 4,096 wide.
+  const double T = 4096 * 2.0;
+  std::vector<std::pair<std::string, double>> exchanged;
+  for (const Op& op : two) {
+    if (!op.is_collective) continue;
+    EXPECT_TRUE(op.cp_group) << op.name;
+    EXPECT_EQ(op.collective, trace::CollectiveKind::kAllToAll) << op.name;
+    exchanged.emplace_back(op.name, op.bytes.value);
+  }
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"mamba-cp-a2a-z", T * 4096}, {"mamba-cp-a2a-x", T * 4096}, {"mamba-cp-a2a-b", T * 1024},
+      {"mamba-cp-a2a-c", T * 1024}, {"mamba-cp-a2a-dt", T * 64},  {"mamba-cp-a2a-y", T * 4096}};
+  EXPECT_EQ(exchanged, expected);
+  // The scan sits between the two exchanges.
+  size_t dt = 0, scan = 0, y = 0;
+  for (size_t i = 0; i < two.size(); ++i) {
+    if (two[i].name == "mamba-cp-a2a-dt") dt = i;
+    if (two[i].name == "ssd-chunk-scan") scan = i;
+    if (two[i].name == "mamba-cp-a2a-y") y = i;
+  }
+  EXPECT_LT(dt, scan);
+  EXPECT_LT(scan, y);
+  int backward = 0;
+  for (const Op& op : LayerBackward(block(1, 2))) backward += op.is_collective && op.cp_group ? 1 : 0;
+  EXPECT_EQ(backward, 6);
+  // tp 8 leaves one group a rank: cp 2 repeats it, so B and C go out twice
+  // as wide (2 x 128; in_proj's output holds the CP rank's 4,096 tokens, SP
+  // gathered) and each CP rank scans 4 of the TP rank's 8 heads.
+  const std::vector<Op> repeated = LayerForward(block(8, 2));
+  for (const Op& op : repeated) {
+    if (op.name == "mamba-cp-a2a-b") EXPECT_DOUBLE_EQ(op.bytes.value, T * 256);
+  }
+  EXPECT_DOUBLE_EQ(FlopsNamed(repeated, "ssd-chunk-scan"), FlopsNamed(LayerForward(block(8, 1)), "ssd-chunk-scan") / 2);
+}
+
 TEST(Hybrid, BlocksHoldOnlyTheirOwnPart) {
   const std::vector<Op> attention = LayerForward(Block(LayerKind::kAttention));
   EXPECT_TRUE(HasOp(attention, "attention"));
@@ -226,9 +278,14 @@ TEST(Hybrid, PlansMustSplitTheMixerIntoWholeGroups) {
   p.global_batch = 2;
   const config::ScenarioConfig s = testing::Scenario(Nano(), 16, 8192, p);
   EXPECT_NO_THROW(config::ValidatePlan(s, "nano.json"));
+  // Context parallelism splits each TP rank's 16 heads (tp 4) again: cp 2
+  // runs, cp 32 leaves no whole head.
   config::ScenarioConfig cp = s;
   cp.plan.tp = 4;
   cp.plan.cp = 2;
+  EXPECT_NO_THROW(config::ValidatePlan(cp, "nano.json"));
+  cp.plan.cp = 32;
+  cp.gpus = 256;
   const InputError e = testing::ErrorFrom([&] { config::ValidatePlan(cp, "nano.json"); });
   EXPECT_EQ(e.key_path(), "plan.cp") << e.what();
   config::ModelConfig odd = Nano();
