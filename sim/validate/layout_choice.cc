@@ -143,7 +143,7 @@ std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const st
 }
 
 LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
-                           const std::function<void(RunScenario&)>& prepare) {
+                           const std::function<void(RunScenario&)>& prepare, int workers) {
   const std::vector<nlohmann::json> candidates = LayoutCandidates(run, file, path);
   const nlohmann::json& given = run.at("plan");
   const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");
@@ -162,7 +162,7 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   };
   std::vector<Refusal> refusals;
   auto refuse = [&](size_t order, const InputError& e) {
-    refusals.push_back({order, e.what(), std::current_exception()});
+    refusals.push_back({order, e.what(), std::current_exception()});  // called in the catch
   };
   // Layouts with model parallelism the framework does not offer (fact
   // model_parallelism) that the run leaves open: tried only when no other
@@ -189,17 +189,25 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
   if (beyond_framework) {
     for (size_t i : std::vector<size_t>(not_offered)) build(i, /*offered_only=*/false);
   }
-  // A plan's step; a layout whose simulation refuses it (the GPU lacks the
-  // precision, say) is refused whole.
-  auto simulate = [&](Layout& l, const config::PlanConfig& plan) -> std::optional<simulate::SimulationResult> {
+  // A plan's step (run on any worker: it reads the layouts only); a layout
+  // whose simulation refuses a plan (the GPU lacks the precision, say) is
+  // refused whole, as FastestByBound hands the outcomes back in order.
+  auto simulate = [&](const Layout& l, const config::PlanConfig& plan) {
+    if (l.refused) return Simulated{};
+    return SimulateCatching([&] { return SimulatePlan(l.run.scenario, plan); });
+  };
+  auto accept = [&](Layout& l, Simulated&& s) -> std::optional<simulate::SimulationResult> {
     if (l.refused) return std::nullopt;
-    try {
-      return SimulatePlan(l.run.scenario, plan);
-    } catch (const InputError& e) {
+    if (s.error) {
       l.refused = true;
-      refuse(l.order, e);
+      try {
+        std::rethrow_exception(s.error);
+      } catch (const InputError& e) {
+        refuse(l.order, e);
+      }
       return std::nullopt;
     }
+    return std::move(s.result);
   };
 
   // Every layout's plans that fit in memory, in layout then plan order,
@@ -215,12 +223,18 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
       bounds.push_back(plans[c].bound);
     }
   }
-  std::optional<Fastest> best = FastestByBound(bounds, [&](size_t i) -> std::optional<simulate::SimulationResult> {
-    Layout& l = layouts[fitting[i].first];
-    std::optional<simulate::SimulationResult> r = simulate(l, l.plans.candidates[fitting[i].second].plan);
-    if (r && r->out_of_memory) return std::nullopt;
-    return r;
-  });
+  std::optional<Fastest> best = FastestByBound(
+      bounds,
+      [&](size_t i) {
+        const Layout& l = layouts[fitting[i].first];
+        return simulate(l, l.plans.candidates[fitting[i].second].plan);
+      },
+      [&](size_t i, Simulated&& s) {
+        std::optional<simulate::SimulationResult> r = accept(layouts[fitting[i].first], std::move(s));
+        if (r && r->out_of_memory) return std::optional<simulate::SimulationResult>();
+        return r;
+      },
+      workers);
   const bool fits = best.has_value();
   size_t chosen_layout = 0;
   config::PlanConfig chosen_plan;
@@ -243,7 +257,9 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
         bounds.push_back(c.bound);
       }
     }
-    best = FastestByBound(bounds, [&](size_t i) { return simulate(layouts[all[i].first], *all[i].second); });
+    best = FastestByBound(
+        bounds, [&](size_t i) { return simulate(layouts[all[i].first], *all[i].second); },
+        [&](size_t i, Simulated&& s) { return accept(layouts[all[i].first], std::move(s)); }, workers);
     if (best) {
       chosen_layout = all[best->index].first;
       chosen_plan = *all[best->index].second;

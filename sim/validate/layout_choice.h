@@ -55,8 +55,9 @@ struct LayoutOutcome {
 // layout's own choice (its simulation says it is out of memory). Candidates
 // that are not valid plans (heads or experts that tp or ep do not divide) are
 // skipped. Throws InputError (file, path + ".plan") when none is valid.
+// `workers` plans are simulated at once; the outcome does not depend on it.
 LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
-                           const std::function<void(RunScenario&)>& prepare);
+                           const std::function<void(RunScenario&)>& prepare, int workers = 1);
 
 }  // namespace stacksim::validate
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/config/scenario.h"
 #include "sim/validate/plan_choice.h"
 #include "tests/coverage_runs.h"
 #include "tests/input_error.h"
@@ -113,6 +114,22 @@ TEST(LayoutChoice, ChoosesTheFastestLayoutThatFits) {
     FillOpenFields(rs, &r, &choices);
     if (FitsWithHeadroom(rs.scenario)) EXPECT_LE(chosen.result.iteration, r.iteration) << c["plan"].dump();
   }
+}
+
+// Plans simulated two at a time: the same layout, plan, step and words;
+// and a refusal shared by every layout is still the error.
+TEST(LayoutChoice, WorkersChangeNothing) {
+  const nlohmann::json run = OpenLayoutRun();
+  const LayoutOutcome one = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
+  const LayoutOutcome two = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing, /*workers=*/2);
+  EXPECT_EQ(two.choices, one.choices);
+  EXPECT_EQ(two.result.iteration, one.result.iteration);
+  EXPECT_EQ(config::ScenarioFileJson(two.run.scenario), config::ScenarioFileJson(one.run.scenario));
+  nlohmann::json fp8 = run;
+  fp8["hardware"]["gpu"] = "a100-sxm-80gb";
+  fp8["plan"]["precision"] = "fp8";
+  EXPECT_EQ(testing::ErrorFrom([&] { ChooseLayout(fp8, kCoverageRuns, "runs[1]", Nothing, 2); }).key_path(),
+            "plan.precision");
 }
 
 // A framework without model parallelism is given none: PyTorch FSDP runs

@@ -8,6 +8,7 @@
 #include "sim/memory/reserve.h"
 #include "sim/search/step_bound.h"
 #include "sim/util/error.h"
+#include "sim/util/parallel.h"
 
 namespace stacksim::validate {
 namespace {
@@ -221,23 +222,47 @@ OpenFieldPlans CandidatePlans(const RunScenario& rs, bool with_bounds) {
 }
 
 std::optional<Fastest> FastestByBound(
-    const std::vector<Time>& bounds,
-    const std::function<std::optional<simulate::SimulationResult>(size_t)>& simulate) {
+    const std::vector<Time>& bounds, const std::function<Simulated(size_t)>& simulate,
+    const std::function<std::optional<simulate::SimulationResult>(size_t, Simulated&&)>& accept, int workers) {
   // Simulated by increasing bound; the first of equally fast steps in
   // candidate order wins, as an exhaustive search in that order would pick.
   std::vector<size_t> order(bounds.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bounds[a] < bounds[b]; });
   std::optional<Fastest> best;
-  for (size_t i : order) {
-    if (best && bounds[i] >= best->result.iteration) break;  // no later candidate can be faster
-    std::optional<simulate::SimulationResult> r = simulate(i);
-    if (!r) continue;
-    if (!best || r->iteration < best->result.iteration || (r->iteration == best->result.iteration && i < best->index)) {
-      best = Fastest{i, std::move(*r)};
+  auto can_win = [&](size_t i) { return !best || bounds[i] < best->result.iteration; };
+  const size_t batch_size = static_cast<size_t>(std::max(workers, 1));
+  for (size_t next = 0; next < order.size() && can_win(order[next]);) {
+    // The next candidates the best so far leaves, simulated together.
+    size_t n = 0;
+    while (n < batch_size && next + n < order.size() && can_win(order[next + n])) ++n;
+    std::vector<Simulated> outcomes(n);
+    ParallelFor(static_cast<int64_t>(n), workers,
+                [&](int64_t k, int /*worker*/) { outcomes[k] = simulate(order[next + static_cast<size_t>(k)]); });
+    // Taken in order, as one worker would: a step found here may rule out
+    // the rest of the batch.
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = order[next + k];
+      if (!can_win(i)) break;
+      std::optional<simulate::SimulationResult> r = accept(i, std::move(outcomes[k]));
+      if (!r) continue;
+      if (!best || r->iteration < best->result.iteration || (r->iteration == best->result.iteration && i < best->index)) {
+        best = Fastest{i, std::move(*r)};
+      }
     }
+    next += n;
   }
   return best;
+}
+
+Simulated SimulateCatching(const std::function<simulate::SimulationResult()>& simulate) {
+  Simulated out;
+  try {
+    out.result = simulate();
+  } catch (const InputError&) {
+    out.error = std::current_exception();
+  }
+  return out;
 }
 
 simulate::SimulationResult SimulatePlan(const config::ScenarioConfig& base, const config::PlanConfig& plan) {
@@ -274,11 +299,18 @@ void RecordChoice(RunScenario& rs, const OpenFieldPlans& plans, const config::Pl
   rs.scenario.plan = chosen;
 }
 
-simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen) {
+simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen,
+                                       int workers) {
   std::vector<Time> bounds;
   for (const PlanCandidate& c : plans.candidates) bounds.push_back(c.bound);
-  std::optional<Fastest> best =
-      FastestByBound(bounds, [&](size_t i) { return SimulatePlan(rs.scenario, plans.candidates[i].plan); });
+  std::optional<Fastest> best = FastestByBound(
+      bounds,
+      [&](size_t i) { return SimulateCatching([&] { return SimulatePlan(rs.scenario, plans.candidates[i].plan); }); },
+      [](size_t, Simulated&& s) {
+        if (s.error) std::rethrow_exception(s.error);  // as simulating one at a time would throw it
+        return std::move(s.result);
+      },
+      workers);
   if (best) {
     *chosen = plans.candidates[best->index].plan;
     return std::move(best->result);
@@ -287,10 +319,11 @@ simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPla
   return SimulatePlan(rs.scenario, plans.fallback);
 }
 
-void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, std::vector<std::string>* choices) {
+void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, std::vector<std::string>* choices,
+                    int workers) {
   const OpenFieldPlans plans = CandidatePlans(rs, /*with_bounds=*/false);
   config::PlanConfig chosen;
-  *best_result = ChooseAmong(rs, plans, &chosen);
+  *best_result = ChooseAmong(rs, plans, &chosen, workers);
   RecordChoice(rs, plans, chosen, choices);
 }
 

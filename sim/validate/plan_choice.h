@@ -9,6 +9,7 @@
 #ifndef STACKSIM_SIM_VALIDATE_PLAN_CHOICE_H_
 #define STACKSIM_SIM_VALIDATE_PLAN_CHOICE_H_
 
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -56,15 +57,28 @@ OpenFieldPlans CandidatePlans(const RunScenario& rs, bool with_bounds);
 // of their bounds, and one whose bound is no better than the best step so
 // far is skipped (it cannot win), so the choice is the one an exhaustive
 // search makes; ties go to the lowest index. simulate(i) gives candidate i's
-// step, or nullopt where it does not count (refused, out of memory).
-// nullopt when none counts.
+// outcome; accept(i, outcome) turns it into its step, or nullopt where it
+// does not count (refused, out of memory), in bound order, one at a time.
+// With workers > 1 the next candidates that the best so far leaves are
+// simulated that many at a time (simulate must be safe to call
+// concurrently); accept still sees exactly the candidates, in the order,
+// that one worker would simulate, so the choice and everything accept
+// records do not depend on `workers`. nullopt when none counts.
 struct Fastest {
   size_t index = 0;
   simulate::SimulationResult result;
 };
+// One candidate's simulation: its step, or the input error it raised.
+struct Simulated {
+  std::optional<simulate::SimulationResult> result;
+  std::exception_ptr error;  // an InputError; empty when result is set
+};
 std::optional<Fastest> FastestByBound(
-    const std::vector<Time>& bounds,
-    const std::function<std::optional<simulate::SimulationResult>(size_t)>& simulate);
+    const std::vector<Time>& bounds, const std::function<Simulated(size_t)>& simulate,
+    const std::function<std::optional<simulate::SimulationResult>(size_t, Simulated&&)>& accept, int workers = 1);
+
+// Runs `simulate` and keeps an InputError it throws in the outcome.
+Simulated SimulateCatching(const std::function<simulate::SimulationResult()>& simulate);
 
 // The step of `plan` in `base` (simulated even when out of memory; a step of
 // many micro-batches from two shorter ones, exactly).
@@ -76,12 +90,15 @@ void RecordChoice(RunScenario& rs, const OpenFieldPlans& plans, const config::Pl
                   std::vector<std::string>* choices);
 
 // The fastest of `plans` (the fallback when it has none): its step, and its
-// plan in *chosen.
-simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen);
+// plan in *chosen. Candidates are simulated `workers` at a time.
+simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen,
+                                       int workers = 1);
 
 // Fills rs.open_fields in rs.scenario, puts the chosen plan's simulation in
-// *result and appends the choices (RecordChoice) to *choices.
-void FillOpenFields(RunScenario& rs, simulate::SimulationResult* result, std::vector<std::string>* choices);
+// *result and appends the choices (RecordChoice) to *choices. The choice
+// does not depend on `workers` (candidates simulated at once).
+void FillOpenFields(RunScenario& rs, simulate::SimulationResult* result, std::vector<std::string>* choices,
+                    int workers = 1);
 
 }  // namespace stacksim::validate
 

@@ -14,16 +14,25 @@ struct Case {
   std::vector<double> bounds, steps;
 };
 
-std::optional<Fastest> Choose(const Case& c, std::vector<size_t>* simulated) {
+// `simulated`: the candidates accept saw, in its order.
+std::optional<Fastest> Choose(const Case& c, std::vector<size_t>* simulated, int workers = 1) {
   std::vector<Time> bounds;
   for (double b : c.bounds) bounds.push_back(Time::FromSeconds(b));
-  return FastestByBound(bounds, [&](size_t i) -> std::optional<simulate::SimulationResult> {
-    simulated->push_back(i);
-    if (c.steps[i] < 0) return std::nullopt;
-    simulate::SimulationResult r;
-    r.iteration = Time::FromSeconds(c.steps[i]);
-    return r;
-  });
+  return FastestByBound(
+      bounds,
+      [&](size_t i) {
+        Simulated s;
+        if (c.steps[i] >= 0) {
+          s.result.emplace();
+          s.result->iteration = Time::FromSeconds(c.steps[i]);
+        }
+        return s;
+      },
+      [&](size_t i, Simulated&& s) {
+        simulated->push_back(i);
+        return std::move(s.result);
+      },
+      workers);
 }
 
 TEST(FastestByBound, SimulatesInBoundOrderAndSkipsWhatCannotWin) {
@@ -55,6 +64,19 @@ TEST(FastestByBound, CandidatesThatDoNotCountAreSteppedOver) {
   EXPECT_FALSE(Choose({{1.0, 2.0}, {-1, -1}}, &simulated));
   EXPECT_EQ(simulated.size(), 2u);
   EXPECT_FALSE(Choose({{}, {}}, &simulated));
+}
+
+// Candidates simulated several at a time: accept sees exactly what one
+// worker would hand it, so the choice and what it records stay the same.
+TEST(FastestByBound, WorkersChangeNothingAcceptSees) {
+  const Case c = {{3.0, 1.0, 2.5, 2.0, 4.0, 1.5, 3.5, 0.5}, {5.0, 4.0, -1, 2.4, 6.0, 3.0, 3.6, 9.0}};
+  std::vector<size_t> one, three;
+  std::optional<Fastest> a = Choose(c, &one), b = Choose(c, &three, 3);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->index, 3u);
+  EXPECT_EQ(b->index, a->index);
+  EXPECT_EQ(one, (std::vector<size_t>{7, 1, 5, 3}));
+  EXPECT_EQ(three, one);
 }
 
 }  // namespace

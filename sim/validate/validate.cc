@@ -51,7 +51,7 @@ namespace {
 // the open plan fields and simulates. Runs that cannot be modelled get the
 // reason in `error`; a malformed id throws.
 RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const FittedConstants& constants,
-                       bool keep_scenario) {
+                       bool keep_scenario, int workers = 1) {
   RunOutcome o;
   JsonObject r(run);
   o.id = r.Required("id").String();
@@ -77,8 +77,8 @@ RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const Fitte
     RunScenario rs;
     simulate::SimulationResult result;
     if (LayoutIsOpen(run.json())) {
-      LayoutOutcome chosen = ChooseLayout(run.json(), path, run.path(),
-                                          [&](RunScenario& c) { ApplyConstants(constants, c.scenario); });
+      LayoutOutcome chosen = ChooseLayout(
+          run.json(), path, run.path(), [&](RunScenario& c) { ApplyConstants(constants, c.scenario); }, workers);
       rs = std::move(chosen.run);
       result = std::move(chosen.result);
       o.choices = std::move(chosen.choices);
@@ -86,7 +86,7 @@ RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const Fitte
       rs = ScenarioForRun(run.json(), path, run.path());
       ApplyConstants(constants, rs.scenario);
       o.choices = rs.choices;
-      FillOpenFields(rs, &result, &o.choices);
+      FillOpenFields(rs, &result, &o.choices, workers);
     }
     o.plan = PlanLine(rs.scenario);
     if (result.out_of_memory) {
@@ -197,8 +197,12 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   std::vector<double> peak_bytes;
   for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
   if (options.progress) options.progress(0, total);  // the work starts: say so before the first run ends
+  // Fewer runs than workers: each run's plan search simulates its
+  // candidates on the spare ones (FastestByBound; the same choices).
+  const int within_run = std::max(1, Workers(options.threads) / std::max(1, static_cast<int>(inputs.size())));
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
-    rep.runs[i] = ValidateRun(*inputs[i].run, paths[inputs[i].file], options.constants, options.keep_scenarios);
+    rep.runs[i] =
+        ValidateRun(*inputs[i].run, paths[inputs[i].file], options.constants, options.keep_scenarios, within_run);
     if (options.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       options.progress(++done, total);
