@@ -143,7 +143,7 @@ std::vector<nlohmann::json> LayoutCandidates(const nlohmann::json& run, const st
 }
 
 LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
-                           const std::function<void(RunScenario&)>& prepare, int workers) {
+                           const std::function<void(RunScenario&)>& prepare, const WorkerCount& workers) {
   const std::vector<nlohmann::json> candidates = LayoutCandidates(run, file, path);
   const nlohmann::json& given = run.at("plan");
   const bool tp_open = Open(given, "tp"), pp_open = Open(given, "pp");

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/simulate/simulate.h"
+#include "sim/validate/plan_choice.h"
 #include "sim/validate/run_scenario.h"
 
 namespace stacksim::validate {
@@ -55,9 +56,10 @@ struct LayoutOutcome {
 // layout's own choice (its simulation says it is out of memory). Candidates
 // that are not valid plans (heads or experts that tp or ep do not divide) are
 // skipped. Throws InputError (file, path + ".plan") when none is valid.
-// `workers` plans are simulated at once; the outcome does not depend on it.
+// `workers` says how many plans to simulate at once (FastestByBound); the
+// outcome does not depend on it.
 LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, const std::string& path,
-                           const std::function<void(RunScenario&)>& prepare, int workers = 1);
+                           const std::function<void(RunScenario&)>& prepare, const WorkerCount& workers = {});
 
 }  // namespace stacksim::validate
 

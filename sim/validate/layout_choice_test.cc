@@ -121,14 +121,15 @@ TEST(LayoutChoice, ChoosesTheFastestLayoutThatFits) {
 TEST(LayoutChoice, WorkersChangeNothing) {
   const nlohmann::json run = OpenLayoutRun();
   const LayoutOutcome one = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing);
-  const LayoutOutcome two = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing, /*workers=*/2);
+  const LayoutOutcome two = ChooseLayout(run, kCoverageRuns, "runs[1]", Nothing, [] { return 2; });
   EXPECT_EQ(two.choices, one.choices);
   EXPECT_EQ(two.result.iteration, one.result.iteration);
   EXPECT_EQ(config::ScenarioFileJson(two.run.scenario), config::ScenarioFileJson(one.run.scenario));
   nlohmann::json fp8 = run;
   fp8["hardware"]["gpu"] = "a100-sxm-80gb";
   fp8["plan"]["precision"] = "fp8";
-  EXPECT_EQ(testing::ErrorFrom([&] { ChooseLayout(fp8, kCoverageRuns, "runs[1]", Nothing, 2); }).key_path(),
+  EXPECT_EQ(testing::ErrorFrom([&] { ChooseLayout(fp8, kCoverageRuns, "runs[1]", Nothing, [] { return 2; }); })
+                .key_path(),
             "plan.precision");
 }
 

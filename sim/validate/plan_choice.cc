@@ -223,7 +223,8 @@ OpenFieldPlans CandidatePlans(const RunScenario& rs, bool with_bounds) {
 
 std::optional<Fastest> FastestByBound(
     const std::vector<Time>& bounds, const std::function<Simulated(size_t)>& simulate,
-    const std::function<std::optional<simulate::SimulationResult>(size_t, Simulated&&)>& accept, int workers) {
+    const std::function<std::optional<simulate::SimulationResult>(size_t, Simulated&&)>& accept,
+    const WorkerCount& workers) {
   // Simulated by increasing bound; the first of equally fast steps in
   // candidate order wins, as an exhaustive search in that order would pick.
   std::vector<size_t> order(bounds.size());
@@ -231,13 +232,14 @@ std::optional<Fastest> FastestByBound(
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bounds[a] < bounds[b]; });
   std::optional<Fastest> best;
   auto can_win = [&](size_t i) { return !best || bounds[i] < best->result.iteration; };
-  const size_t batch_size = static_cast<size_t>(std::max(workers, 1));
   for (size_t next = 0; next < order.size() && can_win(order[next]);) {
     // The next candidates the best so far leaves, simulated together.
+    const int at_once = workers ? std::max(workers(), 1) : 1;
+    const size_t batch_size = static_cast<size_t>(at_once);
     size_t n = 0;
     while (n < batch_size && next + n < order.size() && can_win(order[next + n])) ++n;
     std::vector<Simulated> outcomes(n);
-    ParallelFor(static_cast<int64_t>(n), workers,
+    ParallelFor(static_cast<int64_t>(n), at_once,
                 [&](int64_t k, int /*worker*/) { outcomes[k] = simulate(order[next + static_cast<size_t>(k)]); });
     // Taken in order, as one worker would: a step found here may rule out
     // the rest of the batch.
@@ -300,7 +302,7 @@ void RecordChoice(RunScenario& rs, const OpenFieldPlans& plans, const config::Pl
 }
 
 simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen,
-                                       int workers) {
+                                       const WorkerCount& workers) {
   std::vector<Time> bounds;
   for (const PlanCandidate& c : plans.candidates) bounds.push_back(c.bound);
   std::optional<Fastest> best = FastestByBound(
@@ -320,7 +322,7 @@ simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPla
 }
 
 void FillOpenFields(RunScenario& rs, simulate::SimulationResult* best_result, std::vector<std::string>* choices,
-                    int workers) {
+                    const WorkerCount& workers) {
   const OpenFieldPlans plans = CandidatePlans(rs, /*with_bounds=*/false);
   config::PlanConfig chosen;
   *best_result = ChooseAmong(rs, plans, &chosen, workers);

@@ -59,11 +59,13 @@ OpenFieldPlans CandidatePlans(const RunScenario& rs, bool with_bounds);
 // search makes; ties go to the lowest index. simulate(i) gives candidate i's
 // outcome; accept(i, outcome) turns it into its step, or nullopt where it
 // does not count (refused, out of memory), in bound order, one at a time.
-// With workers > 1 the next candidates that the best so far leaves are
+// `workers` is asked before each round how many candidates to simulate at
+// once (none: one); the next candidates that the best so far leaves are
 // simulated that many at a time (simulate must be safe to call
-// concurrently); accept still sees exactly the candidates, in the order,
-// that one worker would simulate, so the choice and everything accept
-// records do not depend on `workers`. nullopt when none counts.
+// concurrently), and accept still sees exactly the candidates, in the
+// order, that one worker would simulate, so the choice and everything
+// accept records do not depend on `workers`. nullopt when none counts.
+using WorkerCount = std::function<int()>;
 struct Fastest {
   size_t index = 0;
   simulate::SimulationResult result;
@@ -75,7 +77,8 @@ struct Simulated {
 };
 std::optional<Fastest> FastestByBound(
     const std::vector<Time>& bounds, const std::function<Simulated(size_t)>& simulate,
-    const std::function<std::optional<simulate::SimulationResult>(size_t, Simulated&&)>& accept, int workers = 1);
+    const std::function<std::optional<simulate::SimulationResult>(size_t, Simulated&&)>& accept,
+    const WorkerCount& workers = {});
 
 // Runs `simulate` and keeps an InputError it throws in the outcome.
 Simulated SimulateCatching(const std::function<simulate::SimulationResult()>& simulate);
@@ -92,13 +95,13 @@ void RecordChoice(RunScenario& rs, const OpenFieldPlans& plans, const config::Pl
 // The fastest of `plans` (the fallback when it has none): its step, and its
 // plan in *chosen. Candidates are simulated `workers` at a time.
 simulate::SimulationResult ChooseAmong(const RunScenario& rs, const OpenFieldPlans& plans, config::PlanConfig* chosen,
-                                       int workers = 1);
+                                       const WorkerCount& workers = {});
 
 // Fills rs.open_fields in rs.scenario, puts the chosen plan's simulation in
 // *result and appends the choices (RecordChoice) to *choices. The choice
 // does not depend on `workers` (candidates simulated at once).
 void FillOpenFields(RunScenario& rs, simulate::SimulationResult* result, std::vector<std::string>* choices,
-                    int workers = 1);
+                    const WorkerCount& workers = {});
 
 }  // namespace stacksim::validate
 

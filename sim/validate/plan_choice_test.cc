@@ -15,7 +15,7 @@ struct Case {
 };
 
 // `simulated`: the candidates accept saw, in its order.
-std::optional<Fastest> Choose(const Case& c, std::vector<size_t>* simulated, int workers = 1) {
+std::optional<Fastest> Choose(const Case& c, std::vector<size_t>* simulated, const WorkerCount& workers = {}) {
   std::vector<Time> bounds;
   for (double b : c.bounds) bounds.push_back(Time::FromSeconds(b));
   return FastestByBound(
@@ -66,17 +66,23 @@ TEST(FastestByBound, CandidatesThatDoNotCountAreSteppedOver) {
   EXPECT_FALSE(Choose({{}, {}}, &simulated));
 }
 
-// Candidates simulated several at a time: accept sees exactly what one
-// worker would hand it, so the choice and what it records stay the same.
+// Candidates simulated several at a time, however many each round: accept
+// sees exactly what one worker would hand it, so the choice and what it
+// records stay the same.
 TEST(FastestByBound, WorkersChangeNothingAcceptSees) {
   const Case c = {{3.0, 1.0, 2.5, 2.0, 4.0, 1.5, 3.5, 0.5}, {5.0, 4.0, -1, 2.4, 6.0, 3.0, 3.6, 9.0}};
-  std::vector<size_t> one, three;
-  std::optional<Fastest> a = Choose(c, &one), b = Choose(c, &three, 3);
-  ASSERT_TRUE(a && b);
+  std::vector<size_t> one, three, varying;
+  int round = 0;
+  std::optional<Fastest> a = Choose(c, &one), b = Choose(c, &three, [] { return 3; }),
+                         v = Choose(c, &varying, [&] { return ++round % 2 == 0 ? 4 : 1; });
+  ASSERT_TRUE(a && b && v);
   EXPECT_EQ(a->index, 3u);
   EXPECT_EQ(b->index, a->index);
+  EXPECT_EQ(v->index, a->index);
   EXPECT_EQ(one, (std::vector<size_t>{7, 1, 5, 3}));
   EXPECT_EQ(three, one);
+  EXPECT_EQ(varying, one);
+  EXPECT_GE(round, 2);  // asked again each round
 }
 
 }  // namespace

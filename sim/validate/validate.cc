@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -51,7 +52,7 @@ namespace {
 // the open plan fields and simulates. Runs that cannot be modelled get the
 // reason in `error`; a malformed id throws.
 RunOutcome ValidateRun(const JsonNode& run, const std::string& path, const FittedConstants& constants,
-                       bool keep_scenario, int workers = 1) {
+                       bool keep_scenario, const WorkerCount& workers = {}) {
   RunOutcome o;
   JsonObject r(run);
   o.id = r.Required("id").String();
@@ -197,12 +198,21 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   std::vector<double> peak_bytes;
   for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
   if (options.progress) options.progress(0, total);  // the work starts: say so before the first run ends
-  // Fewer runs than workers: each run's plan search simulates its
-  // candidates on the spare ones (FastestByBound; the same choices).
-  const int within_run = std::max(1, Workers(options.threads) / std::max(1, static_cast<int>(inputs.size())));
+  // Once every run has started, the workers left without one lend
+  // themselves to the runs still going: each plan search simulates that
+  // many more candidates at once (FastestByBound; the same choices).
+  std::atomic<int> started{0}, running{0};
+  const int workers = Workers(options.threads);
+  const WorkerCount within_run = [&] {
+    if (started.load() < total) return 1;
+    return std::max(1, 1 + (workers - running.load()) / std::max(1, running.load()));
+  };
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
+    ++started;
+    ++running;
     rep.runs[i] =
         ValidateRun(*inputs[i].run, paths[inputs[i].file], options.constants, options.keep_scenarios, within_run);
+    --running;
     if (options.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       options.progress(++done, total);
