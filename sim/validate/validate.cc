@@ -198,17 +198,17 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   std::vector<double> peak_bytes;
   for (const auto& in : inputs) peak_bytes.push_back(EstimatedPeakBytes(in.run->json()));
   if (options.progress) options.progress(0, total);  // the work starts: say so before the first run ends
-  // Once every run has started, the workers left without one lend
-  // themselves to the runs still going: each plan search simulates that
-  // many more candidates at once (FastestByBound; the same choices).
-  std::atomic<int> started{0}, running{0};
+  // Workers without a run (every run started, or the rest waiting for
+  // memory beside a large one) lend themselves to the runs going: each plan
+  // search simulates that many more candidates at once (FastestByBound;
+  // the same choices).
+  std::atomic<int> running{0};
   const int workers = Workers(options.threads);
   const WorkerCount within_run = [&] {
-    if (started.load() < total) return 1;
-    return std::max(1, 1 + (workers - running.load()) / std::max(1, running.load()));
+    const int now = std::max(1, running.load());
+    return std::max(1, 1 + (workers - now) / now);
   };
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
-    ++started;
     ++running;
     rep.runs[i] =
         ValidateRun(*inputs[i].run, paths[inputs[i].file], options.constants, options.keep_scenarios, within_run);
