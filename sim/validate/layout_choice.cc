@@ -210,60 +210,52 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
     return std::move(s.result);
   };
 
-  // Every layout's plans that fit in memory, in layout then plan order,
-  // searched together by their bounds: the fastest of all, found without
-  // simulating the plans that cannot beat it.
-  std::vector<std::pair<size_t, size_t>> fitting;  // (layout, plan)
+  // Plans of every layout, in layout then plan order, searched together by
+  // their bounds: the fastest, found without simulating the plans that
+  // cannot beat it. `fitted`: a step out of memory does not count.
+  struct Entry {
+    size_t layout;
+    const config::PlanConfig* plan;
+  };
+  std::vector<Entry> entries;
   std::vector<Time> bounds;
+  auto search = [&](bool fitted) {
+    return FastestByBound(
+        bounds, [&](size_t i) { return simulate(layouts[entries[i].layout], *entries[i].plan); },
+        [&](size_t i, Simulated&& s) {
+          std::optional<simulate::SimulationResult> r = accept(layouts[entries[i].layout], std::move(s));
+          if (fitted && r && r->out_of_memory) return std::optional<simulate::SimulationResult>();
+          return r;
+        },
+        workers);
+  };
+  // First the plans that fit in memory.
   for (size_t l = 0; l < layouts.size(); ++l) {
-    const std::vector<PlanCandidate>& plans = layouts[l].plans.candidates;
-    for (size_t c = 0; c < plans.size(); ++c) {
-      if (!plans[c].fits) continue;
-      fitting.emplace_back(l, c);
-      bounds.push_back(plans[c].bound);
+    for (const PlanCandidate& c : layouts[l].plans.candidates) {
+      if (!c.fits) continue;
+      entries.push_back({l, &c.plan});
+      bounds.push_back(c.bound);
     }
   }
-  std::optional<Fastest> best = FastestByBound(
-      bounds,
-      [&](size_t i) {
-        const Layout& l = layouts[fitting[i].first];
-        return simulate(l, l.plans.candidates[fitting[i].second].plan);
-      },
-      [&](size_t i, Simulated&& s) {
-        std::optional<simulate::SimulationResult> r = accept(layouts[fitting[i].first], std::move(s));
-        if (r && r->out_of_memory) return std::optional<simulate::SimulationResult>();
-        return r;
-      },
-      workers);
+  std::optional<Fastest> best = search(/*fitted=*/true);
   const bool fits = best.has_value();
-  size_t chosen_layout = 0;
-  config::PlanConfig chosen_plan;
-  if (best) {
-    chosen_layout = fitting[best->index].first;
-    chosen_plan = layouts[chosen_layout].plans.candidates[fitting[best->index].second].plan;
-  } else {
+  if (!fits) {
     // None fits: the fastest of every layout's own choice (its plans, or its
     // fallback where it has none).
-    std::vector<std::pair<size_t, const config::PlanConfig*>> all;
+    entries.clear();
     bounds.clear();
     for (size_t l = 0; l < layouts.size(); ++l) {
       const OpenFieldPlans& plans = layouts[l].plans;
       if (plans.candidates.empty()) {
-        all.emplace_back(l, &plans.fallback);
+        entries.push_back({l, &plans.fallback});
         bounds.push_back(plans.fallback_bound);
       }
       for (const PlanCandidate& c : plans.candidates) {
-        all.emplace_back(l, &c.plan);
+        entries.push_back({l, &c.plan});
         bounds.push_back(c.bound);
       }
     }
-    best = FastestByBound(
-        bounds, [&](size_t i) { return simulate(layouts[all[i].first], *all[i].second); },
-        [&](size_t i, Simulated&& s) { return accept(layouts[all[i].first], std::move(s)); }, workers);
-    if (best) {
-      chosen_layout = all[best->index].first;
-      chosen_plan = *all[best->index].second;
-    }
+    best = search(/*fitted=*/false);
   }
   if (!best) {
     std::stable_sort(refusals.begin(), refusals.end(),
@@ -286,11 +278,12 @@ LayoutOutcome ChooseLayout(const nlohmann::json& run, const std::string& file, c
     fitting_layouts += std::any_of(plans.begin(), plans.end(), [](const PlanCandidate& c) { return c.fits; }) ? 1 : 0;
   }
 
+  const Entry& chosen = entries[best->index];
   LayoutOutcome out;
-  out.run = std::move(layouts[chosen_layout].run);
+  out.run = std::move(layouts[chosen.layout].run);
   out.result = std::move(best->result);
   out.choices = out.run.choices;
-  RecordChoice(out.run, layouts[chosen_layout].plans, chosen_plan, &out.choices);
+  RecordChoice(out.run, layouts[chosen.layout].plans, *chosen.plan, &out.choices);
   const config::PlanConfig& plan = out.run.scenario.plan;
   const std::string how =
       fits ? fmt::format("the fastest of {} layouts that fit in memory, of {} valid", fitting_layouts, valid)

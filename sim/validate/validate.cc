@@ -206,7 +206,7 @@ ValidationReport RunValidation(const std::vector<std::string>& paths, const Vali
   const int workers = Workers(options.threads);
   const WorkerCount within_run = [&] {
     const int now = std::max(1, running.load());
-    return std::max(1, 1 + (workers - now) / now);
+    return 1 + std::max(0, workers - now) / now;
   };
   ParallelForWithinBudget(peak_bytes, kConcurrentPeakBudget, options.threads, [&](int64_t i) {
     ++running;
